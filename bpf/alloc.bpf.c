@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: (MIT OR Apache-2.0)
+/*
+ * Allocator probes: a uprobe at each entry point, a uretprobe where the result is needed, and
+ * free, which needs no return. The programs are short adapters over call_enter and call_exit.
+ *
+ * Exactly once: glibc calls its own malloc and free from inside other entry points
+ * (realloc(NULL, n) and memalign with a small alignment reach malloc; realloc(p, 0) reaches free;
+ * KERNEL-FACTS.md). So each thread keeps the outermost call in progress in `call_state`: a call
+ * that starts while another is in progress on the same thread, deeper on the stack, is internal
+ * and produces no event; only the outermost call's return does. The stack pointer makes this
+ * robust against a return that was never seen (a longjmp out of an allocator, a probe attached
+ * mid-call): a call that starts at or above the recorded frame cannot be nested in it, so the
+ * stale state is replaced.
+ */
+#include "common.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+static __always_inline __u64 mul_saturating(__u64 a, __u64 b)
+{
+	__u64 limit;
+
+	if (!a || !((a | b) >> 32))
+		return a * b;
+	limit = ~0ULL / a;
+	/* Keep clang from turning the check into a 128-bit multiply, which BPF lacks. */
+	asm volatile("" : "+r"(limit));
+	return b > limit ? ~0ULL : a * b;
+}
+
+static __always_inline int call_enter(struct pt_regs *ctx, __u32 func, __u64 size, __u64 arg)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	__u64 sp = PT_REGS_SP(ctx);
+	struct call_state *st;
+
+	if (tracked_state(id >> 32) != TRACK_PROCESS)
+		return 0;
+	st = bpf_map_lookup_elem(&call_state, &tid);
+	if (st) {
+		if (st->depth && sp < st->sp) {
+			st->depth++; /* nested inside an allocator call: internal */
+			return 0;
+		}
+		st->sp = sp;
+		st->size = size;
+		st->arg = arg;
+		st->depth = 1;
+		st->func = func;
+		return 0;
+	}
+	struct call_state fresh = {
+		.sp = sp, .size = size, .arg = arg, .depth = 1, .func = func,
+	};
+	if (bpf_map_update_elem(&call_state, &tid, &fresh, BPF_NOEXIST))
+		count_lost(LOST_STATE_FULL);
+	return 0;
+}
+
+static __always_inline void emit(__u32 kind, __u32 func, __u64 addr, __u64 size, __u64 old_addr)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct alloc_event *e = reserve(sizeof(*e), LOST_RING_ALLOC);
+
+	if (!e)
+		return;
+	fill_header(&e->h, kind, id >> 32, (__u32)id);
+	e->addr = addr;
+	e->size = size;
+	e->old_addr = old_addr;
+	e->func = func;
+	e->stack_id = 0;
+	submit(e);
+}
+
+/* The outermost call returned `ret`; say what it did. */
+static __always_inline int call_exit(struct pt_regs *ctx, __u64 ret)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct call_state *st = bpf_map_lookup_elem(&call_state, &tid);
+	__u64 addr = ret;
+	__u32 func;
+
+	if (!st || !st->depth)
+		return 0;
+	if (--st->depth)
+		return 0;
+	func = st->func;
+	switch (func) {
+	case FUNC_REALLOC:
+	case FUNC_REALLOCARRAY:
+		if (!st->arg)
+			break; /* realloc(NULL, n) is an allocation */
+		if (ret) {
+			emit(EV_REALLOC, func, ret, st->size, st->arg);
+		} else if (!st->size) {
+			emit(EV_FREE, func, st->arg, 0, 0); /* realloc(p, 0) freed p */
+		} else {
+			emit(EV_ALLOC_FAILED, func, 0, st->size, st->arg);
+		}
+		return 0;
+	case FUNC_POSIX_MEMALIGN:
+		/* Returns 0 and stores the block through memptr, or an error number. */
+		addr = 0;
+		if ((int)ret == 0 && bpf_probe_read_user(&addr, sizeof(addr), (void *)st->arg))
+			addr = 0;
+		break;
+	}
+	if (addr)
+		emit(EV_ALLOC, func, addr, st->size, 0);
+	else
+		emit(EV_ALLOC_FAILED, func, 0, st->size, 0);
+	return 0;
+}
+
+/*
+ * One entry program serves every entry point that returns a block: the attach cookie is the
+ * enum alloc_func of the probed function, which says how to read its arguments. One program
+ * means one uprobe_multi link for all of them, and one kernel grace period to detach them all.
+ */
+SEC("uprobe.multi")
+int alloc_enter(struct pt_regs *ctx)
+{
+	__u32 func = bpf_get_attach_cookie(ctx);
+	__u64 a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx), a3 = PT_REGS_PARM3(ctx);
+
+	switch (func) {
+	case FUNC_CALLOC: /* (nmemb, size) */
+		return call_enter(ctx, func, mul_saturating(a1, a2), 0);
+	case FUNC_REALLOC: /* (ptr, size) */
+		return call_enter(ctx, func, a2, a1);
+	case FUNC_REALLOCARRAY: /* (ptr, nmemb, size) */
+		return call_enter(ctx, func, mul_saturating(a2, a3), a1);
+	case FUNC_ALIGNED_ALLOC: /* (alignment, size) */
+	case FUNC_MEMALIGN:
+		return call_enter(ctx, func, a2, 0);
+	case FUNC_POSIX_MEMALIGN: /* (memptr, alignment, size) */
+		return call_enter(ctx, func, a3, a1);
+	default: /* malloc, valloc, pvalloc: (size) */
+		return call_enter(ctx, func, a1, 0);
+	}
+}
+
+/* One return program serves every entry point: the state says which call it was. */
+SEC("uretprobe.multi")
+int BPF_URETPROBE(alloc_exit, __u64 ret)
+{
+	return call_exit(ctx, ret);
+}
+
+/* free needs no return probe. A free inside another allocator call (realloc(p, 0) reaching
+ * free) is internal: the outer call reports it. */
+SEC("uprobe.multi")
+int BPF_UPROBE(free_enter, void *ptr)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	struct call_state *st;
+
+	if (!ptr || tracked_state(id >> 32) != TRACK_PROCESS)
+		return 0;
+	st = bpf_map_lookup_elem(&call_state, &tid);
+	if (st && st->depth) {
+		if (PT_REGS_SP(ctx) < st->sp)
+			return 0;
+		st->depth = 0; /* a stale call whose return was never seen */
+	}
+	emit(EV_FREE, FUNC_FREE, (__u64)ptr, 0, 0);
+	return 0;
+}

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: (MIT OR Apache-2.0) */
+/*
+ * Maps and helpers every BPF object of memtrack shares. Each object declares the same maps; user
+ * space creates them once, with the first object, and hands their fds to the others
+ * (bpf_map__reuse_fd) before loading, so all programs see one tracked set, one ring and one set
+ * of loss counters.
+ */
+#ifndef MEMTRACK_COMMON_BPF_H
+#define MEMTRACK_COMMON_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "event.h"
+
+#define MAX_TRACKED 65536
+
+/* tgid -> enum tracked_state. Filled by user space for the command, and by sched_process_fork
+ * for every child of a tracked process, at the moment it is created. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_TRACKED);
+	__type(key, __u32);
+	__type(value, __u32);
+} tracked SEC(".maps");
+
+/* Kernel -> user records (bpf/event.h). User space sets the size before load (--ring-size). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 << 20);
+} events SEC(".maps");
+
+/* Lost events per enum lost_cause. A plain array updated atomically: counters shared across
+ * CPUs lose updates with a plain += (KERNEL-FACTS.md). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LOST_CAUSES);
+	__type(key, __u32);
+	__type(value, __u64);
+} lost SEC(".maps");
+
+/* Per thread: the outermost allocator call in progress (see alloc.bpf.c). Shared so that the
+ * exit program can drop a thread's entry when the thread ends. */
+struct call_state {
+	__u64 sp;     /* stack pointer at the outermost call's entry */
+	__u64 size;   /* requested bytes */
+	__u64 arg;    /* realloc: the old pointer; posix_memalign: where the result is stored */
+	__u32 depth;  /* allocator calls in progress on this thread; 0 when idle */
+	__u32 func;   /* enum alloc_func of the outermost call */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_TRACKED);
+	__type(key, __u32);
+	__type(value, struct call_state);
+} call_state SEC(".maps");
+
+static __always_inline void count_lost(__u32 cause)
+{
+	__u64 *n = bpf_map_lookup_elem(&lost, &cause);
+
+	if (n)
+		__sync_fetch_and_add(n, 1);
+}
+
+/* The tracked state of the current process, 0 if it is not tracked. */
+static __always_inline __u32 tracked_state(__u32 tgid)
+{
+	__u32 *state = bpf_map_lookup_elem(&tracked, &tgid);
+
+	return state ? *state : 0;
+}
+
+/* Reserve a record of `size` bytes, counting a loss for `cause` when the ring is full. */
+static __always_inline void *reserve(__u64 size, __u32 cause)
+{
+	void *rec = bpf_ringbuf_reserve(&events, size, 0);
+
+	if (!rec)
+		count_lost(cause);
+	return rec;
+}
+
+static __always_inline void fill_header(struct event_header *h, __u32 kind, __u32 pid, __u32 tid)
+{
+	h->ts_ns = bpf_ktime_get_ns();
+	h->pid = pid;
+	h->tid = tid;
+	h->kind = kind;
+	h->_pad = 0;
+}
+
+/* Hand a record to user space without a wake-up: a wake-up per event costs about 3 us here
+ * (KERNEL-FACTS.md); the recorder polls the ring on a short timer instead. */
+static __always_inline void submit(void *rec)
+{
+	bpf_ringbuf_submit(rec, BPF_RB_NO_WAKEUP);
+}
+
+#endif /* MEMTRACK_COMMON_BPF_H */

@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: (MIT OR Apache-2.0)
+/*
+ * Resident memory from the kernel's rss_stat tracepoint: every change of an mm's file, anon,
+ * swap-entry and shmem counters, charged to the process that owns the mm (mm->owner), not to
+ * whichever task ran (reclaim, process_madvise, a parent filling a child's counters at fork).
+ *
+ * Values are exact: mm->rss_stat[m] is a percpu_counter whose `count` lags by up to the per-CPU
+ * batch; the exact value adds every CPU's pending part (see rss_exact).
+ *
+ * The stream carries, per change, the signed delta since the last value seen for that process
+ * and member, and the new absolute value; the report keeps the signed per-pid accounting.
+ */
+#include "common.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+#define MAX_CPUS 512
+#define NR_MEMBERS 4
+
+/* (tgid << 2 | member) -> last value seen, pages: the base of the next delta. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_TRACKED * NR_MEMBERS);
+	__type(key, __u64);
+	__type(value, __s64);
+} rss_last SEC(".maps");
+
+/* One-entry per-CPU array whose element addresses reveal each CPU's per-CPU offset. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} cpu_probe SEC(".maps");
+
+/* The numeric value of a pointer, which the verifier would otherwise not let us do arithmetic
+ * on (map pointers, map values): copied out of the stack slot it is spilled to. */
+static __always_inline __u64 address_of(const void *p)
+{
+	__u64 v = 0;
+
+	bpf_probe_read_kernel(&v, sizeof(v), &p);
+	return v;
+}
+
+/*
+ * The exact value of one percpu_counter: its count plus every CPU's pending delta. The kernel's
+ * per-CPU offsets are not available as symbols here (no CONFIG_KALLSYMS_ALL), and `counters`
+ * is plain memory to the verifier, so each CPU's offset is learned from cpu_probe: the address
+ * of its element on that CPU minus the array's raw per-CPU pointer (struct bpf_array's
+ * pptrs[0]) (KERNEL-FACTS.md).
+ */
+static __always_inline __s64 counter_exact(struct percpu_counter *c)
+{
+	__s64 value = BPF_CORE_READ(c, count);
+	__u64 counters = (__u64)BPF_CORE_READ(c, counters);
+	__u64 base = 0;
+	__u32 zero = 0;
+
+	if (!counters)
+		return value;
+	if (bpf_probe_read_kernel(&base, sizeof(base),
+				  (void *)(address_of(&cpu_probe) +
+					   bpf_core_field_offset(struct bpf_array, pptrs))))
+		return value;
+	for (__u32 cpu = 0; cpu < MAX_CPUS; cpu++) {
+		void *elem = bpf_map_lookup_percpu_elem(&cpu_probe, &zero, cpu);
+		__s32 pending = 0;
+
+		if (!elem)
+			break; /* past the last possible CPU */
+		if (!bpf_probe_read_kernel(&pending, sizeof(pending),
+					   (void *)(counters + address_of(elem) - base)))
+			value += pending;
+	}
+	return value;
+}
+
+/* Counter `member` of `mm`. The verifier allows only constant offsets into kernel structs, so
+ * each member is its own access. */
+static __always_inline __s64 rss_exact(struct mm_struct *mm, __u32 member)
+{
+	switch (member) {
+	case 0:
+		return counter_exact(&mm->rss_stat[0]);
+	case 1:
+		return counter_exact(&mm->rss_stat[1]);
+	case 2:
+		return counter_exact(&mm->rss_stat[2]);
+	default:
+		return counter_exact(&mm->rss_stat[3]);
+	}
+}
+
+/* Emit the change of `member` of process `tgid` to `value` pages. */
+static __always_inline void emit_rss(__u32 tgid, __u32 member, __s64 value, __u32 by_owner)
+{
+	__u64 key = (__u64)tgid << 2 | (member & 3);
+	__s64 *last = bpf_map_lookup_elem(&rss_last, &key);
+	__s64 delta = last ? value - *last : value;
+	struct rss_event *e;
+
+	if (last) {
+		if (!delta)
+			return; /* the batch moved between count and pending: no change */
+		*last = value;
+	} else {
+		bpf_map_update_elem(&rss_last, &key, &value, BPF_ANY);
+	}
+	e = reserve(sizeof(*e), LOST_RING_RSS);
+	if (!e)
+		return;
+	fill_header(&e->h, EV_RSS, tgid, (__u32)bpf_get_current_pid_tgid());
+	e->delta_pages = delta;
+	e->value_pages = value;
+	e->member = member;
+	e->by_owner = by_owner;
+	submit(e);
+}
+
+SEC("tp_btf/rss_stat")
+int BPF_PROG(rss_stat, struct mm_struct *mm, int member)
+{
+	struct task_struct *current = bpf_get_current_task_btf();
+	struct task_struct *owner = BPF_CORE_READ(mm, owner);
+	__u32 owner_tgid;
+
+	if (!owner || member < 0 || member >= NR_MEMBERS)
+		return 0;
+	owner_tgid = BPF_CORE_READ(owner, tgid);
+	if (tracked_state(owner_tgid) != TRACK_PROCESS)
+		return 0;
+	/*
+	 * Changes that belong to no process image the stream describes: a child's counters
+	 * filled by its parent during fork (the child still carries its parent's tgid then;
+	 * rss_fork reads the result as the child's baseline), the mm torn down at exit after the
+	 * Exit event, and, during exec, the old image's teardown and the new image's set-up
+	 * (rss_exec reads the new image's starting values instead).
+	 */
+	if (owner_tgid == current->tgid &&
+	    (current->mm != mm || BPF_CORE_READ_BITFIELD_PROBED(current, in_execve)))
+		return 0;
+	emit_rss(owner_tgid, member, rss_exact(mm, member),
+		 owner_tgid == current->tgid);
+	return 0;
+}
+
+/* A new process starts with the counters the kernel copied for it during fork: its baseline,
+ * recorded as changes made by another task before the child runs. Threads share the mm and
+ * need nothing. */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(rss_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 child_tgid = BPF_CORE_READ(child, tgid);
+	struct mm_struct *mm = BPF_CORE_READ(child, mm);
+
+	/* The parent's state, not the child's: this program may run before the one that tracks
+	 * the child. The spawner's child (the command) gets a baseline too; its exec resets it. */
+	if (child_tgid == BPF_CORE_READ(parent, tgid) || !mm)
+		return 0;
+	if (!tracked_state(BPF_CORE_READ(parent, tgid)))
+		return 0;
+	/* vfork and CLONE_VM children share their parent's mm: no copy, no baseline. */
+	if (mm == BPF_CORE_READ(parent, mm))
+		return 0;
+	for (__u32 m = 0; m < NR_MEMBERS; m++) {
+		__s64 value = rss_exact(mm, m);
+
+		if (value)
+			emit_rss(child_tgid, m, value, 0);
+	}
+	return 0;
+}
+
+/* A process image ends at exec and at exit: drop its last values. */
+static __always_inline void forget(__u32 tgid)
+{
+	for (__u32 m = 0; m < NR_MEMBERS; m++) {
+		__u64 key = (__u64)tgid << 2 | m;
+
+		bpf_map_delete_elem(&rss_last, &key);
+	}
+}
+
+/* After the Exec event (the program that writes it is attached first), the new image's
+ * starting values, made while exec set it up: its baseline from zero. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(rss_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid);
+	struct mm_struct *mm = BPF_CORE_READ(p, mm);
+
+	if (tracked_state(tgid) != TRACK_PROCESS)
+		return 0;
+	forget(tgid);
+	if (!mm)
+		return 0;
+	for (__u32 m = 0; m < NR_MEMBERS; m++) {
+		__s64 value = rss_exact(mm, m);
+
+		if (value)
+			emit_rss(tgid, m, value, 1);
+	}
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(rss_exit, struct task_struct *p, bool group_dead)
+{
+	if (group_dead)
+		forget(BPF_CORE_READ(p, tgid));
+	return 0;
+}

@@ -1,0 +1,93 @@
+//! The crate's one error type. Its kinds follow what the user must do next, and each knows the
+//! exit code it maps to; `main` prints it on one line and exits with that code.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// Exit code for memtrack's own failures in `record` (as `timeout(1)` and `env(1)` do).
+pub const EXIT_INTERNAL: i32 = 125;
+/// Exit code when the command cannot be executed (found but not runnable).
+pub const EXIT_CANNOT_EXECUTE: i32 = 126;
+/// Exit code when the command does not exist.
+pub const EXIT_NOT_FOUND: i32 = 127;
+/// Exit code for a bad file or flag in `report`, `check` and `dump`.
+pub const EXIT_BAD_INPUT: i32 = 2;
+
+/// Everything that can go wrong, with what the user should do about it.
+#[derive(Debug)]
+pub enum Error {
+    /// A flag or argument is wrong; the message says which and what form it takes.
+    Usage(String),
+    /// Recording needs a privilege or capability we do not have.
+    Privilege(String),
+    /// The kernel refused something (BTF missing, a program rejected, an attach failed).
+    Kernel(String),
+    /// Reading or writing a file failed.
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A recording is damaged or of a format we cannot read.
+    BadFile { path: PathBuf, message: String },
+    /// The command to record does not exist.
+    CommandNotFound(String),
+    /// The command exists but cannot be executed.
+    CannotExecute {
+        command: String,
+        source: std::io::Error,
+    },
+    /// Anything else that is memtrack's own fault.
+    Internal(String),
+}
+
+impl Error {
+    /// The process exit code this error maps to, for `subcommand`.
+    pub fn exit_code(&self, subcommand: Subcommand) -> i32 {
+        match self {
+            Error::CommandNotFound(_) => EXIT_NOT_FOUND,
+            Error::CannotExecute { .. } => EXIT_CANNOT_EXECUTE,
+            _ if subcommand == Subcommand::Record => EXIT_INTERNAL,
+            Error::Usage(_) | Error::BadFile { .. } | Error::Io { .. } => EXIT_BAD_INPUT,
+            _ => 1,
+        }
+    }
+
+    /// An I/O error on `path`.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+/// Which subcommand failed, since exit codes differ between them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Subcommand {
+    Record,
+    Other,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Usage(m) | Error::Privilege(m) | Error::Kernel(m) | Error::Internal(m) => {
+                f.write_str(m)
+            }
+            Error::Io { path, source } => write!(f, "{}: {}", path.display(), source),
+            Error::BadFile { path, message } => write!(f, "{}: {}", path.display(), message),
+            Error::CommandNotFound(cmd) => write!(
+                f,
+                "command not found: {cmd} (check the spelling, or give its full path)"
+            ),
+            Error::CannotExecute { command, source } => {
+                write!(f, "cannot execute {command}: {source}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Shorthand for results in this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,261 @@
+//! Kernel records (the layouts of `bpf/event.h`, through bindgen) into [`Event`]s.
+//!
+//! Field positions come from the generated structs with `offset_of!`, so the layout is defined
+//! once, in C; the bytes are read with bounds checks, so a short or unknown record is an error
+//! the recorder counts, never undefined behaviour.
+
+use std::mem::{offset_of, size_of};
+
+use crate::format::{AllocFunc, Event, EventKind, RssMember};
+use crate::sys::raw::{
+    alloc_event, event_header, event_kind, exec_event, exit_event, fork_event, lost_cause,
+    rss_event,
+};
+
+/// A record the decoder could not read.
+#[derive(Debug, PartialEq, Eq)]
+pub enum DecodeError {
+    /// Shorter than its kind's layout.
+    Short { kind: u32, len: usize },
+    /// A kind or function number this memtrack does not know.
+    Unknown { kind: u32 },
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    let mut a = [0u8; 4];
+    a.copy_from_slice(&b[at..at + 4]);
+    u32::from_ne_bytes(a)
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    u64::from_ne_bytes(a)
+}
+
+const EV_ALLOC: u32 = event_kind::EV_ALLOC as u32;
+const EV_FREE: u32 = event_kind::EV_FREE as u32;
+const EV_REALLOC: u32 = event_kind::EV_REALLOC as u32;
+const EV_ALLOC_FAILED: u32 = event_kind::EV_ALLOC_FAILED as u32;
+const EV_FORK: u32 = event_kind::EV_FORK as u32;
+const EV_EXEC: u32 = event_kind::EV_EXEC as u32;
+const EV_EXIT: u32 = event_kind::EV_EXIT as u32;
+const EV_RSS: u32 = event_kind::EV_RSS as u32;
+
+/// Decode one ring buffer record.
+pub fn decode(b: &[u8]) -> Result<Event, DecodeError> {
+    if b.len() < size_of::<event_header>() {
+        return Err(DecodeError::Short {
+            kind: 0,
+            len: b.len(),
+        });
+    }
+    let kind = u32_at(b, offset_of!(event_header, kind));
+    let need = match kind {
+        EV_ALLOC | EV_FREE | EV_REALLOC | EV_ALLOC_FAILED => size_of::<alloc_event>(),
+        EV_FORK => size_of::<fork_event>(),
+        EV_EXEC => size_of::<exec_event>(),
+        EV_EXIT => size_of::<exit_event>(),
+        EV_RSS => size_of::<rss_event>(),
+        _ => return Err(DecodeError::Unknown { kind }),
+    };
+    if b.len() < need {
+        return Err(DecodeError::Short { kind, len: b.len() });
+    }
+    let kind = match kind {
+        EV_ALLOC | EV_FREE | EV_REALLOC | EV_ALLOC_FAILED => {
+            let func_no = u32_at(b, offset_of!(alloc_event, func));
+            let func = u8::try_from(func_no)
+                .ok()
+                .and_then(AllocFunc::from_u8)
+                .ok_or(DecodeError::Unknown { kind })?;
+            let addr = u64_at(b, offset_of!(alloc_event, addr));
+            let size = u64_at(b, offset_of!(alloc_event, size));
+            let stack_id = u32_at(b, offset_of!(alloc_event, stack_id));
+            match kind {
+                EV_ALLOC => EventKind::Alloc {
+                    func,
+                    addr,
+                    size,
+                    stack_id,
+                },
+                EV_FREE => EventKind::Free { func, addr },
+                EV_REALLOC => EventKind::Realloc {
+                    func,
+                    old_addr: u64_at(b, offset_of!(alloc_event, old_addr)),
+                    addr,
+                    size,
+                    stack_id,
+                },
+                _ => EventKind::AllocFailed { func, size },
+            }
+        }
+        EV_FORK => EventKind::Fork {
+            child: u32_at(b, offset_of!(fork_event, child)),
+        },
+        EV_EXEC => {
+            let flen = (u32_at(b, offset_of!(exec_event, filename_len)) as usize)
+                .min(crate::sys::raw::EXEC_FILENAME_MAX as usize);
+            let alen = (u32_at(b, offset_of!(exec_event, args_len)) as usize)
+                .min(crate::sys::raw::EXEC_ARGS_MAX as usize);
+            let fstart = offset_of!(exec_event, filename);
+            let astart = offset_of!(exec_event, args);
+            let filename = String::from_utf8_lossy(&b[fstart..fstart + flen]).into_owned();
+            let args = &b[astart..astart + alen];
+            let argv = args
+                .strip_suffix(&[0])
+                .unwrap_or(args)
+                .split(|&c| c == 0)
+                .filter(|_| alen > 0)
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+            EventKind::Exec { filename, argv }
+        }
+        EV_EXIT => EventKind::Exit {
+            status: u32_at(b, offset_of!(exit_event, status)) as i32,
+        },
+        _ => {
+            let member_no = u32_at(b, offset_of!(rss_event, member));
+            let member = u8::try_from(member_no)
+                .ok()
+                .and_then(RssMember::from_u8)
+                .ok_or(DecodeError::Unknown { kind })?;
+            EventKind::Rss {
+                member,
+                delta_pages: u64_at(b, offset_of!(rss_event, delta_pages)) as i64,
+                value_pages: u64_at(b, offset_of!(rss_event, value_pages)),
+                by_owner: u32_at(b, offset_of!(rss_event, by_owner)) != 0,
+            }
+        }
+    };
+    Ok(Event {
+        ts_ns: u64_at(b, offset_of!(event_header, ts_ns)),
+        pid: u32_at(b, offset_of!(event_header, pid)),
+        tid: u32_at(b, offset_of!(event_header, tid)),
+        kind,
+    })
+}
+
+/// The name of each loss cause of the kernel side, indexed like the `lost` map.
+pub const LOST_CAUSES: [(lost_cause, &str); 5] = [
+    (lost_cause::LOST_RING_ALLOC, "ring_full_alloc"),
+    (lost_cause::LOST_RING_LIFECYCLE, "ring_full_lifecycle"),
+    (lost_cause::LOST_RING_RSS, "ring_full_rss"),
+    (lost_cause::LOST_STATE_FULL, "call_state_full"),
+    (lost_cause::LOST_TRACKED_FULL, "tracked_map_full"),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(kind: event_kind, pid: u32, tid: u32, ts: u64) -> event_header {
+        event_header {
+            ts_ns: ts,
+            pid,
+            tid,
+            kind: kind as u32,
+            _pad: 0,
+        }
+    }
+
+    use crate::sys::raw::record_bytes as bytes;
+
+    #[test]
+    fn decodes_alloc_free_realloc_failed() {
+        let mut e = alloc_event {
+            h: header(event_kind::EV_ALLOC, 10, 11, 123),
+            addr: 0x5555_0000,
+            size: 64,
+            old_addr: 0,
+            func: 1,
+            stack_id: 0,
+        };
+        let ev = decode(&bytes(&e)).unwrap();
+        assert_eq!((ev.ts_ns, ev.pid, ev.tid), (123, 10, 11));
+        assert_eq!(
+            ev.kind,
+            EventKind::Alloc {
+                func: AllocFunc::Calloc,
+                addr: 0x5555_0000,
+                size: 64,
+                stack_id: 0
+            }
+        );
+        e.h.kind = event_kind::EV_REALLOC as u32;
+        e.old_addr = 0x1000;
+        e.func = 2;
+        assert!(matches!(
+            decode(&bytes(&e)).unwrap().kind,
+            EventKind::Realloc {
+                old_addr: 0x1000,
+                addr: 0x5555_0000,
+                size: 64,
+                ..
+            }
+        ));
+        e.h.kind = event_kind::EV_FREE as u32;
+        assert!(matches!(
+            decode(&bytes(&e)).unwrap().kind,
+            EventKind::Free {
+                addr: 0x5555_0000,
+                ..
+            }
+        ));
+        e.h.kind = event_kind::EV_ALLOC_FAILED as u32;
+        assert!(matches!(
+            decode(&bytes(&e)).unwrap().kind,
+            EventKind::AllocFailed { size: 64, .. }
+        ));
+    }
+
+    #[test]
+    fn rejects_short_and_unknown_records() {
+        let e = alloc_event {
+            h: header(event_kind::EV_ALLOC, 1, 1, 1),
+            ..Default::default()
+        };
+        let b = bytes(&e);
+        assert!(matches!(decode(&b[..20]), Err(DecodeError::Short { .. })));
+        assert!(matches!(decode(&b[..30]), Err(DecodeError::Short { .. })));
+        let mut bad = b.clone();
+        bad[offset_of!(event_header, kind)] = 99;
+        assert_eq!(decode(&bad), Err(DecodeError::Unknown { kind: 99 }));
+        let mut bad_func = e;
+        bad_func.func = 200;
+        assert!(decode(&bytes(&bad_func)).is_err());
+    }
+
+    #[test]
+    fn decodes_exec_argv() {
+        let mut e = exec_event {
+            h: header(event_kind::EV_EXEC, 5, 5, 9),
+            filename_len: 8,
+            args_len: 12,
+            filename: [0; 256],
+            args: [0; 512],
+        };
+        for (i, c) in b"/bin/ls\0".iter().enumerate() {
+            e.filename[i] = *c as _;
+        }
+        e.filename_len = 7;
+        for (i, c) in b"ls\0-l\0/tmp\0".iter().enumerate() {
+            e.args[i] = *c as _;
+        }
+        e.args_len = 11;
+        let ev = decode(&bytes(&e)).unwrap();
+        assert_eq!(
+            ev.kind,
+            EventKind::Exec {
+                filename: "/bin/ls".into(),
+                argv: vec!["ls".into(), "-l".into(), "/tmp".into()]
+            }
+        );
+        e.args_len = 0;
+        assert!(
+            matches!(decode(&bytes(&e)).unwrap().kind, EventKind::Exec { ref argv, .. } if argv.is_empty())
+        );
+        e.args_len = 100_000; // clamped, no panic
+        decode(&bytes(&e)).unwrap();
+    }
+}

@@ -1,0 +1,250 @@
+//! `memtrack record`: load the BPF programs, start the command inside the tracked tree, drain
+//! the ring buffer into the file until the whole tree is gone, and exit with the command's status.
+//!
+//! Flow: preflight → load (process.bpf.o, then alloc.bpf.o sharing its maps) → attach → open the
+//! output → spawn → drain loop (ring → decode → writer) → final drain → trailer.
+
+pub mod attach;
+pub mod decode;
+pub mod drain;
+pub mod spawn;
+pub mod symbols;
+
+use std::fs::File;
+use std::path::PathBuf;
+
+use crate::error::Error;
+use crate::format::Header;
+use crate::preflight;
+use crate::sys::bpf::{self, BpfError, LoadedObject, MapFd, OpenObject};
+use crate::sys::process;
+use crate::sys::raw;
+
+/// Default ring buffer size.
+pub const DEFAULT_RING_SIZE_MIB: u32 = 64;
+
+/// A validated `record` invocation.
+#[derive(Clone, Debug)]
+pub struct RecordOptions {
+    /// Where the recording goes.
+    pub output: PathBuf,
+    /// Size of the kernel ring buffer, bytes (a power of two, at least one page).
+    pub ring_size_bytes: u64,
+    /// The command and its arguments.
+    pub command: Vec<String>,
+    /// Record resident memory (rss_stat) as well as allocations.
+    pub rss: bool,
+    /// Print nothing but errors.
+    pub quiet: bool,
+}
+
+impl RecordOptions {
+    /// Check what can be checked before anything is loaded or spawned.
+    pub fn new(
+        output: PathBuf,
+        ring_size_mib: u32,
+        command: Vec<String>,
+        rss: bool,
+        quiet: bool,
+    ) -> Result<RecordOptions, Error> {
+        if command.is_empty() {
+            return Err(Error::Usage(
+                "no command given; usage: memtrack record [-o FILE] -- CMD [ARGS...]".into(),
+            ));
+        }
+        if ring_size_mib == 0 || !ring_size_mib.is_power_of_two() || ring_size_mib > 1024 {
+            return Err(Error::Usage(format!(
+                "--ring-size {ring_size_mib}: give a power of two between 1 and 1024 (MiB)"
+            )));
+        }
+        Ok(RecordOptions {
+            output,
+            ring_size_bytes: u64::from(ring_size_mib) << 20,
+            command,
+            rss,
+            quiet,
+        })
+    }
+}
+
+/// Turn a libbpf failure into the error a user can act on.
+fn kernel_error(e: BpfError) -> Error {
+    match e.errno {
+        libc::EPERM | libc::EACCES => Error::Privilege(format!(
+            "{e}; recording needs root or CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN (run it with sudo; \
+             in a container, allow the bpf() syscall)"
+        )),
+        _ => Error::Kernel(format!("{e} (run with -v to see libbpf's log)")),
+    }
+}
+
+/// Load the process object, which creates the maps every object shares.
+fn load_process(opts: &RecordOptions) -> Result<LoadedObject, Error> {
+    let mut process = OpenObject::open("process", raw::PROCESS_BPF_OBJECT).map_err(kernel_error)?;
+    process
+        .set_max_entries("events", opts.ring_size_bytes as u32)
+        .map_err(kernel_error)?;
+    process.load().map_err(kernel_error)
+}
+
+/// Load the allocator object on `process`'s maps; `classic` loads its programs as perf-event
+/// uprobes for kernels without uprobe_multi.
+fn load_alloc(process: &LoadedObject, classic: bool) -> Result<LoadedObject, Error> {
+    let mut alloc = OpenObject::open("alloc", raw::ALLOC_BPF_OBJECT).map_err(kernel_error)?;
+    for map in ["tracked", "events", "lost", "call_state"] {
+        alloc.reuse_map(map, process).map_err(kernel_error)?;
+    }
+    if classic {
+        for prog in [attach::ALLOC_ENTER, attach::ALLOC_EXIT, attach::FREE_ENTER] {
+            alloc.use_classic_uprobe(prog).map_err(kernel_error)?;
+        }
+    }
+    alloc.load().map_err(kernel_error)
+}
+
+/// The programs of `bpf/rss.bpf.c`, attached after the process programs so that on the shared
+/// exec tracepoint the Exec event comes before the new image's starting values.
+const RSS_PROGRAMS: [&str; 4] = ["rss_stat", "rss_fork", "rss_exec", "rss_exit"];
+
+/// Load the resident-memory object on `process`'s maps.
+fn load_rss(process: &LoadedObject) -> Result<LoadedObject, Error> {
+    let mut rss = OpenObject::open("rss", raw::RSS_BPF_OBJECT).map_err(kernel_error)?;
+    for map in ["tracked", "events", "lost"] {
+        rss.reuse_map(map, process).map_err(kernel_error)?;
+    }
+    rss.load().map_err(kernel_error)
+}
+
+/// Record `opts.command` into `opts.output`; returns the command's exit code.
+pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
+    preflight::check_privileges()?;
+    preflight::check_btf()?;
+    bpf::route_libbpf_logs();
+
+    let process_obj = load_process(opts)?;
+    let rss_obj = opts.rss.then(|| load_rss(&process_obj)).transpose()?;
+    let mut links = Vec::new();
+    for prog in [
+        "sched_process_fork",
+        "sched_process_exec",
+        "sched_process_exit",
+    ] {
+        links.push(process_obj.attach(prog).map_err(kernel_error)?);
+    }
+
+    let mut features = vec!["lifecycle".to_string()];
+    if let Some(rss) = &rss_obj {
+        for prog in RSS_PROGRAMS {
+            links.push(rss.attach(prog).map_err(kernel_error)?);
+        }
+        features.push("rss".to_string());
+    }
+    let libc = match attach::find_libc() {
+        Some(path) => {
+            let symbols = symbols::ElfSymbols::read(&path).map_err(|e| {
+                Error::Internal(format!("cannot read the C library's symbols: {e}"))
+            })?;
+            Some((path, attach::glibc_sites(&symbols)))
+        }
+        None => {
+            log::warn!("no glibc found; allocations will not be recorded");
+            None
+        }
+    };
+    // uprobe_multi links (Linux 6.6+) attach and detach all sites at once; older kernels get
+    // one classic uprobe per site from a second load of the same object.
+    let alloc_multi = load_alloc(&process_obj, false)?;
+    let alloc_classic;
+    let mut alloc_links = Vec::new();
+    if let Some((path, sites)) = &libc {
+        alloc_links = match attach::attach(&alloc_multi, path, sites, false) {
+            Ok(links) => links,
+            Err(e) if e.errno == libc::EPERM || e.errno == libc::EACCES => {
+                return Err(kernel_error(e))
+            }
+            Err(e) => {
+                log::info!("uprobe_multi unavailable ({e}); attaching one uprobe per site");
+                alloc_classic = load_alloc(&process_obj, true)?;
+                attach::attach(&alloc_classic, path, sites, true).map_err(kernel_error)?
+            }
+        };
+        log::info!(
+            "{}: probed {} ({} links)",
+            path.display(),
+            sites.functions.join(", "),
+            alloc_links.len()
+        );
+        features.push("alloc".to_string());
+    }
+
+    let tracked = MapFd::of(&process_obj, "tracked").map_err(kernel_error)?;
+    let lost = MapFd::of(&process_obj, "lost").map_err(kernel_error)?;
+    let ring = crate::sys::ring::RingBuffer::map(
+        MapFd::of(&process_obj, "events")
+            .map_err(kernel_error)?
+            .fd(),
+        opts.ring_size_bytes as usize,
+    )
+    .map_err(|e| Error::Kernel(format!("cannot map the BPF ring buffer: {e}")))?;
+
+    // Validate the output path before the command runs: a typo must not cost a whole run.
+    let file = File::create(&opts.output).map_err(|e| Error::io(&opts.output, e))?;
+
+    // Signals are taken synchronously by the drain loop; blocked before the child exists so
+    // none is missed (std's Command gives the child an empty mask again).
+    let signals = process::SignalSet::block(&drain::HANDLED_SIGNALS)
+        .map_err(|e| Error::Internal(format!("cannot block signals: {e}")))?;
+    process::become_subreaper().map_err(|e| {
+        Error::Internal(format!(
+            "cannot become the reaper of the command's tree: {e}"
+        ))
+    })?;
+
+    let me = process::getpid();
+    tracked
+        .update_u32(me, raw::tracked_state::TRACK_SPAWNER as u32)
+        .map_err(kernel_error)?;
+    let start_monotonic_ns = process::monotonic_ns();
+    let start_wall_ns = process::wall_ns();
+    let child = spawn::spawn(&opts.command);
+    tracked.delete_u32(me);
+    let child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            drop(file);
+            let _ = std::fs::remove_file(&opts.output);
+            signals.unblock();
+            return Err(e);
+        }
+    };
+
+    let (kernel_release, hostname) = process::uname();
+    let header = Header {
+        memtrack_version: env!("CARGO_PKG_VERSION").to_string(),
+        kernel_release,
+        hostname,
+        page_size_bytes: crate::sys::ring::page_size() as u32,
+        argv: opts.command.clone(),
+        root_pid: child.id(),
+        start_monotonic_ns,
+        start_wall_ns,
+        ring_size_bytes: opts.ring_size_bytes,
+        features,
+    };
+    let session = drain::Session {
+        ring,
+        lost,
+        signals: &signals,
+        root_pid: child.id() as i32,
+        output: &opts.output,
+    };
+    let summary = session.run(file, &header)?;
+    drop(alloc_links);
+    drop(links);
+    signals.unblock();
+
+    if !opts.quiet {
+        eprintln!("memtrack: {summary}");
+    }
+    Ok(summary.exit_code)
+}

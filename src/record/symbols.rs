@@ -1,0 +1,267 @@
+//! Function symbols of an ELF file and their file offsets, which is what a uprobe is placed by.
+//!
+//! A small reader of ELF64 little-endian files: section headers, `.symtab` and `.dynsym` with
+//! their string tables, and the executable `PT_LOAD` segments that turn a symbol's virtual
+//! address into a file offset. Stripped libraries (Debian's libc) keep `.dynsym`, which is all
+//! the allocator entry points need. Every read is bounds-checked: a damaged or foreign file is
+//! an error, never a panic.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+const SHT_SYMTAB: u32 = 2;
+const SHT_DYNSYM: u32 = 11;
+const PT_LOAD: u32 = 1;
+const PF_X: u32 = 1;
+const STT_FUNC: u8 = 2;
+const STT_GNU_IFUNC: u8 = 10;
+
+/// Why an ELF file could not be read.
+#[derive(Debug)]
+pub struct ElfError {
+    path: PathBuf,
+    reason: String,
+}
+
+impl fmt::Display for ElfError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.reason)
+    }
+}
+
+impl std::error::Error for ElfError {}
+
+/// A function symbol: its file offset (for a uprobe) and size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FuncSymbol {
+    /// Offset of the first instruction in the file.
+    pub offset: u64,
+    /// Size of the function in bytes (0 when the symbol does not say).
+    pub size: u64,
+}
+
+/// The defined function symbols of one ELF file, by name, and the file's bytes (to look at a
+/// function's first instructions).
+#[derive(Debug, Default)]
+pub struct ElfSymbols {
+    funcs: HashMap<String, FuncSymbol>,
+    data: Vec<u8>,
+}
+
+impl ElfSymbols {
+    /// Read the function symbols of the ELF file at `path`.
+    pub fn read(path: &Path) -> Result<ElfSymbols, ElfError> {
+        let data = std::fs::read(path).map_err(|e| ElfError {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        let funcs = ElfSymbols::parse(&data).map_err(|reason| ElfError {
+            path: path.to_path_buf(),
+            reason,
+        })?;
+        Ok(ElfSymbols { data, ..funcs })
+    }
+
+    /// Parse the function symbols of the ELF image `data`.
+    pub fn parse(data: &[u8]) -> Result<ElfSymbols, String> {
+        let b = Bytes(data);
+        if data.get(..4) != Some(b"\x7fELF".as_slice()) {
+            return Err("not an ELF file".into());
+        }
+        if b.u8(4)? != 2 || b.u8(5)? != 1 {
+            return Err("not a 64-bit little-endian ELF file".into());
+        }
+        let phoff = b.u64(0x20)? as usize;
+        let shoff = b.u64(0x28)? as usize;
+        let phentsize = b.u16(0x36)? as usize;
+        let phnum = b.u16(0x38)? as usize;
+        let shentsize = b.u16(0x3a)? as usize;
+        let shnum = b.u16(0x3c)? as usize;
+
+        let mut segments = Vec::new();
+        for i in 0..phnum {
+            let ph = phoff + i * phentsize;
+            if b.u32(ph)? == PT_LOAD && b.u32(ph + 4)? & PF_X != 0 {
+                segments.push(Segment {
+                    offset: b.u64(ph + 8)?,
+                    vaddr: b.u64(ph + 16)?,
+                    filesz: b.u64(ph + 32)?,
+                });
+            }
+        }
+
+        let section = |i: usize| -> Result<Section, String> {
+            let sh = shoff + i * shentsize;
+            Ok(Section {
+                kind: b.u32(sh + 4)?,
+                offset: b.u64(sh + 24)? as usize,
+                size: b.u64(sh + 32)? as usize,
+                link: b.u32(sh + 40)? as usize,
+                entsize: b.u64(sh + 56)? as usize,
+            })
+        };
+
+        let mut funcs = HashMap::new();
+        for i in 0..shnum {
+            let sec = section(i)?;
+            if sec.kind != SHT_SYMTAB && sec.kind != SHT_DYNSYM {
+                continue;
+            }
+            if sec.entsize < 24 {
+                return Err(format!(
+                    "symbol table {i} has entries of {} bytes",
+                    sec.entsize
+                ));
+            }
+            let strtab = section(sec.link)?;
+            let count = sec.size / sec.entsize;
+            for s in 0..count {
+                let sym = sec.offset + s * sec.entsize;
+                let info = b.u8(sym + 4)?;
+                let shndx = b.u16(sym + 6)?;
+                let value = b.u64(sym + 8)?;
+                let kind = info & 0xf;
+                if (kind != STT_FUNC && kind != STT_GNU_IFUNC) || shndx == 0 || value == 0 {
+                    continue;
+                }
+                let name = b.cstr(
+                    strtab.offset + b.u32(sym)? as usize,
+                    strtab.offset + strtab.size,
+                )?;
+                let Some(offset) = file_offset(&segments, value) else {
+                    continue;
+                };
+                let size = b.u64(sym + 16)?;
+                // .symtab and .dynsym may both list a function; they agree, keep the first.
+                funcs
+                    .entry(name.to_string())
+                    .or_insert(FuncSymbol { offset, size });
+            }
+        }
+        Ok(ElfSymbols {
+            funcs,
+            data: Vec::new(),
+        })
+    }
+
+    /// The function called `name`, if the file defines it.
+    pub fn get(&self, name: &str) -> Option<FuncSymbol> {
+        self.funcs.get(name).copied()
+    }
+
+    /// Up to `len` bytes of the file's code starting at `sym` (empty when only parsed, not read).
+    pub fn code(&self, sym: FuncSymbol, len: usize) -> &[u8] {
+        let start = (sym.offset as usize).min(self.data.len());
+        let len = len.min(if sym.size > 0 { sym.size as usize } else { len });
+        &self.data[start..(start + len).min(self.data.len())]
+    }
+
+    /// How many function symbols the file defines.
+    pub fn len(&self) -> usize {
+        self.funcs.len()
+    }
+
+    /// Whether the file defines no function symbols at all.
+    pub fn is_empty(&self) -> bool {
+        self.funcs.is_empty()
+    }
+}
+
+struct Segment {
+    offset: u64,
+    vaddr: u64,
+    filesz: u64,
+}
+
+struct Section {
+    kind: u32,
+    offset: usize,
+    size: usize,
+    link: usize,
+    entsize: usize,
+}
+
+fn file_offset(segments: &[Segment], vaddr: u64) -> Option<u64> {
+    segments
+        .iter()
+        .find(|s| vaddr >= s.vaddr && vaddr - s.vaddr < s.filesz)
+        .map(|s| vaddr - s.vaddr + s.offset)
+}
+
+/// Bounds-checked little-endian reads.
+struct Bytes<'a>(&'a [u8]);
+
+impl Bytes<'_> {
+    fn slice(&self, at: usize, n: usize) -> Result<&[u8], String> {
+        at.checked_add(n)
+            .and_then(|end| self.0.get(at..end))
+            .ok_or_else(|| {
+                format!(
+                    "truncated ELF file (needs bytes {at}..{})",
+                    at.saturating_add(n)
+                )
+            })
+    }
+    fn u8(&self, at: usize) -> Result<u8, String> {
+        Ok(self.slice(at, 1)?[0])
+    }
+    fn u16(&self, at: usize) -> Result<u16, String> {
+        let s = self.slice(at, 2)?;
+        Ok(u16::from_le_bytes([s[0], s[1]]))
+    }
+    fn u32(&self, at: usize) -> Result<u32, String> {
+        let s = self.slice(at, 4)?;
+        Ok(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+    }
+    fn u64(&self, at: usize) -> Result<u64, String> {
+        let s = self.slice(at, 8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(s);
+        Ok(u64::from_le_bytes(a))
+    }
+    fn cstr(&self, at: usize, limit: usize) -> Result<&str, String> {
+        let end_limit = limit.min(self.0.len());
+        let tail = self
+            .0
+            .get(at..end_limit)
+            .ok_or("symbol name outside its string table")?;
+        let len = tail
+            .iter()
+            .position(|&c| c == 0)
+            .ok_or("unterminated symbol name")?;
+        std::str::from_utf8(&tail[..len]).map_err(|_| "symbol name is not UTF-8".to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rejects_non_elf() {
+        assert!(ElfSymbols::parse(b"hello world").is_err());
+        assert!(ElfSymbols::parse(b"").is_err());
+    }
+
+    #[test]
+    fn truncated_elf_is_an_error_not_a_panic() {
+        let exe = std::fs::read("/proc/self/exe").unwrap();
+        for cut in [5, 64, 100, 1000, exe.len() / 2] {
+            let _ = ElfSymbols::parse(&exe[..cut.min(exe.len())]);
+        }
+    }
+
+    #[test]
+    fn finds_glibc_allocator_entry_points() {
+        let Some(libc) = crate::record::attach::find_libc() else {
+            eprintln!("skipped: no glibc found at the usual paths");
+            return;
+        };
+        let syms = ElfSymbols::read(&libc).unwrap();
+        for name in ["malloc", "free", "calloc", "realloc", "posix_memalign"] {
+            let f = syms.get(name).unwrap_or_else(|| panic!("{name} missing"));
+            assert!(f.offset > 0 && f.size > 0, "{name}: {f:?}");
+        }
+    }
+}

@@ -1,0 +1,420 @@
+//! Owners of libbpf objects, programs, maps and links.
+//!
+//! An [`OpenObject`] can be configured (map sizes, shared map fds, programs switched off) and
+//! becomes a [`LoadedObject`] on load; only a loaded object hands out programs to attach and map
+//! fds. Each owner frees its C resource in `Drop`. Every libbpf return is checked where it crosses
+//! into Rust and turned into an error that names what failed.
+
+use std::ffi::{CStr, CString};
+use std::marker::PhantomData;
+use std::os::raw::{c_char, c_int, c_void};
+use std::ptr::NonNull;
+
+use libbpf_sys as sys;
+
+/// A libbpf or kernel failure: what we tried and the errno it gave.
+#[derive(Debug)]
+pub struct BpfError {
+    /// What was being done, e.g. "load BPF object process".
+    pub what: String,
+    /// The errno (positive).
+    pub errno: i32,
+}
+
+impl BpfError {
+    fn new(what: impl Into<String>, errno: i32) -> BpfError {
+        BpfError {
+            what: what.into(),
+            errno: errno.abs(),
+        }
+    }
+
+    /// The last errno, for calls that return NULL and set errno.
+    fn last(what: impl Into<String>) -> BpfError {
+        let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+        BpfError::new(what, errno)
+    }
+}
+
+impl std::fmt::Display for BpfError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: {}",
+            self.what,
+            std::io::Error::from_raw_os_error(self.errno)
+        )
+    }
+}
+
+impl std::error::Error for BpfError {}
+
+fn cstring(s: &str) -> CString {
+    // Names come from our own code and ELF files; an interior NUL cannot name anything.
+    CString::new(s.replace('\0', "")).unwrap_or_default()
+}
+
+/// Route libbpf's own messages through `log`, so `-v`/`RUST_LOG` show them and they never
+/// clutter a normal run.
+pub fn route_libbpf_logs() {
+    extern "C" {
+        fn vsnprintf(
+            buf: *mut c_char,
+            size: usize,
+            fmt: *const c_char,
+            ap: *mut sys::__va_list_tag,
+        ) -> c_int;
+    }
+    unsafe extern "C" fn print(
+        level: sys::libbpf_print_level,
+        fmt: *const c_char,
+        ap: *mut sys::__va_list_tag,
+    ) -> c_int {
+        // Large enough for a verifier log, which libbpf prints as one message.
+        let mut buf = vec![0 as c_char; 256 * 1024];
+        // SAFETY: buf is writable for its length; fmt and ap come from libbpf as a pair.
+        let n = unsafe { vsnprintf(buf.as_mut_ptr(), buf.len(), fmt, ap) };
+        if n < 0 {
+            return n;
+        }
+        // SAFETY: vsnprintf NUL-terminates within the buffer.
+        let msg = unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy();
+        let msg = msg.trim_end();
+        match level {
+            sys::LIBBPF_WARN => log::debug!(target: "libbpf", "{msg}"),
+            _ => log::trace!(target: "libbpf", "{msg}"),
+        }
+        n
+    }
+    // SAFETY: `print` has the signature libbpf expects and lives for the whole program.
+    unsafe {
+        sys::libbpf_set_print(Some(print));
+    }
+}
+
+/// A BPF object file opened from memory, not yet loaded into the kernel.
+pub struct OpenObject {
+    ptr: NonNull<sys::bpf_object>,
+    name: String,
+}
+
+impl OpenObject {
+    /// Open the ELF image `bytes` (an object embedded with `include_bytes!`) under `name`.
+    pub fn open(name: &str, bytes: &'static [u8]) -> Result<OpenObject, BpfError> {
+        let cname = cstring(name);
+        let opts = sys::bpf_object_open_opts {
+            sz: std::mem::size_of::<sys::bpf_object_open_opts>() as sys::size_t,
+            object_name: cname.as_ptr(),
+            ..Default::default()
+        };
+        // SAFETY: bytes outlives the object ('static); opts is fully initialised with sz set.
+        let ptr = unsafe {
+            sys::bpf_object__open_mem(
+                bytes.as_ptr() as *const c_void,
+                bytes.len() as sys::size_t,
+                &opts,
+            )
+        };
+        let ptr =
+            NonNull::new(ptr).ok_or_else(|| BpfError::last(format!("open BPF object {name}")))?;
+        Ok(OpenObject {
+            ptr,
+            name: name.to_string(),
+        })
+    }
+
+    fn map_ptr(&self, map: &str) -> Result<NonNull<sys::bpf_map>, BpfError> {
+        let cname = cstring(map);
+        // SAFETY: self.ptr is a live object; the name is NUL-terminated.
+        let ptr = unsafe { sys::bpf_object__find_map_by_name(self.ptr.as_ptr(), cname.as_ptr()) };
+        NonNull::new(ptr)
+            .ok_or_else(|| BpfError::new(format!("find map {map} in {}", self.name), libc::ENOENT))
+    }
+
+    /// Set the number of entries of `map` (for a ring buffer: its size in bytes).
+    pub fn set_max_entries(&mut self, map: &str, entries: u32) -> Result<(), BpfError> {
+        let m = self.map_ptr(map)?;
+        // SAFETY: m belongs to this open object.
+        let rc = unsafe { sys::bpf_map__set_max_entries(m.as_ptr(), entries) };
+        check(rc, || format!("size map {map} to {entries}"))
+    }
+
+    /// Use the map `map` already created by `from` instead of creating a new one.
+    pub fn reuse_map(&mut self, map: &str, from: &LoadedObject) -> Result<(), BpfError> {
+        let fd = from.map_fd(map)?;
+        let m = self.map_ptr(map)?;
+        // SAFETY: m belongs to this open object; fd is a live map fd owned by `from`, which
+        // libbpf dups, so the two objects may be dropped in any order.
+        let rc = unsafe { sys::bpf_map__reuse_fd(m.as_ptr(), fd) };
+        check(rc, || format!("share map {map} with {}", self.name))
+    }
+
+    /// Load program `prog` as a classic (perf-event based) uprobe instead of the uprobe_multi
+    /// its section names, for kernels without uprobe_multi links (before 6.6).
+    pub fn use_classic_uprobe(&mut self, prog: &str) -> Result<(), BpfError> {
+        let cname = cstring(prog);
+        // SAFETY: live object, NUL-terminated name.
+        let p = unsafe { sys::bpf_object__find_program_by_name(self.ptr.as_ptr(), cname.as_ptr()) };
+        if p.is_null() {
+            return Err(BpfError::new(
+                format!("find program {prog} in {}", self.name),
+                libc::ENOENT,
+            ));
+        }
+        // SAFETY: p is a program of this open object; 0 is the attach type of a plain uprobe.
+        let rc = unsafe { sys::bpf_program__set_expected_attach_type(p, 0) };
+        check(rc, || format!("make {prog} a classic uprobe"))
+    }
+
+    /// Load every program and create every map.
+    pub fn load(self) -> Result<LoadedObject, BpfError> {
+        // SAFETY: self.ptr is a live, not yet loaded object.
+        let rc = unsafe { sys::bpf_object__load(self.ptr.as_ptr()) };
+        let name = self.name.clone();
+        // Ownership moves to LoadedObject whatever happens; on failure its Drop closes it.
+        let loaded = LoadedObject {
+            ptr: self.ptr,
+            name: self.name.clone(),
+        };
+        std::mem::forget(self);
+        check(rc, || format!("load BPF object {name}"))?;
+        Ok(loaded)
+    }
+}
+
+impl Drop for OpenObject {
+    fn drop(&mut self) {
+        // SAFETY: we own the object and nothing borrows it past our lifetime.
+        unsafe { sys::bpf_object__close(self.ptr.as_ptr()) }
+    }
+}
+
+/// A BPF object whose programs and maps are in the kernel. Dropping it unloads them (links
+/// attached from it must be dropped first; their lifetime parameter enforces that).
+pub struct LoadedObject {
+    ptr: NonNull<sys::bpf_object>,
+    name: String,
+}
+
+impl LoadedObject {
+    /// The fd of map `map`, valid while this object lives.
+    pub fn map_fd(&self, map: &str) -> Result<c_int, BpfError> {
+        let cname = cstring(map);
+        // SAFETY: live object, NUL-terminated name.
+        let m = unsafe { sys::bpf_object__find_map_by_name(self.ptr.as_ptr(), cname.as_ptr()) };
+        if m.is_null() {
+            return Err(BpfError::new(
+                format!("find map {map} in {}", self.name),
+                libc::ENOENT,
+            ));
+        }
+        // SAFETY: m is a map of this loaded object.
+        let fd = unsafe { sys::bpf_map__fd(m) };
+        if fd < 0 {
+            return Err(BpfError::new(format!("map {map} has no fd"), fd));
+        }
+        Ok(fd)
+    }
+
+    fn program(&self, prog: &str) -> Result<NonNull<sys::bpf_program>, BpfError> {
+        let cname = cstring(prog);
+        // SAFETY: live object, NUL-terminated name.
+        let p = unsafe { sys::bpf_object__find_program_by_name(self.ptr.as_ptr(), cname.as_ptr()) };
+        NonNull::new(p).ok_or_else(|| {
+            BpfError::new(
+                format!("find program {prog} in {}", self.name),
+                libc::ENOENT,
+            )
+        })
+    }
+
+    /// Attach `prog` where its section says (tracepoints, tp_btf).
+    pub fn attach(&self, prog: &str) -> Result<Link<'_>, BpfError> {
+        let p = self.program(prog)?;
+        // SAFETY: p is a loaded program of this object.
+        let link = unsafe { sys::bpf_program__attach(p.as_ptr()) };
+        Link::from_raw(link, || format!("attach {prog}"))
+    }
+
+    /// Attach `prog` as a uprobe (or uretprobe) at `offset` bytes into the file `path`, for
+    /// every process (`pid` -1) or one; the program reads `cookie` with bpf_get_attach_cookie.
+    pub fn attach_uprobe(
+        &self,
+        prog: &str,
+        retprobe: bool,
+        pid: i32,
+        path: &str,
+        offset: u64,
+        cookie: u64,
+    ) -> Result<Link<'_>, BpfError> {
+        let p = self.program(prog)?;
+        let cpath = cstring(path);
+        let opts = sys::bpf_uprobe_opts {
+            sz: std::mem::size_of::<sys::bpf_uprobe_opts>() as sys::size_t,
+            retprobe,
+            bpf_cookie: cookie,
+            ..Default::default()
+        };
+        // SAFETY: p is loaded; path is NUL-terminated; opts is initialised with sz set.
+        let link = unsafe {
+            sys::bpf_program__attach_uprobe_opts(
+                p.as_ptr(),
+                pid,
+                cpath.as_ptr(),
+                offset as sys::size_t,
+                &opts,
+            )
+        };
+        Link::from_raw(link, || {
+            format!("attach {prog} to {path} at offset {offset:#x}")
+        })
+    }
+}
+
+impl LoadedObject {
+    /// Attach `prog` (an uprobe.multi program) at every `(offset, cookie)` of the file `path` at
+    /// once, for every process (`pid` -1) or one: one link, one grace period to detach.
+    pub fn attach_uprobe_multi(
+        &self,
+        prog: &str,
+        retprobe: bool,
+        pid: i32,
+        path: &str,
+        sites: &[(u64, u64)],
+    ) -> Result<Link<'_>, BpfError> {
+        let p = self.program(prog)?;
+        let cpath = cstring(path);
+        let offsets: Vec<std::os::raw::c_ulong> = sites.iter().map(|s| s.0 as _).collect();
+        let cookies: Vec<u64> = sites.iter().map(|s| s.1).collect();
+        let opts = sys::bpf_uprobe_multi_opts {
+            sz: std::mem::size_of::<sys::bpf_uprobe_multi_opts>() as sys::size_t,
+            offsets: offsets.as_ptr(),
+            cookies: cookies.as_ptr(),
+            cnt: sites.len() as sys::size_t,
+            retprobe,
+            ..Default::default()
+        };
+        // SAFETY: p is loaded; path is NUL-terminated; offsets and cookies hold cnt elements
+        // and outlive the call (libbpf copies them into the kernel request).
+        let link = unsafe {
+            sys::bpf_program__attach_uprobe_multi(
+                p.as_ptr(),
+                pid,
+                cpath.as_ptr(),
+                std::ptr::null(),
+                &opts,
+            )
+        };
+        Link::from_raw(link, || {
+            format!("attach {prog} to {} sites of {path}", sites.len())
+        })
+    }
+}
+
+impl Drop for LoadedObject {
+    fn drop(&mut self) {
+        // SAFETY: we own the object; links borrowing it are gone (lifetime-checked).
+        unsafe { sys::bpf_object__close(self.ptr.as_ptr()) }
+    }
+}
+
+/// An attached program. Dropping it detaches.
+#[must_use = "dropping a Link detaches the program"]
+pub struct Link<'obj> {
+    ptr: NonNull<sys::bpf_link>,
+    _obj: PhantomData<&'obj LoadedObject>,
+}
+
+impl<'obj> Link<'obj> {
+    fn from_raw(
+        ptr: *mut sys::bpf_link,
+        what: impl FnOnce() -> String,
+    ) -> Result<Link<'obj>, BpfError> {
+        // libbpf 1.x returns NULL and sets errno on failure.
+        match NonNull::new(ptr) {
+            Some(ptr) => Ok(Link {
+                ptr,
+                _obj: PhantomData,
+            }),
+            None => Err(BpfError::last(what())),
+        }
+    }
+}
+
+impl Drop for Link<'_> {
+    fn drop(&mut self) {
+        // SAFETY: we own the link.
+        unsafe {
+            sys::bpf_link__destroy(self.ptr.as_ptr());
+        }
+    }
+}
+
+fn check(rc: c_int, what: impl FnOnce() -> String) -> Result<(), BpfError> {
+    if rc < 0 {
+        Err(BpfError::new(what(), rc))
+    } else {
+        Ok(())
+    }
+}
+
+/// Typed access to a map through its fd (borrowed from the [`LoadedObject`] that owns it).
+#[derive(Clone, Copy)]
+pub struct MapFd<'obj> {
+    fd: c_int,
+    name: &'static str,
+    _obj: PhantomData<&'obj LoadedObject>,
+}
+
+impl<'obj> MapFd<'obj> {
+    /// The map `name` of `obj`.
+    pub fn of(obj: &'obj LoadedObject, name: &'static str) -> Result<MapFd<'obj>, BpfError> {
+        Ok(MapFd {
+            fd: obj.map_fd(name)?,
+            name,
+            _obj: PhantomData,
+        })
+    }
+
+    /// The raw fd, for mmap (the ring buffer).
+    pub fn fd(&self) -> c_int {
+        self.fd
+    }
+
+    /// Set `key` to `value`.
+    pub fn update_u32(&self, key: u32, value: u32) -> Result<(), BpfError> {
+        // SAFETY: key and value are the map's key and value sizes (u32, u32).
+        let rc = unsafe {
+            sys::bpf_map_update_elem(
+                self.fd,
+                &key as *const u32 as *const c_void,
+                &value as *const u32 as *const c_void,
+                sys::BPF_ANY as u64,
+            )
+        };
+        check(rc, || format!("update map {}", self.name))
+    }
+
+    /// Remove `key` (missing keys are fine).
+    pub fn delete_u32(&self, key: u32) {
+        // SAFETY: key is the map's key size.
+        unsafe {
+            sys::bpf_map_delete_elem(self.fd, &key as *const u32 as *const c_void);
+        }
+    }
+
+    /// Read the u64 at `key` of an array map.
+    pub fn lookup_u64(&self, key: u32) -> Result<u64, BpfError> {
+        let mut value = 0u64;
+        // SAFETY: key is u32 and value u64, the map's sizes.
+        let rc = unsafe {
+            sys::bpf_map_lookup_elem(
+                self.fd,
+                &key as *const u32 as *const c_void,
+                &mut value as *mut u64 as *mut c_void,
+            )
+        };
+        check(rc, || format!("read map {}", self.name))?;
+        Ok(value)
+    }
+}

@@ -1,0 +1,8 @@
+//! The only `unsafe` code in memtrack: owners of what libbpf and the kernel hand us, each freeing
+//! it in `Drop`, and thin wrappers over the libc calls the recorder needs. Everything above this
+//! layer is safe Rust.
+
+pub mod bpf;
+pub mod process;
+pub mod raw;
+pub mod ring;

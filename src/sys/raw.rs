@@ -1,0 +1,22 @@
+//! The kernel→user record layouts of `bpf/event.h`, as bindgen generated them at build time, and
+//! the BPF objects compiled from `bpf/*.bpf.c`, embedded in the binary.
+#![allow(non_camel_case_types, non_upper_case_globals, dead_code)]
+
+include!(concat!(env!("OUT_DIR"), "/event.rs"));
+
+/// Process lifecycle programs and the maps every object shares (bpf/process.bpf.c).
+pub static PROCESS_BPF_OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/process.bpf.o"));
+/// Resident memory from rss_stat (bpf/rss.bpf.c).
+pub static RSS_BPF_OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/rss.bpf.o"));
+/// Allocator uprobes (bpf/alloc.bpf.c).
+pub static ALLOC_BPF_OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/alloc.bpf.o"));
+
+/// The bytes of a record struct, laid out as the kernel writes it into the ring (tests build
+/// records with this).
+#[cfg(test)]
+pub fn record_bytes<T: Copy>(v: &T) -> Vec<u8> {
+    // SAFETY: T is one of the plain #[repr(C)] structs of event.h, whose padding is explicit
+    // fields, so every byte is initialised; the slice lives only for this copy.
+    unsafe { std::slice::from_raw_parts(v as *const T as *const u8, std::mem::size_of::<T>()) }
+        .to_vec()
+}
