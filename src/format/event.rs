@@ -1,0 +1,216 @@
+//! The logical event model: what happened in the recorded process tree, with absolute values.
+//!
+//! The recorder decodes kernel records into these; the writer encodes them compactly (see
+//! `wire.rs`); the reader decodes them back; `report` and `dump` consume them. Nothing here knows
+//! about BPF or about the on-disk encoding.
+
+use serde::{Deserialize, Serialize};
+
+/// One thing that happened, stamped with CLOCK_MONOTONIC nanoseconds and the thread that did it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Event {
+    /// CLOCK_MONOTONIC, nanoseconds (the same clock as `Header::start_monotonic_ns`).
+    pub ts_ns: u64,
+    /// Process id (the kernel's tgid).
+    pub pid: u32,
+    /// Thread id (the kernel's pid).
+    pub tid: u32,
+    /// What happened.
+    pub kind: EventKind,
+}
+
+/// The allocator entry point that produced an allocation event.
+///
+/// The discriminants are on disk: new functions go at the end, old ones keep their number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[repr(u8)]
+pub enum AllocFunc {
+    Malloc = 0,
+    Calloc = 1,
+    Realloc = 2,
+    Reallocarray = 3,
+    AlignedAlloc = 4,
+    Memalign = 5,
+    PosixMemalign = 6,
+    Valloc = 7,
+    Pvalloc = 8,
+    Free = 9,
+}
+
+impl AllocFunc {
+    /// Every function, in discriminant order.
+    pub const ALL: [AllocFunc; 10] = [
+        AllocFunc::Malloc,
+        AllocFunc::Calloc,
+        AllocFunc::Realloc,
+        AllocFunc::Reallocarray,
+        AllocFunc::AlignedAlloc,
+        AllocFunc::Memalign,
+        AllocFunc::PosixMemalign,
+        AllocFunc::Valloc,
+        AllocFunc::Pvalloc,
+        AllocFunc::Free,
+    ];
+
+    /// The C name of the function.
+    pub fn name(self) -> &'static str {
+        match self {
+            AllocFunc::Malloc => "malloc",
+            AllocFunc::Calloc => "calloc",
+            AllocFunc::Realloc => "realloc",
+            AllocFunc::Reallocarray => "reallocarray",
+            AllocFunc::AlignedAlloc => "aligned_alloc",
+            AllocFunc::Memalign => "memalign",
+            AllocFunc::PosixMemalign => "posix_memalign",
+            AllocFunc::Valloc => "valloc",
+            AllocFunc::Pvalloc => "pvalloc",
+            AllocFunc::Free => "free",
+        }
+    }
+
+    /// The function with this on-disk number, if it is one we know.
+    pub fn from_u8(v: u8) -> Option<AllocFunc> {
+        AllocFunc::ALL.get(v as usize).copied()
+    }
+}
+
+/// A resident-memory counter of an mm, as the kernel's `rss_stat` tracepoint names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[repr(u8)]
+pub enum RssMember {
+    File = 0,
+    Anon = 1,
+    SwapEntries = 2,
+    Shmem = 3,
+}
+
+impl RssMember {
+    /// Every member, in the kernel's order (MM_FILEPAGES, MM_ANONPAGES, MM_SWAPENTS, MM_SHMEMPAGES).
+    pub const ALL: [RssMember; 4] = [
+        RssMember::File,
+        RssMember::Anon,
+        RssMember::SwapEntries,
+        RssMember::Shmem,
+    ];
+
+    /// The member with this kernel number, if it is one we know.
+    pub fn from_u8(v: u8) -> Option<RssMember> {
+        RssMember::ALL.get(v as usize).copied()
+    }
+
+    /// Lower-case name used in reports and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            RssMember::File => "file",
+            RssMember::Anon => "anon",
+            RssMember::SwapEntries => "swap",
+            RssMember::Shmem => "shmem",
+        }
+    }
+}
+
+/// What an event says happened.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventKind {
+    /// A successful allocation of `size` requested bytes at `addr`. `realloc(NULL, n)` is an
+    /// `Alloc` with `func: Realloc`. `stack_id` is 0 until call stacks are recorded.
+    Alloc {
+        func: AllocFunc,
+        addr: u64,
+        size: u64,
+        stack_id: u32,
+    },
+    /// A release of `addr` (never 0: `free(NULL)` is not recorded). `realloc(p, 0)` that frees is
+    /// a `Free` with `func: Realloc`.
+    Free { func: AllocFunc, addr: u64 },
+    /// A successful resize of the block at `old_addr` (both non-zero) to `size` bytes at `addr`,
+    /// which may equal `old_addr`.
+    Realloc {
+        func: AllocFunc,
+        old_addr: u64,
+        addr: u64,
+        size: u64,
+        stack_id: u32,
+    },
+    /// An allocation call that returned failure (NULL, or non-zero from posix_memalign).
+    AllocFailed { func: AllocFunc, size: u64 },
+    /// The event's process created process `child` (fork, vfork or clone without CLONE_THREAD).
+    Fork { child: u32 },
+    /// The event's process executed `filename` with `argv` (possibly cut short by the recorder).
+    Exec { filename: String, argv: Vec<String> },
+    /// The event's process ended. `status` is the kernel's exit code: `(code << 8) | signal`,
+    /// the form `waitpid` reports.
+    Exit { status: i32 },
+    /// A change of one resident counter of the process's mm: `delta_pages` signed, never
+    /// clamped; `value_pages` the exact new absolute value. `by_owner` is false when another
+    /// task made the change (a parent filling a child's counters at fork, reclaim, ...).
+    Rss {
+        member: RssMember,
+        delta_pages: i64,
+        value_pages: u64,
+        by_owner: bool,
+    },
+    /// Cumulative count of events lost for `cause` so far (written when it changes, so a file
+    /// cut short still says what was lost before the cut).
+    Lost { cause: String, total: u64 },
+}
+
+/// What a recording says about itself at its start.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Header {
+    /// Version of the memtrack that wrote the file (CARGO_PKG_VERSION).
+    pub memtrack_version: String,
+    /// `uname -r` of the recording machine.
+    pub kernel_release: String,
+    /// Host name of the recording machine.
+    pub hostname: String,
+    /// Page size in bytes (for converting resident pages).
+    pub page_size_bytes: u32,
+    /// The recorded command line.
+    pub argv: Vec<String>,
+    /// Pid of the recorded command (the root of the tree).
+    pub root_pid: u32,
+    /// CLOCK_MONOTONIC at the start, nanoseconds.
+    pub start_monotonic_ns: u64,
+    /// Wall clock at the start, nanoseconds since the Unix epoch.
+    pub start_wall_ns: u64,
+    /// Size of the kernel ring buffer, bytes.
+    pub ring_size_bytes: u64,
+    /// What was recorded, e.g. "alloc", "rss"; a report can say what it cannot know.
+    pub features: Vec<String>,
+}
+
+/// A count of lost events for one cause.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LostCount {
+    /// Why the events were lost (e.g. "ring_full").
+    pub cause: String,
+    /// How many.
+    pub count: u64,
+}
+
+/// What a recording says about itself at its end.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Trailer {
+    /// CLOCK_MONOTONIC at the end, nanoseconds.
+    pub end_monotonic_ns: u64,
+    /// Events written to the file.
+    pub events: u64,
+    /// Chunks written to the file.
+    pub chunks: u64,
+    /// Events lost while recording, per cause (only causes with a non-zero count).
+    pub lost: Vec<LostCount>,
+    /// The recorded command's exit code as memtrack returned it (128+N for signal N).
+    pub exit_code: i32,
+}
+
+/// How reading a recording ended, known once the reader has yielded its last event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReadEnd {
+    /// Every chunk and the trailer were read and checked.
+    Complete(Trailer),
+    /// Reading stopped early at byte `offset`: a torn or corrupt chunk, or no trailer (the
+    /// recorder was killed). Every event before `offset` was yielded.
+    Damaged { offset: u64, reason: String },
+}

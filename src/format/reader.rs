@@ -1,0 +1,1138 @@
+//! Reads a recording back as a stream of absolute `Event`s, for `report`, `check` and `dump`.
+//!
+//! `Reader::new` checks the magic, the format version and the header, and fails with a
+//! `FormatError` if the file cannot be read at all. Events are then decoded lazily, one chunk at
+//! a time in a reused buffer, so memory does not grow with the file. Damage does not stop a
+//! report: iteration ends early and `end()` says where and why (`ReadEnd::Damaged`), after every
+//! event of the chunks before the damage was yielded. A chunk's events are only decoded once its
+//! checksum matched.
+
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::Path;
+
+use super::chunk::{
+    read_frame, read_full, FrameFault, FRAME_HEAD_BYTES, TAG_CHUNK, TAG_HEADER, TAG_TRAILER,
+};
+use super::event::{Event, Header, ReadEnd, Trailer};
+use super::wire::{ChunkDecoder, DecodeFault};
+use super::{FormatError, FORMAT_VERSION, MAGIC};
+use crate::error::Error;
+
+/// Reads one recording from `R`, yielding its events in the order they were written.
+pub struct Reader<R: Read> {
+    src: R,
+    header: Header,
+    /// Bytes consumed from `src`.
+    offset: u64,
+    /// The current chunk's payload; reused for every chunk.
+    payload: Vec<u8>,
+    /// Where the next record starts in `payload`.
+    pos: usize,
+    /// File offset of the current chunk's frame.
+    chunk_start: u64,
+    /// Event count the current chunk's frame claims, and how many are still to come.
+    chunk_events: u32,
+    chunk_events_left: u32,
+    decoder: ChunkDecoder,
+    events_read: u64,
+    chunks_read: u64,
+    end: Option<ReadEnd>,
+}
+
+impl Reader<BufReader<File>> {
+    /// Opens the recording at `path` and reads its header. Fails with `Error::Io` if the file
+    /// cannot be opened or read, and `Error::BadFile` if it is not a readable recording.
+    pub fn open(path: &Path) -> Result<Self, Error> {
+        let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        Reader::new(BufReader::with_capacity(1 << 16, file)).map_err(|e| e.into_error(path))
+    }
+}
+
+impl<R: Read> Reader<R> {
+    /// Reads and checks the magic, the format version and the header from `src`.
+    pub fn new(mut src: R) -> Result<Self, FormatError> {
+        let mut offset = 0u64;
+        let mut magic = [0u8; MAGIC.len()];
+        let got = read_full(&mut src, &mut magic)?;
+        offset += got as u64;
+        if magic[..got] != MAGIC[..got] || got == 0 {
+            return Err(FormatError::NotMemtrack {
+                found: magic[..got].to_vec(),
+            });
+        }
+        if got < MAGIC.len() {
+            return Err(FormatError::Truncated {
+                offset,
+                what: "the magic",
+            });
+        }
+
+        let mut version = [0u8; 2];
+        let got = read_full(&mut src, &mut version)?;
+        offset += got as u64;
+        if got < version.len() {
+            return Err(FormatError::Truncated {
+                offset,
+                what: "the format version",
+            });
+        }
+        // Version 1 is the only one so far; a later version adds its own decoding here and keeps
+        // this one, since files from every released version must stay readable.
+        let version = u16::from_le_bytes(version);
+        if version != FORMAT_VERSION {
+            return Err(FormatError::UnsupportedVersion { found: version });
+        }
+
+        let header_start = offset;
+        let bad = |reason: String| FormatError::BadHeader {
+            offset: header_start,
+            reason,
+        };
+        let mut payload = Vec::new();
+        let head = match read_frame(&mut src, &[TAG_HEADER], &mut payload, &mut offset) {
+            Ok(Some(head)) => head,
+            Ok(None) | Err(FrameFault::TornHead { .. } | FrameFault::TornPayload { .. }) => {
+                return Err(FormatError::Truncated {
+                    offset,
+                    what: "the header",
+                })
+            }
+            Err(FrameFault::Io(e)) => return Err(FormatError::Io(e)),
+            Err(fault) => return Err(bad(fault.to_string())),
+        };
+        if head.event_count != 0 {
+            return Err(bad(format!(
+                "header frame claims {} events",
+                head.event_count
+            )));
+        }
+        let header = match postcard::take_from_bytes::<Header>(&payload) {
+            Ok((header, [])) => header,
+            Ok((_, rest)) => return Err(bad(format!("{} bytes after its fields", rest.len()))),
+            Err(e) => return Err(bad(format!("undecodable ({e})"))),
+        };
+        payload.clear();
+
+        Ok(Reader {
+            src,
+            header,
+            offset,
+            payload,
+            pos: 0,
+            chunk_start: offset,
+            chunk_events: 0,
+            chunk_events_left: 0,
+            decoder: ChunkDecoder::default(),
+            events_read: 0,
+            chunks_read: 0,
+            end: None,
+        })
+    }
+
+    /// The recording's header.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// How reading ended: `Some` once iteration has returned `None`.
+    pub fn end(&self) -> Option<&ReadEnd> {
+        self.end.as_ref()
+    }
+
+    /// Bytes of the file consumed so far.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Ends reading with damage at `offset`.
+    fn damaged(&mut self, offset: u64, reason: String) {
+        self.end = Some(ReadEnd::Damaged { offset, reason });
+    }
+
+    /// Ends reading because the current chunk's records do not decode.
+    fn damaged_chunk(&mut self, fault: DecodeFault) {
+        let at = self.chunk_start + FRAME_HEAD_BYTES as u64 + self.pos as u64;
+        let n = self.chunk_events;
+        let k = n - self.chunk_events_left + 1;
+        let reason = format!(
+            "chunk at byte {}: {fault} at byte {at} (event {k} of {n})",
+            self.chunk_start
+        );
+        self.damaged(self.chunk_start, reason);
+    }
+
+    /// Reads the next frame: a chunk becomes current, a trailer ends reading.
+    fn read_next_frame(&mut self) {
+        let start = self.offset;
+        self.pos = 0;
+        let allowed = [TAG_CHUNK, TAG_TRAILER];
+        let head = match read_frame(&mut self.src, &allowed, &mut self.payload, &mut self.offset) {
+            Ok(Some(head)) => head,
+            Ok(None) => {
+                let reason = format!(
+                    "file ends without a trailer at byte {start} (the recording was cut short)"
+                );
+                return self.damaged(start, reason);
+            }
+            Err(fault) => {
+                self.payload.clear();
+                return self.damaged(start, format!("damaged frame at byte {start}: {fault}"));
+            }
+        };
+        if head.tag == TAG_CHUNK {
+            self.chunk_start = start;
+            self.chunk_events = head.event_count;
+            self.chunk_events_left = head.event_count;
+            self.chunks_read += 1;
+            self.decoder.reset();
+        } else {
+            self.read_trailer(start, head.event_count);
+        }
+    }
+
+    /// Checks the trailer now in `payload` (frame at `start`) against what was read, and that
+    /// nothing follows it.
+    fn read_trailer(&mut self, start: u64, event_count: u32) {
+        let what = format!("trailer at byte {start}");
+        if event_count != 0 {
+            return self.damaged(start, format!("{what} claims {event_count} events"));
+        }
+        let trailer = match postcard::take_from_bytes::<Trailer>(&self.payload) {
+            Ok((trailer, [])) => trailer,
+            Ok((_, rest)) => {
+                let reason = format!("{what}: {} bytes after its fields", rest.len());
+                return self.damaged(start, reason);
+            }
+            Err(e) => return self.damaged(start, format!("{what} is undecodable ({e})")),
+        };
+        self.payload.clear();
+        // A chunk lost or repeated (say by a broken copy) keeps every checksum intact; only the
+        // counts tell.
+        if trailer.events != self.events_read || trailer.chunks != self.chunks_read {
+            let reason = format!(
+                "{what} says {} events in {} chunks, but the file holds {} in {}",
+                trailer.events, trailer.chunks, self.events_read, self.chunks_read
+            );
+            return self.damaged(start, reason);
+        }
+        let after = self.offset;
+        let mut probe = [0u8; 1];
+        match read_full(&mut self.src, &mut probe) {
+            Ok(0) => self.end = Some(ReadEnd::Complete(trailer)),
+            Ok(n) => {
+                self.offset += n as u64;
+                self.damaged(
+                    after,
+                    format!("unexpected data after the trailer at byte {after}"),
+                );
+            }
+            Err(e) => self.damaged(after, format!("read error at byte {after}: {e}")),
+        }
+    }
+}
+
+impl<R: Read> Iterator for Reader<R> {
+    type Item = Event;
+
+    fn next(&mut self) -> Option<Event> {
+        loop {
+            if self.end.is_some() {
+                return None;
+            }
+            if self.chunk_events_left > 0 {
+                match self.decoder.next_event(&self.payload, &mut self.pos) {
+                    Ok(ev) => {
+                        self.chunk_events_left -= 1;
+                        self.events_read += 1;
+                        return Some(ev);
+                    }
+                    Err(fault) => {
+                        self.damaged_chunk(fault);
+                        return None;
+                    }
+                }
+            }
+            if self.pos < self.payload.len() {
+                let reason = format!(
+                    "chunk at byte {}: {} bytes left after its {} events",
+                    self.chunk_start,
+                    self.payload.len() - self.pos,
+                    self.chunk_events
+                );
+                self.damaged(self.chunk_start, reason);
+                return None;
+            }
+            self.read_next_frame();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::event::{AllocFunc, EventKind, LostCount, RssMember};
+    use crate::format::writer::Writer;
+
+    fn header() -> Header {
+        Header {
+            memtrack_version: "0.1.0".into(),
+            kernel_release: "6.8.0-test".into(),
+            hostname: "runner".into(),
+            page_size_bytes: 4096,
+            argv: vec!["cargo".into(), "bench".into()],
+            root_pid: 4242,
+            start_monotonic_ns: 1_000_000_000,
+            start_wall_ns: 1_700_000_000_000_000_000,
+            ring_size_bytes: 64 << 20,
+            features: vec!["alloc".into(), "rss".into()],
+        }
+    }
+
+    fn trailer() -> Trailer {
+        Trailer {
+            end_monotonic_ns: 9_000_000_000,
+            events: 0,
+            chunks: 0,
+            lost: vec![LostCount {
+                cause: "ring_full".into(),
+                count: 3,
+            }],
+            exit_code: 0,
+        }
+    }
+
+    fn ev(ts_ns: u64, pid: u32, tid: u32, kind: EventKind) -> Event {
+        Event {
+            ts_ns,
+            pid,
+            tid,
+            kind,
+        }
+    }
+
+    /// One event of every kind, with awkward values.
+    fn every_kind() -> Vec<Event> {
+        vec![
+            ev(
+                1_000_000_100,
+                4242,
+                4242,
+                EventKind::Exec {
+                    filename: "/usr/bin/cargo".into(),
+                    argv: vec!["cargo".into(), "bench".into(), String::new()],
+                },
+            ),
+            ev(
+                1_000_000_200,
+                4242,
+                4242,
+                EventKind::Alloc {
+                    func: AllocFunc::Malloc,
+                    addr: 0x5555_5555_92a0,
+                    size: 64,
+                    stack_id: 0,
+                },
+            ),
+            ev(
+                1_000_000_150,
+                4242,
+                4243,
+                EventKind::Alloc {
+                    func: AllocFunc::PosixMemalign,
+                    addr: u64::MAX,
+                    size: u64::MAX,
+                    stack_id: 7,
+                },
+            ),
+            ev(
+                1_000_000_300,
+                4242,
+                4242,
+                EventKind::Realloc {
+                    func: AllocFunc::Realloc,
+                    old_addr: 0x5555_5555_92a0,
+                    addr: 0x7f00_0000_0010,
+                    size: 1 << 20,
+                    stack_id: 0,
+                },
+            ),
+            ev(
+                1_000_000_400,
+                4242,
+                4242,
+                EventKind::Free {
+                    func: AllocFunc::Realloc,
+                    addr: 0x7f00_0000_0010,
+                },
+            ),
+            ev(
+                1_000_000_500,
+                4242,
+                4242,
+                EventKind::AllocFailed {
+                    func: AllocFunc::Calloc,
+                    size: u64::MAX,
+                },
+            ),
+            ev(1_000_000_600, 4242, 4242, EventKind::Fork { child: 4250 }),
+            ev(
+                1_000_000_700,
+                4250,
+                4250,
+                EventKind::Rss {
+                    member: RssMember::Anon,
+                    delta_pages: -8192,
+                    value_pages: 0,
+                    by_owner: false,
+                },
+            ),
+            ev(
+                1_000_000_800,
+                4250,
+                4250,
+                EventKind::Lost {
+                    cause: "ring_full".into(),
+                    total: 3,
+                },
+            ),
+            ev(
+                1_000_000_900,
+                4250,
+                4250,
+                EventKind::Exit {
+                    status: (1 << 8) | 9,
+                },
+            ),
+            ev(
+                0,
+                0,
+                0,
+                EventKind::Free {
+                    func: AllocFunc::Free,
+                    addr: 1,
+                },
+            ),
+        ]
+    }
+
+    /// A written recording and, per chunk, (file offset where it ends, events up to its end).
+    struct Recording {
+        bytes: Vec<u8>,
+        chunk_ends: Vec<(u64, usize)>,
+        header_end: u64,
+    }
+
+    impl Recording {
+        /// Events yielded before damage at `offset` (a frame start): those of earlier chunks.
+        fn events_before(&self, offset: u64) -> usize {
+            self.chunk_ends
+                .iter()
+                .take_while(|(end, _)| *end <= offset)
+                .last()
+                .map_or(0, |&(_, n)| n)
+        }
+    }
+
+    /// Writes `events`, closing a chunk after every `per_chunk` events.
+    fn record(events: &[Event], per_chunk: usize) -> Recording {
+        let mut w = Writer::new(Vec::new(), &header()).unwrap();
+        let header_end = w.bytes_written();
+        let mut chunk_ends = Vec::new();
+        for (i, e) in events.iter().enumerate() {
+            w.push(e).unwrap();
+            if (i + 1) % per_chunk == 0 {
+                w.flush_chunk().unwrap();
+                chunk_ends.push((w.bytes_written(), i + 1));
+            }
+        }
+        w.flush_chunk().unwrap();
+        if chunk_ends.last().map(|c| c.1) != Some(events.len()) && !events.is_empty() {
+            chunk_ends.push((w.bytes_written(), events.len()));
+        }
+        let bytes = w.finish(&trailer()).unwrap();
+        Recording {
+            bytes,
+            chunk_ends,
+            header_end,
+        }
+    }
+
+    fn read_all(bytes: &[u8]) -> Result<(Vec<Event>, ReadEnd), FormatError> {
+        let mut r = Reader::new(bytes)?;
+        let events: Vec<Event> = r.by_ref().collect();
+        let end = r.end().cloned().expect("end is known after None");
+        // Iteration stays ended.
+        assert!(r.next().is_none());
+        Ok((events, end))
+    }
+
+    fn damaged_offset(end: &ReadEnd) -> u64 {
+        match end {
+            ReadEnd::Damaged { offset, .. } => *offset,
+            ReadEnd::Complete(_) => panic!("expected damage, got {end:?}"),
+        }
+    }
+
+    fn reason(end: &ReadEnd) -> &str {
+        match end {
+            ReadEnd::Damaged { reason, .. } => reason,
+            ReadEnd::Complete(_) => panic!("expected damage, got {end:?}"),
+        }
+    }
+
+    /// A small xorshift generator, so the damage tests are reproducible without a crate.
+    struct XorShift(u64);
+
+    impl XorShift {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    /// `n` malloc/free-like events from a few threads, for the damage tests.
+    fn busy_events(n: usize) -> Vec<Event> {
+        let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
+        (0..n)
+            .map(|i| {
+                let tid = 100 + rng.below(3) as u32;
+                let addr = 0x5555_0000_0000 + rng.below(64) * 80;
+                let kind = if i % 2 == 0 {
+                    EventKind::Alloc {
+                        func: AllocFunc::Malloc,
+                        addr,
+                        size: 64,
+                        stack_id: 0,
+                    }
+                } else {
+                    EventKind::Free {
+                        func: AllocFunc::Free,
+                        addr,
+                    }
+                };
+                ev(1_000 + i as u64 * 3_000, 100, tid, kind)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_kind_round_trips() {
+        let events = every_kind();
+        let rec = record(&events, usize::MAX);
+        let (read, end) = read_all(&rec.bytes).unwrap();
+        assert_eq!(read, events);
+        let expected = Trailer {
+            events: events.len() as u64,
+            chunks: 1,
+            ..trailer()
+        };
+        assert_eq!(end, ReadEnd::Complete(expected));
+    }
+
+    #[test]
+    fn every_kind_round_trips_one_event_per_chunk() {
+        let events = every_kind();
+        let rec = record(&events, 1);
+        let (read, end) = read_all(&rec.bytes).unwrap();
+        assert_eq!(read, events);
+        assert!(matches!(end, ReadEnd::Complete(t) if t.chunks == events.len() as u64));
+    }
+
+    #[test]
+    fn header_round_trips() {
+        let rec = record(&every_kind(), 4);
+        let r = Reader::new(&rec.bytes[..]).unwrap();
+        assert_eq!(r.header(), &header());
+        assert_eq!(r.offset(), rec.header_end);
+        assert!(r.end().is_none());
+    }
+
+    #[test]
+    fn empty_recording_is_complete() {
+        let rec = record(&[], 1);
+        let (read, end) = read_all(&rec.bytes).unwrap();
+        assert!(read.is_empty());
+        assert!(matches!(end, ReadEnd::Complete(t) if t.events == 0 && t.chunks == 0));
+    }
+
+    #[test]
+    fn many_chunks_keep_order_and_values() {
+        let events = busy_events(50_000);
+        let mut w = Writer::new(Vec::new(), &header()).unwrap();
+        for e in &events {
+            w.push(e).unwrap();
+        }
+        let bytes = w.finish(&trailer()).unwrap();
+        let mut r = Reader::new(&bytes[..]).unwrap();
+        let mut n = 0;
+        for (got, want) in r.by_ref().zip(&events) {
+            assert_eq!(&got, want, "event {n}");
+            n += 1;
+        }
+        assert_eq!(n, events.len());
+        assert!(r.next().is_none());
+        match r.end() {
+            Some(ReadEnd::Complete(t)) => assert!(t.chunks > 1, "{t:?}"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(r.offset(), bytes.len() as u64);
+        // Streaming: the buffer holds one chunk, however long the file.
+        assert!(r.payload.capacity() <= 2 * crate::format::CHUNK_TARGET_BYTES);
+    }
+
+    /// The simulated heap of one thread: recently freed blocks are reused first (like glibc's
+    /// tcache), new ones come from the top of the thread's arena.
+    struct SimThread {
+        tid: u32,
+        top: u64,
+        free_list: Vec<u64>,
+        live: Vec<u64>,
+    }
+
+    /// Bytes per event of 100,000 malloc(64)+free pairs from `threads`, whose turn to run is
+    /// random per event (the worst case for the thread and address state).
+    fn bytes_per_event(threads: usize) -> f64 {
+        let mut rng = XorShift(0x2545_f491_4f6c_dd1d);
+        let bases = [0x5555_5556_a2a0u64, 0x7f3a_2400_0b70];
+        let mut sim: Vec<SimThread> = (0..threads)
+            .map(|i| SimThread {
+                tid: 31_337 + i as u32,
+                top: bases[i % 2] + i as u64 * 0x100_0000,
+                free_list: Vec::new(),
+                live: Vec::new(),
+            })
+            .collect();
+        let mut w = Writer::new(Vec::new(), &header()).unwrap();
+        let (mut mallocs, mut frees) = (0u32, 0u32);
+        let mut ts = 5_000_000_000_000u64;
+        while frees < 100_000 {
+            let t = &mut sim[rng.below(threads as u64) as usize];
+            ts += 2_500 + rng.below(1_000);
+            // Events from different CPUs arrive slightly out of order.
+            let ts_ns = ts - if rng.below(4) == 0 { rng.below(800) } else { 0 };
+            let want_malloc = mallocs < 100_000 && (t.live.is_empty() || rng.below(2) == 0);
+            let kind = if want_malloc && t.live.len() < 8 {
+                let addr = t.free_list.pop().unwrap_or_else(|| {
+                    t.top += 80;
+                    t.top
+                });
+                t.live.push(addr);
+                mallocs += 1;
+                EventKind::Alloc {
+                    func: AllocFunc::Malloc,
+                    addr,
+                    size: 64,
+                    stack_id: 0,
+                }
+            } else if !t.live.is_empty() {
+                let addr = t.live.swap_remove(rng.below(t.live.len() as u64) as usize);
+                t.free_list.push(addr);
+                frees += 1;
+                EventKind::Free {
+                    func: AllocFunc::Free,
+                    addr,
+                }
+            } else {
+                continue;
+            };
+            w.push(&ev(ts_ns, 31_337, t.tid, kind)).unwrap();
+        }
+        let events = w.events_written();
+        assert_eq!(events, 200_000);
+        let bytes = w.finish(&trailer()).unwrap();
+        let (read, end) = read_all(&bytes).unwrap();
+        assert_eq!(read.len() as u64, events);
+        assert!(matches!(end, ReadEnd::Complete(_)));
+        bytes.len() as f64 / events as f64
+    }
+
+    #[test]
+    fn malloc_free_stream_is_compact() {
+        let two = bytes_per_event(2);
+        let one = bytes_per_event(1);
+        println!("bytes per event: {two:.2} (2 threads interleaved), {one:.2} (1 thread)");
+        assert!(two <= 8.0, "{two:.2} bytes per event");
+        assert!(one <= two);
+    }
+
+    #[test]
+    fn truncation_at_every_offset() {
+        let events = every_kind();
+        let rec = record(&events, 3);
+        let len = rec.bytes.len();
+        for cut in 0..=len {
+            let bytes = &rec.bytes[..cut];
+            let Ok((read, end)) = read_all(bytes) else {
+                assert!((cut as u64) < rec.header_end, "cut {cut}: header was whole");
+                continue;
+            };
+            assert!(cut as u64 >= rec.header_end, "cut {cut}: header accepted");
+            if cut == len {
+                assert!(matches!(end, ReadEnd::Complete(_)), "{end:?}");
+                assert_eq!(read, events);
+                continue;
+            }
+            let offset = damaged_offset(&end);
+            assert!(offset <= cut as u64, "cut {cut}: {end:?}");
+            assert_eq!(
+                read.len(),
+                rec.events_before(cut as u64),
+                "cut {cut}: {end:?}"
+            );
+            assert_eq!(read[..], events[..read.len()], "cut {cut}");
+        }
+    }
+
+    #[test]
+    fn cut_at_chunk_boundary_says_cut_short() {
+        let rec = record(&every_kind(), 3);
+        let (cut, n) = rec.chunk_ends[1];
+        let (read, end) = read_all(&rec.bytes[..cut as usize]).unwrap();
+        assert_eq!(read.len(), n);
+        assert_eq!(
+            end,
+            ReadEnd::Damaged {
+                offset: cut,
+                reason: format!(
+                    "file ends without a trailer at byte {cut} (the recording was cut short)"
+                ),
+            }
+        );
+    }
+
+    #[test]
+    fn random_byte_flips_never_pass_or_panic() {
+        let events = busy_events(400);
+        let rec = record(&events, 37);
+        let mut rng = XorShift(0x1234_5678_9abc_def1);
+        for case in 0..4000 {
+            let mut bytes = rec.bytes.clone();
+            let at = rng.below(bytes.len() as u64) as usize;
+            let mask = 1 + rng.below(255) as u8;
+            bytes[at] ^= mask;
+            // A second flip in a fifth of the cases.
+            if case % 5 == 0 {
+                let at2 = rng.below(bytes.len() as u64) as usize;
+                bytes[at2] ^= 1 + rng.below(255) as u8;
+            }
+            match read_all(&bytes) {
+                Err(_) => assert!((at as u64) < rec.header_end || case % 5 == 0),
+                Ok((read, end)) => {
+                    let offset = damaged_offset(&end);
+                    assert!(read.len() <= events.len());
+                    assert_eq!(read[..], events[..read.len()], "case {case}");
+                    if case % 5 != 0 {
+                        assert!(offset <= at as u64, "case {case} at {at}: {end:?}");
+                        assert_eq!(read.len(), rec.events_before(offset), "case {case}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_single_byte_flip_is_caught() {
+        let events = every_kind();
+        let rec = record(&events, 4);
+        for at in 0..rec.bytes.len() {
+            let mut bytes = rec.bytes.clone();
+            bytes[at] ^= 0x01;
+            match read_all(&bytes) {
+                Err(_) => assert!((at as u64) < rec.header_end, "byte {at}"),
+                Ok((read, end)) => {
+                    let offset = damaged_offset(&end);
+                    assert!(offset <= at as u64);
+                    assert_eq!(read.len(), rec.events_before(offset), "byte {at}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn duplicated_chunk_yields_it_twice_then_counts_disagree() {
+        let events = every_kind();
+        let rec = record(&events, 4);
+        let (first_end, n1) = rec.chunk_ends[0];
+        let (second_end, n2) = rec.chunk_ends[1];
+        let chunk = &rec.bytes[first_end as usize..second_end as usize];
+        let mut bytes = rec.bytes[..second_end as usize].to_vec();
+        bytes.extend_from_slice(chunk);
+        bytes.extend_from_slice(&rec.bytes[second_end as usize..]);
+        let (read, end) = read_all(&bytes).unwrap();
+        let mut expected = events[..n2].to_vec();
+        expected.extend_from_slice(&events[n1..n2]);
+        expected.extend_from_slice(&events[n2..]);
+        assert_eq!(read, expected);
+        assert!(
+            reason(&end).contains("says 11 events in 3 chunks"),
+            "{end:?}"
+        );
+    }
+
+    #[test]
+    fn data_after_trailer_is_damage() {
+        let mut bytes = record(&every_kind(), 4).bytes;
+        let len = bytes.len() as u64;
+        bytes.push(0);
+        let (read, end) = read_all(&bytes).unwrap();
+        assert_eq!(read, every_kind());
+        assert_eq!(damaged_offset(&end), len);
+    }
+
+    #[test]
+    fn bad_magic_names_what_was_found() {
+        let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
+        let err = Reader::new(&png[..]).err().unwrap();
+        assert!(matches!(err, FormatError::NotMemtrack { .. }));
+        assert!(
+            err.to_string()
+                .starts_with("not a memtrack recording (starts with 89 50 4e 47"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn newer_version_names_both_versions() {
+        let mut bytes = record(&every_kind(), 4).bytes;
+        bytes[8..10].copy_from_slice(&2u16.to_le_bytes());
+        let err = Reader::new(&bytes[..]).err().unwrap();
+        assert!(matches!(err, FormatError::UnsupportedVersion { found: 2 }));
+        assert_eq!(
+            err.to_string(),
+            "format version 2 is newer than this memtrack reads (1); upgrade memtrack"
+        );
+    }
+
+    #[test]
+    fn version_zero_is_refused() {
+        let mut bytes = record(&[], 1).bytes;
+        bytes[8..10].copy_from_slice(&[0, 0]);
+        let err = Reader::new(&bytes[..]).err().unwrap();
+        assert!(matches!(err, FormatError::UnsupportedVersion { found: 0 }));
+    }
+
+    #[test]
+    fn empty_file_is_not_a_recording() {
+        let err = Reader::new(&[][..]).err().unwrap();
+        assert!(matches!(&err, FormatError::NotMemtrack { found } if found.is_empty()));
+    }
+
+    #[test]
+    fn only_magic_is_truncated() {
+        let err = Reader::new(&b"MEMTRACK"[..]).err().unwrap();
+        assert!(matches!(
+            err,
+            FormatError::Truncated {
+                offset: 8,
+                what: "the format version"
+            }
+        ));
+    }
+
+    #[test]
+    fn part_of_magic_is_truncated() {
+        let err = Reader::new(&b"MEMT"[..]).err().unwrap();
+        assert!(
+            matches!(err, FormatError::Truncated { offset: 4, .. }),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn magic_and_version_without_header_is_truncated() {
+        let err = Reader::new(&b"MEMTRACK\x01\x00"[..]).err().unwrap();
+        assert!(matches!(
+            err,
+            FormatError::Truncated {
+                offset: 10,
+                what: "the header"
+            }
+        ));
+    }
+
+    #[test]
+    fn chunk_where_header_belongs_is_bad_header() {
+        let rec = record(&every_kind(), 4);
+        let mut bytes = rec.bytes.clone();
+        bytes[10] = TAG_CHUNK;
+        let err = Reader::new(&bytes[..]).err().unwrap();
+        assert!(
+            matches!(err, FormatError::BadHeader { offset: 10, .. }),
+            "{err}"
+        );
+    }
+
+    /// A recording whose second chunk is `payload` with `count` events, correctly framed.
+    fn with_crafted_chunk(payload: &[u8], count: u32) -> (Vec<u8>, usize, u64) {
+        use crate::format::chunk::{write_frame, FrameHead};
+        let events = every_kind();
+        let rec = record(&events, 4);
+        let (first_end, n) = rec.chunk_ends[0];
+        let mut bytes = rec.bytes[..first_end as usize].to_vec();
+        let head = FrameHead::for_payload(TAG_CHUNK, count, payload);
+        write_frame(&mut bytes, head, payload).unwrap();
+        (bytes, n, first_end)
+    }
+
+    #[test]
+    fn undecodable_chunk_with_good_checksum_is_damage() {
+        // Thread 1/1, then an Alloc with allocator function 99.
+        let (bytes, n, start) = with_crafted_chunk(&[0, 1, 1, 4, 0, 99, 0, 0, 0], 1);
+        let (read, end) = read_all(&bytes).unwrap();
+        assert_eq!(read.len(), n);
+        assert_eq!(damaged_offset(&end), start);
+        assert!(
+            reason(&end).contains("unknown allocator function number 99"),
+            "{end:?}"
+        );
+    }
+
+    #[test]
+    fn chunk_with_fewer_events_than_claimed_is_damage() {
+        // Thread 1/1, one Free.
+        let (bytes, n, start) = with_crafted_chunk(&[0, 1, 1, 3, 0, 0], 2);
+        let (read, end) = read_all(&bytes).unwrap();
+        assert_eq!(read.len(), n + 1);
+        assert_eq!(damaged_offset(&end), start);
+        assert!(reason(&end).contains("event 2 of 2"), "{end:?}");
+    }
+
+    #[test]
+    fn chunk_with_more_records_than_claimed_is_damage() {
+        let (bytes, n, start) = with_crafted_chunk(&[0, 1, 1, 3, 0, 0, 3, 0, 0], 1);
+        let (read, end) = read_all(&bytes).unwrap();
+        assert_eq!(read.len(), n + 1);
+        assert_eq!(damaged_offset(&end), start);
+        assert!(reason(&end).contains("3 bytes left"), "{end:?}");
+    }
+
+    #[test]
+    fn absurd_chunk_length_is_damage() {
+        let rec = record(&every_kind(), 4);
+        let (first_end, n) = rec.chunk_ends[0];
+        let mut bytes = rec.bytes.clone();
+        let at = first_end as usize + 1;
+        bytes[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+        let (read, end) = read_all(&bytes).unwrap();
+        assert_eq!(read.len(), n);
+        assert_eq!(damaged_offset(&end), first_end);
+        assert!(reason(&end).contains("more than"), "{end:?}");
+    }
+
+    #[test]
+    fn unreadable_source_ends_with_damage() {
+        /// Yields `data`, then fails.
+        struct Failing<'a>(&'a [u8]);
+        impl Read for Failing<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                if self.0.is_empty() {
+                    return Err(std::io::Error::other("device gone"));
+                }
+                let n = buf.len().min(self.0.len());
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let rec = record(&every_kind(), 4);
+        let (first_end, n) = rec.chunk_ends[0];
+        let mut r = Reader::new(Failing(&rec.bytes[..first_end as usize])).unwrap();
+        assert_eq!(r.by_ref().count(), n);
+        let end = r.end().unwrap();
+        assert!(reason(end).contains("device gone"), "{end:?}");
+    }
+
+    #[test]
+    fn open_missing_file_is_io_error_with_path() {
+        let path = Path::new("/nonexistent/memtrack-test.mt");
+        match Reader::open(path) {
+            Err(Error::Io { path: p, .. }) => assert_eq!(p, path),
+            Err(e) => panic!("expected Io, got {e:?}"),
+            Ok(_) => panic!("opened a missing file"),
+        }
+    }
+
+    #[test]
+    fn open_bad_file_is_bad_file_with_path() {
+        let path = std::env::temp_dir().join(format!("memtrack-bad-{}.mt", std::process::id()));
+        std::fs::write(&path, b"\x89PNG\r\n\x1a\n").unwrap();
+        let result = Reader::open(&path);
+        std::fs::remove_file(&path).unwrap();
+        match result {
+            Err(Error::BadFile { path: p, message }) => {
+                assert_eq!(p, path);
+                assert!(message.contains("not a memtrack recording"), "{message}");
+            }
+            Err(e) => panic!("expected BadFile, got {e:?}"),
+            Ok(_) => panic!("opened a PNG"),
+        }
+    }
+
+    #[test]
+    fn open_reads_a_written_file() {
+        let path = std::env::temp_dir().join(format!("memtrack-ok-{}.mt", std::process::id()));
+        let file = File::create(&path).unwrap();
+        let mut w = Writer::new(file, &header()).unwrap();
+        for e in every_kind() {
+            w.push(&e).unwrap();
+        }
+        w.finish(&trailer()).unwrap();
+        let mut r = Reader::open(&path).unwrap();
+        let events: Vec<Event> = r.by_ref().collect();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(events, every_kind());
+        assert!(matches!(r.end(), Some(ReadEnd::Complete(_))));
+    }
+
+    /// Decoding speed, for the report's 20 million events per second bar:
+    /// `cargo test --release -- --ignored --nocapture decode_speed`.
+    #[test]
+    #[ignore]
+    fn decode_speed() {
+        let events = busy_events(2_000_000);
+        let mut w = Writer::new(Vec::new(), &header()).unwrap();
+        let t = std::time::Instant::now();
+        for e in &events {
+            w.push(e).unwrap();
+        }
+        let encode = t.elapsed();
+        let bytes = w.finish(&trailer()).unwrap();
+        let t = std::time::Instant::now();
+        let n = Reader::new(&bytes[..]).unwrap().count();
+        let decode = t.elapsed();
+        assert_eq!(n, events.len());
+        let rate = |d: std::time::Duration| n as f64 / d.as_secs_f64() / 1e6;
+        println!(
+            "encode {:.1} M events/s, decode {:.1} M events/s, {:.2} bytes/event",
+            rate(encode),
+            rate(decode),
+            bytes.len() as f64 / n as f64
+        );
+    }
+
+    /// A small format version 1 recording, byte for byte: magic, version, header, a chunk of three
+    /// events from two threads, a chunk of two, the trailer. It must always read, and the writer
+    /// must keep producing exactly it; if an intended change breaks the second test, the format
+    /// changed and needs a new version (keep this sample, and add a sample of the new version).
+    const V1_SAMPLE: &[u8] = &[
+        0x4d, 0x45, 0x4d, 0x54, 0x52, 0x41, 0x43, 0x4b, 0x01, 0x00, 0x48, 0x24, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0x34, 0xcd, 0xcf, 0x3b, 0x05, 0x30, 0x2e, 0x31, 0x2e, 0x30, 0x05,
+        0x36, 0x2e, 0x38, 0x2e, 0x30, 0x01, 0x68, 0x80, 0x20, 0x01, 0x03, 0x2e, 0x2f, 0x61, 0x64,
+        0xe8, 0x07, 0xd0, 0x0f, 0x80, 0x80, 0x40, 0x01, 0x05, 0x61, 0x6c, 0x6c, 0x6f, 0x63, 0x43,
+        0x21, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00, 0x22, 0xf5, 0xf4, 0x64, 0x00, 0x64, 0x64,
+        0x02, 0xb8, 0x17, 0x80, 0xc0, 0x80, 0x80, 0xa0, 0xd5, 0x2a, 0x40, 0x00, 0x64, 0x65, 0x03,
+        0xc7, 0x01, 0xa0, 0x80, 0x80, 0x80, 0x80, 0xc0, 0x3f, 0x01, 0x00, 0x03, 0x90, 0x03, 0x00,
+        0x43, 0x0e, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0xa5, 0x4d, 0xe4, 0xa8, 0x00, 0x64,
+        0x64, 0x0b, 0xc8, 0x1a, 0x01, 0x00, 0x03, 0x18, 0x0a, 0xc8, 0x01, 0x00, 0x54, 0x11, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xfd, 0x5e, 0x5e, 0x2e, 0xec, 0x0e, 0x05, 0x02, 0x01,
+        0x09, 0x72, 0x69, 0x6e, 0x67, 0x5f, 0x66, 0x75, 0x6c, 0x6c, 0x01, 0x00,
+    ];
+
+    fn v1_header() -> Header {
+        Header {
+            memtrack_version: "0.1.0".into(),
+            kernel_release: "6.8.0".into(),
+            hostname: "h".into(),
+            page_size_bytes: 4096,
+            argv: vec!["./a".into()],
+            root_pid: 100,
+            start_monotonic_ns: 1_000,
+            start_wall_ns: 2_000,
+            ring_size_bytes: 1 << 20,
+            features: vec!["alloc".into()],
+        }
+    }
+
+    /// The sample's chunks of events.
+    fn v1_chunks() -> [Vec<Event>; 2] {
+        [
+            vec![
+                ev(
+                    1_500,
+                    100,
+                    100,
+                    EventKind::Alloc {
+                        func: AllocFunc::Malloc,
+                        addr: 0x5555_0000_1000,
+                        size: 64,
+                        stack_id: 0,
+                    },
+                ),
+                ev(
+                    1_400,
+                    100,
+                    101,
+                    EventKind::Free {
+                        func: AllocFunc::Free,
+                        addr: 0x7f00_0000_0010,
+                    },
+                ),
+                ev(
+                    1_600,
+                    100,
+                    100,
+                    EventKind::Free {
+                        func: AllocFunc::Free,
+                        addr: 0x5555_0000_1000,
+                    },
+                ),
+            ],
+            vec![
+                ev(
+                    1_700,
+                    100,
+                    100,
+                    EventKind::Rss {
+                        member: RssMember::Anon,
+                        delta_pages: -2,
+                        value_pages: 10,
+                        by_owner: false,
+                    },
+                ),
+                ev(1_800, 100, 100, EventKind::Exit { status: 0 }),
+            ],
+        ]
+    }
+
+    fn v1_trailer() -> Trailer {
+        Trailer {
+            end_monotonic_ns: 1_900,
+            events: 5,
+            chunks: 2,
+            lost: vec![LostCount {
+                cause: "ring_full".into(),
+                count: 1,
+            }],
+            exit_code: 0,
+        }
+    }
+
+    #[test]
+    fn format_v1_sample_reads() {
+        let mut r = Reader::new(V1_SAMPLE).unwrap();
+        assert_eq!(r.header(), &v1_header());
+        let events: Vec<Event> = r.by_ref().collect();
+        assert_eq!(events, v1_chunks().concat());
+        assert_eq!(r.end(), Some(&ReadEnd::Complete(v1_trailer())));
+    }
+
+    #[test]
+    fn format_v1_sample_is_what_the_writer_writes() {
+        let mut w = Writer::new(Vec::new(), &v1_header()).unwrap();
+        for chunk in v1_chunks() {
+            for e in &chunk {
+                w.push(e).unwrap();
+            }
+            w.flush_chunk().unwrap();
+        }
+        let bytes = w.finish(&v1_trailer()).unwrap();
+        assert_eq!(bytes, V1_SAMPLE);
+    }
+}
