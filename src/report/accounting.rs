@@ -1,0 +1,1714 @@
+//! The streaming accounting pass: one event at a time in, a [`Report`] out at the end.
+//!
+//! Flow: the reader yields events; [`Accounting::apply`] updates per-process state (live blocks,
+//! counters, resident counters) and the running sums of every process tree the process belongs
+//! to; [`Accounting::finish`] turns the state into `metrics` values. Memory grows with the live
+//! blocks and the processes, never with the length of the file: a process's live blocks are
+//! dropped when it exits.
+//!
+//! The rules (also in docs/report-schema.md):
+//! - a block belongs to the process that allocated it; a child starts with no live blocks, so
+//!   its frees of blocks its parent allocated before the fork are unknown frees;
+//! - a realloc is one allocation of the new size plus, when the old block is live, one free of
+//!   it (applied first, so a realloc in place never raises the peak by the old size);
+//! - exec discards the live heap (`dropped_at_exec`), exit turns it into leaks;
+//! - the tree peak is the peak of the sum of the live heaps of the tree's processes, kept
+//!   exactly by updating the sum of every ancestor on each change (O(depth) per event).
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use crate::format::{Event, EventKind, Header, LostCount, ReadEnd};
+
+use super::metrics::{
+    Blocks, Damage, ExitInfo, HeapMetrics, LostEvents, Metrics, ProcessMetrics, Report, RunInfo,
+    Scope, SizeBucket, SCHEMA_VERSION,
+};
+use super::resident::{ProcResident, ResidentSum, MEMBERS};
+
+/// A hasher for integer keys (addresses, pids, tids): one 64x64->128 multiply folded to 64
+/// bits. Much cheaper than SipHash on the hot path; the inputs are not chosen to collide by
+/// anyone who gains from it, and a collision only costs time.
+#[derive(Clone, Copy, Default)]
+pub struct IntHasher(u64);
+
+/// Odd constant from the golden ratio, spreading consecutive keys over the whole word.
+const MIX: u64 = 0x9e37_79b9_7f4a_7c15;
+
+impl Hasher for IntHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        // Folding both halves of the product mixes high input bits into the low bits the table
+        // indexes with, and low bits (alignment zeros of addresses) into the high ones.
+        let product = u128::from(self.0 ^ n) * u128::from(MIX);
+        self.0 = (product as u64) ^ ((product >> 64) as u64);
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A map keyed by integers with [`IntHasher`].
+pub type IntMap<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
+
+/// Number of size buckets: 0, then one per bit length 1..=64.
+const BUCKETS: usize = 65;
+
+/// Histogram bucket of a size: 0 for 0, else its bit length (2-3 -> 2, 4-7 -> 3, ...).
+fn bucket(size: u64) -> usize {
+    (u64::BITS - size.leading_zeros()) as usize
+}
+
+/// Smallest and largest size of bucket `i`.
+fn bucket_range(i: usize) -> (u64, u64) {
+    match i {
+        0 => (0, 0),
+        64.. => (1 << 63, u64::MAX),
+        _ => (1 << (i - 1), (1 << i) - 1),
+    }
+}
+
+/// No process: the parent of a root, or an empty cache.
+const NONE: usize = usize::MAX;
+
+/// Counters of one process's heap, also summed into trees and the run at the end.
+#[derive(Clone, Debug)]
+struct HeapCounters {
+    allocs: u64,
+    frees: u64,
+    bytes_allocated: u64,
+    bytes_freed: u64,
+    failed: u64,
+    temporary: u64,
+    reallocs: u64,
+    realloc_moves: u64,
+    unknown_frees: u64,
+    duplicate_allocs: u64,
+    live_bytes: u64,
+    peak_bytes: u64,
+    peak_ns: u64,
+    leaked: Blocks,
+    live_at_end: Blocks,
+    dropped_at_exec: Blocks,
+    histogram: [u64; BUCKETS],
+}
+
+impl Default for HeapCounters {
+    fn default() -> Self {
+        HeapCounters {
+            allocs: 0,
+            frees: 0,
+            bytes_allocated: 0,
+            bytes_freed: 0,
+            failed: 0,
+            temporary: 0,
+            reallocs: 0,
+            realloc_moves: 0,
+            unknown_frees: 0,
+            duplicate_allocs: 0,
+            live_bytes: 0,
+            peak_bytes: 0,
+            peak_ns: 0,
+            leaked: Blocks::default(),
+            live_at_end: Blocks::default(),
+            dropped_at_exec: Blocks::default(),
+            histogram: [0; BUCKETS],
+        }
+    }
+}
+
+impl HeapCounters {
+    /// Adds the additive counters of `other` (not live bytes or peaks, which trees keep apart).
+    fn add(&mut self, other: &HeapCounters) {
+        self.allocs = self.allocs.saturating_add(other.allocs);
+        self.frees = self.frees.saturating_add(other.frees);
+        self.bytes_allocated = self.bytes_allocated.saturating_add(other.bytes_allocated);
+        self.bytes_freed = self.bytes_freed.saturating_add(other.bytes_freed);
+        self.failed = self.failed.saturating_add(other.failed);
+        self.temporary = self.temporary.saturating_add(other.temporary);
+        self.reallocs = self.reallocs.saturating_add(other.reallocs);
+        self.realloc_moves = self.realloc_moves.saturating_add(other.realloc_moves);
+        self.unknown_frees = self.unknown_frees.saturating_add(other.unknown_frees);
+        self.duplicate_allocs = self.duplicate_allocs.saturating_add(other.duplicate_allocs);
+        self.leaked = self.leaked.plus(other.leaked);
+        self.live_at_end = self.live_at_end.plus(other.live_at_end);
+        self.dropped_at_exec = self.dropped_at_exec.plus(other.dropped_at_exec);
+        for (a, b) in self.histogram.iter_mut().zip(other.histogram.iter()) {
+            *a = a.saturating_add(*b);
+        }
+    }
+
+    /// Counts one allocation of `size` bytes.
+    fn count_alloc(&mut self, size: u64) {
+        self.allocs += 1;
+        self.bytes_allocated = self.bytes_allocated.saturating_add(size);
+        self.histogram[bucket(size)] += 1;
+    }
+
+    /// The metrics form, with the peak of the scope (a process's own, or a tree's sum).
+    fn to_metrics(&self, peak: Peak, start_ns: u64) -> HeapMetrics {
+        let average_alloc_bytes = if self.allocs == 0 {
+            0.0
+        } else {
+            self.bytes_allocated as f64 / self.allocs as f64
+        };
+        HeapMetrics {
+            allocs: self.allocs,
+            frees: self.frees,
+            bytes_allocated: self.bytes_allocated,
+            bytes_freed: self.bytes_freed,
+            average_alloc_bytes,
+            failed_allocs: self.failed,
+            temporary_allocs: self.temporary,
+            reallocs: self.reallocs,
+            realloc_moves: self.realloc_moves,
+            unknown_frees: self.unknown_frees,
+            duplicate_allocs: self.duplicate_allocs,
+            peak_live_bytes: peak.value,
+            peak_live_at_ns: peak.at(start_ns),
+            leaked: self.leaked,
+            live_at_end: self.live_at_end,
+            dropped_at_exec: self.dropped_at_exec,
+            size_histogram: self
+                .histogram
+                .iter()
+                .enumerate()
+                .filter(|(_, &count)| count > 0)
+                .map(|(i, &count)| {
+                    let (min_bytes, max_bytes) = bucket_range(i);
+                    SizeBucket {
+                        min_bytes,
+                        max_bytes,
+                        count,
+                    }
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A running sum and its peak: the live heap of a tree or of the run.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Peak {
+    pub(super) value: u64,
+    pub(super) at_ns: u64,
+}
+
+impl Peak {
+    /// The time of the peak relative to the start, or `None` when nothing was ever counted.
+    pub(super) fn at(self, start_ns: u64) -> Option<u64> {
+        (self.value > 0).then(|| self.at_ns.saturating_sub(start_ns))
+    }
+
+    /// Raises the peak to `value` if it is higher, noting when.
+    pub(super) fn raise(&mut self, value: u64, ts_ns: u64) {
+        if value > self.value {
+            self.value = value;
+            self.at_ns = ts_ns;
+        }
+    }
+}
+
+/// The running live-heap sum of the tree rooted at one process, with the parent link the
+/// ancestor walk follows. Kept apart from `Proc` so the walk touches little memory.
+#[derive(Clone, Copy, Debug)]
+struct TreeSum {
+    parent: usize,
+    live: u64,
+    peak: Peak,
+}
+
+/// One process: one pid for one lifetime.
+#[derive(Debug)]
+struct Proc {
+    pid: u32,
+    exe: Option<String>,
+    argv: Vec<String>,
+    execs: u32,
+    started_ns: u64,
+    exit: Option<(i32, u64)>,
+    /// Whether the process has done anything itself yet; until then, resident changes made by
+    /// others (the parent filling its counters at fork) set its baseline.
+    acted: bool,
+    /// Live blocks: address -> requested size.
+    live: IntMap<u64, u64>,
+    /// Per thread, the address it allocated last, while that block is live and nothing else was
+    /// allocated by the thread since: a free of it is a temporary allocation.
+    last_alloc: IntMap<u32, u64>,
+    heap: HeapCounters,
+    resident: Option<Box<ProcResident>>,
+}
+
+impl Proc {
+    fn is_alive(&self) -> bool {
+        self.exit.is_none()
+    }
+}
+
+/// What the file says was lost, per cause (the largest cumulative count seen).
+fn note_lost(lost: &mut Vec<LostCount>, cause: &str, count: u64) {
+    match lost.iter_mut().find(|l| l.cause == cause) {
+        Some(l) => l.count = l.count.max(count),
+        None => lost.push(LostCount {
+            cause: cause.to_string(),
+            count,
+        }),
+    }
+}
+
+/// How a pid stands in the accounting.
+enum Lookup {
+    Alive(usize),
+    Exited,
+    Absent,
+}
+
+/// The streaming state: feed it every event in file order, then call [`Accounting::finish`].
+pub struct Accounting {
+    header: Header,
+    procs: Vec<Proc>,
+    trees: Vec<TreeSum>,
+    /// Empty until the first resident event; then parallel to `procs`.
+    resident_trees: Vec<ResidentSum>,
+    by_pid: IntMap<u32, usize>,
+    /// The last pid looked up and its live process: consecutive events mostly share a pid.
+    cached_pid: u32,
+    cached_index: usize,
+    run: TreeSum,
+    run_resident: ResidentSum,
+    lost: Vec<LostCount>,
+    events: u64,
+    ignored_events: u64,
+    last_ts_ns: u64,
+}
+
+impl Accounting {
+    /// A fresh pass over the recording that starts with `header`.
+    pub fn new(header: &Header) -> Accounting {
+        Accounting {
+            header: header.clone(),
+            procs: Vec::new(),
+            trees: Vec::new(),
+            resident_trees: Vec::new(),
+            by_pid: IntMap::default(),
+            cached_pid: 0,
+            cached_index: NONE,
+            run: TreeSum {
+                parent: NONE,
+                live: 0,
+                peak: Peak::default(),
+            },
+            run_resident: ResidentSum::default(),
+            lost: Vec::new(),
+            events: 0,
+            ignored_events: 0,
+            last_ts_ns: 0,
+        }
+    }
+
+    /// Accounts one event.
+    pub fn apply(&mut self, event: &Event) {
+        self.events += 1;
+        self.last_ts_ns = self.last_ts_ns.max(event.ts_ns);
+        let (pid, tid, ts) = (event.pid, event.tid, event.ts_ns);
+        match &event.kind {
+            EventKind::Alloc { addr, size, .. } => {
+                let i = self.active(pid, ts);
+                self.procs[i].heap.count_alloc(*size);
+                self.insert_block(i, tid, *addr, *size, ts);
+            }
+            EventKind::Free { addr, .. } => {
+                let i = match self.lookup(pid) {
+                    Lookup::Alive(i) => i,
+                    Lookup::Exited => {
+                        self.ignored_events += 1;
+                        return;
+                    }
+                    Lookup::Absent => self.active(pid, ts),
+                };
+                self.procs[i].acted = true;
+                self.free(i, tid, *addr);
+            }
+            EventKind::Realloc {
+                old_addr,
+                addr,
+                size,
+                ..
+            } => {
+                let i = self.active(pid, ts);
+                let p = &mut self.procs[i];
+                p.heap.count_alloc(*size);
+                p.heap.reallocs += 1;
+                if addr != old_addr {
+                    p.heap.realloc_moves += 1;
+                }
+                // The old block goes first, so a realloc never counts both blocks at once.
+                match p.live.remove(old_addr) {
+                    Some(old_size) => {
+                        p.heap.frees += 1;
+                        p.heap.bytes_freed = p.heap.bytes_freed.saturating_add(old_size);
+                        self.shrink(i, old_size);
+                    }
+                    None => p.heap.unknown_frees += 1,
+                }
+                self.insert_block(i, tid, *addr, *size, ts);
+            }
+            EventKind::AllocFailed { .. } => {
+                let i = self.active(pid, ts);
+                self.procs[i].heap.failed += 1;
+            }
+            EventKind::Fork { child } => self.fork(pid, *child, ts),
+            EventKind::Exec { filename, argv } => {
+                let i = self.active(pid, ts);
+                self.exec(i, filename, argv);
+            }
+            EventKind::Exit { status } => match self.lookup(pid) {
+                Lookup::Alive(i) => self.exit(i, *status, ts),
+                Lookup::Exited => self.ignored_events += 1,
+                Lookup::Absent => {
+                    let i = self.active(pid, ts);
+                    self.exit(i, *status, ts);
+                }
+            },
+            EventKind::Rss {
+                member,
+                delta_pages,
+                value_pages,
+                by_owner,
+            } => {
+                let i = match self.lookup(pid) {
+                    Lookup::Alive(i) => i,
+                    // Growth made by another task for a pid that exited is the kernel filling
+                    // a new child that reuses the pid; anything else is the teardown of the
+                    // exited process's memory.
+                    Lookup::Exited if !*by_owner && *delta_pages > 0 => self.spawn(pid, NONE, ts),
+                    Lookup::Exited => {
+                        self.ignored_events += 1;
+                        return;
+                    }
+                    Lookup::Absent => self.spawn(pid, NONE, ts),
+                };
+                if *by_owner {
+                    self.procs[i].acted = true;
+                }
+                self.resident_change(i, *member as usize, *delta_pages, *value_pages, ts);
+            }
+            EventKind::Lost { cause, total } => note_lost(&mut self.lost, cause, *total),
+        }
+    }
+
+    /// The live process for `pid`, created if the pid is new or was reused, marked as having
+    /// acted.
+    fn active(&mut self, pid: u32, ts: u64) -> usize {
+        if pid == self.cached_pid && self.cached_index != NONE {
+            let i = self.cached_index;
+            self.procs[i].acted = true;
+            return i;
+        }
+        let i = match self.lookup(pid) {
+            Lookup::Alive(i) => i,
+            Lookup::Exited | Lookup::Absent => self.spawn(pid, NONE, ts),
+        };
+        self.procs[i].acted = true;
+        self.cached_pid = pid;
+        self.cached_index = i;
+        i
+    }
+
+    /// How `pid` stands now.
+    fn lookup(&self, pid: u32) -> Lookup {
+        match self.by_pid.get(&pid) {
+            Some(&i) if self.procs[i].is_alive() => Lookup::Alive(i),
+            Some(_) => Lookup::Exited,
+            None => Lookup::Absent,
+        }
+    }
+
+    /// Starts a new process record for `pid` under `parent` (or [`NONE`]); it has not acted.
+    fn spawn(&mut self, pid: u32, parent: usize, ts: u64) -> usize {
+        let i = self.procs.len();
+        let (exe, argv) = if parent != NONE {
+            // A forked child runs its parent's program until it executes another.
+            (
+                self.procs[parent].exe.clone(),
+                self.procs[parent].argv.clone(),
+            )
+        } else if pid == self.header.root_pid && !self.header.argv.is_empty() {
+            (self.header.argv.first().cloned(), self.header.argv.clone())
+        } else {
+            (None, Vec::new())
+        };
+        self.procs.push(Proc {
+            pid,
+            exe,
+            argv,
+            execs: 0,
+            started_ns: ts,
+            exit: None,
+            acted: false,
+            live: IntMap::default(),
+            last_alloc: IntMap::default(),
+            heap: HeapCounters::default(),
+            resident: None,
+        });
+        self.trees.push(TreeSum {
+            parent,
+            live: 0,
+            peak: Peak::default(),
+        });
+        if !self.resident_trees.is_empty() {
+            self.resident_trees.push(ResidentSum::default());
+        }
+        self.by_pid.insert(pid, i);
+        if self.cached_pid == pid {
+            self.cached_index = NONE;
+        }
+        i
+    }
+
+    /// Adds a block at `addr` to process `i` as the thread's latest allocation.
+    fn insert_block(&mut self, i: usize, tid: u32, addr: u64, size: u64, ts: u64) {
+        let p = &mut self.procs[i];
+        let replaced = p.live.insert(addr, size);
+        p.last_alloc.insert(tid, addr);
+        if let Some(old_size) = replaced {
+            p.heap.duplicate_allocs += 1;
+            self.shrink(i, old_size);
+        }
+        self.grow(i, size, ts);
+    }
+
+    /// Releases `addr` in process `i`, or counts an unknown free.
+    fn free(&mut self, i: usize, tid: u32, addr: u64) {
+        let p = &mut self.procs[i];
+        match p.live.remove(&addr) {
+            Some(size) => {
+                p.heap.frees += 1;
+                p.heap.bytes_freed = p.heap.bytes_freed.saturating_add(size);
+                if p.last_alloc.get(&tid) == Some(&addr) {
+                    p.heap.temporary += 1;
+                    p.last_alloc.remove(&tid);
+                }
+                self.shrink(i, size);
+            }
+            None => p.heap.unknown_frees += 1,
+        }
+    }
+
+    /// Raises the live heap of process `i`, its trees and the run by `bytes`.
+    fn grow(&mut self, i: usize, bytes: u64, ts: u64) {
+        let heap = &mut self.procs[i].heap;
+        heap.live_bytes = heap.live_bytes.saturating_add(bytes);
+        if heap.live_bytes > heap.peak_bytes {
+            heap.peak_bytes = heap.live_bytes;
+            heap.peak_ns = ts;
+        }
+        self.grow_trees_from(i, bytes, ts);
+    }
+
+    /// Raises the live sums of the tree of `i` and of all its ancestors' trees, and the run's.
+    fn grow_trees_from(&mut self, i: usize, bytes: u64, ts: u64) {
+        let mut k = i;
+        while k != NONE {
+            let t = &mut self.trees[k];
+            t.live = t.live.saturating_add(bytes);
+            t.peak.raise(t.live, ts);
+            k = t.parent;
+        }
+        self.run.live = self.run.live.saturating_add(bytes);
+        self.run.peak.raise(self.run.live, ts);
+    }
+
+    /// Lowers the live heap of process `i`, its trees and the run by `bytes`.
+    fn shrink(&mut self, i: usize, bytes: u64) {
+        let heap = &mut self.procs[i].heap;
+        heap.live_bytes = heap.live_bytes.saturating_sub(bytes);
+        let mut k = i;
+        while k != NONE {
+            let t = &mut self.trees[k];
+            t.live = t.live.saturating_sub(bytes);
+            k = t.parent;
+        }
+        self.run.live = self.run.live.saturating_sub(bytes);
+    }
+
+    /// Empties the live heap of process `i` (at exec or exit) and returns what it held.
+    fn drop_live(&mut self, i: usize, keep_capacity: bool) -> Blocks {
+        let p = &mut self.procs[i];
+        let held = Blocks {
+            blocks: p.live.len() as u64,
+            bytes: p.heap.live_bytes,
+        };
+        if keep_capacity {
+            p.live.clear();
+            p.last_alloc.clear();
+        } else {
+            // A process that is gone gives its memory back: report memory follows live
+            // processes, not every process ever seen.
+            p.live = IntMap::default();
+            p.last_alloc = IntMap::default();
+        }
+        self.shrink(i, held.bytes);
+        held
+    }
+
+    /// Process `parent_pid` forked `child`.
+    fn fork(&mut self, parent_pid: u32, child: u32, ts: u64) {
+        let parent = self.active(parent_pid, ts);
+        if child == parent_pid {
+            self.ignored_events += 1;
+            return;
+        }
+        match self.lookup(child) {
+            Lookup::Alive(c) => {
+                // The child's own events (or the kernel filling its counters) may come before
+                // the fork event. Adopt it unless it already has a parent or adopting would
+                // make a cycle.
+                if self.trees[c].parent == NONE && !self.is_ancestor(c, parent) {
+                    self.adopt(c, parent, ts);
+                } else {
+                    self.ignored_events += 1;
+                }
+            }
+            Lookup::Exited | Lookup::Absent => {
+                self.spawn(child, parent, ts);
+            }
+        }
+    }
+
+    /// Whether `ancestor` is `node` or one of its ancestors.
+    fn is_ancestor(&self, ancestor: usize, node: usize) -> bool {
+        let mut k = node;
+        while k != NONE {
+            if k == ancestor {
+                return true;
+            }
+            k = self.trees[k].parent;
+        }
+        false
+    }
+
+    /// Makes the parentless process `c` a child of `parent`, carrying its tree's live sums up.
+    fn adopt(&mut self, c: usize, parent: usize, ts: u64) {
+        self.trees[c].parent = parent;
+        if self.procs[c].execs == 0 {
+            self.procs[c].exe = self.procs[parent].exe.clone();
+            self.procs[c].argv = self.procs[parent].argv.clone();
+        }
+        let live = self.trees[c].live;
+        // The run already counts the child; only the new ancestors gain it.
+        let mut k = parent;
+        while k != NONE {
+            let t = &mut self.trees[k];
+            t.live = t.live.saturating_add(live);
+            t.peak.raise(t.live, ts);
+            k = t.parent;
+        }
+        if !self.resident_trees.is_empty() {
+            let carried = self.resident_trees[c].live;
+            let mut k = parent;
+            while k != NONE {
+                self.resident_trees[k].replace(&[0; 5], &carried, ts);
+                k = self.trees[k].parent;
+            }
+        }
+    }
+
+    /// Process `i` executed `filename`: its old heap and resident counters are gone.
+    fn exec(&mut self, i: usize, filename: &str, argv: &[String]) {
+        let dropped = self.drop_live(i, true);
+        let p = &mut self.procs[i];
+        p.heap.dropped_at_exec = p.heap.dropped_at_exec.plus(dropped);
+        p.exe = Some(filename.to_string());
+        p.argv = argv.to_vec();
+        p.execs = p.execs.saturating_add(1);
+        if let Some(r) = p.resident.as_deref_mut() {
+            r.start_image();
+            self.set_contribution(i, [0; 5], 0);
+        }
+    }
+
+    /// Process `i` exited with `status`: what is live is leaked.
+    fn exit(&mut self, i: usize, status: i32, ts: u64) {
+        let leaked = self.drop_live(i, false);
+        let p = &mut self.procs[i];
+        p.heap.leaked = leaked;
+        p.exit = Some((status, ts));
+        if p.resident.is_some() {
+            self.set_contribution(i, [0; 5], ts);
+        }
+        if self.cached_index == i {
+            self.cached_index = NONE;
+        }
+    }
+
+    /// One resident counter of process `i` changed.
+    fn resident_change(&mut self, i: usize, member: usize, delta: i64, value: u64, ts: u64) {
+        if member >= MEMBERS {
+            return;
+        }
+        if self.resident_trees.is_empty() {
+            self.resident_trees = vec![ResidentSum::default(); self.procs.len()];
+        }
+        let p = &mut self.procs[i];
+        // Until the process does anything itself, changes come from the kernel filling its
+        // counters at fork.
+        let filling = !p.acted;
+        let r = p.resident.get_or_insert_with(Box::default);
+        r.change(member, delta, value, filling, ts);
+        let wanted = r.wanted_contribution();
+        self.set_contribution(i, wanted, ts);
+    }
+
+    /// Changes what process `i` contributes to the resident sums of its trees and the run.
+    fn set_contribution(&mut self, i: usize, wanted: [u64; 5], ts: u64) {
+        let Some(r) = self.procs[i].resident.as_deref_mut() else {
+            return;
+        };
+        let old = std::mem::replace(&mut r.contribution, wanted);
+        if old == wanted {
+            return;
+        }
+        let mut k = i;
+        while k != NONE {
+            self.resident_trees[k].replace(&old, &wanted, ts);
+            k = self.trees[k].parent;
+        }
+        self.run_resident.replace(&old, &wanted, ts);
+    }
+
+    /// Ends the pass: `end` is how reading ended (`None` when the caller does not know, as for
+    /// synthetic streams; it is not taken as damage).
+    pub fn finish(mut self, end: Option<&ReadEnd>) -> Report {
+        let start = self.header.start_monotonic_ns;
+        let page = match self.header.page_size_bytes {
+            0 => 4096,
+            n => u64::from(n),
+        };
+        for p in &mut self.procs {
+            if p.is_alive() {
+                p.heap.live_at_end = Blocks {
+                    blocks: p.live.len() as u64,
+                    bytes: p.heap.live_bytes,
+                };
+            }
+        }
+
+        let order = self.tree_order();
+        // Sum counters bottom-up: in reverse tree order every child comes before its parent.
+        let mut tree_heap: Vec<HeapCounters> = self.procs.iter().map(|p| p.heap.clone()).collect();
+        let mut tree_size = vec![1u64; self.procs.len()];
+        let mut tree_beyond: Vec<[u64; 4]> = self
+            .procs
+            .iter()
+            .map(|p| p.resident.as_ref().map_or([0; 4], |r| r.beyond))
+            .collect();
+        let mut tree_has_resident: Vec<bool> =
+            self.procs.iter().map(|p| p.resident.is_some()).collect();
+        for &(i, _) in order.iter().rev() {
+            let parent = self.trees[i].parent;
+            if parent == NONE {
+                continue;
+            }
+            let child = std::mem::take(&mut tree_heap[i]);
+            tree_heap[parent].add(&child);
+            tree_heap[i] = child;
+            tree_size[parent] = tree_size[parent].saturating_add(tree_size[i]);
+            let beyond = tree_beyond[i];
+            for (a, b) in tree_beyond[parent].iter_mut().zip(beyond) {
+                *a = a.saturating_add(b);
+            }
+            tree_has_resident[parent] |= tree_has_resident[i];
+        }
+
+        let mut run_heap = HeapCounters::default();
+        let mut run_beyond = [0u64; 4];
+        for p in &self.procs {
+            run_heap.add(&p.heap);
+            if let Some(r) = &p.resident {
+                for (a, b) in run_beyond.iter_mut().zip(r.beyond) {
+                    *a = a.saturating_add(b);
+                }
+            }
+        }
+        let any_resident = self.procs.iter().any(|p| p.resident.is_some());
+
+        let mut processes = Vec::with_capacity(order.len());
+        for &(i, depth) in &order {
+            let p = &self.procs[i];
+            let own_peak = Peak {
+                value: p.heap.peak_bytes,
+                at_ns: p.heap.peak_ns,
+            };
+            let own = Metrics {
+                processes: 1,
+                heap: p.heap.to_metrics(own_peak, start),
+                resident: p.resident.as_deref().map(|r| r.metrics(page, start)),
+            };
+            let tree = Metrics {
+                processes: tree_size[i],
+                heap: tree_heap[i].to_metrics(self.trees[i].peak, start),
+                resident: tree_has_resident[i]
+                    .then(|| self.resident_trees[i].metrics(&tree_beyond[i], page, start)),
+            };
+            let parent = self.trees[i].parent;
+            processes.push(ProcessMetrics {
+                pid: p.pid,
+                parent_pid: (parent != NONE).then(|| self.procs[parent].pid),
+                depth,
+                executable: p.exe.clone(),
+                argv: p.argv.clone(),
+                execs: p.execs,
+                started_at_ns: p.started_ns.saturating_sub(start),
+                exit: p
+                    .exit
+                    .map(|(status, at)| ExitInfo::from_status(status, at.saturating_sub(start))),
+                own,
+                tree,
+            });
+        }
+        let totals = Metrics {
+            processes: self.procs.len() as u64,
+            heap: run_heap.to_metrics(self.run.peak, start),
+            resident: any_resident.then(|| self.run_resident.metrics(&run_beyond, page, start)),
+        };
+
+        self.completeness(end, totals, processes)
+    }
+
+    /// Processes in tree order (parents first, children in the order they appeared) with their
+    /// depth. Iterative: a long chain of forks must not overflow the stack.
+    fn tree_order(&self) -> Vec<(usize, u32)> {
+        let n = self.procs.len();
+        let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
+        let mut roots = Vec::new();
+        for (i, t) in self.trees.iter().enumerate() {
+            if t.parent == NONE {
+                roots.push(i);
+            } else {
+                children[t.parent].push(i);
+            }
+        }
+        let mut order = Vec::with_capacity(n);
+        let mut stack: Vec<(usize, u32)> = roots.iter().rev().map(|&r| (r, 0)).collect();
+        while let Some((i, depth)) = stack.pop() {
+            order.push((i, depth));
+            for &c in children[i].iter().rev() {
+                stack.push((c, depth.saturating_add(1)));
+            }
+        }
+        order
+    }
+
+    /// Builds the report around the metrics: run facts, losses, damage, completeness.
+    fn completeness(
+        self,
+        end: Option<&ReadEnd>,
+        totals: Metrics,
+        processes: Vec<ProcessMetrics>,
+    ) -> Report {
+        let start = self.header.start_monotonic_ns;
+        let mut lost = self.lost;
+        let mut damage = None;
+        let mut trailer = None;
+        match end {
+            Some(ReadEnd::Complete(t)) => {
+                for l in &t.lost {
+                    note_lost(&mut lost, &l.cause, l.count);
+                }
+                trailer = Some(t);
+            }
+            Some(ReadEnd::Damaged { offset, reason }) => {
+                damage = Some(Damage {
+                    offset_bytes: *offset,
+                    reason: reason.clone(),
+                });
+            }
+            None => {}
+        }
+        lost.retain(|l| l.count > 0);
+        lost.sort_by(|a, b| a.cause.cmp(&b.cause));
+        let lost_total = lost.iter().fold(0u64, |acc, l| acc.saturating_add(l.count));
+
+        let mut reasons = Vec::new();
+        if let Some(d) = &damage {
+            reasons.push(format!(
+                "the file is damaged at byte offset {} ({}); only the events before it are counted",
+                d.offset_bytes, d.reason
+            ));
+        }
+        if lost_total > 0 {
+            let causes: Vec<String> = lost
+                .iter()
+                .map(|l| format!("{} {}", l.count, l.cause))
+                .collect();
+            reasons.push(format!(
+                "{lost_total} events were lost while recording ({}); counts and peaks may be low",
+                causes.join(", ")
+            ));
+        }
+
+        let end_ns = match trailer {
+            Some(t) if t.end_monotonic_ns >= start => t.end_monotonic_ns,
+            _ => self.last_ts_ns,
+        };
+        let root_exit = processes
+            .iter()
+            .find(|p| p.pid == self.header.root_pid)
+            .and_then(|p| p.exit)
+            .map(|e| e.exit_code);
+        let run = RunInfo {
+            command: self.header.argv.clone(),
+            root_pid: self.header.root_pid,
+            memtrack_version: self.header.memtrack_version.clone(),
+            kernel_release: self.header.kernel_release.clone(),
+            hostname: self.header.hostname.clone(),
+            start_wall_ns: self.header.start_wall_ns,
+            duration_ns: end_ns.saturating_sub(start),
+            exit_code: trailer.map(|t| t.exit_code).or(root_exit),
+            processes: processes.len() as u64,
+            events: self.events,
+            ignored_events: self.ignored_events,
+            features: self.header.features.clone(),
+        };
+        Report {
+            schema_version: SCHEMA_VERSION,
+            complete: reasons.is_empty(),
+            incomplete_reasons: reasons,
+            damage,
+            lost_events: LostEvents {
+                total: lost_total,
+                by_cause: lost,
+            },
+            run,
+            scope: Scope::Run,
+            totals,
+            processes,
+        }
+    }
+}
+
+/// Runs the whole pass over `events`: the pure core of `report` and `check`.
+pub fn analyze<I: IntoIterator<Item = Event>>(
+    header: &Header,
+    events: I,
+    end: Option<&ReadEnd>,
+) -> Report {
+    let mut accounting = Accounting::new(header);
+    for event in events {
+        accounting.apply(&event);
+    }
+    accounting.finish(end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{AllocFunc, RssMember, Trailer};
+    use crate::report::synthetic::*;
+
+    // --- counts -----------------------------------------------------------------------------
+
+    #[test]
+    fn one_alloc_is_counted() {
+        let r = run(seq(vec![malloc(0x10, 100)]));
+        let h = own(&r, 1);
+        assert_eq!((h.allocs, h.bytes_allocated, h.frees), (1, 100, 0));
+    }
+
+    #[test]
+    fn alloc_then_free() {
+        let r = run(seq(vec![malloc(0x10, 100), free(0x10)]));
+        let h = own(&r, 1);
+        assert_eq!((h.frees, h.bytes_freed), (1, 100));
+        assert_eq!(h.live_at_end, Blocks::default());
+    }
+
+    #[test]
+    fn average_size() {
+        let r = run(seq(vec![malloc(1, 10), malloc(2, 20), malloc(3, 33)]));
+        assert!((own(&r, 1).average_alloc_bytes - 21.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn average_of_nothing_is_zero() {
+        let r = run(seq(vec![failed(1)]));
+        assert_eq!(own(&r, 1).average_alloc_bytes, 0.0);
+    }
+
+    #[test]
+    fn failed_allocs_are_not_allocs() {
+        let failed = EventKind::AllocFailed {
+            func: AllocFunc::Calloc,
+            size: 1 << 40,
+        };
+        let r = run(seq(vec![failed.clone(), failed, malloc(1, 8)]));
+        let h = own(&r, 1);
+        assert_eq!((h.failed_allocs, h.allocs, h.bytes_allocated), (2, 1, 8));
+    }
+
+    #[test]
+    fn totals_sum_processes() {
+        let r = run(vec![
+            at(0, 1, 1, malloc(1, 10)),
+            at(1, 2, 2, malloc(1, 20)),
+            at(2, 2, 2, free(1)),
+        ]);
+        let t = &r.totals.heap;
+        assert_eq!((t.allocs, t.bytes_allocated, t.frees), (2, 30, 1));
+        assert_eq!(r.totals.processes, 2);
+    }
+
+    // --- histogram --------------------------------------------------------------------------
+
+    #[test]
+    fn histogram_powers_of_two() {
+        let sizes = [0u64, 1, 2, 3, 4, 7, 8];
+        let r = run(seq(sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| malloc(i as u64 + 1, s))
+            .collect()));
+        let got: Vec<(u64, u64, u64)> = own(&r, 1)
+            .size_histogram
+            .iter()
+            .map(|b| (b.min_bytes, b.max_bytes, b.count))
+            .collect();
+        assert_eq!(
+            got,
+            vec![(0, 0, 1), (1, 1, 1), (2, 3, 2), (4, 7, 2), (8, 15, 1)]
+        );
+    }
+
+    #[test]
+    fn histogram_top_bucket() {
+        let r = run(seq(vec![malloc(1, u64::MAX), malloc(2, 1 << 63)]));
+        let b = &own(&r, 1).size_histogram;
+        assert_eq!(b.len(), 1);
+        assert_eq!(
+            (b[0].min_bytes, b[0].max_bytes, b[0].count),
+            (1 << 63, u64::MAX, 2)
+        );
+    }
+
+    #[test]
+    fn histogram_counts_reallocs() {
+        let r = run(seq(vec![malloc(1, 4), realloc(1, 1, 1000)]));
+        let b = &own(&r, 1).size_histogram;
+        assert_eq!(b.iter().map(|b| b.count).sum::<u64>(), 2);
+        assert_eq!(b[1].min_bytes, 512);
+    }
+
+    #[test]
+    fn bucket_ranges_cover_every_size() {
+        for i in 0..BUCKETS {
+            let (lo, hi) = bucket_range(i);
+            assert_eq!(bucket(lo), i);
+            assert_eq!(bucket(hi), i);
+        }
+    }
+
+    // --- peaks ------------------------------------------------------------------------------
+
+    #[test]
+    fn peak_is_highest_live() {
+        let r = run(seq(vec![
+            malloc(1, 100),
+            malloc(2, 50),
+            free(1),
+            malloc(3, 60),
+        ]));
+        assert_eq!(own(&r, 1).peak_live_bytes, 150);
+    }
+
+    #[test]
+    fn peak_time_is_first_reached_relative_to_start() {
+        let r = run(vec![
+            at(10, 1, 1, malloc(1, 100)),
+            at(20, 1, 1, free(1)),
+            at(30, 1, 1, malloc(2, 100)),
+        ]);
+        assert_eq!(own(&r, 1).peak_live_at_ns, Some(10));
+    }
+
+    #[test]
+    fn no_peak_time_without_allocations() {
+        let r = run(seq(vec![exit(0)]));
+        assert_eq!(own(&r, 1).peak_live_at_ns, None);
+    }
+
+    #[test]
+    fn event_before_start_does_not_underflow() {
+        let events = vec![Event {
+            ts_ns: 5,
+            pid: 1,
+            tid: 1,
+            kind: malloc(1, 1),
+        }];
+        let r = run(events);
+        assert_eq!(own(&r, 1).peak_live_at_ns, Some(0));
+    }
+
+    // --- temporary allocations ------------------------------------------------------------
+
+    #[test]
+    fn free_right_after_alloc_is_temporary() {
+        let r = run(seq(vec![malloc(1, 8), free(1)]));
+        assert_eq!(own(&r, 1).temporary_allocs, 1);
+    }
+
+    #[test]
+    fn free_after_another_alloc_is_not_temporary() {
+        let r = run(seq(vec![malloc(1, 8), malloc(2, 8), free(1)]));
+        assert_eq!(own(&r, 1).temporary_allocs, 0);
+    }
+
+    #[test]
+    fn last_of_several_is_temporary() {
+        let r = run(seq(vec![malloc(1, 8), malloc(2, 8), free(1), free(2)]));
+        assert_eq!(own(&r, 1).temporary_allocs, 1);
+    }
+
+    #[test]
+    fn other_threads_allocations_do_not_matter() {
+        let r = run(vec![
+            at(0, 1, 1, malloc(1, 8)),
+            at(1, 1, 2, malloc(2, 8)),
+            at(2, 1, 1, free(1)),
+        ]);
+        assert_eq!(own(&r, 1).temporary_allocs, 1);
+    }
+
+    #[test]
+    fn free_by_another_thread_is_not_temporary() {
+        let r = run(vec![at(0, 1, 1, malloc(1, 8)), at(1, 1, 2, free(1))]);
+        assert_eq!(own(&r, 1).temporary_allocs, 0);
+    }
+
+    #[test]
+    fn realloc_release_is_not_temporary() {
+        let r = run(seq(vec![malloc(1, 8), realloc(1, 2, 16)]));
+        assert_eq!(own(&r, 1).temporary_allocs, 0);
+    }
+
+    #[test]
+    fn free_right_after_realloc_is_temporary() {
+        let r = run(seq(vec![malloc(1, 8), realloc(1, 2, 16), free(2)]));
+        assert_eq!(own(&r, 1).temporary_allocs, 1);
+    }
+
+    #[test]
+    fn address_reused_is_temporary_once() {
+        let r = run(seq(vec![malloc(1, 8), free(1), free(1)]));
+        let h = own(&r, 1);
+        assert_eq!((h.temporary_allocs, h.unknown_frees), (1, 1));
+    }
+
+    // --- realloc ----------------------------------------------------------------------------
+
+    #[test]
+    fn realloc_chain() {
+        // malloc 10 at A; grow in place to 20; move to B at 40; free B.
+        let r = run(seq(vec![
+            malloc(0xa, 10),
+            realloc(0xa, 0xa, 20),
+            realloc(0xa, 0xb, 40),
+            free(0xb),
+        ]));
+        let h = own(&r, 1);
+        assert_eq!((h.allocs, h.bytes_allocated), (3, 70));
+        assert_eq!((h.frees, h.bytes_freed), (3, 70));
+        assert_eq!((h.reallocs, h.realloc_moves), (2, 1));
+        assert_eq!(h.peak_live_bytes, 40);
+        assert_eq!(h.unknown_frees, 0);
+        assert_eq!(h.live_at_end, Blocks::default());
+    }
+
+    #[test]
+    fn realloc_in_place_does_not_double_the_peak() {
+        let r = run(seq(vec![malloc(1, 100), realloc(1, 1, 100)]));
+        assert_eq!(own(&r, 1).peak_live_bytes, 100);
+    }
+
+    #[test]
+    fn realloc_of_unknown_block() {
+        let r = run(seq(vec![realloc(0x1, 0x2, 50)]));
+        let h = own(&r, 1);
+        assert_eq!((h.allocs, h.frees, h.unknown_frees), (1, 0, 1));
+        assert_eq!(
+            h.live_at_end,
+            Blocks {
+                blocks: 1,
+                bytes: 50
+            }
+        );
+    }
+
+    #[test]
+    fn realloc_shrink_lowers_live() {
+        let r = run(seq(vec![malloc(1, 100), realloc(1, 1, 10), exit(0)]));
+        assert_eq!(
+            own(&r, 1).leaked,
+            Blocks {
+                blocks: 1,
+                bytes: 10
+            }
+        );
+    }
+
+    // --- unknown and duplicate ------------------------------------------------------------
+
+    #[test]
+    fn unknown_free_is_counted_apart() {
+        let r = run(seq(vec![malloc(1, 8), free(2)]));
+        let h = own(&r, 1);
+        assert_eq!((h.frees, h.unknown_frees), (0, 1));
+        assert_eq!(h.live_at_end.blocks, 1);
+    }
+
+    #[test]
+    fn first_event_a_free_creates_the_process() {
+        let r = run(vec![at(0, 9, 9, free(5))]);
+        assert_eq!(own(&r, 9).unknown_frees, 1);
+    }
+
+    #[test]
+    fn duplicate_alloc_replaces_block() {
+        let r = run(seq(vec![malloc(1, 100), malloc(1, 30), exit(0)]));
+        let h = own(&r, 1);
+        assert_eq!(h.duplicate_allocs, 1);
+        assert_eq!(
+            h.leaked,
+            Blocks {
+                blocks: 1,
+                bytes: 30
+            }
+        );
+        assert_eq!(h.peak_live_bytes, 100);
+    }
+
+    // --- exit, exec -------------------------------------------------------------------------
+
+    #[test]
+    fn live_at_exit_is_leaked() {
+        let r = run(seq(vec![malloc(1, 10), malloc(2, 20), free(1), exit(0)]));
+        let h = own(&r, 1);
+        assert_eq!(
+            h.leaked,
+            Blocks {
+                blocks: 1,
+                bytes: 20
+            }
+        );
+        assert_eq!(h.live_at_end, Blocks::default());
+    }
+
+    #[test]
+    fn exit_info_is_kept() {
+        let r = run(vec![at(42, 1, 1, exit(2 << 8))]);
+        let e = process(&r, 1).exit.unwrap();
+        assert_eq!((e.at_ns, e.exit_code, e.signal), (42, 2, None));
+    }
+
+    #[test]
+    fn no_exit_means_live_at_end() {
+        let r = run(seq(vec![malloc(1, 10)]));
+        let p = process(&r, 1);
+        assert!(p.exit.is_none());
+        assert_eq!(
+            p.own.heap.live_at_end,
+            Blocks {
+                blocks: 1,
+                bytes: 10
+            }
+        );
+        assert_eq!(p.own.heap.leaked, Blocks::default());
+    }
+
+    #[test]
+    fn exec_drops_live_heap() {
+        let r = run(seq(vec![malloc(1, 10), exec("/bin/x"), free(1), exit(0)]));
+        let h = own(&r, 1);
+        assert_eq!(
+            h.dropped_at_exec,
+            Blocks {
+                blocks: 1,
+                bytes: 10
+            }
+        );
+        assert_eq!(h.unknown_frees, 1);
+        assert_eq!(h.leaked, Blocks::default());
+    }
+
+    #[test]
+    fn exec_sets_program() {
+        let r = run(seq(vec![exec("/bin/a"), exec("/bin/b")]));
+        let p = process(&r, 1);
+        assert_eq!(p.executable.as_deref(), Some("/bin/b"));
+        assert_eq!(p.argv, vec!["/bin/b".to_string(), "-x".into()]);
+        assert_eq!(p.execs, 2);
+    }
+
+    #[test]
+    fn root_without_exec_uses_header_command() {
+        let r = run(seq(vec![malloc(1, 1)]));
+        assert_eq!(process(&r, 1).executable.as_deref(), Some("/bin/root"));
+    }
+
+    #[test]
+    fn exited_process_frees_its_memory() {
+        let mut acc = Accounting::new(&header());
+        for e in seq(vec![malloc(1, 1), malloc(2, 2), exit(0)]) {
+            acc.apply(&e);
+        }
+        assert_eq!(acc.procs[0].live.capacity(), 0);
+        assert_eq!(acc.procs[0].last_alloc.capacity(), 0);
+    }
+
+    #[test]
+    fn events_after_exit_are_ignored() {
+        let r = run(seq(vec![malloc(1, 1), exit(0), free(1), exit(0)]));
+        assert_eq!(r.run.ignored_events, 2);
+        assert_eq!(r.processes.len(), 1);
+    }
+
+    #[test]
+    fn alloc_after_exit_is_a_reused_pid() {
+        let r = run(seq(vec![malloc(1, 1), exit(0), malloc(1, 5)]));
+        assert_eq!(r.processes.len(), 2);
+        assert_eq!(r.processes[1].own.heap.allocs, 1);
+    }
+
+    // --- fork and trees --------------------------------------------------------------------
+
+    #[test]
+    fn child_starts_with_empty_heap() {
+        let r = run(vec![
+            at(0, 1, 1, malloc(0xa, 100)),
+            at(1, 1, 1, fork(2)),
+            at(2, 2, 2, free(0xa)),
+        ]);
+        assert_eq!(own(&r, 2).unknown_frees, 1);
+        assert_eq!(own(&r, 1).live_at_end.bytes, 100);
+    }
+
+    #[test]
+    fn child_knows_parent_and_program() {
+        let r = run(vec![at(0, 1, 1, exec("/bin/sh")), at(1, 1, 1, fork(2))]);
+        let c = process(&r, 2);
+        assert_eq!(c.parent_pid, Some(1));
+        assert_eq!(c.executable.as_deref(), Some("/bin/sh"));
+        assert_eq!(c.execs, 0);
+        assert_eq!(c.started_at_ns, 1);
+    }
+
+    #[test]
+    fn tree_peak_is_not_sum_of_peaks() {
+        // Children 2 and 3 each peak at 100, at different times: the tree peaks at 100.
+        let r = run(vec![
+            at(0, 1, 1, fork(2)),
+            at(1, 1, 1, fork(3)),
+            at(10, 2, 2, malloc(1, 100)),
+            at(20, 2, 2, free(1)),
+            at(30, 3, 3, malloc(1, 100)),
+            at(40, 3, 3, free(1)),
+        ]);
+        assert_eq!(own(&r, 2).peak_live_bytes, 100);
+        assert_eq!(own(&r, 3).peak_live_bytes, 100);
+        assert_eq!(tree(&r, 1).peak_live_bytes, 100);
+        assert_eq!(tree(&r, 1).peak_live_at_ns, Some(10));
+        assert_eq!(own(&r, 1).peak_live_bytes, 0);
+    }
+
+    #[test]
+    fn tree_peak_sums_at_the_same_moment() {
+        let r = run(vec![
+            at(0, 1, 1, fork(2)),
+            at(1, 1, 1, malloc(1, 50)),
+            at(10, 2, 2, malloc(1, 100)),
+            at(20, 1, 1, free(1)),
+            at(30, 2, 2, malloc(2, 30)),
+        ]);
+        // Sum over time: 50, 150, 100, 130.
+        assert_eq!(tree(&r, 1).peak_live_bytes, 150);
+        assert_eq!(tree(&r, 1).peak_live_at_ns, Some(10));
+        assert_eq!(tree(&r, 2).peak_live_bytes, 130);
+    }
+
+    #[test]
+    fn tree_includes_grandchildren() {
+        let r = run(vec![
+            at(0, 1, 1, fork(2)),
+            at(1, 2, 2, fork(3)),
+            at(2, 3, 3, malloc(1, 70)),
+            at(3, 2, 2, malloc(1, 5)),
+        ]);
+        assert_eq!(tree(&r, 1).peak_live_bytes, 75);
+        assert_eq!(tree(&r, 1).allocs, 2);
+        assert_eq!(process(&r, 1).tree.processes, 3);
+        assert_eq!(tree(&r, 2).peak_live_bytes, 75);
+        assert_eq!(tree(&r, 3).peak_live_bytes, 70);
+    }
+
+    #[test]
+    fn exited_child_leaves_tree_sum() {
+        let r = run(vec![
+            at(0, 1, 1, fork(2)),
+            at(1, 2, 2, malloc(1, 100)),
+            at(2, 2, 2, exit(0)),
+            at(3, 1, 1, malloc(1, 60)),
+        ]);
+        assert_eq!(tree(&r, 1).peak_live_bytes, 100);
+        assert_eq!(
+            tree(&r, 1).leaked,
+            Blocks {
+                blocks: 1,
+                bytes: 100
+            }
+        );
+        assert_eq!(r.totals.heap.peak_live_bytes, 100);
+    }
+
+    #[test]
+    fn run_peak_spans_unrelated_processes() {
+        let r = run(vec![at(0, 5, 5, malloc(1, 10)), at(1, 6, 6, malloc(1, 20))]);
+        assert_eq!(r.totals.heap.peak_live_bytes, 30);
+        assert_eq!(r.totals.heap.peak_live_at_ns, Some(1));
+    }
+
+    #[test]
+    fn tree_order_and_depth() {
+        let r = run(vec![
+            at(0, 1, 1, fork(2)),
+            at(1, 1, 1, fork(4)),
+            at(2, 2, 2, fork(3)),
+            at(3, 9, 9, malloc(1, 1)),
+        ]);
+        let order: Vec<(u32, u32)> = r.processes.iter().map(|p| (p.pid, p.depth)).collect();
+        assert_eq!(order, vec![(1, 0), (2, 1), (3, 2), (4, 1), (9, 0)]);
+    }
+
+    #[test]
+    fn child_seen_before_its_fork_is_adopted() {
+        let r = run(vec![
+            at(0, 2, 2, malloc(1, 40)),
+            at(1, 1, 1, malloc(1, 10)),
+            at(2, 1, 1, fork(2)),
+        ]);
+        assert_eq!(process(&r, 2).parent_pid, Some(1));
+        assert_eq!(tree(&r, 1).peak_live_bytes, 50);
+        assert_eq!(tree(&r, 1).peak_live_at_ns, Some(2));
+    }
+
+    #[test]
+    fn fork_cycle_is_refused() {
+        let r = run(vec![at(0, 1, 1, fork(2)), at(1, 2, 2, fork(1))]);
+        assert_eq!(process(&r, 1).parent_pid, None);
+        assert_eq!(r.run.ignored_events, 1);
+    }
+
+    #[test]
+    fn fork_of_self_is_ignored() {
+        let r = run(vec![at(0, 1, 1, fork(1))]);
+        assert_eq!(r.processes.len(), 1);
+        assert_eq!(r.run.ignored_events, 1);
+    }
+
+    #[test]
+    fn reused_pid_after_exit_is_a_new_process() {
+        let r = run(vec![
+            at(0, 1, 1, fork(2)),
+            at(1, 2, 2, malloc(1, 10)),
+            at(2, 2, 2, exit(0)),
+            at(3, 1, 1, fork(2)),
+            at(4, 2, 2, malloc(1, 20)),
+        ]);
+        let children: Vec<u64> = r
+            .processes
+            .iter()
+            .filter(|p| p.pid == 2)
+            .map(|p| p.own.heap.bytes_allocated)
+            .collect();
+        assert_eq!(children, vec![10, 20]);
+        assert_eq!(r.run.processes, 3);
+    }
+
+    #[test]
+    fn long_fork_chain_does_not_overflow_the_stack() {
+        let events: Vec<Event> = (1..50_000u32)
+            .map(|pid| at(u64::from(pid), pid, pid, fork(pid + 1)))
+            .collect();
+        let r = run(events);
+        assert_eq!(r.processes.len(), 50_000);
+        assert_eq!(r.processes[0].tree.processes, 50_000);
+    }
+
+    // --- losses and damage -----------------------------------------------------------------
+
+    #[test]
+    fn complete_when_nothing_lost() {
+        let end = ReadEnd::Complete(Trailer::default());
+        let r = analyze(&header(), seq(vec![malloc(1, 1)]), Some(&end));
+        assert!(r.complete);
+        assert!(r.incomplete_reasons.is_empty());
+    }
+
+    #[test]
+    fn lost_takes_max_per_cause() {
+        let r = run(seq(vec![
+            lost("ring_full", 3),
+            lost("ring_full", 5),
+            lost("ring_full", 4),
+            lost("stack", 2),
+        ]));
+        assert_eq!(r.lost_events.total, 7);
+        assert!(!r.complete);
+        assert!(r.incomplete_reasons[0].contains("7 events were lost"));
+    }
+
+    #[test]
+    fn trailer_losses_count() {
+        let end = ReadEnd::Complete(Trailer {
+            lost: vec![LostCount {
+                cause: "ring_full".into(),
+                count: 9,
+            }],
+            ..Trailer::default()
+        });
+        let r = analyze(&header(), seq(vec![lost("ring_full", 5)]), Some(&end));
+        assert_eq!(r.lost_events.total, 9);
+        assert!(!r.complete);
+    }
+
+    #[test]
+    fn lost_events_do_not_create_processes() {
+        let r = run(vec![at(0, 0, 0, lost("ring_full", 1))]);
+        assert!(r.processes.is_empty());
+    }
+
+    #[test]
+    fn damaged_end_is_incomplete_with_offset() {
+        let end = ReadEnd::Damaged {
+            offset: 1234,
+            reason: "truncated chunk".into(),
+        };
+        let r = analyze(&header(), seq(vec![malloc(1, 1)]), Some(&end));
+        assert!(!r.complete);
+        assert_eq!(r.damage.as_ref().map(|d| d.offset_bytes), Some(1234));
+        assert!(r.incomplete_reasons[0].contains("byte offset 1234"));
+        assert_eq!(own(&r, 1).live_at_end.bytes, 1);
+    }
+
+    #[test]
+    fn trailer_gives_duration_and_exit_code() {
+        let end = ReadEnd::Complete(Trailer {
+            end_monotonic_ns: START + 5_000,
+            exit_code: 3,
+            ..Trailer::default()
+        });
+        let r = analyze(&header(), seq(vec![malloc(1, 1)]), Some(&end));
+        assert_eq!((r.run.duration_ns, r.run.exit_code), (5_000, Some(3)));
+    }
+
+    #[test]
+    fn without_trailer_duration_is_last_event() {
+        let r = run(vec![at(700, 1, 1, malloc(1, 1)), at(300, 1, 1, free(1))]);
+        assert_eq!(r.run.duration_ns, 700);
+        assert_eq!(r.run.exit_code, None);
+    }
+
+    #[test]
+    fn exit_code_from_root_without_trailer() {
+        let r = run(seq(vec![exit(9)]));
+        assert_eq!(r.run.exit_code, Some(137));
+    }
+
+    #[test]
+    fn run_counts_events() {
+        let r = run(seq(vec![malloc(1, 1), free(1), lost("x", 0)]));
+        assert_eq!(r.run.events, 3);
+        assert_eq!(r.lost_events.total, 0);
+        assert!(r.complete);
+    }
+
+    // --- robustness ------------------------------------------------------------------------
+
+    #[test]
+    fn huge_sizes_saturate() {
+        let r = run(seq(vec![
+            malloc(1, u64::MAX),
+            malloc(2, u64::MAX),
+            free(1),
+            exit(0),
+        ]));
+        let h = own(&r, 1);
+        assert_eq!(h.bytes_allocated, u64::MAX);
+        assert_eq!(h.peak_live_bytes, u64::MAX);
+    }
+
+    #[test]
+    fn extreme_rss_values_do_not_panic() {
+        let r = run(seq(vec![
+            rss(RssMember::Anon, i64::MIN, u64::MAX, true),
+            rss(RssMember::Anon, i64::MIN, u64::MAX, true),
+            rss(RssMember::File, i64::MAX, u64::MAX, true),
+            rss(RssMember::File, i64::MAX, u64::MAX, false),
+        ]));
+        assert!(process(&r, 1).own.resident.is_some());
+    }
+
+    /// A small deterministic generator (xorshift) for the random streams below.
+    struct Random(u64);
+
+    impl Random {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    fn random_event(rng: &mut Random, t: u64) -> Event {
+        let pid = rng.below(8) as u32;
+        let addr = rng.below(16) * 16;
+        let size = match rng.below(4) {
+            0 => rng.next(),
+            _ => rng.below(64),
+        };
+        let kind = match rng.below(12) {
+            0..=3 => malloc(addr, size),
+            4..=6 => free(addr),
+            7 => realloc(addr, rng.below(16) * 16, size),
+            8 => fork(rng.below(8) as u32),
+            9 => match rng.below(3) {
+                0 => exit(rng.next() as i32),
+                1 => exec("/bin/r"),
+                _ => lost("ring_full", rng.below(100)),
+            },
+            10 => EventKind::AllocFailed {
+                func: AllocFunc::Malloc,
+                size,
+            },
+            _ => rss(
+                RssMember::ALL[rng.below(4) as usize],
+                rng.next() as i64 % 1000,
+                rng.next(),
+                rng.below(2) == 0,
+            ),
+        };
+        Event {
+            ts_ns: t.wrapping_add(rng.below(3)),
+            pid,
+            tid: pid + rng.below(2) as u32,
+            kind,
+        }
+    }
+
+    #[test]
+    fn random_streams_do_not_panic_and_stay_consistent() {
+        for seed in 1..200u64 {
+            let mut rng = Random(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+            let events: Vec<Event> = (0..400).map(|t| random_event(&mut rng, t)).collect();
+            let end = ReadEnd::Damaged {
+                offset: seed,
+                reason: "cut".into(),
+            };
+            let r = analyze(&header(), events, Some(&end));
+            let own_allocs: u64 = r.processes.iter().map(|p| p.own.heap.allocs).sum();
+            assert_eq!(own_allocs, r.totals.heap.allocs, "seed {seed}");
+            let root_trees: u64 = r
+                .processes
+                .iter()
+                .filter(|p| p.depth == 0)
+                .map(|p| p.tree.processes)
+                .sum();
+            assert_eq!(root_trees, r.processes.len() as u64, "seed {seed}");
+            for p in &r.processes {
+                assert!(p.tree.heap.peak_live_bytes >= p.own.heap.peak_live_bytes);
+                assert!(r.totals.heap.peak_live_bytes >= p.tree.heap.peak_live_bytes);
+            }
+            let _ = r.narrow(Scope::Tree { pid: 3 });
+        }
+    }
+
+    // --- hasher ----------------------------------------------------------------------------
+
+    #[test]
+    fn hasher_spreads_aligned_addresses() {
+        use std::hash::BuildHasher;
+        let build = BuildHasherDefault::<IntHasher>::default();
+        let mut low_bits = std::collections::HashSet::new();
+        for i in 0..1024u64 {
+            low_bits.insert(build.hash_one(0x5555_0000_0000 + i * 16) & 1023);
+        }
+        // A good spread fills most of the 1024 slots (a bad one leaves 1/16 of them).
+        assert!(low_bits.len() > 600, "{}", low_bits.len());
+    }
+
+    #[test]
+    fn hasher_differs_for_pids() {
+        use std::hash::BuildHasher;
+        let build = BuildHasherDefault::<IntHasher>::default();
+        assert_ne!(build.hash_one(1u32), build.hash_one(2u32));
+    }
+
+    // --- benchmark -------------------------------------------------------------------------
+
+    /// 10 million synthetic events through `analyze` (see `synthetic::benchmark_events`).
+    fn throughput(live: u64) {
+        const EVENTS: u64 = 10_000_000;
+        let events = benchmark_events(EVENTS, live);
+        let started = std::time::Instant::now();
+        let report = analyze(&Header::default(), events, None);
+        let elapsed = started.elapsed().as_secs_f64();
+        let hwm = std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("VmHWM"))
+                    .map(str::to_string)
+            })
+            .unwrap_or_default();
+        println!(
+            "{EVENTS} events, ~{} live blocks: {elapsed:.3} s, {:.1} M events/s; {hwm}; \
+             peak {} B",
+            12 * live,
+            EVENTS as f64 / elapsed / 1e6,
+            report.totals.heap.peak_live_bytes
+        );
+    }
+
+    /// `cargo test --release -- --ignored --nocapture report_throughput`: the benchmark of the
+    /// issue (few live blocks), printing events per second and peak resident memory (VmHWM).
+    #[test]
+    #[ignore]
+    fn report_throughput_few_live() {
+        throughput(64);
+    }
+
+    /// The same with about 1.2 million live blocks, to see the cost of a large live set.
+    #[test]
+    #[ignore]
+    fn report_throughput_many_live() {
+        throughput(100_000);
+    }
+}

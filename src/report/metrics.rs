@@ -1,0 +1,483 @@
+//! The result of a report: plain values the accounting pass produces and the text, JSON and
+//! check renderers read.
+//!
+//! Flow: `accounting` streams events into its state and, at the end, builds a [`Report`];
+//! `Report::narrow` cuts it to one process or tree; `text`, `json` and `check` only read it.
+//! Field names and units here are the JSON schema (docs/report-schema.md): renaming or removing
+//! a field changes [`SCHEMA_VERSION`], adding one does not.
+
+use serde::Serialize;
+
+use crate::format::LostCount;
+
+/// Version of the JSON schema. Additive fields keep it; renames, removals and changes of meaning
+/// bump it.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Everything a report says about a recording, for the scope it was narrowed to.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Report {
+    /// Version of this structure's JSON form, [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// False when the numbers may be short: events were lost, or the file is damaged.
+    pub complete: bool,
+    /// Why the report is incomplete, one sentence each; empty when complete.
+    pub incomplete_reasons: Vec<String>,
+    /// Where and why reading stopped early, if it did.
+    pub damage: Option<Damage>,
+    /// Events the recorder could not write, per cause.
+    pub lost_events: LostEvents,
+    /// What was recorded, where and how it ended.
+    pub run: RunInfo,
+    /// What the `totals` and `processes` cover.
+    pub scope: Scope,
+    /// Metrics of the scope: the whole run, one process, or one process tree.
+    pub totals: Metrics,
+    /// The processes of the scope in tree order (each parent before its children, children in
+    /// the order they appeared).
+    pub processes: Vec<ProcessMetrics>,
+}
+
+/// Where reading a damaged file stopped.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Damage {
+    /// Byte offset in the file where reading stopped; every event before it was counted.
+    pub offset_bytes: u64,
+    /// What was wrong there, as the reader said it.
+    pub reason: String,
+}
+
+/// Events lost while recording.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct LostEvents {
+    /// Sum over causes.
+    pub total: u64,
+    /// Per cause, the largest count the file states (cumulative `Lost` events and the trailer).
+    pub by_cause: Vec<LostCount>,
+}
+
+/// Facts about the recording as a whole; not narrowed by the scope.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct RunInfo {
+    /// The recorded command line.
+    pub command: Vec<String>,
+    /// Pid of the recorded command.
+    pub root_pid: u32,
+    /// Version of the memtrack that recorded the file.
+    pub memtrack_version: String,
+    /// Kernel release of the recording machine.
+    pub kernel_release: String,
+    /// Host name of the recording machine.
+    pub hostname: String,
+    /// Wall clock at the start, nanoseconds since the Unix epoch.
+    pub start_wall_ns: u64,
+    /// From the start to the trailer's end time, or to the last event when there is no trailer.
+    pub duration_ns: u64,
+    /// The command's exit code (128+N for signal N), when the file or the root's exit says it.
+    pub exit_code: Option<i32>,
+    /// Processes seen in the whole recording (a reused pid counts again).
+    pub processes: u64,
+    /// Events read from the file.
+    pub events: u64,
+    /// Events that could not be attributed: frees, resident changes and exits naming a process
+    /// that had already exited, and forks of a process onto itself, onto its own ancestor, or
+    /// of a child that already has a parent.
+    pub ignored_events: u64,
+    /// What the recorder captured (e.g. "alloc", "rss"), as the header says.
+    pub features: Vec<String>,
+}
+
+/// What a report covers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Scope {
+    /// Every process of the recording.
+    Run,
+    /// One process, without its children.
+    Process {
+        /// The process id.
+        pid: u32,
+    },
+    /// One process and all its descendants.
+    Tree {
+        /// The pid at the root of the tree.
+        pid: u32,
+    },
+}
+
+/// Heap and resident metrics of one scope: a process alone, a process tree, or the run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Metrics {
+    /// Processes the metrics cover.
+    pub processes: u64,
+    /// Heap allocations.
+    pub heap: HeapMetrics,
+    /// Resident memory; absent when the scope saw no resident-memory events.
+    pub resident: Option<ResidentMetrics>,
+}
+
+/// Heap allocation metrics. Counts are events, sizes bytes, times nanoseconds since the start of
+/// the recording. For a tree or the run, counts and sizes are sums over its processes; the peak
+/// is the peak of the sum at one moment, not the sum of the processes' peaks.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct HeapMetrics {
+    /// Successful allocations, reallocs included (a realloc is one allocation of its new size).
+    pub allocs: u64,
+    /// Releases of known blocks: frees, and the old block of each realloc whose old address was
+    /// live.
+    pub frees: u64,
+    /// Bytes requested by `allocs`.
+    pub bytes_allocated: u64,
+    /// Bytes released by `frees`.
+    pub bytes_freed: u64,
+    /// `bytes_allocated / allocs`, 0 when there were none.
+    pub average_alloc_bytes: f64,
+    /// Allocation calls that returned failure (not counted in `allocs`).
+    pub failed_allocs: u64,
+    /// Allocations freed by the thread that made them before that thread allocated anything
+    /// else.
+    pub temporary_allocs: u64,
+    /// Realloc calls that resized a block (included in `allocs`).
+    pub reallocs: u64,
+    /// Reallocs whose new address differs from the old one.
+    pub realloc_moves: u64,
+    /// Frees (and reallocs) of addresses not live in the process: allocated before recording,
+    /// by the parent before a fork, or whose allocation event was lost. Not counted in `frees`.
+    pub unknown_frees: u64,
+    /// Allocations at an address that was already live (its free was not seen); the older block
+    /// leaves the live heap.
+    pub duplicate_allocs: u64,
+    /// Highest live heap, bytes.
+    pub peak_live_bytes: u64,
+    /// When `peak_live_bytes` was first reached; absent when nothing was ever live.
+    pub peak_live_at_ns: Option<u64>,
+    /// Blocks live when their process exited.
+    pub leaked: Blocks,
+    /// Blocks live at the end of the recording in processes that had not exited.
+    pub live_at_end: Blocks,
+    /// Blocks live when their process called exec, which discards the old heap; not leaks of
+    /// the program that runs after it.
+    pub dropped_at_exec: Blocks,
+    /// Allocation sizes in power-of-two buckets, only non-empty ones, smallest first.
+    pub size_histogram: Vec<SizeBucket>,
+}
+
+/// A number of heap blocks and their bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Blocks {
+    /// How many blocks.
+    pub blocks: u64,
+    /// Their requested sizes summed.
+    pub bytes: u64,
+}
+
+impl Blocks {
+    /// The two counts added, saturating.
+    pub fn plus(self, other: Blocks) -> Blocks {
+        Blocks {
+            blocks: self.blocks.saturating_add(other.blocks),
+            bytes: self.bytes.saturating_add(other.bytes),
+        }
+    }
+}
+
+/// Allocations whose size lies in `min_bytes..=max_bytes`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct SizeBucket {
+    /// Smallest size in the bucket (0, then powers of two).
+    pub min_bytes: u64,
+    /// Largest size in the bucket.
+    pub max_bytes: u64,
+    /// Allocations (reallocs included) in the bucket.
+    pub count: u64,
+}
+
+/// Resident memory metrics, from the kernel's resident counters (`rss` feature).
+///
+/// A process's resident memory is its baseline (what the kernel copied into it at fork; zero
+/// after exec) plus the signed sum of the changes charged to it since. For a process, peaks are
+/// since its last exec, as the kernel's VmHWM is; for a tree or the run they are peaks of the
+/// sum over the processes alive at the same moment.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ResidentMetrics {
+    /// Highest anon + file + shmem resident bytes.
+    pub peak_bytes: u64,
+    /// When `peak_bytes` was first reached.
+    pub peak_at_ns: Option<u64>,
+    /// Removed bytes beyond what the process was known to hold (all members), summed over the
+    /// scope's processes; non-zero means a baseline was missed (see the schema).
+    pub removes_beyond_baseline_bytes: u64,
+    /// Per counter: anon, file, shmem, swap.
+    pub members: Vec<MemberResident>,
+}
+
+/// One resident counter of [`ResidentMetrics`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct MemberResident {
+    /// "anon", "file", "shmem" or "swap" (swap entries, not resident, not in the total).
+    pub member: String,
+    /// Highest value, bytes.
+    pub peak_bytes: u64,
+    /// When `peak_bytes` was first reached.
+    pub peak_at_ns: Option<u64>,
+    /// For a process: the value it started its last image with (filled by the kernel at fork;
+    /// 0 after exec). Absent for trees and the run.
+    pub baseline_bytes: Option<u64>,
+    /// Value at exit or at the end of the recording, bytes; signed because an estimate that
+    /// missed its baseline can fall below zero. Absent for trees and the run.
+    pub end_bytes: Option<i64>,
+    /// Bytes removed while the estimate was already at or below zero.
+    pub removes_beyond_baseline_bytes: u64,
+}
+
+/// One process (one pid for one lifetime; a reused pid is another process).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ProcessMetrics {
+    /// Process id.
+    pub pid: u32,
+    /// Pid of the process that forked it, when the fork was recorded.
+    pub parent_pid: Option<u32>,
+    /// Nesting level in this listing: 0 for the listing's roots.
+    pub depth: u32,
+    /// The file it last executed; for a forked child that never executed, its parent's.
+    pub executable: Option<String>,
+    /// Arguments of that execution (possibly cut short by the recorder).
+    pub argv: Vec<String>,
+    /// How many times it executed a program.
+    pub execs: u32,
+    /// When it was first seen (its fork, or its first event).
+    pub started_at_ns: u64,
+    /// How it ended; absent when it had not exited by the end of the recording.
+    pub exit: Option<ExitInfo>,
+    /// The process alone.
+    pub own: Metrics,
+    /// The process and all its descendants.
+    pub tree: Metrics,
+}
+
+/// How a process ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct ExitInfo {
+    /// When, nanoseconds since the start.
+    pub at_ns: u64,
+    /// The kernel's exit status, `(code << 8) | signal`, as `waitpid` reports it.
+    pub status: i32,
+    /// The exit code a shell would show: the code, or 128+N when killed by signal N.
+    pub exit_code: i32,
+    /// The signal that killed it, if one did.
+    pub signal: Option<i32>,
+}
+
+impl ExitInfo {
+    /// Decodes the kernel's exit status of a process that ended at `at_ns`.
+    pub fn from_status(status: i32, at_ns: u64) -> ExitInfo {
+        let signal = status & 0x7f;
+        let code = (status >> 8) & 0xff;
+        if signal != 0 {
+            ExitInfo {
+                at_ns,
+                status,
+                exit_code: 128 + signal,
+                signal: Some(signal),
+            }
+        } else {
+            ExitInfo {
+                at_ns,
+                status,
+                exit_code: code,
+                signal: None,
+            }
+        }
+    }
+}
+
+/// A `--pid` or `--tree` that names no process of the recording.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnknownPid(pub u32);
+
+impl Report {
+    /// The report cut to `scope`: `totals` become the process's (or tree's) metrics and
+    /// `processes` lists only it (or its tree, depths counted from its root). A pid reused
+    /// during the recording names its first process.
+    pub fn narrow(mut self, scope: Scope) -> Result<Report, UnknownPid> {
+        let pid = match scope {
+            Scope::Run => {
+                self.scope = Scope::Run;
+                return Ok(self);
+            }
+            Scope::Process { pid } | Scope::Tree { pid } => pid,
+        };
+        let start = self
+            .processes
+            .iter()
+            .position(|p| p.pid == pid)
+            .ok_or(UnknownPid(pid))?;
+        let processes = std::mem::take(&mut self.processes);
+        let root_depth = processes[start].depth;
+        let end = match scope {
+            // In tree order a subtree is the run of entries after its root that are deeper.
+            Scope::Tree { .. } => processes[start + 1..]
+                .iter()
+                .position(|p| p.depth <= root_depth)
+                .map_or(processes.len(), |n| start + 1 + n),
+            _ => start + 1,
+        };
+        let mut kept: Vec<ProcessMetrics> = processes
+            .into_iter()
+            .skip(start)
+            .take(end - start)
+            .collect();
+        for p in &mut kept {
+            p.depth = p.depth.saturating_sub(root_depth);
+        }
+        self.totals = match scope {
+            Scope::Tree { .. } => kept[0].tree.clone(),
+            _ => kept[0].own.clone(),
+        };
+        self.processes = kept;
+        self.scope = scope;
+        Ok(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn process(pid: u32, depth: u32, allocs: u64) -> ProcessMetrics {
+        let own = Metrics {
+            processes: 1,
+            heap: HeapMetrics {
+                allocs,
+                ..HeapMetrics::default()
+            },
+            resident: None,
+        };
+        ProcessMetrics {
+            pid,
+            parent_pid: None,
+            depth,
+            executable: None,
+            argv: Vec::new(),
+            execs: 0,
+            started_at_ns: 0,
+            exit: None,
+            own: own.clone(),
+            tree: Metrics {
+                processes: 9,
+                ..own
+            },
+        }
+    }
+
+    fn report() -> Report {
+        Report {
+            schema_version: SCHEMA_VERSION,
+            complete: true,
+            incomplete_reasons: Vec::new(),
+            damage: None,
+            lost_events: LostEvents::default(),
+            run: RunInfo::default(),
+            scope: Scope::Run,
+            totals: Metrics::default(),
+            processes: vec![
+                process(1, 0, 10),
+                process(2, 1, 20),
+                process(3, 2, 30),
+                process(4, 1, 40),
+                process(5, 0, 50),
+            ],
+        }
+    }
+
+    fn pids(r: &Report) -> Vec<(u32, u32)> {
+        r.processes.iter().map(|p| (p.pid, p.depth)).collect()
+    }
+
+    #[test]
+    fn narrow_run_keeps_everything() {
+        let r = report().narrow(Scope::Run).unwrap();
+        assert_eq!(r.processes.len(), 5);
+    }
+
+    #[test]
+    fn narrow_process_keeps_one_row() {
+        let r = report().narrow(Scope::Process { pid: 2 }).unwrap();
+        assert_eq!(pids(&r), vec![(2, 0)]);
+        assert_eq!(r.totals.heap.allocs, 20);
+        assert_eq!(r.totals.processes, 1);
+    }
+
+    #[test]
+    fn narrow_tree_keeps_descendants_only() {
+        let r = report().narrow(Scope::Tree { pid: 2 }).unwrap();
+        assert_eq!(pids(&r), vec![(2, 0), (3, 1)]);
+        assert_eq!(r.totals.processes, 9);
+    }
+
+    #[test]
+    fn narrow_tree_of_root_stops_at_next_root() {
+        let r = report().narrow(Scope::Tree { pid: 1 }).unwrap();
+        assert_eq!(pids(&r), vec![(1, 0), (2, 1), (3, 2), (4, 1)]);
+    }
+
+    #[test]
+    fn narrow_tree_of_last_leaf() {
+        let r = report().narrow(Scope::Tree { pid: 5 }).unwrap();
+        assert_eq!(pids(&r), vec![(5, 0)]);
+    }
+
+    #[test]
+    fn narrow_unknown_pid() {
+        assert_eq!(
+            report().narrow(Scope::Tree { pid: 99 }),
+            Err(UnknownPid(99))
+        );
+    }
+
+    #[test]
+    fn narrow_records_scope() {
+        let r = report().narrow(Scope::Process { pid: 4 }).unwrap();
+        assert_eq!(r.scope, Scope::Process { pid: 4 });
+    }
+
+    #[test]
+    fn exit_info_normal() {
+        let e = ExitInfo::from_status(3 << 8, 5);
+        assert_eq!((e.exit_code, e.signal, e.at_ns), (3, None, 5));
+    }
+
+    #[test]
+    fn exit_info_signal() {
+        let e = ExitInfo::from_status(9, 0);
+        assert_eq!((e.exit_code, e.signal), (137, Some(9)));
+    }
+
+    #[test]
+    fn exit_info_core_dump_flag_ignored() {
+        let e = ExitInfo::from_status(0x80 | 11, 0);
+        assert_eq!((e.exit_code, e.signal), (139, Some(11)));
+    }
+
+    #[test]
+    fn exit_info_any_status_does_not_panic() {
+        for s in [i32::MIN, -1, i32::MAX, 0x7fff] {
+            let _ = ExitInfo::from_status(s, 0);
+        }
+    }
+
+    #[test]
+    fn blocks_plus_saturates() {
+        let a = Blocks {
+            blocks: u64::MAX,
+            bytes: 1,
+        };
+        assert_eq!(a.plus(a).blocks, u64::MAX);
+    }
+
+    #[test]
+    fn scope_serializes_with_kind() {
+        let s = serde_json::to_string(&Scope::Tree { pid: 7 }).unwrap();
+        assert_eq!(s, r#"{"kind":"tree","pid":7}"#);
+    }
+}

@@ -1,0 +1,474 @@
+//! `memtrack report` and `memtrack check`: read a recording once, account every event, and
+//! print the metrics for people (text), for scripts (JSON) or against limits (check).
+//!
+//! Flow: [`run_report`] / [`run_check`] open the file with `format::Reader` and stream its
+//! events through `accounting` (memory follows live allocations, not file length); the
+//! resulting `metrics::Report` is narrowed to `--pid` / `--tree`, then rendered by `text`,
+//! `json` or `check`. [`analyze`] is the pure core, for tests and other commands.
+
+pub mod accounting;
+pub mod check;
+pub mod json;
+pub mod metrics;
+mod resident;
+#[cfg(test)]
+mod synthetic;
+pub mod text;
+
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+use std::str::FromStr;
+
+use crate::error::{Error, Result};
+use crate::format::Reader;
+
+pub use accounting::{analyze, Accounting};
+pub use check::CheckOptions;
+pub use metrics::{Report, Scope};
+
+/// How `report` prints.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// Aligned text for people.
+    #[default]
+    Text,
+    /// JSON for scripts (docs/report-schema.md).
+    Json,
+}
+
+impl FromStr for OutputFormat {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        match s {
+            "text" => Ok(OutputFormat::Text),
+            "json" => Ok(OutputFormat::Json),
+            _ => Err(format!("unknown format '{s}': expected 'text' or 'json'")),
+        }
+    }
+}
+
+/// What `memtrack report` was asked for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReportOptions {
+    /// Text or JSON.
+    pub format: OutputFormat,
+    /// Show only this process (`--pid`).
+    pub pid: Option<u32>,
+    /// Show only this process and its descendants (`--tree`).
+    pub tree: Option<u32>,
+}
+
+/// Reads the recording at `path` and writes its report to `out`. A damaged or lossy file still
+/// gives a report, marked incomplete; a closed pipe on `out` ends quietly.
+pub fn run_report(path: &Path, opts: &ReportOptions, out: &mut dyn Write) -> Result<()> {
+    let scope = match (opts.pid, opts.tree) {
+        (Some(_), Some(_)) => {
+            return Err(Error::Usage(
+                "--pid and --tree cannot be used together: --pid shows one process, --tree a \
+                 process and its descendants"
+                    .to_string(),
+            ))
+        }
+        (Some(pid), None) => Scope::Process { pid },
+        (None, Some(pid)) => Scope::Tree { pid },
+        (None, None) => Scope::Run,
+    };
+    let report = narrow(read_report(path)?, scope, path)?;
+    write_report(&report, opts.format, out)
+}
+
+/// Writes `report` in `format` to `out`, buffered; a closed pipe ends quietly.
+pub fn write_report(report: &Report, format: OutputFormat, out: &mut dyn Write) -> Result<()> {
+    let mut out = BufWriter::new(out);
+    let written = match format {
+        OutputFormat::Text => text::write_text(report, &mut out),
+        OutputFormat::Json => json::write_json(report, &mut out),
+    };
+    output_result(written.and_then(|()| out.flush()))
+}
+
+/// Reads the recording at `path`, checks the limits in `opts` and prints one line per limit.
+/// Returns whether every limit holds. A file damaged before its end is an error (exit 2) unless
+/// a limit already fails on the part that was read, since every limited value only grows with
+/// more events.
+pub fn run_check(path: &Path, opts: &CheckOptions, out: &mut dyn Write) -> Result<bool> {
+    if opts.has_no_limit() {
+        return Err(Error::Usage(format!(
+            "memtrack check needs at least one limit: {}",
+            check::LIMIT_FLAGS
+        )));
+    }
+    let scope = opts.tree.map_or(Scope::Run, |pid| Scope::Tree { pid });
+    let report = narrow(read_report(path)?, scope, path)?;
+    let results = check::evaluate(&report, opts);
+    let all_pass = results.iter().all(|r| r.pass);
+    let mut out = BufWriter::new(out);
+    let written = check::write_results(&results, &report, &mut out);
+    output_result(written.and_then(|()| out.flush()))?;
+    if let (true, Some(damage)) = (all_pass, &report.damage) {
+        return Err(Error::BadFile {
+            path: path.to_path_buf(),
+            message: format!(
+                "damaged at byte offset {} ({}): the limits hold for the events before it, but \
+                 the rest of the recording could not be checked",
+                damage.offset_bytes, damage.reason
+            ),
+        });
+    }
+    Ok(all_pass)
+}
+
+/// Streams the recording at `path` through the accounting.
+fn read_report(path: &Path) -> Result<Report> {
+    let mut reader = Reader::open(path)?;
+    let mut accounting = Accounting::new(reader.header());
+    for event in reader.by_ref() {
+        accounting.apply(&event);
+    }
+    if reader.end().is_none() {
+        log::warn!(
+            "{}: the reader stopped without saying how the file ended",
+            path.display()
+        );
+    }
+    Ok(accounting.finish(reader.end()))
+}
+
+/// Narrows `report` to `scope`, turning an unknown pid into a usage error that says how to list
+/// the recording's processes.
+fn narrow(report: Report, scope: Scope, path: &Path) -> Result<Report> {
+    report.narrow(scope).map_err(|unknown| {
+        Error::Usage(format!(
+            "pid {} is not in the recording; `memtrack report {}` lists its processes",
+            unknown.0,
+            path.display()
+        ))
+    })
+}
+
+/// Maps an output failure to an error; a closed pipe (`memtrack report f | head`) is not one.
+fn output_result(result: io::Result<()>) -> Result<()> {
+    match result {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(Error::io("<output>", e)),
+        Ok(()) => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A writer that fails like a closed pipe.
+    struct ClosedPipe;
+
+    impl Write for ClosedPipe {
+        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+            Err(io::Error::from(io::ErrorKind::BrokenPipe))
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Err(io::Error::from(io::ErrorKind::BrokenPipe))
+        }
+    }
+
+    /// A writer that fails like a full disk.
+    struct FullDisk;
+
+    impl Write for FullDisk {
+        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+            Err(io::Error::other("no space left on device"))
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Err(io::Error::other("no space left on device"))
+        }
+    }
+
+    #[test]
+    fn format_parses() {
+        assert_eq!("json".parse(), Ok(OutputFormat::Json));
+        assert_eq!("text".parse(), Ok(OutputFormat::Text));
+    }
+
+    #[test]
+    fn format_error_names_choices() {
+        let e = "xml".parse::<OutputFormat>().unwrap_err();
+        assert!(e.contains("'text' or 'json'"), "{e}");
+    }
+
+    #[test]
+    fn broken_pipe_is_quiet() {
+        assert!(output_result(Err(io::Error::from(io::ErrorKind::BrokenPipe))).is_ok());
+    }
+
+    #[test]
+    fn other_output_errors_are_io() {
+        let e = output_result(Err(io::Error::other("disk full"))).unwrap_err();
+        assert!(matches!(e, Error::Io { .. }));
+    }
+
+    #[test]
+    fn narrow_unknown_pid_is_usage() {
+        let report = analyze(&Default::default(), Vec::new(), None);
+        let e = narrow(report, Scope::Tree { pid: 123 }, Path::new("run.mt")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "pid 123 is not in the recording; `memtrack report run.mt` lists its processes"
+        );
+    }
+
+    #[test]
+    fn pid_and_tree_together_is_usage() {
+        let opts = ReportOptions {
+            format: OutputFormat::Text,
+            pid: Some(1),
+            tree: Some(1),
+        };
+        let e = run_report(Path::new("x.mt"), &opts, &mut Vec::new()).unwrap_err();
+        assert!(matches!(e, Error::Usage(_)), "{e}");
+    }
+
+    #[test]
+    fn check_without_limit_is_usage() {
+        let e =
+            run_check(Path::new("x.mt"), &CheckOptions::default(), &mut Vec::new()).unwrap_err();
+        assert!(e.to_string().contains("--max-peak-heap"), "{e}");
+        assert!(matches!(e, Error::Usage(_)));
+    }
+
+    #[test]
+    fn missing_file_is_an_error() {
+        let opts = ReportOptions::default();
+        assert!(run_report(Path::new("/nonexistent/missing.mt"), &opts, &mut Vec::new()).is_err());
+    }
+
+    /// A recording on disk, removed when dropped.
+    struct TempRecording(std::path::PathBuf);
+
+    impl Drop for TempRecording {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+
+    /// Bytes of a real recording (written by `format::Writer`): root 1 allocates 100 and 50
+    /// bytes, frees the 50, forks 2, which allocates 3000 bytes and exits with them; 1 exits.
+    fn recording_bytes() -> Vec<u8> {
+        use crate::format::{Trailer, Writer};
+        use synthetic::{at, exit, fork, free, header, malloc};
+        let events = [
+            at(10, 1, 1, malloc(0x10, 100)),
+            at(20, 1, 1, malloc(0x20, 50)),
+            at(30, 1, 1, free(0x20)),
+            at(40, 1, 1, fork(2)),
+            at(50, 2, 2, malloc(0x30, 3000)),
+            at(60, 2, 2, exit(0)),
+            at(70, 1, 1, exit(0)),
+        ];
+        let mut w = Writer::new(Vec::new(), &header()).unwrap();
+        for (i, e) in events.iter().enumerate() {
+            w.push(e).unwrap();
+            // Several chunks, so a cut can fall between them.
+            if i % 2 == 1 {
+                w.flush_chunk().unwrap();
+            }
+        }
+        w.finish(&Trailer::default()).unwrap()
+    }
+
+    fn temp_recording(name: &str, bytes: &[u8]) -> TempRecording {
+        let path =
+            std::env::temp_dir().join(format!("memtrack-report-{}-{name}.mt", std::process::id()));
+        std::fs::write(&path, bytes).unwrap();
+        TempRecording(path)
+    }
+
+    fn json_of(path: &Path, pid: Option<u32>, tree: Option<u32>) -> serde_json::Value {
+        let opts = ReportOptions {
+            format: OutputFormat::Json,
+            pid,
+            tree,
+        };
+        let mut out = Vec::new();
+        run_report(path, &opts, &mut out).unwrap();
+        serde_json::from_slice(&out).unwrap()
+    }
+
+    fn limits(max_peak_heap: u64) -> CheckOptions {
+        CheckOptions {
+            max_peak_heap: Some(max_peak_heap),
+            ..CheckOptions::default()
+        }
+    }
+
+    #[test]
+    fn report_of_a_written_file() {
+        let file = temp_recording("complete", &recording_bytes());
+        let v = json_of(&file.0, None, None);
+        assert_eq!(v["complete"], true);
+        assert_eq!(v["totals"]["heap"]["allocs"], 3);
+        assert_eq!(v["totals"]["heap"]["peak_live_bytes"], 3100);
+        assert_eq!(v["totals"]["heap"]["leaked"]["bytes"], 3100);
+        assert_eq!(v["run"]["events"], 7);
+    }
+
+    #[test]
+    fn report_narrowed_to_a_pid_of_a_file() {
+        let file = temp_recording("pid", &recording_bytes());
+        let v = json_of(&file.0, Some(2), None);
+        assert_eq!(v["scope"]["kind"], "process");
+        assert_eq!(v["totals"]["heap"]["bytes_allocated"], 3000);
+        assert_eq!(v["processes"].as_array().map(Vec::len), Some(1));
+    }
+
+    #[test]
+    fn report_text_of_a_file() {
+        let file = temp_recording("text", &recording_bytes());
+        let mut out = Vec::new();
+        run_report(&file.0, &ReportOptions::default(), &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.starts_with("memtrack report: /bin/root arg"), "{text}");
+        assert!(!text.contains("INCOMPLETE"), "{text}");
+    }
+
+    #[test]
+    fn unknown_pid_of_a_file_is_usage() {
+        let file = temp_recording("unknown", &recording_bytes());
+        let opts = ReportOptions {
+            tree: Some(99),
+            ..ReportOptions::default()
+        };
+        let e = run_report(&file.0, &opts, &mut Vec::new()).unwrap_err();
+        assert!(matches!(e, Error::Usage(_)), "{e}");
+        assert!(
+            e.to_string().starts_with("pid 99 is not in the recording"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn truncated_file_is_incomplete_with_offset() {
+        let bytes = recording_bytes();
+        let file = temp_recording("truncated", &bytes[..bytes.len() - 3]);
+        let v = json_of(&file.0, None, None);
+        assert_eq!(v["complete"], false);
+        assert!(v["damage"]["offset_bytes"].as_u64().is_some(), "{v}");
+        assert_eq!(v["totals"]["heap"]["allocs"], 3);
+    }
+
+    #[test]
+    fn every_prefix_of_a_file_reports_or_fails_cleanly() {
+        let bytes = recording_bytes();
+        let file = temp_recording("prefixes", &bytes);
+        for len in 0..bytes.len() {
+            std::fs::write(&file.0, &bytes[..len]).unwrap();
+            match run_report(&file.0, &ReportOptions::default(), &mut Vec::new()) {
+                Ok(()) => {}
+                Err(e) => assert!(matches!(e, Error::BadFile { .. }), "cut at {len}: {e}"),
+            }
+        }
+    }
+
+    #[test]
+    fn every_corrupted_byte_reports_or_fails_cleanly() {
+        let bytes = recording_bytes();
+        let file = temp_recording("corrupt", &bytes);
+        for i in 0..bytes.len() {
+            let mut damaged = bytes.clone();
+            damaged[i] ^= 0x5a;
+            std::fs::write(&file.0, &damaged).unwrap();
+            let opts = ReportOptions {
+                format: OutputFormat::Json,
+                ..ReportOptions::default()
+            };
+            let _ = run_report(&file.0, &opts, &mut Vec::new());
+            let _ = run_check(&file.0, &limits(1), &mut Vec::new());
+        }
+    }
+
+    #[test]
+    fn check_of_a_file_passes_and_fails() {
+        let file = temp_recording("check", &recording_bytes());
+        assert!(run_check(&file.0, &limits(3100), &mut Vec::new()).unwrap());
+        assert!(!run_check(&file.0, &limits(3099), &mut Vec::new()).unwrap());
+    }
+
+    #[test]
+    fn check_of_a_tree() {
+        let file = temp_recording("check-tree", &recording_bytes());
+        let opts = CheckOptions {
+            tree: Some(2),
+            max_peak_heap: Some(3000),
+            ..CheckOptions::default()
+        };
+        let mut out = Vec::new();
+        assert!(run_check(&file.0, &opts, &mut out).unwrap());
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.starts_with("peak heap"), "{text}");
+        assert!(text.trim_end().ends_with("pass"), "{text}");
+    }
+
+    #[test]
+    fn check_of_a_damaged_file() {
+        let bytes = recording_bytes();
+        let file = temp_recording("check-damaged", &bytes[..bytes.len() - 3]);
+        // The limits hold for what could be read, but the rest is unknown: a bad file.
+        let e = run_check(&file.0, &limits(1 << 30), &mut Vec::new()).unwrap_err();
+        assert!(matches!(e, Error::BadFile { .. }), "{e}");
+        assert!(e.to_string().contains("byte offset"), "{e}");
+        // A limit already exceeded stays exceeded whatever followed.
+        assert!(!run_check(&file.0, &limits(10), &mut Vec::new()).unwrap());
+    }
+
+    /// `cargo test --release --lib -- --ignored --nocapture report_file_throughput`: writes 10
+    /// million synthetic events with `format::Writer`, then times `memtrack report` on the file
+    /// (reader and accounting together) and prints events per second and peak memory.
+    #[test]
+    #[ignore]
+    fn report_file_throughput() {
+        use crate::format::{Trailer, Writer};
+        const EVENTS: u64 = 10_000_000;
+        let path =
+            std::env::temp_dir().join(format!("memtrack-report-bench-{}.mt", std::process::id()));
+        let file = TempRecording(path);
+        let out = std::io::BufWriter::new(std::fs::File::create(&file.0).unwrap());
+        let mut w = Writer::new(out, &synthetic::header()).unwrap();
+        for e in synthetic::benchmark_events(EVENTS, 64) {
+            w.push(&e).unwrap();
+        }
+        w.finish(&Trailer::default()).unwrap();
+        let size = std::fs::metadata(&file.0).map(|m| m.len()).unwrap_or(0);
+
+        let started = std::time::Instant::now();
+        let report = read_report(&file.0).unwrap();
+        let elapsed = started.elapsed().as_secs_f64();
+        let hwm = std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("VmHWM"))
+                    .map(str::to_string)
+            })
+            .unwrap_or_default();
+        assert_eq!(report.run.events, EVENTS);
+        println!(
+            "{EVENTS} events, {size} bytes on disk: report in {elapsed:.3} s, {:.1} M events/s; \
+             {hwm}",
+            EVENTS as f64 / elapsed / 1e6
+        );
+    }
+
+    #[test]
+    fn closed_pipe_ends_quietly() {
+        let report = analyze(&Default::default(), Vec::new(), None);
+        assert!(write_report(&report, OutputFormat::Text, &mut ClosedPipe).is_ok());
+        assert!(write_report(&report, OutputFormat::Json, &mut ClosedPipe).is_ok());
+    }
+
+    #[test]
+    fn full_disk_is_an_error() {
+        let report = analyze(&Default::default(), Vec::new(), None);
+        let e = write_report(&report, OutputFormat::Json, &mut FullDisk).unwrap_err();
+        assert!(matches!(e, Error::Io { .. }));
+    }
+}

@@ -1,0 +1,177 @@
+//! Synthetic event streams for the report's unit tests: short builders for events so each test
+//! reads as the story it checks, and lookups into the resulting report.
+//!
+//! Test-only (`#[cfg(test)]` in `report/mod.rs`); nothing outside the tests sees it.
+
+use crate::format::{AllocFunc, Event, EventKind, Header, RssMember};
+
+use super::accounting::analyze;
+use super::metrics::{HeapMetrics, ProcessMetrics, Report};
+
+/// Start of the synthetic recordings (CLOCK_MONOTONIC ns); event times are relative to it.
+pub const START: u64 = 1_000_000;
+
+/// A header whose root is pid 1 running `/bin/root arg`, 4 KiB pages.
+pub fn header() -> Header {
+    Header {
+        root_pid: 1,
+        argv: vec!["/bin/root".into(), "arg".into()],
+        start_monotonic_ns: START,
+        page_size_bytes: 4096,
+        ..Header::default()
+    }
+}
+
+/// An event `t` ns after the start, by thread `tid` of process `pid`.
+pub fn at(t: u64, pid: u32, tid: u32, kind: EventKind) -> Event {
+    Event {
+        ts_ns: START + t,
+        pid,
+        tid,
+        kind,
+    }
+}
+
+/// Events of process 1, thread 1, one nanosecond apart from the start.
+pub fn seq(kinds: Vec<EventKind>) -> Vec<Event> {
+    kinds
+        .into_iter()
+        .enumerate()
+        .map(|(i, k)| at(i as u64, 1, 1, k))
+        .collect()
+}
+
+/// `malloc` returning `addr`.
+pub fn malloc(addr: u64, size: u64) -> EventKind {
+    EventKind::Alloc {
+        func: AllocFunc::Malloc,
+        addr,
+        size,
+        stack_id: 0,
+    }
+}
+
+/// `free(addr)`.
+pub fn free(addr: u64) -> EventKind {
+    EventKind::Free {
+        func: AllocFunc::Free,
+        addr,
+    }
+}
+
+/// `realloc(old_addr, size)` returning `addr`.
+pub fn realloc(old_addr: u64, addr: u64, size: u64) -> EventKind {
+    EventKind::Realloc {
+        func: AllocFunc::Realloc,
+        old_addr,
+        addr,
+        size,
+        stack_id: 0,
+    }
+}
+
+/// A failed `malloc(size)`.
+pub fn failed(size: u64) -> EventKind {
+    EventKind::AllocFailed {
+        func: AllocFunc::Malloc,
+        size,
+    }
+}
+
+/// The event's process forked `child`.
+pub fn fork(child: u32) -> EventKind {
+    EventKind::Fork { child }
+}
+
+/// The event's process exited with kernel status `status`.
+pub fn exit(status: i32) -> EventKind {
+    EventKind::Exit { status }
+}
+
+/// The event's process executed `file` with arguments `file -x`.
+pub fn exec(file: &str) -> EventKind {
+    EventKind::Exec {
+        filename: file.into(),
+        argv: vec![file.into(), "-x".into()],
+    }
+}
+
+/// A resident counter change.
+pub fn rss(member: RssMember, delta_pages: i64, value_pages: u64, by_owner: bool) -> EventKind {
+    EventKind::Rss {
+        member,
+        delta_pages,
+        value_pages,
+        by_owner,
+    }
+}
+
+/// Cumulative loss count for `cause`.
+pub fn lost(cause: &str, total: u64) -> EventKind {
+    EventKind::Lost {
+        cause: cause.into(),
+        total,
+    }
+}
+
+/// The report of `events` under [`header`], with no end information.
+pub fn run(events: Vec<Event>) -> Report {
+    analyze(&header(), events, None)
+}
+
+/// The first process with `pid`.
+pub fn process(report: &Report, pid: u32) -> &ProcessMetrics {
+    report
+        .processes
+        .iter()
+        .find(|p| p.pid == pid)
+        .unwrap_or_else(|| panic!("no process {pid} in the report"))
+}
+
+/// The heap metrics of `pid` alone.
+pub fn own(report: &Report, pid: u32) -> &HeapMetrics {
+    &process(report, pid).own.heap
+}
+
+/// The heap metrics of the tree of `pid`.
+pub fn tree(report: &Report, pid: u32) -> &HeapMetrics {
+    &process(report, pid).tree.heap
+}
+
+/// `count` events for benchmarks: a fork tree of 3 processes with 4 threads each, taking turns
+/// in runs of 64 allocation/free pairs; each thread frees the block it allocated `live` pairs
+/// earlier, so about 12 x `live` blocks stay live.
+pub fn benchmark_events(count: u64, live: u64) -> impl Iterator<Item = Event> {
+    let live = live.max(1);
+    let mut next_block = [0u64; 12];
+    (0..count).map(move |i| {
+        let ts_ns = START + i * 10;
+        if i < 2 {
+            return Event {
+                ts_ns,
+                pid: 1,
+                tid: 10,
+                kind: fork(2 + i as u32),
+            };
+        }
+        let pair = i / 2;
+        let thread = (pair / 64 % 12) as usize;
+        let pid = 1 + thread as u32 / 4;
+        let tid = pid * 10 + thread as u32 % 4;
+        let base = 0x7f00_0000_0000 + ((thread as u64) << 32);
+        let k = next_block[thread];
+        let kind = if i % 2 == 0 {
+            malloc(base + (k % live) * 48, 16 + (i % 200))
+        } else {
+            next_block[thread] += 1;
+            // The slot the thread's next allocation reuses: allocated `live` - 1 pairs ago.
+            free(base + ((k + 1) % live) * 48)
+        };
+        Event {
+            ts_ns,
+            pid,
+            tid,
+            kind,
+        }
+    })
+}

@@ -1,0 +1,628 @@
+//! The human form of a report: the run, a summary of the scope, the allocation sizes, then one
+//! aligned row per process, indented as a tree.
+//!
+//! Flow: `run_report` builds a narrowed [`Report`] and hands it here with `--format text` (the
+//! default). This module only reads the report; every number it shows is in the JSON form too.
+//! Sizes are 1024-based (KiB, MiB, GiB) and times are relative to the start of the recording.
+
+use std::io::{self, Write};
+
+use crate::units::{format_bytes, format_duration_ns};
+
+use super::metrics::{HeapMetrics, Metrics, ProcessMetrics, Report, ResidentMetrics, Scope};
+
+/// Width of the label column of the summary.
+const LABEL_WIDTH: usize = 18;
+/// Widest histogram bar, in characters.
+const BAR_WIDTH: usize = 40;
+/// Longest command shown in a row, in characters; longer ones end with "…".
+const COMMAND_WIDTH: usize = 100;
+/// Deepest indentation shown; deeper processes are listed at this level (depth is in the JSON).
+const MAX_INDENT: u32 = 24;
+
+/// Writes `report` for people.
+pub fn write_text(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    write_run(report, out)?;
+    write_incomplete(report, out)?;
+    write_summary(report, out)?;
+    write_histogram(&report.totals.heap, out)?;
+    write_processes(report, out)?;
+    Ok(())
+}
+
+/// The recording: command, root, duration, exit code, where it was made.
+fn write_run(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let run = &report.run;
+    writeln!(out, "memtrack report: {}", clean(&run.command.join(" ")))?;
+    let exit = match run.exit_code {
+        Some(code) => format!("exit code {code}"),
+        None => "exit code unknown".to_string(),
+    };
+    writeln!(
+        out,
+        "  root pid {}, {}, {}, {exit}",
+        run.root_pid,
+        processes(run.processes),
+        format_duration_ns(run.duration_ns),
+    )?;
+    if !run.hostname.is_empty() || !run.memtrack_version.is_empty() {
+        writeln!(
+            out,
+            "  recorded on {} (kernel {}) by memtrack {}",
+            clean(&run.hostname),
+            clean(&run.kernel_release),
+            clean(&run.memtrack_version),
+        )?;
+    }
+    let lost = &report.lost_events;
+    if lost.total == 0 {
+        writeln!(
+            out,
+            "  {} read, none lost",
+            counted(run.events, "event", "events")
+        )?;
+    } else {
+        let causes: Vec<String> = lost
+            .by_cause
+            .iter()
+            .map(|l| format!("{} {}", l.count, clean(&l.cause)))
+            .collect();
+        writeln!(
+            out,
+            "  {} read, {} lost while recording ({})",
+            counted(run.events, "event", "events"),
+            lost.total,
+            causes.join(", ")
+        )?;
+    }
+    if run.ignored_events > 0 {
+        writeln!(
+            out,
+            "  {} events named a process after its exit and were not counted",
+            run.ignored_events
+        )?;
+    }
+    Ok(())
+}
+
+/// The INCOMPLETE banner, one line per reason.
+fn write_incomplete(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    if report.complete {
+        return Ok(());
+    }
+    writeln!(out)?;
+    for reason in &report.incomplete_reasons {
+        writeln!(out, "INCOMPLETE: {}", clean(reason))?;
+    }
+    Ok(())
+}
+
+/// The metrics of the scope, one labelled line each.
+fn write_summary(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let t: &Metrics = &report.totals;
+    let h = &t.heap;
+    writeln!(out)?;
+    let title = match report.scope {
+        Scope::Run => format!("whole run ({})", processes(t.processes)),
+        Scope::Process { pid } => format!("process {pid}"),
+        Scope::Tree { pid } => format!("tree of process {pid} ({})", processes(t.processes)),
+    };
+    writeln!(out, "{title}")?;
+    let line = |out: &mut dyn Write, label: &str, value: String| -> io::Result<()> {
+        writeln!(out, "  {label:<LABEL_WIDTH$}{value}")
+    };
+    line(
+        out,
+        "allocations",
+        format!(
+            "{} ({}, average {})",
+            h.allocs,
+            format_bytes(h.bytes_allocated),
+            format_bytes(h.average_alloc_bytes.round() as u64)
+        ),
+    )?;
+    line(
+        out,
+        "frees",
+        format!("{} ({})", h.frees, format_bytes(h.bytes_freed)),
+    )?;
+    line(out, "peak heap", peak(h.peak_live_bytes, h.peak_live_at_ns))?;
+    line(out, "leaked", blocks(h.leaked.blocks, h.leaked.bytes))?;
+    if h.live_at_end.blocks > 0 {
+        line(
+            out,
+            "live at end",
+            format!(
+                "{} (processes still running when the recording ended)",
+                blocks(h.live_at_end.blocks, h.live_at_end.bytes)
+            ),
+        )?;
+    }
+    if h.dropped_at_exec.blocks > 0 {
+        line(
+            out,
+            "dropped at exec",
+            blocks(h.dropped_at_exec.blocks, h.dropped_at_exec.bytes),
+        )?;
+    }
+    line(
+        out,
+        "temporary",
+        format!(
+            "{} ({} of allocations)",
+            h.temporary_allocs,
+            percent(h.temporary_allocs, h.allocs)
+        ),
+    )?;
+    line(
+        out,
+        "reallocs",
+        format!("{} ({} moved)", h.reallocs, h.realloc_moves),
+    )?;
+    line(out, "failed allocs", h.failed_allocs.to_string())?;
+    line(out, "unknown frees", h.unknown_frees.to_string())?;
+    if h.duplicate_allocs > 0 {
+        line(out, "duplicate allocs", h.duplicate_allocs.to_string())?;
+    }
+    if let Some(r) = &t.resident {
+        write_resident(r, out)?;
+    }
+    Ok(())
+}
+
+/// Peak resident memory of the scope, with its members.
+fn write_resident(r: &ResidentMetrics, out: &mut dyn Write) -> io::Result<()> {
+    let members: Vec<String> = r
+        .members
+        .iter()
+        .map(|m| format!("{} {}", m.member, format_bytes(m.peak_bytes)))
+        .collect();
+    writeln!(
+        out,
+        "  {:<LABEL_WIDTH$}{} (peaks: {})",
+        "peak resident",
+        peak(r.peak_bytes, r.peak_at_ns),
+        members.join(", ")
+    )?;
+    if r.removes_beyond_baseline_bytes > 0 {
+        writeln!(
+            out,
+            "  {:<LABEL_WIDTH$}{} (removed beyond what the process was known to hold)",
+            "beyond baseline",
+            format_bytes(r.removes_beyond_baseline_bytes)
+        )?;
+    }
+    Ok(())
+}
+
+/// Allocation sizes as bars.
+fn write_histogram(h: &HeapMetrics, out: &mut dyn Write) -> io::Result<()> {
+    if h.size_histogram.is_empty() {
+        return Ok(());
+    }
+    writeln!(out)?;
+    writeln!(out, "allocation sizes")?;
+    let labels: Vec<String> = h
+        .size_histogram
+        .iter()
+        .map(|b| {
+            if b.min_bytes == b.max_bytes {
+                format_bytes(b.min_bytes)
+            } else {
+                format!(
+                    "{} - {}",
+                    format_bytes(b.min_bytes),
+                    format_bytes(b.max_bytes)
+                )
+            }
+        })
+        .collect();
+    let label_width = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+    let counts: Vec<String> = h
+        .size_histogram
+        .iter()
+        .map(|b| b.count.to_string())
+        .collect();
+    let count_width = counts.iter().map(String::len).max().unwrap_or(0);
+    let most = h
+        .size_histogram
+        .iter()
+        .map(|b| b.count)
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    for ((bucket, label), count) in h.size_histogram.iter().zip(&labels).zip(&counts) {
+        let bar = ((bucket.count as f64 / most as f64) * BAR_WIDTH as f64).round() as usize;
+        writeln!(
+            out,
+            "  {label:<label_width$}  {count:>count_width$}  {}",
+            "#".repeat(bar.clamp(1, BAR_WIDTH))
+        )?;
+    }
+    Ok(())
+}
+
+/// Alignment of a table column.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Align {
+    Left,
+    Right,
+}
+
+/// One row per process, indented as a tree, columns aligned.
+fn write_processes(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    if report.processes.is_empty() {
+        return Ok(());
+    }
+    let with_resident = report.processes.iter().any(|p| p.own.resident.is_some());
+    let mut header = vec![
+        ("PID", Align::Left),
+        ("ALLOCS", Align::Right),
+        ("FREES", Align::Right),
+        ("ALLOCATED", Align::Right),
+        ("PEAK HEAP", Align::Right),
+        ("AT", Align::Right),
+        ("TREE PEAK", Align::Right),
+        ("LEAKED", Align::Right),
+        ("FAILED", Align::Right),
+    ];
+    if with_resident {
+        header.push(("PEAK RSS", Align::Right));
+    }
+    header.push(("EXIT", Align::Right));
+    header.push(("COMMAND", Align::Left));
+
+    let mut rows: Vec<Vec<String>> = vec![header.iter().map(|(h, _)| h.to_string()).collect()];
+    let mut any_running = false;
+    for p in &report.processes {
+        any_running |= p.exit.is_none();
+        rows.push(process_row(p, with_resident));
+    }
+    let aligns: Vec<Align> = header.iter().map(|&(_, a)| a).collect();
+    let widths: Vec<usize> = (0..header.len())
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+
+    writeln!(out)?;
+    writeln!(out, "processes")?;
+    for row in &rows {
+        let mut line = String::from(" ");
+        for (c, cell) in row.iter().enumerate() {
+            let last = c + 1 == row.len();
+            let pad = widths[c].saturating_sub(cell.chars().count());
+            line.push(' ');
+            match aligns[c] {
+                Align::Right => {
+                    line.push_str(&" ".repeat(pad));
+                    line.push_str(cell);
+                }
+                Align::Left => {
+                    line.push_str(cell);
+                    if !last {
+                        line.push_str(&" ".repeat(pad));
+                    }
+                }
+            }
+            line.push(' ');
+        }
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    if any_running {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "  * still running when the recording ended: LEAKED shows its live heap at the end"
+        )?;
+    }
+    Ok(())
+}
+
+/// The cells of one process's row.
+fn process_row(p: &ProcessMetrics, with_resident: bool) -> Vec<String> {
+    let h = &p.own.heap;
+    let indent = "  ".repeat(p.depth.min(MAX_INDENT) as usize);
+    let leaked = match p.exit {
+        Some(_) => format_bytes(h.leaked.bytes),
+        None => format!("{}*", format_bytes(h.live_at_end.bytes)),
+    };
+    let tree_peak = if p.tree.processes > 1 {
+        format_bytes(p.tree.heap.peak_live_bytes)
+    } else {
+        "-".to_string()
+    };
+    let mut row = vec![
+        format!("{indent}{}", p.pid),
+        h.allocs.to_string(),
+        h.frees.to_string(),
+        format_bytes(h.bytes_allocated),
+        format_bytes(h.peak_live_bytes),
+        h.peak_live_at_ns
+            .map_or_else(|| "-".to_string(), format_duration_ns),
+        tree_peak,
+        leaked,
+        h.failed_allocs.to_string(),
+    ];
+    if with_resident {
+        row.push(
+            p.own
+                .resident
+                .as_ref()
+                .map_or_else(|| "-".to_string(), |r| format_bytes(r.peak_bytes)),
+        );
+    }
+    row.push(match p.exit {
+        Some(e) => match e.signal {
+            Some(sig) => format!("sig {sig}"),
+            None => e.exit_code.to_string(),
+        },
+        None => "running".to_string(),
+    });
+    row.push(command(p));
+    row
+}
+
+/// What the process ran, on one line, shortened to [`COMMAND_WIDTH`].
+fn command(p: &ProcessMetrics) -> String {
+    let text = if !p.argv.is_empty() {
+        p.argv.join(" ")
+    } else if let Some(exe) = &p.executable {
+        exe.clone()
+    } else {
+        "?".to_string()
+    };
+    let text = clean(&text);
+    if text.chars().count() <= COMMAND_WIDTH {
+        return text;
+    }
+    let mut short: String = text.chars().take(COMMAND_WIDTH - 1).collect();
+    short.push('…');
+    short
+}
+
+/// Text from the recording with control characters replaced, so a newline or escape sequence
+/// in an argument cannot break the table or the terminal.
+fn clean(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
+}
+
+/// "3.2 MiB at 1.234 s", or "0 B" when nothing was ever live.
+fn peak(bytes: u64, at_ns: Option<u64>) -> String {
+    match at_ns {
+        Some(at) => format!("{} at {}", format_bytes(bytes), format_duration_ns(at)),
+        None => format_bytes(bytes),
+    }
+}
+
+/// "12 blocks, 1.2 KiB".
+fn blocks(count: u64, bytes: u64) -> String {
+    format!(
+        "{}, {}",
+        counted(count, "block", "blocks"),
+        format_bytes(bytes)
+    )
+}
+
+/// "1 process", "3 processes".
+fn processes(n: u64) -> String {
+    counted(n, "process", "processes")
+}
+
+/// `n` followed by the noun in the right number: "1 event", "3 events".
+fn counted(n: u64, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
+/// `part` as a percentage of `whole` with one decimal; "0.0%" when `whole` is zero.
+fn percent(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        return "0.0%".to_string();
+    }
+    format!("{:.1}%", part as f64 * 100.0 / whole as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{Header, ReadEnd};
+    use crate::report::accounting::analyze;
+    use crate::report::synthetic::{at, exit, fork, free, lost, malloc, START};
+
+    fn header() -> Header {
+        Header {
+            argv: vec!["./bench".into(), "--fast".into()],
+            root_pid: 10,
+            start_monotonic_ns: START,
+            ..Header::default()
+        }
+    }
+
+    /// Root 10 allocates 100 B and forks 11, which allocates 3000 B at 3 ms and exits with it.
+    fn sample() -> Report {
+        let events = vec![
+            at(1_000, 10, 10, malloc(0x10, 100)),
+            at(2_000, 10, 10, fork(11)),
+            at(3_000_000, 11, 11, malloc(0x20, 3000)),
+            at(4_000_000, 11, 11, exit(0)),
+            at(5_000_000, 10, 10, free(0x10)),
+            at(6_000_000, 10, 10, exit(1 << 8)),
+        ];
+        analyze(&header(), events, None)
+    }
+
+    fn render(report: &Report) -> String {
+        let mut out = Vec::new();
+        write_text(report, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn shows_command() {
+        assert!(render(&sample()).starts_with("memtrack report: ./bench --fast\n"));
+    }
+
+    #[test]
+    fn shows_exit_code_from_root() {
+        assert!(render(&sample()).contains("exit code 1"));
+    }
+
+    #[test]
+    fn shows_run_peak_with_time() {
+        let text = render(&sample());
+        assert!(
+            text.contains("peak heap         3.0 KiB at 3.0 ms"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn shows_leaks() {
+        let text = render(&sample());
+        assert!(
+            text.contains("leaked            1 block, 2.9 KiB"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn child_row_is_indented() {
+        let text = render(&sample());
+        assert!(text.lines().any(|l| l.starts_with("    11 ")), "{text}");
+        assert!(text.lines().any(|l| l.starts_with("  10 ")), "{text}");
+    }
+
+    #[test]
+    fn columns_align() {
+        let text = render(&sample());
+        let header = text.lines().find(|l| l.contains("ALLOCS")).unwrap();
+        let row = text.lines().find(|l| l.starts_with("    11 ")).unwrap();
+        let end = header.find("ALLOCS").unwrap() + "ALLOCS".len();
+        assert_eq!(&row[end - 1..end], "1", "{text}");
+    }
+
+    #[test]
+    fn histogram_lists_buckets() {
+        let text = render(&sample());
+        assert!(text.contains("64 B - 127 B"), "{text}");
+        assert!(text.contains("2.0 KiB - 4.0 KiB"), "{text}");
+    }
+
+    #[test]
+    fn complete_report_has_no_banner() {
+        assert!(!render(&sample()).contains("INCOMPLETE"));
+    }
+
+    #[test]
+    fn damaged_report_has_banner_with_offset() {
+        let end = ReadEnd::Damaged {
+            offset: 4242,
+            reason: "torn chunk".into(),
+        };
+        let report = analyze(&header(), vec![at(1, 10, 10, malloc(1, 1))], Some(&end));
+        let text = render(&report);
+        assert!(
+            text.contains("INCOMPLETE: the file is damaged at byte offset 4242 (torn chunk)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn says_nothing_was_lost() {
+        assert!(render(&sample()).contains("\n  6 events read, none lost\n"));
+    }
+
+    #[test]
+    fn says_what_was_lost() {
+        let events = vec![at(1, 10, 10, lost("ring_full", 7))];
+        let text = render(&analyze(&header(), events, None));
+        assert!(
+            text.contains("1 event read, 7 lost while recording (7 ring_full)"),
+            "{text}"
+        );
+        assert!(text.contains("INCOMPLETE: 7 events were lost"), "{text}");
+    }
+
+    #[test]
+    fn running_process_is_marked() {
+        let report = analyze(&header(), vec![at(1, 10, 10, malloc(1, 10))], None);
+        let text = render(&report);
+        assert!(text.contains("10 B*"), "{text}");
+        assert!(text.contains("running"), "{text}");
+        assert!(text.contains("* still running"), "{text}");
+    }
+
+    #[test]
+    fn empty_report_renders() {
+        let text = render(&analyze(&Header::default(), Vec::new(), None));
+        assert!(text.contains("whole run (0 processes)"), "{text}");
+        assert!(!text.contains("processes\n"), "{text}");
+    }
+
+    #[test]
+    fn control_characters_are_replaced() {
+        assert_eq!(clean("a\nb\x1b[31m"), "a?b?[31m");
+    }
+
+    #[test]
+    fn long_command_is_cut() {
+        let mut p = sample().processes.remove(0);
+        p.argv = vec!["x".repeat(500)];
+        let c = command(&p);
+        assert_eq!(c.chars().count(), COMMAND_WIDTH);
+        assert!(c.ends_with('…'));
+    }
+
+    #[test]
+    fn process_count_is_pluralized() {
+        assert_eq!(processes(1), "1 process");
+        assert_eq!(processes(0), "0 processes");
+        assert_eq!(processes(2), "2 processes");
+    }
+
+    #[test]
+    fn tree_scope_title() {
+        let report = sample().narrow(Scope::Tree { pid: 11 }).unwrap();
+        assert!(render(&report).contains("\ntree of process 11 (1 process)\n"));
+    }
+
+    #[test]
+    fn process_scope_title() {
+        let report = sample().narrow(Scope::Process { pid: 10 }).unwrap();
+        let text = render(&report);
+        assert!(text.contains("\nprocess 10\n"), "{text}");
+        assert_eq!(text.matches("./bench --fast").count(), 2, "{text}");
+    }
+
+    #[test]
+    fn percent_of_zero() {
+        assert_eq!(percent(0, 0), "0.0%");
+        assert_eq!(percent(1, 3), "33.3%");
+    }
+
+    #[test]
+    fn signal_exit_shown() {
+        let events = vec![at(1, 10, 10, exit(9))];
+        let text = render(&analyze(&header(), events, None));
+        assert!(text.contains("sig 9"), "{text}");
+    }
+
+    #[test]
+    fn deep_tree_indent_is_capped() {
+        let mut events = Vec::new();
+        for pid in 1..200u32 {
+            events.push(at(u64::from(pid), pid, pid, fork(pid + 1)));
+        }
+        let text = render(&analyze(&Header::default(), events, None));
+        let widest = text
+            .lines()
+            .map(|l| l.len() - l.trim_start().len())
+            .max()
+            .unwrap();
+        assert!(widest <= 2 + 2 * MAX_INDENT as usize, "{widest}");
+    }
+}
