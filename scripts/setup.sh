@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs every Debian package that building memtrack and running its tests need.
+# Idempotent: packages already present are not downloaded again, and apt's lists are
+# refreshed only when something is missing.
+set -euo pipefail
+
+packages=(
+  clang llvm libclang-dev      # BPF objects (-target bpf) and bindgen's libclang
+  bpftool                       # only to regenerate bpf/vmlinux.h; the build uses the committed copy
+  libelf-dev zlib1g-dev pkg-config make  # vendored libbpf (libbpf-sys) links against these
+  gcc libc6-dev                 # C fixtures in testdata/
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -qq
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "setup: cargo not found; install a Rust toolchain (rustup) first" >&2
+  exit 1
+fi

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The one test command (README, CI): set-up, formatting, lints, and the whole test suite,
+# including the integration tests that load BPF programs (they need root; as another user they
+# say why they skip, and under CI=true they fail instead).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/setup.sh
+echo "== cargo fmt --check" >&2
+cargo fmt --all --check
+echo "== cargo clippy" >&2
+cargo clippy --all-targets --locked -- -D warnings
+echo "== cargo test" >&2
+cargo test --locked "$@"

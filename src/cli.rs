@@ -1,0 +1,115 @@
+//! The command line as typed: one argh struct per subcommand. Doc comments are the --help text.
+//! `main` turns these into the validated options each subcommand runs on.
+
+use std::path::PathBuf;
+
+use argh::FromArgs;
+
+/// Record every heap allocation and resident-memory change of a command and all its
+/// descendants with eBPF, and report on the recording.
+#[derive(FromArgs, Debug)]
+pub struct Cli {
+    /// print more (repeat for libbpf's own log); RUST_LOG overrides
+    #[argh(switch, short = 'v')]
+    pub verbose: u8,
+    #[argh(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand)]
+pub enum Command {
+    Record(RecordArgs),
+    Report(ReportArgs),
+    Check(CheckArgs),
+    Dump(DumpArgs),
+}
+
+/// Run a command and record its allocations, and those of every process it starts, into a file.
+/// Exits with the command's status (128+N if a signal N killed it), 127 if the command does not
+/// exist, 125 if memtrack itself fails. Needs root (or CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN).
+#[derive(FromArgs, Debug)]
+#[argh(
+    subcommand,
+    name = "record",
+    example = "sudo memtrack record -o run.mt -- cargo bench"
+)]
+pub struct RecordArgs {
+    /// the recording to write (default: memtrack.mt)
+    #[argh(option, short = 'o', default = "PathBuf::from(\"memtrack.mt\")")]
+    pub output: PathBuf,
+    /// size of the kernel ring buffer in MiB, a power of two (default: 64); raise it if events
+    /// are lost
+    #[argh(option, default = "memtrack::record::DEFAULT_RING_SIZE_MIB")]
+    pub ring_size: u32,
+    /// do not record resident memory (rss_stat), only allocations and the process tree
+    #[argh(switch)]
+    pub no_rss: bool,
+    /// print nothing but errors
+    #[argh(switch, short = 'q')]
+    pub quiet: bool,
+    /// the command to record and its arguments (after --)
+    #[argh(positional, greedy)]
+    pub command: Vec<String>,
+}
+
+/// Summarise a recording: per run, per process tree and per process.
+#[derive(FromArgs, Debug)]
+#[argh(
+    subcommand,
+    name = "report",
+    example = "memtrack report run.mt --format json"
+)]
+pub struct ReportArgs {
+    /// the recording to read
+    #[argh(positional)]
+    pub file: PathBuf,
+    /// output format: text (default) or json
+    #[argh(option, default = "String::from(\"text\")")]
+    pub format: String,
+    /// only this process
+    #[argh(option)]
+    pub pid: Option<u32>,
+    /// only this process and its descendants
+    #[argh(option)]
+    pub tree: Option<u32>,
+}
+
+/// Fail (exit 1) when a recording exceeds memory limits; exit 0 when all hold, 2 on a bad file
+/// or flag. SIZE takes plain bytes or units: 64MiB, 1.5GB, 512k.
+#[derive(FromArgs, Debug)]
+#[argh(
+    subcommand,
+    name = "check",
+    example = "memtrack check run.mt --max-peak-heap 64MiB --max-leaked 0"
+)]
+pub struct CheckArgs {
+    /// the recording to read
+    #[argh(positional)]
+    pub file: PathBuf,
+    /// check only this process and its descendants (default: the whole run)
+    #[argh(option)]
+    pub tree: Option<u32>,
+    /// highest allowed peak of live heap (SIZE)
+    #[argh(option)]
+    pub max_peak_heap: Option<String>,
+    /// highest allowed number of allocations
+    #[argh(option)]
+    pub max_allocs: Option<u64>,
+    /// highest allowed total of bytes allocated (SIZE)
+    #[argh(option)]
+    pub max_bytes: Option<String>,
+    /// highest allowed heap still live when processes exit (SIZE)
+    #[argh(option)]
+    pub max_leaked: Option<String>,
+}
+
+/// Print every event of a recording as one JSON object per line.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "dump", example = "memtrack dump run.mt | head")]
+pub struct DumpArgs {
+    /// the recording to read
+    #[argh(positional)]
+    pub file: PathBuf,
+}

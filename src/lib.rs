@@ -1,0 +1,16 @@
+//! memtrack: record every heap allocation and resident-memory change of a command and all its
+//! descendants with eBPF, into one compact file, and report on it.
+//!
+//! Data flows one way: kernel (`bpf/`) → ring (`sys::ring`) → decode (`record::decode`) →
+//! writer (`format::writer`) → file → reader (`format::reader`) → accounting (`report`) →
+//! render. `record` and `report` never import each other; both use `format`.
+
+pub mod dump;
+pub mod error;
+pub mod format;
+pub mod preflight;
+pub mod record;
+pub mod report;
+pub mod units;
+
+mod sys;

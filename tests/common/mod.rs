@@ -1,0 +1,257 @@
+//! The harness every integration test shares: build the C fixtures of `testdata/`, run the real
+//! `memtrack` binary, and read the recording back through the library. On failure it prints the
+//! command, its status, stdout and stderr, so a stranger can debug a red run.
+#![allow(dead_code)]
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+
+use memtrack::format::{AllocFunc, Event, EventKind, Header, ReadEnd, Reader};
+
+/// The memtrack binary under test.
+pub fn memtrack() -> &'static str {
+    env!("CARGO_BIN_EXE_memtrack")
+}
+
+/// A scratch directory for this test binary.
+pub fn scratch_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("memtrack-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Whether this machine lets us record (root or the BPF capabilities, and BTF). When it does
+/// not, the test says why and returns early; under CI it fails instead, since CI machines can.
+pub fn can_record(test: &str) -> bool {
+    let why = if !Path::new("/sys/kernel/btf/vmlinux").exists() {
+        Some("the kernel exposes no BTF")
+    } else if !memtrack::preflight::missing_capabilities().is_empty() {
+        Some("not running as root (recording needs CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN)")
+    } else {
+        None
+    };
+    match why {
+        None => true,
+        Some(why) if std::env::var_os("CI").is_some() => {
+            panic!("{test}: cannot record here: {why}; CI machines must be able to")
+        }
+        Some(why) => {
+            eprintln!("skipped {test}: {why}");
+            false
+        }
+    }
+}
+
+static BUILD_LOCK: Mutex<()> = Mutex::new(());
+
+/// Compile `testdata/NAME.c` (once per test binary run) and return the executable's path.
+pub fn fixture(name: &str) -> PathBuf {
+    let _guard = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata")
+        .join(format!("{name}.c"));
+    let dir = scratch_dir().join("fixtures");
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join(name);
+    let fresh = |exe: &Path| -> bool {
+        let (Ok(e), Ok(s)) = (exe.metadata(), src.metadata()) else {
+            return false;
+        };
+        let header = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/fixture.h");
+        let newest_src = [
+            s.modified().ok(),
+            header.metadata().and_then(|m| m.modified()).ok(),
+        ]
+        .into_iter()
+        .flatten()
+        .max();
+        e.modified().ok() >= newest_src
+    };
+    if !fresh(&exe) {
+        let out = Command::new("cc")
+            .args(["-O2", "-g", "-Wall", "-Werror", "-pthread", "-o"])
+            .arg(&exe)
+            .arg(&src)
+            .output()
+            .expect("run cc (scripts/setup.sh installs it)");
+        assert!(
+            out.status.success(),
+            "building fixture {name} failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    exe
+}
+
+/// A finished `memtrack record` run and what it wrote.
+pub struct Recording {
+    pub command: String,
+    pub output: Output,
+    pub path: PathBuf,
+    pub header: Header,
+    pub events: Vec<Event>,
+    pub end: ReadEnd,
+}
+
+impl Recording {
+    /// The recorder's exit code.
+    pub fn code(&self) -> i32 {
+        self.output.status.code().unwrap_or(-1)
+    }
+
+    /// Everything a failure message needs.
+    pub fn describe(&self) -> String {
+        format!(
+            "command: {}\nstatus: {}\nstdout:\n{}\nstderr:\n{}\nread end: {:?}",
+            self.command,
+            self.output.status,
+            String::from_utf8_lossy(&self.output.stdout),
+            String::from_utf8_lossy(&self.output.stderr),
+            self.end
+        )
+    }
+
+    /// Successful allocations (Alloc, Realloc) of exactly `size` bytes.
+    pub fn allocs_of_size(&self, size: u64) -> Vec<&Event> {
+        self.events
+            .iter()
+            .filter(|e| match e.kind {
+                EventKind::Alloc { size: s, .. } | EventKind::Realloc { size: s, .. } => s == size,
+                _ => false,
+            })
+            .collect()
+    }
+
+    /// Frees (Free events, and realloc(p, 0)) of any address in `addrs` by process `pid`.
+    pub fn frees_in(&self, pid: u32, addrs: &HashSet<u64>) -> usize {
+        self.events
+            .iter()
+            .filter(|e| {
+                e.pid == pid
+                    && matches!(e.kind, EventKind::Free { addr, .. } if addrs.contains(&addr))
+            })
+            .count()
+    }
+
+    /// Whether the block `alloc` (an Alloc or Realloc event of this recording) is released by
+    /// its process before that address is handed out again.
+    pub fn is_freed(&self, alloc: &Event) -> bool {
+        let addr = match alloc.kind {
+            EventKind::Alloc { addr, .. } | EventKind::Realloc { addr, .. } => addr,
+            _ => return false,
+        };
+        let Some(at) = self.events.iter().position(|e| std::ptr::eq(e, alloc)) else {
+            return false;
+        };
+        for e in self.events[at + 1..].iter().filter(|e| e.pid == alloc.pid) {
+            match e.kind {
+                EventKind::Free { addr: a, .. } | EventKind::Realloc { old_addr: a, .. }
+                    if a == addr =>
+                {
+                    return true
+                }
+                EventKind::Alloc { addr: a, .. } if a == addr => return false,
+                _ => {}
+            }
+        }
+        false
+    }
+
+    /// Failed allocation calls of `func`.
+    pub fn failures(&self, func: AllocFunc) -> Vec<u64> {
+        self.events
+            .iter()
+            .filter_map(|e| match e.kind {
+                EventKind::AllocFailed { func: f, size } if f == func => Some(size),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The pids of processes created by Fork events.
+    pub fn forks(&self) -> Vec<(u32, u32)> {
+        self.events
+            .iter()
+            .filter_map(|e| match e.kind {
+                EventKind::Fork { child } => Some((e.pid, child)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Exit events as (pid, status).
+    pub fn exits(&self) -> Vec<(u32, i32)> {
+        self.events
+            .iter()
+            .filter_map(|e| match e.kind {
+                EventKind::Exit { status } => Some((e.pid, status)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Exec events as (pid, filename, argv).
+    pub fn execs(&self) -> Vec<(u32, String, Vec<String>)> {
+        self.events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::Exec { filename, argv } => Some((e.pid, filename.clone(), argv.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Total of Lost events' last totals, and the trailer's count.
+    pub fn lost(&self) -> u64 {
+        match &self.end {
+            ReadEnd::Complete(t) => t.lost.iter().map(|l| l.count).sum(),
+            ReadEnd::Damaged { .. } => u64::MAX,
+        }
+    }
+}
+
+/// Run `memtrack record -o <scratch>/<name>.mt [extra...] -- <command...>` and read the file.
+pub fn record(name: &str, extra: &[&str], command: &[&str]) -> Recording {
+    let path = scratch_dir().join(format!("{name}.mt"));
+    let _ = std::fs::remove_file(&path);
+    let mut cmd = Command::new(memtrack());
+    cmd.arg("record")
+        .arg("-o")
+        .arg(&path)
+        .args(extra)
+        .arg("--")
+        .args(command);
+    let command_line = format!("{cmd:?}");
+    let output = cmd.output().expect("run memtrack");
+    let (header, events, end) = match Reader::open(&path) {
+        Ok(mut reader) => {
+            let events: Vec<Event> = reader.by_ref().collect();
+            let end = reader.end().cloned().expect("reader says how it ended");
+            (reader.header().clone(), events, end)
+        }
+        Err(e) => panic!(
+            "cannot read {}: {e}\ncommand: {command_line}\nstatus: {}\nstderr:\n{}",
+            path.display(),
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        ),
+    };
+    Recording {
+        command: command_line,
+        output,
+        path,
+        header,
+        events,
+        end,
+    }
+}
+
+/// Assert `cond`, printing the recording's run on failure.
+#[macro_export]
+macro_rules! check {
+    ($rec:expr, $cond:expr, $($msg:tt)+) => {
+        assert!($cond, "{}\n{}", format!($($msg)+), $rec.describe())
+    };
+}

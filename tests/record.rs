@@ -1,0 +1,522 @@
+//! `memtrack record` on real programs: every glibc allocation entry point, the process tree
+//! (fork, vfork, exec, threads), exit statuses, and the file it leaves. Each test runs the real
+//! recorder on a C fixture from `testdata/` and compares what the file says with what the
+//! fixture did, exactly.
+
+mod common;
+
+use std::collections::HashSet;
+
+use common::{can_record, fixture, record};
+use memtrack::format::{AllocFunc, EventKind, ReadEnd};
+
+fn addrs(events: &[&memtrack::format::Event]) -> HashSet<u64> {
+    events
+        .iter()
+        .map(|e| match e.kind {
+            EventKind::Alloc { addr, .. } | EventKind::Realloc { addr, .. } => addr,
+            _ => unreachable!(),
+        })
+        .collect()
+}
+
+#[test]
+fn malloc_and_free_are_recorded_exactly() {
+    if !can_record("malloc_and_free_are_recorded_exactly") {
+        return;
+    }
+    let exe = fixture("malloc_free");
+    let rec = record("malloc_free", &[], &[exe.to_str().unwrap(), "1000"]);
+    check!(rec, rec.code() == 0, "exit code");
+    check!(
+        rec,
+        matches!(rec.end, ReadEnd::Complete(_)),
+        "complete file"
+    );
+    let root = rec.header.root_pid;
+    let blocks = rec.allocs_of_size(10007);
+    check!(
+        rec,
+        blocks.len() == 1000,
+        "1000 mallocs of 10007, got {}",
+        blocks.len()
+    );
+    check!(
+        rec,
+        blocks.iter().all(|e| e.pid == root && e.tid == root),
+        "all by the root thread"
+    );
+    check!(
+        rec,
+        blocks.iter().all(|e| matches!(
+            e.kind,
+            EventKind::Alloc {
+                func: AllocFunc::Malloc,
+                ..
+            }
+        )),
+        "all malloc"
+    );
+    let live = addrs(&blocks);
+    check!(
+        rec,
+        live.len() == 1000,
+        "1000 distinct addresses (all live at once)"
+    );
+    check!(rec, rec.frees_in(root, &live) == 1000, "each freed once");
+    check!(
+        rec,
+        rec.allocs_of_size(10009).len() == 1,
+        "the leaked block"
+    );
+    check!(
+        rec,
+        rec.allocs_of_size(8000).len() == 1,
+        "the calloc'd pointer array"
+    );
+    check!(rec, rec.lost() == 0, "no lost events");
+    let exits = rec.exits();
+    check!(
+        rec,
+        exits == vec![(root, 0)],
+        "one Exit, status 0: {exits:?}"
+    );
+    let execs = rec.execs();
+    check!(
+        rec,
+        execs.len() == 1
+            && execs[0].0 == root
+            && execs[0].2 == vec![exe.to_str().unwrap().to_string(), "1000".into()],
+        "Exec with argv: {execs:?}"
+    );
+}
+
+#[test]
+fn timestamps_are_monotonic_clock_within_the_run() {
+    if !can_record("timestamps_are_monotonic_clock_within_the_run") {
+        return;
+    }
+    let exe = fixture("malloc_free");
+    let rec = record("timestamps", &[], &[exe.to_str().unwrap(), "10"]);
+    let end = match &rec.end {
+        ReadEnd::Complete(t) => t.end_monotonic_ns,
+        other => panic!("incomplete: {other:?}"),
+    };
+    let start = rec.header.start_monotonic_ns;
+    check!(
+        rec,
+        rec.events
+            .iter()
+            .all(|e| e.ts_ns >= start && e.ts_ns <= end),
+        "every event between start {start} and end {end}"
+    );
+}
+
+#[test]
+fn calloc_realloc_reallocarray() {
+    if !can_record("calloc_realloc_reallocarray") {
+        return;
+    }
+    let exe = fixture("calloc_realloc");
+    let rec = record("calloc_realloc", &[], &[exe.to_str().unwrap()]);
+    check!(rec, rec.code() == 0, "exit code");
+
+    let callocs = rec.allocs_of_size(7063);
+    check!(rec, callocs.len() == 5, "5 callocs of 7 x 1009");
+    check!(
+        rec,
+        callocs.iter().all(|e| matches!(
+            e.kind,
+            EventKind::Alloc {
+                func: AllocFunc::Calloc,
+                ..
+            }
+        )),
+        "labelled calloc"
+    );
+    check!(rec, callocs.iter().all(|a| rec.is_freed(a)), "each freed");
+    check!(
+        rec,
+        rec.failures(AllocFunc::Calloc) == vec![u64::MAX],
+        "overflowing calloc fails, size saturated"
+    );
+
+    // realloc(NULL, n): one allocation (glibc forwards it to malloc by tail call, so it may be
+    // labelled either way), never two.
+    let first = rec.allocs_of_size(20011);
+    check!(
+        rec,
+        first.len() == 1,
+        "realloc(NULL, 20011) is one allocation"
+    );
+    check!(
+        rec,
+        matches!(first[0].kind, EventKind::Alloc { .. }),
+        "an Alloc, not a Realloc"
+    );
+    let grown = rec.allocs_of_size(30011);
+    check!(rec, grown.len() == 1, "one resize to 30011");
+    let EventKind::Realloc {
+        old_addr,
+        addr: new_addr,
+        ..
+    } = grown[0].kind
+    else {
+        panic!("not a Realloc: {:?}", grown[0]);
+    };
+    let EventKind::Alloc {
+        addr: first_addr, ..
+    } = first[0].kind
+    else {
+        unreachable!()
+    };
+    check!(rec, old_addr == first_addr, "resize names the old block");
+    check!(
+        rec,
+        rec.failures(AllocFunc::Realloc) == vec![u64::MAX - 8192],
+        "failing realloc"
+    );
+    let freed_by_realloc = rec
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Free { func: AllocFunc::Realloc, addr } if addr == new_addr))
+        .count();
+    check!(rec, freed_by_realloc == 1, "realloc(p, 0) is a free of p");
+
+    check!(
+        rec,
+        rec.allocs_of_size(13169).len() == 1,
+        "reallocarray(NULL, 13, 1013)"
+    );
+    let arr = rec.allocs_of_size(17221);
+    check!(
+        rec,
+        arr.len() == 1 && matches!(arr[0].kind, EventKind::Realloc { .. }),
+        "reallocarray resize"
+    );
+    check!(
+        rec,
+        rec.failures(AllocFunc::Reallocarray) == vec![u64::MAX],
+        "overflowing reallocarray"
+    );
+    // Nothing counted twice: no free event for a block freed inside realloc.
+    check!(rec, rec.lost() == 0, "no loss");
+}
+
+#[test]
+fn aligned_allocators_and_a_failing_posix_memalign() {
+    if !can_record("aligned_allocators_and_a_failing_posix_memalign") {
+        return;
+    }
+    let exe = fixture("aligned");
+    let rec = record("aligned", &[], &[exe.to_str().unwrap()]);
+    check!(rec, rec.code() == 0, "exit code");
+    for size in [5120, 5003, 6007, 7001, 9001] {
+        let a = rec.allocs_of_size(size);
+        check!(
+            rec,
+            a.len() == 1,
+            "one allocation of {size}, got {}",
+            a.len()
+        );
+        check!(rec, rec.is_freed(a[0]), "{size} freed");
+    }
+    for (size, align) in [
+        (5120u64, 256u64),
+        (5003, 128),
+        (6007, 64),
+        (7001, 4096),
+        (9001, 4096),
+    ] {
+        let a = addrs(&rec.allocs_of_size(size));
+        check!(
+            rec,
+            a.iter().all(|x| x % align == 0),
+            "{size} aligned to {align}"
+        );
+    }
+    let EventKind::Alloc { func, .. } = rec.allocs_of_size(6007)[0].kind else {
+        unreachable!()
+    };
+    check!(
+        rec,
+        func == AllocFunc::PosixMemalign,
+        "posix_memalign labelled"
+    );
+    check!(
+        rec,
+        rec.failures(AllocFunc::PosixMemalign) == vec![6011],
+        "EINVAL posix_memalign is a failure"
+    );
+    check!(
+        rec,
+        rec.allocs_of_size(6011).is_empty(),
+        "and not an allocation"
+    );
+}
+
+#[test]
+fn allocation_in_a_constructor_before_main() {
+    if !can_record("allocation_in_a_constructor_before_main") {
+        return;
+    }
+    let exe = fixture("constructor");
+    let rec = record("constructor", &[], &[exe.to_str().unwrap()]);
+    check!(rec, rec.code() == 0, "exit code");
+    let early = rec.allocs_of_size(40009);
+    check!(rec, early.len() == 1, "the constructor's malloc");
+    check!(rec, rec.is_freed(early[0]), "freed in main");
+}
+
+#[test]
+fn hundred_thousand_pairs_without_loss() {
+    if !can_record("hundred_thousand_pairs_without_loss") {
+        return;
+    }
+    let exe = fixture("churn");
+    let rec = record("churn", &[], &[exe.to_str().unwrap(), "100000", "77"]);
+    check!(rec, rec.code() == 0, "exit code");
+    let allocs = rec.allocs_of_size(77);
+    check!(
+        rec,
+        allocs.len() == 100_000,
+        "100000 mallocs of 77, got {}",
+        allocs.len()
+    );
+    let frees = rec
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Free { .. }))
+        .count();
+    check!(rec, frees >= 100_000, "at least 100000 frees, got {frees}");
+    check!(rec, rec.lost() == 0, "zero lost events");
+    let ReadEnd::Complete(trailer) = &rec.end else {
+        panic!("incomplete")
+    };
+    check!(
+        rec,
+        trailer.events == rec.events.len() as u64,
+        "trailer counts every event"
+    );
+}
+
+#[test]
+fn fork_tree_with_exec() {
+    if !can_record("fork_tree_with_exec") {
+        return;
+    }
+    let exe = fixture("fork_tree");
+    let target = fixture("malloc_free");
+    let rec = record(
+        "fork_tree",
+        &[],
+        &[exe.to_str().unwrap(), target.to_str().unwrap()],
+    );
+    check!(rec, rec.code() == 0, "exit code");
+    let root = rec.header.root_pid;
+    let forks = rec.forks();
+    check!(
+        rec,
+        forks.len() == 3 && forks.iter().all(|(p, _)| *p == root),
+        "3 children of the root: {forks:?}"
+    );
+    let children: Vec<u32> = forks.iter().map(|(_, c)| *c).collect();
+
+    check!(
+        rec,
+        rec.allocs_of_size(11000).iter().all(|e| e.pid == root),
+        "parent's block"
+    );
+    let c1 = rec.allocs_of_size(11001);
+    check!(
+        rec,
+        c1.len() == 1 && c1[0].pid == children[0],
+        "first child's block"
+    );
+    let c2 = rec.allocs_of_size(11002);
+    check!(
+        rec,
+        c2.len() == 2 && c2.iter().all(|e| e.pid == children[1]),
+        "second child's blocks"
+    );
+    // The third child execs malloc_free with "1": one block of 10007 and the leak of 10009.
+    let execs = rec.execs();
+    check!(
+        rec,
+        execs.iter().any(|(pid, f, argv)| *pid == children[2]
+            && f == target.to_str().unwrap()
+            && argv.len() == 2),
+        "third child execs the target: {execs:?}"
+    );
+    let c3 = rec.allocs_of_size(10007);
+    check!(
+        rec,
+        c3.len() == 1 && c3[0].pid == children[2],
+        "exec'd image allocates under the child's pid"
+    );
+    let mut exits = rec.exits();
+    exits.sort();
+    let mut want = vec![
+        (root, 0),
+        (children[0], 11 << 8),
+        (children[1], 12 << 8),
+        (children[2], 0),
+    ];
+    want.sort();
+    check!(rec, exits == want, "exit statuses {exits:?}, want {want:?}");
+}
+
+#[test]
+fn vfork_then_exec() {
+    if !can_record("vfork_then_exec") {
+        return;
+    }
+    let exe = fixture("vfork_exec");
+    let target = fixture("malloc_free");
+    let rec = record(
+        "vfork_exec",
+        &[],
+        &[exe.to_str().unwrap(), target.to_str().unwrap()],
+    );
+    check!(rec, rec.code() == 0, "exit code");
+    let root = rec.header.root_pid;
+    let forks = rec.forks();
+    check!(
+        rec,
+        forks.len() == 1 && forks[0].0 == root,
+        "one vfork child: {forks:?}"
+    );
+    let child = forks[0].1;
+    let c = rec.allocs_of_size(10007);
+    check!(
+        rec,
+        c.len() == 1 && c[0].pid == child,
+        "child's allocation after exec"
+    );
+    let p = rec.allocs_of_size(12000);
+    check!(
+        rec,
+        p.len() == 1 && p[0].pid == root,
+        "parent's allocation after the vfork"
+    );
+}
+
+#[test]
+fn four_threads_allocating() {
+    if !can_record("four_threads_allocating") {
+        return;
+    }
+    let exe = fixture("threads");
+    let rec = record("threads", &[], &[exe.to_str().unwrap()]);
+    check!(rec, rec.code() == 0, "exit code");
+    let root = rec.header.root_pid;
+    let mut tids = HashSet::new();
+    for n in 1..=4u64 {
+        let a = rec.allocs_of_size(13000 + n);
+        check!(
+            rec,
+            a.len() == 1000,
+            "thread {n}: 1000 allocations, got {}",
+            a.len()
+        );
+        let t: HashSet<u32> = a.iter().map(|e| e.tid).collect();
+        check!(
+            rec,
+            t.len() == 1 && a.iter().all(|e| e.pid == root),
+            "one thread of the root per size"
+        );
+        check!(rec, !t.contains(&root), "not the main thread");
+        tids.extend(t);
+        let frees = rec
+            .events
+            .iter()
+            .filter(|e| e.tid == a[0].tid && matches!(e.kind, EventKind::Free { .. }))
+            .count();
+        check!(rec, frees >= 1000, "thread {n} frees its blocks");
+    }
+    check!(rec, tids.len() == 4, "four distinct threads");
+    check!(rec, rec.forks().is_empty(), "threads are not Fork events");
+    check!(rec, rec.exits().len() == 1, "one Exit for the process");
+}
+
+#[test]
+fn command_killed_by_sigkill() {
+    if !can_record("command_killed_by_sigkill") {
+        return;
+    }
+    let exe = fixture("sigkill");
+    let rec = record("sigkill", &[], &[exe.to_str().unwrap()]);
+    check!(rec, rec.code() == 137, "128 + SIGKILL");
+    check!(
+        rec,
+        matches!(rec.end, ReadEnd::Complete(_)),
+        "file complete"
+    );
+    check!(
+        rec,
+        rec.allocs_of_size(14000).len() == 1,
+        "allocation before the kill"
+    );
+    check!(
+        rec,
+        rec.exits() == vec![(rec.header.root_pid, 9)],
+        "Exit with signal 9"
+    );
+}
+
+#[test]
+fn exit_code_passes_through() {
+    if !can_record("exit_code_passes_through") {
+        return;
+    }
+    let exe = fixture("malloc_free");
+    let rec = record("exit_code", &["-q"], &[exe.to_str().unwrap(), "1", "42"]);
+    check!(rec, rec.code() == 42, "the command's exit code");
+    check!(rec, rec.output.stderr.is_empty(), "-q prints nothing");
+}
+
+#[test]
+fn command_not_found_exits_127() {
+    if !can_record("command_not_found_exits_127") {
+        return;
+    }
+    let path = common::scratch_dir().join("not_found.mt");
+    let out = std::process::Command::new(common::memtrack())
+        .args(["record", "-o"])
+        .arg(&path)
+        .args(["--", "/nonexistent/command-xyz"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(127), "stderr: {stderr}");
+    assert!(
+        stderr.contains("command not found: /nonexistent/command-xyz"),
+        "stderr: {stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    assert!(!path.exists(), "no file left behind");
+}
+
+#[test]
+fn bad_flags_are_one_line_errors() {
+    for (args, want) in [
+        (
+            vec!["record", "--ring-size", "3", "--", "true"],
+            "--ring-size 3",
+        ),
+        (vec!["record", "-o", "x.mt"], "no command given"),
+    ] {
+        let out = std::process::Command::new(common::memtrack())
+            .args(&args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(125), "{args:?}: {stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+        assert_eq!(
+            stderr.trim_end().lines().count(),
+            1,
+            "{args:?}: one line: {stderr}"
+        );
+    }
+}
