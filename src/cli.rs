@@ -46,6 +46,10 @@ pub struct RecordArgs {
     /// do not record resident memory (rss_stat), only allocations and the process tree
     #[argh(switch)]
     pub no_rss: bool,
+    /// benchmarks only: attach empty programs at the allocator sites and record no
+    /// allocations, to measure the kernel's own cost of the probes (scripts/bench.sh)
+    #[argh(switch)]
+    pub probe_floor: bool,
     /// print nothing but errors
     #[argh(switch, short = 'q')]
     pub quiet: bool,

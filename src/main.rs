@@ -44,8 +44,9 @@ fn init_logging(args: &cli::Cli) {
 fn run(command: cli::Command) -> Result<i32, Error> {
     match command {
         cli::Command::Record(a) => {
-            let opts =
+            let mut opts =
                 record::RecordOptions::new(a.output, a.ring_size, a.command, !a.no_rss, a.quiet)?;
+            opts.probe_floor = a.probe_floor;
             record::run(&opts)
         }
         cli::Command::Report(a) => {

@@ -34,6 +34,8 @@ pub struct RecordOptions {
     pub command: Vec<String>,
     /// Record resident memory (rss_stat) as well as allocations.
     pub rss: bool,
+    /// Attach empty programs at the allocator sites instead of the real ones (benchmarks).
+    pub probe_floor: bool,
     /// Print nothing but errors.
     pub quiet: bool,
 }
@@ -62,6 +64,7 @@ impl RecordOptions {
             ring_size_bytes: u64::from(ring_size_mib) << 20,
             command,
             rss,
+            probe_floor: false,
             quiet,
         })
     }
@@ -87,13 +90,19 @@ fn load_process(opts: &RecordOptions) -> Result<LoadedObject, Error> {
     process.load().map_err(kernel_error)
 }
 
-/// Load the allocator object on `process`'s maps; `classic` loads its programs as perf-event
-/// uprobes for kernels without uprobe_multi.
-fn load_alloc(process: &LoadedObject, classic: bool) -> Result<LoadedObject, Error> {
-    let mut alloc = OpenObject::open("alloc", raw::ALLOC_BPF_OBJECT).map_err(kernel_error)?;
-    for map in ["tracked", "events", "lost", "call_state"] {
-        alloc.reuse_map(map, process).map_err(kernel_error)?;
-    }
+/// Load the allocator object on `process`'s maps (or, with `floor`, the empty programs of
+/// floor.bpf.c); `classic` loads its programs as perf-event uprobes for kernels without
+/// uprobe_multi.
+fn load_alloc(process: &LoadedObject, classic: bool, floor: bool) -> Result<LoadedObject, Error> {
+    let mut alloc = if floor {
+        OpenObject::open("floor", raw::FLOOR_BPF_OBJECT).map_err(kernel_error)?
+    } else {
+        let mut alloc = OpenObject::open("alloc", raw::ALLOC_BPF_OBJECT).map_err(kernel_error)?;
+        for map in ["tracked", "events", "lost", "call_state"] {
+            alloc.reuse_map(map, process).map_err(kernel_error)?;
+        }
+        alloc
+    };
     if classic {
         for prog in [attach::ALLOC_ENTER, attach::ALLOC_EXIT, attach::FREE_ENTER] {
             alloc.use_classic_uprobe(prog).map_err(kernel_error)?;
@@ -153,7 +162,7 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
     };
     // uprobe_multi links (Linux 6.6+) attach and detach all sites at once; older kernels get
     // one classic uprobe per site from a second load of the same object.
-    let alloc_multi = load_alloc(&process_obj, false)?;
+    let alloc_multi = load_alloc(&process_obj, false, opts.probe_floor)?;
     let alloc_classic;
     let mut alloc_links = Vec::new();
     if let Some((path, sites)) = &libc {
@@ -164,7 +173,7 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
             }
             Err(e) => {
                 log::info!("uprobe_multi unavailable ({e}); attaching one uprobe per site");
-                alloc_classic = load_alloc(&process_obj, true)?;
+                alloc_classic = load_alloc(&process_obj, true, opts.probe_floor)?;
                 attach::attach(&alloc_classic, path, sites, true).map_err(kernel_error)?
             }
         };
@@ -174,7 +183,14 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
             sites.functions.join(", "),
             alloc_links.len()
         );
-        features.push("alloc".to_string());
+        features.push(
+            if opts.probe_floor {
+                "probe_floor"
+            } else {
+                "alloc"
+            }
+            .to_string(),
+        );
     }
 
     let tracked = MapFd::of(&process_obj, "tracked").map_err(kernel_error)?;
