@@ -1,0 +1,58 @@
+//! Files from every released format version stay readable: each sample in `testdata/compat/`
+//! is read and its contents checked exactly. Add a sample whenever the format version changes.
+
+use std::path::Path;
+
+use memtrack::format::{EventKind, ReadEnd, Reader};
+use memtrack::report::analyze;
+
+fn sample(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata/compat")
+        .join(name)
+}
+
+/// Format version 1, written by memtrack 0.1.0: `malloc_free 10 3` (10 blocks of 10007 bytes,
+/// freed, one leaked block of 10009, the calloc'd array of 80 bytes, exit code 3), with rss.
+#[test]
+fn v1_malloc_free_reads_exactly() {
+    let mut reader = Reader::open(&sample("v1-malloc_free.mt")).unwrap();
+    let header = reader.header().clone();
+    assert_eq!(header.memtrack_version, "0.1.0");
+    assert_eq!(header.argv[1..], ["10".to_string(), "3".to_string()]);
+    assert_eq!(header.page_size_bytes, 4096);
+    assert!(header.features.contains(&"rss".to_string()));
+    let events: Vec<_> = reader.by_ref().collect();
+    let Some(ReadEnd::Complete(trailer)) = reader.end().cloned() else {
+        panic!("v1 sample no longer reads completely: {:?}", reader.end());
+    };
+    assert_eq!(trailer.events, events.len() as u64);
+    assert_eq!(trailer.exit_code, 3);
+    assert!(trailer.lost.is_empty());
+
+    let sizes: Vec<u64> = events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Alloc { size, .. } => Some(size),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sizes.iter().filter(|&&s| s == 10007).count(), 10);
+    assert_eq!(sizes.iter().filter(|&&s| s == 10009).count(), 1);
+    assert_eq!(sizes.len(), 12, "{sizes:?}");
+
+    let report = analyze(&header, events.iter().cloned(), reader.end());
+    assert!(report.complete);
+    assert_eq!(report.totals.heap.allocs, 12);
+    assert_eq!(report.totals.heap.frees, 11);
+    assert_eq!(report.totals.heap.bytes_allocated, 80 + 10 * 10007 + 10009);
+    assert_eq!(report.totals.heap.leaked.blocks, 1);
+    assert_eq!(report.totals.heap.leaked.bytes, 10009);
+    assert_eq!(report.totals.heap.peak_live_bytes, 80 + 10 * 10007);
+    assert_eq!(report.run.exit_code, Some(3));
+    let resident = report
+        .totals
+        .resident
+        .expect("the v1 sample has rss events");
+    assert!(resident.peak_bytes > 0);
+}
