@@ -26,7 +26,7 @@ fn json_report(path: &str, extra: &[&str]) -> Value {
     serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
 }
 
-fn process<'a>(report: &'a Value, pid: u32) -> &'a Value {
+fn process(report: &Value, pid: u32) -> &Value {
     report["processes"]
         .as_array()
         .unwrap()
