@@ -10,8 +10,9 @@
 #
 # Settings (environment): RUNS, QUICK=1, WORKLOADS="churn mixed ...", TOOLS="untraced ...",
 # WRITE_DOC=0|1 (default: 1 for a full run with every workload and tool, else 0), QUIET_WAIT
-# (seconds to wait before each run for other people's uprobes to go away, default 10).
-# Needs root (BPF, apt). Not part of scripts/test.sh: it takes about half an hour.
+# (seconds to wait before each run for other people's uprobes to go away: 10, quick 2).
+# Needs root (BPF, apt). Not part of scripts/test.sh: a full run takes about 20 minutes, a quick
+# one about 4 (more on a busy machine, which it waits out).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -137,7 +138,8 @@ foreign_probes() {
 
 # Wait up to $1 seconds for the machine to be free of other uprobe_multi links, so that a run is
 # not taxed (or, under Valgrind, killed) by someone else's probes. Returns at once when quiet.
-QUIET_WAIT=${QUIET_WAIT:-10}
+if [[ $MODE == quick ]]; then QUIET_WAIT=${QUIET_WAIT:-2} DHAT_QUIET_WAIT=20; else
+  QUIET_WAIT=${QUIET_WAIT:-10} DHAT_QUIET_WAIT=60; fi
 wait_quiet() {
   local end=$((SECONDS + $1))
   while ((SECONDS < end)) && (($(foreign_probes) > 0)); do sleep 0.5; done
@@ -196,7 +198,7 @@ run_one() { # WORKLOAD TOOL RUN
   rm -f "$out".* 2>/dev/null || true
   local attempt
   for attempt in 1 2 3 4 5; do
-    if [[ $tool == dhat ]]; then wait_quiet 60; else wait_quiet "$QUIET_WAIT"; fi
+    if [[ $tool == dhat ]]; then wait_quiet "$DHAT_QUIET_WAIT"; else wait_quiet "$QUIET_WAIT"; fi
     foreign=$(foreign_probes)
     status=0
     "$TIMEIT" -o "$RUN/time" -- "${FULL[@]}" >"$log" 2>&1 </dev/null || status=$?
