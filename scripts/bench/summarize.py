@@ -164,6 +164,9 @@ def main():
     if failed:
         p("- Runs that exited non-zero, left out of every figure: %s (see target/bench/run/*.log)."
           % ", ".join(failed))
+    if meta.get("mode") == "quick":
+        p("- **Quick mode: a smoke run** of small inputs and few runs, to check that everything "
+          "works; one slow run moves its median. Quote only a full run.")
     p("")
 
     # --- wall time and slowdown ----------------------------------------------------------------
