@@ -11,6 +11,15 @@
  * robust against a return that was never seen (a longjmp out of an allocator, a probe attached
  * mid-call): a call that starts at or above the recorded frame cannot be nested in it, so the
  * stale state is replaced.
+ *
+ * The measuring gate (common.bpf.h) is read where an outermost call starts and at free, never at
+ * a return: a call that entered while the gate was open is recorded even if it returns after
+ * `stop`, and one that entered while it was closed is not recorded even if it returns after
+ * `start`. Calls nested in a call in progress follow their outer call, so flipping the gate
+ * never leaves half a call recorded. The one case this cannot see: an outer call that entered
+ * while closed has no state, so an internal call it makes after `start` is recorded as the
+ * outermost one (realloc(NULL, n) shows up as the malloc it makes): still one event for one
+ * allocation.
  */
 #include "common.bpf.h"
 
@@ -43,6 +52,10 @@ static __always_inline int call_enter(struct pt_regs *ctx, __u32 func, __u64 siz
 			st->depth++; /* nested inside an allocator call: internal */
 			return 0;
 		}
+		if (!gate_open()) {
+			st->depth = 0; /* a stale call, and this one is not recorded */
+			return 0;
+		}
 		st->sp = sp;
 		st->size = size;
 		st->arg = arg;
@@ -50,6 +63,8 @@ static __always_inline int call_enter(struct pt_regs *ctx, __u32 func, __u64 siz
 		st->func = func;
 		return 0;
 	}
+	if (!gate_open())
+		return 0;
 	struct call_state fresh = {
 		.sp = sp, .size = size, .arg = arg, .depth = 1, .func = func,
 	};
@@ -166,6 +181,8 @@ int BPF_UPROBE(free_enter, void *ptr)
 			return 0;
 		st->depth = 0; /* a stale call whose return was never seen */
 	}
+	if (!gate_open())
+		return 0;
 	emit(EV_FREE, FUNC_FREE, (__u64)ptr, 0, 0);
 	return 0;
 }

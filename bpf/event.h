@@ -54,6 +54,13 @@ enum tracked_state {
 	TRACK_SPAWNER = 2, /* do not record this process, but record the children it creates */
 };
 
+/* Values of element 0 of the `gate` map: whether allocator calls are recorded. A zeroed map is
+ * open, so a recording without a control FIFO records everything without any set-up. */
+enum gate_state {
+	GATE_OPEN = 0,   /* allocator calls are recorded */
+	GATE_CLOSED = 1, /* measuring is paused: allocator calls are not recorded */
+};
+
 #define EXEC_FILENAME_MAX 256
 #define EXEC_ARGS_MAX 512
 
