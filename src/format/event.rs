@@ -154,7 +154,78 @@ pub enum EventKind {
     /// Cumulative count of events lost for `cause` so far (written when it changes, so a file
     /// cut short still says what was lost before the cut).
     Lost { cause: String, total: u64 },
+    /// A command the benchmark harness sent on the control FIFO (docs/control-protocol.md),
+    /// stamped when the recorder acted on it, and written after every event the ring held by
+    /// then. pid and tid are 0: the recorder wrote it, not a process of the tree.
+    Control { command: ControlCommand },
 }
+
+/// What a harness told the recorder (format version 2 on).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "name", rename_all = "snake_case")]
+pub enum ControlCommand {
+    /// Measuring starts: allocator calls are recorded from this moment (the gate is open).
+    Start,
+    /// Measuring stops: allocator calls are not recorded from this moment (the gate is closed).
+    Stop,
+    /// Benchmark `uri` runs in process `pid` (and its descendants) from now on; `pid` 0 means
+    /// "every process of the recording".
+    Bench { uri: String, pid: u32 },
+    /// A point in the harness's own loop.
+    Marker { kind: MarkerKind },
+}
+
+/// The points of a harness's loop a marker can name.
+///
+/// The discriminants are on disk: new kinds go at the end, old ones keep their number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[repr(u8)]
+pub enum MarkerKind {
+    SampleStart = 0,
+    SampleEnd = 1,
+    RoundStart = 2,
+    RoundEnd = 3,
+}
+
+impl MarkerKind {
+    /// Every kind, in discriminant order.
+    pub const ALL: [MarkerKind; 4] = [
+        MarkerKind::SampleStart,
+        MarkerKind::SampleEnd,
+        MarkerKind::RoundStart,
+        MarkerKind::RoundEnd,
+    ];
+
+    /// The kind with this on-disk number, if it is one we know.
+    pub fn from_u8(v: u8) -> Option<MarkerKind> {
+        MarkerKind::ALL.get(v as usize).copied()
+    }
+
+    /// The name used by the control protocol and in JSON ("sample_start", ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            MarkerKind::SampleStart => "sample_start",
+            MarkerKind::SampleEnd => "sample_end",
+            MarkerKind::RoundStart => "round_start",
+            MarkerKind::RoundEnd => "round_end",
+        }
+    }
+
+    /// The kind named `name`, as [`MarkerKind::name`] spells it.
+    pub fn from_name(name: &str) -> Option<MarkerKind> {
+        MarkerKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
+/// `Header::features` entry of a recording made with a control FIFO whose measuring gate was
+/// closed at the start (`record --control`): allocator events are recorded between the
+/// harness's `start` and `stop` only.
+pub const FEATURE_CONTROL: &str = "control";
+
+/// `Header::features` entry of a recording made with a control FIFO whose gate was open at the
+/// start (`record --control --start-running`).
+pub const FEATURE_CONTROL_RUNNING: &str = "control_running";
 
 /// What a recording says about itself at its start.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

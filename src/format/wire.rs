@@ -27,7 +27,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use serde::{Deserialize, Serialize};
 
-use super::event::{AllocFunc, Event, EventKind, RssMember};
+use super::event::{AllocFunc, ControlCommand, Event, EventKind, MarkerKind, RssMember};
 
 /// The most threads one chunk may introduce. The writer closes a chunk at 64 KiB of payload and
 /// a `Thread` record takes at least 3 bytes, so it never gets near this; the reader refuses more,
@@ -39,8 +39,10 @@ pub const MAX_THREADS_PER_CHUNK: usize = 1 << 16;
 /// as one byte, strings as a varint length and UTF-8 bytes).
 ///
 /// The variant number is on disk: new variants go at the end only, and existing variants never
-/// move, change their fields or disappear (format version 1 files must stay readable). A change
-/// that cannot be an appended variant needs a new `FORMAT_VERSION`.
+/// move, change their fields or disappear (files of every earlier format version must stay
+/// readable). A change that cannot be an appended variant needs a new `FORMAT_VERSION`; so does
+/// an appended variant, so that an older reader says "upgrade memtrack" instead of "damaged"
+/// (version 2 appended 13 to 16).
 ///
 /// `dt_ns` is always the delta from the previous event of the chunk; `daddr` the delta from the
 /// current thread's previous address; `func` an `AllocFunc` number.
@@ -102,6 +104,14 @@ pub enum WireRecord<'a> {
         cause: &'a str,
         total: u64,
     },
+    /// 13: `Control` `Start` (format version 2 on, as are the variants below).
+    ControlStart { dt_ns: i64 },
+    /// 14: `Control` `Stop`.
+    ControlStop { dt_ns: i64 },
+    /// 15: `Control` `Bench`.
+    ControlBench { dt_ns: i64, uri: &'a str, pid: u32 },
+    /// 16: `Control` `Marker`: `kind` is a `MarkerKind` number.
+    ControlMarker { dt_ns: i64, kind: u8 },
 }
 
 /// What one thread of the chunk's table remembers, identically on both sides.
@@ -314,6 +324,25 @@ impl ChunkEncoder {
                     total: *total,
                 },
             ),
+            EventKind::Control { command } => match command {
+                ControlCommand::Start => append(out, &WireRecord::ControlStart { dt_ns }),
+                ControlCommand::Stop => append(out, &WireRecord::ControlStop { dt_ns }),
+                ControlCommand::Bench { uri, pid } => append(
+                    out,
+                    &WireRecord::ControlBench {
+                        dt_ns,
+                        uri,
+                        pid: *pid,
+                    },
+                ),
+                &ControlCommand::Marker { kind } => append(
+                    out,
+                    &WireRecord::ControlMarker {
+                        dt_ns,
+                        kind: kind as u8,
+                    },
+                ),
+            },
         }
     }
 
@@ -359,6 +388,8 @@ pub(crate) enum DecodeFault {
     UnknownFunc(u8),
     /// An `RssMember` number this reader does not know.
     UnknownMember(u8),
+    /// A `MarkerKind` number this reader does not know.
+    UnknownMarker(u8),
 }
 
 impl fmt::Display for DecodeFault {
@@ -377,6 +408,7 @@ impl fmt::Display for DecodeFault {
             ),
             DecodeFault::UnknownFunc(v) => write!(f, "unknown allocator function number {v}"),
             DecodeFault::UnknownMember(v) => write!(f, "unknown resident counter number {v}"),
+            DecodeFault::UnknownMarker(v) => write!(f, "unknown marker kind number {v}"),
         }
     }
 }
@@ -598,7 +630,21 @@ fn event_kind(th: &mut ThreadState, rec: WireRecord<'_>) -> Result<(i64, EventKi
             };
             (dt_ns, kind)
         }
+        WireRecord::ControlStart { dt_ns } => (dt_ns, control(ControlCommand::Start)),
+        WireRecord::ControlStop { dt_ns } => (dt_ns, control(ControlCommand::Stop)),
+        WireRecord::ControlBench { dt_ns, uri, pid } => {
+            let uri = uri.to_owned();
+            (dt_ns, control(ControlCommand::Bench { uri, pid }))
+        }
+        WireRecord::ControlMarker { dt_ns, kind } => {
+            let kind = MarkerKind::from_u8(kind).ok_or(DecodeFault::UnknownMarker(kind))?;
+            (dt_ns, control(ControlCommand::Marker { kind }))
+        }
     })
+}
+
+fn control(command: ControlCommand) -> EventKind {
+    EventKind::Control { command }
 }
 
 #[cfg(test)]
@@ -663,7 +709,7 @@ mod tests {
     #[test]
     fn variant_numbers_are_pinned() {
         // These numbers are on disk; this test fails if a variant is moved or inserted.
-        let cases: [(WireRecord<'_>, u8); 13] = [
+        let cases: [(WireRecord<'_>, u8); 17] = [
             (WireRecord::Thread { pid: 0, tid: 0 }, 0),
             (WireRecord::Switch { index: 0 }, 1),
             (
@@ -746,6 +792,17 @@ mod tests {
                 },
                 12,
             ),
+            (WireRecord::ControlStart { dt_ns: 0 }, 13),
+            (WireRecord::ControlStop { dt_ns: 0 }, 14),
+            (
+                WireRecord::ControlBench {
+                    dt_ns: 0,
+                    uri: "",
+                    pid: 0,
+                },
+                15,
+            ),
+            (WireRecord::ControlMarker { dt_ns: 0, kind: 0 }, 16),
         ];
         for (rec, n) in cases {
             assert_eq!(record_bytes(&rec)[0], n, "{rec:?}");
@@ -994,6 +1051,53 @@ mod tests {
     }
 
     #[test]
+    fn control_round_trips() {
+        let control = |command| EventKind::Control { command };
+        let mut events = vec![
+            ev(1, 0, 0, control(ControlCommand::Stop)),
+            ev(
+                2,
+                0,
+                0,
+                control(ControlCommand::Bench {
+                    uri: "suite::bench[size 64]".into(),
+                    pid: 4242,
+                }),
+            ),
+            ev(
+                3,
+                0,
+                0,
+                control(ControlCommand::Bench {
+                    uri: String::new(),
+                    pid: u32::MAX,
+                }),
+            ),
+            ev(4, 0, 0, control(ControlCommand::Start)),
+            ev(5, 7, 7, malloc(0x10, 1)),
+        ];
+        for (i, kind) in MarkerKind::ALL.into_iter().enumerate() {
+            events.push(ev(
+                6 + i as u64,
+                0,
+                0,
+                control(ControlCommand::Marker { kind }),
+            ));
+        }
+        round_trip(&events);
+    }
+
+    #[test]
+    fn unknown_marker_is_a_fault() {
+        let mut payload = record_bytes(&WireRecord::Thread { pid: 0, tid: 0 });
+        payload.extend(record_bytes(&WireRecord::ControlMarker {
+            dt_ns: 0,
+            kind: 4,
+        }));
+        assert!(matches!(fault(&payload), DecodeFault::UnknownMarker(4)));
+    }
+
+    #[test]
     fn reset_makes_chunk_self_contained() {
         let mut enc = ChunkEncoder::default();
         let mut first = Vec::new();
@@ -1130,6 +1234,7 @@ mod tests {
             DecodeFault::TooManyThreads,
             DecodeFault::UnknownFunc(77),
             DecodeFault::UnknownMember(9),
+            DecodeFault::UnknownMarker(9),
             DecodeFault::Record(postcard::Error::DeserializeUnexpectedEnd),
         ];
         for f in faults {

@@ -408,6 +408,8 @@ impl Accounting {
                 self.resident_change(i, *member as usize, *delta_pages, *value_pages, ts);
             }
             EventKind::Lost { cause, total } => note_lost(&mut self.lost, cause, *total),
+            // Benchmark scoping is not accounted yet.
+            EventKind::Control { .. } => {}
         }
     }
 
