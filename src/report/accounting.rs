@@ -18,11 +18,12 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use crate::format::{Event, EventKind, Header, LostCount, ReadEnd};
+use crate::format::{Event, EventKind, Header, LostCount, ReadEnd, FEATURE_CONTROL};
 
+use super::bench::Benchmarks;
 use super::metrics::{
-    Blocks, Damage, ExitInfo, HeapMetrics, LostEvents, Metrics, ProcessMetrics, Report, RunInfo,
-    Scope, SizeBucket, SCHEMA_VERSION,
+    BenchmarkMetrics, Blocks, Damage, ExitInfo, HeapMetrics, LostEvents, Metrics, ProcessMetrics,
+    Report, RunInfo, Scope, SizeBucket, SCHEMA_VERSION,
 };
 use super::resident::{ProcResident, ResidentSum, MEMBERS};
 
@@ -83,28 +84,29 @@ fn bucket_range(i: usize) -> (u64, u64) {
 }
 
 /// No process: the parent of a root, or an empty cache.
-const NONE: usize = usize::MAX;
+pub(super) const NONE: usize = usize::MAX;
 
-/// Counters of one process's heap, also summed into trees and the run at the end.
+/// Counters of one process's heap, also summed into trees and the run at the end; and of one
+/// benchmark (`bench.rs`).
 #[derive(Clone, Debug)]
-struct HeapCounters {
-    allocs: u64,
-    frees: u64,
-    bytes_allocated: u64,
-    bytes_freed: u64,
-    failed: u64,
-    temporary: u64,
-    reallocs: u64,
-    realloc_moves: u64,
-    unknown_frees: u64,
-    duplicate_allocs: u64,
-    live_bytes: u64,
-    peak_bytes: u64,
-    peak_ns: u64,
-    leaked: Blocks,
-    live_at_end: Blocks,
-    dropped_at_exec: Blocks,
-    histogram: [u64; BUCKETS],
+pub(super) struct HeapCounters {
+    pub(super) allocs: u64,
+    pub(super) frees: u64,
+    pub(super) bytes_allocated: u64,
+    pub(super) bytes_freed: u64,
+    pub(super) failed: u64,
+    pub(super) temporary: u64,
+    pub(super) reallocs: u64,
+    pub(super) realloc_moves: u64,
+    pub(super) unknown_frees: u64,
+    pub(super) duplicate_allocs: u64,
+    pub(super) live_bytes: u64,
+    pub(super) peak_bytes: u64,
+    pub(super) peak_ns: u64,
+    pub(super) leaked: Blocks,
+    pub(super) live_at_end: Blocks,
+    pub(super) dropped_at_exec: Blocks,
+    pub(super) histogram: [u64; BUCKETS],
 }
 
 impl Default for HeapCounters {
@@ -152,15 +154,24 @@ impl HeapCounters {
         }
     }
 
+    /// Raises the live heap by `bytes` at `ts`, and its peak with it.
+    pub(super) fn grow_live(&mut self, bytes: u64, ts: u64) {
+        self.live_bytes = self.live_bytes.saturating_add(bytes);
+        if self.live_bytes > self.peak_bytes {
+            self.peak_bytes = self.live_bytes;
+            self.peak_ns = ts;
+        }
+    }
+
     /// Counts one allocation of `size` bytes.
-    fn count_alloc(&mut self, size: u64) {
+    pub(super) fn count_alloc(&mut self, size: u64) {
         self.allocs += 1;
         self.bytes_allocated = self.bytes_allocated.saturating_add(size);
         self.histogram[bucket(size)] += 1;
     }
 
     /// The metrics form, with the peak of the scope (a process's own, or a tree's sum).
-    fn to_metrics(&self, peak: Peak, start_ns: u64) -> HeapMetrics {
+    pub(super) fn to_metrics(&self, peak: Peak, start_ns: u64) -> HeapMetrics {
         let average_alloc_bytes = if self.allocs == 0 {
             0.0
         } else {
@@ -251,6 +262,11 @@ struct Proc {
     last_alloc: IntMap<u32, u64>,
     heap: HeapCounters,
     resident: Option<Box<ProcResident>>,
+    /// Live blocks allocated inside a benchmark's window: address -> benchmark index.
+    bench_blocks: IntMap<u64, usize>,
+    /// Whether its current image is `memtrack ctl`, a control client that belongs to no
+    /// benchmark (see `is_control_client`).
+    control_client: bool,
 }
 
 impl Proc {
@@ -294,6 +310,7 @@ pub struct Accounting {
     events: u64,
     ignored_events: u64,
     last_ts_ns: u64,
+    benches: Benchmarks,
 }
 
 impl Accounting {
@@ -317,6 +334,7 @@ impl Accounting {
             events: 0,
             ignored_events: 0,
             last_ts_ns: 0,
+            benches: Benchmarks::new(!header.features.iter().any(|f| f == FEATURE_CONTROL)),
         }
     }
 
@@ -329,7 +347,11 @@ impl Accounting {
             EventKind::Alloc { addr, size, .. } => {
                 let i = self.active(pid, ts);
                 self.procs[i].heap.count_alloc(*size);
-                self.insert_block(i, tid, *addr, *size, ts);
+                let bench = self.measured_in(i);
+                if let Some(b) = bench {
+                    self.benches.get(b).heap.count_alloc(*size);
+                }
+                self.insert_block(i, tid, *addr, *size, ts, bench);
             }
             EventKind::Free { addr, .. } => {
                 let i = match self.lookup(pid) {
@@ -350,26 +372,40 @@ impl Accounting {
                 ..
             } => {
                 let i = self.active(pid, ts);
-                let p = &mut self.procs[i];
-                p.heap.count_alloc(*size);
-                p.heap.reallocs += 1;
-                if addr != old_addr {
-                    p.heap.realloc_moves += 1;
+                let bench = self.measured_in(i);
+                let counters = std::iter::once(&mut self.procs[i].heap)
+                    .chain(bench.map(|b| &mut self.benches.get(b).heap));
+                for heap in counters {
+                    heap.count_alloc(*size);
+                    heap.reallocs += 1;
+                    if addr != old_addr {
+                        heap.realloc_moves += 1;
+                    }
                 }
                 // The old block goes first, so a realloc never counts both blocks at once.
+                let p = &mut self.procs[i];
                 match p.live.remove(old_addr) {
                     Some(old_size) => {
                         p.heap.frees += 1;
                         p.heap.bytes_freed = p.heap.bytes_freed.saturating_add(old_size);
                         self.shrink(i, old_size);
+                        self.bench_free(i, *old_addr, old_size, false, bench);
                     }
-                    None => p.heap.unknown_frees += 1,
+                    None => {
+                        p.heap.unknown_frees += 1;
+                        if let Some(b) = bench {
+                            self.benches.get(b).heap.unknown_frees += 1;
+                        }
+                    }
                 }
-                self.insert_block(i, tid, *addr, *size, ts);
+                self.insert_block(i, tid, *addr, *size, ts, bench);
             }
             EventKind::AllocFailed { .. } => {
                 let i = self.active(pid, ts);
                 self.procs[i].heap.failed += 1;
+                if let Some(b) = self.measured_in(i) {
+                    self.benches.get(b).heap.failed += 1;
+                }
             }
             EventKind::Fork { child } => self.fork(pid, *child, ts),
             EventKind::Exec { filename, argv } => {
@@ -406,10 +442,122 @@ impl Accounting {
                     self.procs[i].acted = true;
                 }
                 self.resident_change(i, *member as usize, *delta_pages, *value_pages, ts);
+                if self.benches.window().is_some() {
+                    self.follow_bench_resident(ts);
+                }
             }
             EventKind::Lost { cause, total } => note_lost(&mut self.lost, cause, *total),
-            // Benchmark scoping is not accounted yet.
-            EventKind::Control { .. } => {}
+            EventKind::Control { command } => {
+                let (by_pid, procs) = (&self.by_pid, &self.procs);
+                let alive = |pid| match by_pid.get(&pid) {
+                    Some(&i) if procs[i].is_alive() => i,
+                    _ => NONE,
+                };
+                if self.benches.control(command, ts, alive) {
+                    self.follow_bench_resident(ts);
+                }
+            }
+        }
+    }
+
+    /// The benchmark whose window is open, if process `i` is measured in it: `i` is the
+    /// benchmark's pid or descends from it, and is not a control client.
+    #[inline]
+    fn measured_in(&mut self, i: usize) -> Option<usize> {
+        let b = self.benches.window()?;
+        if self.procs[i].control_client {
+            return None;
+        }
+        if self.benches.root_pid != 0 {
+            let root = self.bench_root()?;
+            if !self.is_ancestor(root, i) {
+                return None;
+            }
+        }
+        self.benches.count_process(b, i);
+        Some(b)
+    }
+
+    /// The process of the current benchmark's pid, once it is known: a pid the harness named
+    /// before any event of it arrived is looked up again later.
+    fn bench_root(&mut self) -> Option<usize> {
+        if self.benches.root == NONE {
+            match self.lookup(self.benches.root_pid) {
+                Lookup::Alive(r) => self.benches.root = r,
+                Lookup::Exited | Lookup::Absent => return None,
+            }
+        }
+        Some(self.benches.root)
+    }
+
+    /// Raises the open window's benchmark's resident peaks to its pid tree's sums now.
+    fn follow_bench_resident(&mut self, ts: u64) {
+        let Some(b) = self.benches.window() else {
+            return;
+        };
+        if self.resident_trees.is_empty() {
+            return; // no resident memory recorded (yet)
+        }
+        let live = if self.benches.root_pid == 0 {
+            self.run_resident.live
+        } else {
+            match self.bench_root() {
+                Some(root) => self.resident_trees[root].live,
+                None => return,
+            }
+        };
+        self.benches.get(b).follow_resident(&live, ts);
+    }
+
+    /// Process `i` released its live block `addr` of `size` bytes (`temporary` as the process
+    /// counted it): the benchmark that owns the block counts the free; otherwise the benchmark
+    /// measuring `i` now (`measured`), if any, counts an unknown free.
+    fn bench_free(
+        &mut self,
+        i: usize,
+        addr: u64,
+        size: u64,
+        temporary: bool,
+        measured: Option<usize>,
+    ) {
+        let owned = &mut self.procs[i].bench_blocks;
+        let owner = if owned.is_empty() {
+            None
+        } else {
+            owned.remove(&addr)
+        };
+        match (owner, measured) {
+            (Some(b), _) => {
+                let bench = self.benches.get(b);
+                bench.heap.frees += 1;
+                bench.heap.bytes_freed = bench.heap.bytes_freed.saturating_add(size);
+                if temporary {
+                    bench.heap.temporary += 1;
+                }
+                bench.shrink(size);
+            }
+            (None, Some(b)) => self.benches.get(b).heap.unknown_frees += 1,
+            (None, None) => {}
+        }
+    }
+
+    /// Process `i`'s live heap goes away (at exec, or at exit when `at_exit`): the blocks
+    /// benchmarks own in it leave their live heaps as `dropped_at_exec` or `leaked`.
+    fn drop_bench_blocks(&mut self, i: usize, at_exit: bool) {
+        let p = &mut self.procs[i];
+        if p.bench_blocks.is_empty() {
+            return;
+        }
+        for (addr, b) in std::mem::take(&mut p.bench_blocks) {
+            let bytes = p.live.get(&addr).copied().unwrap_or(0);
+            let bench = self.benches.get(b);
+            bench.shrink(bytes);
+            let gone = if at_exit {
+                &mut bench.heap.leaked
+            } else {
+                &mut bench.heap.dropped_at_exec
+            };
+            *gone = gone.plus(Blocks { blocks: 1, bytes });
         }
     }
 
@@ -466,6 +614,8 @@ impl Accounting {
             last_alloc: IntMap::default(),
             heap: HeapCounters::default(),
             resident: None,
+            bench_blocks: IntMap::default(),
+            control_client: false,
         });
         self.trees.push(TreeSum {
             parent,
@@ -482,43 +632,66 @@ impl Accounting {
         i
     }
 
-    /// Adds a block at `addr` to process `i` as the thread's latest allocation.
-    fn insert_block(&mut self, i: usize, tid: u32, addr: u64, size: u64, ts: u64) {
+    /// Adds a block at `addr` to process `i` as the thread's latest allocation, owned by
+    /// benchmark `bench` if it was allocated inside that benchmark's window.
+    fn insert_block(
+        &mut self,
+        i: usize,
+        tid: u32,
+        addr: u64,
+        size: u64,
+        ts: u64,
+        bench: Option<usize>,
+    ) {
         let p = &mut self.procs[i];
         let replaced = p.live.insert(addr, size);
         p.last_alloc.insert(tid, addr);
         if let Some(old_size) = replaced {
             p.heap.duplicate_allocs += 1;
+            // The older block leaves its benchmark's live heap too.
+            if let Some(old) = p.bench_blocks.remove(&addr) {
+                self.benches.get(old).shrink(old_size);
+            }
+            if let Some(b) = bench {
+                self.benches.get(b).heap.duplicate_allocs += 1;
+            }
             self.shrink(i, old_size);
         }
         self.grow(i, size, ts);
+        if let Some(b) = bench {
+            self.procs[i].bench_blocks.insert(addr, b);
+            self.benches.get(b).grow(size, ts);
+        }
     }
 
     /// Releases `addr` in process `i`, or counts an unknown free.
     fn free(&mut self, i: usize, tid: u32, addr: u64) {
+        let measured = self.measured_in(i);
         let p = &mut self.procs[i];
         match p.live.remove(&addr) {
             Some(size) => {
                 p.heap.frees += 1;
                 p.heap.bytes_freed = p.heap.bytes_freed.saturating_add(size);
-                if p.last_alloc.get(&tid) == Some(&addr) {
+                let temporary = p.last_alloc.get(&tid) == Some(&addr);
+                if temporary {
                     p.heap.temporary += 1;
                     p.last_alloc.remove(&tid);
                 }
                 self.shrink(i, size);
+                self.bench_free(i, addr, size, temporary, measured);
             }
-            None => p.heap.unknown_frees += 1,
+            None => {
+                p.heap.unknown_frees += 1;
+                if let Some(b) = measured {
+                    self.benches.get(b).heap.unknown_frees += 1;
+                }
+            }
         }
     }
 
     /// Raises the live heap of process `i`, its trees and the run by `bytes`.
     fn grow(&mut self, i: usize, bytes: u64, ts: u64) {
-        let heap = &mut self.procs[i].heap;
-        heap.live_bytes = heap.live_bytes.saturating_add(bytes);
-        if heap.live_bytes > heap.peak_bytes {
-            heap.peak_bytes = heap.live_bytes;
-            heap.peak_ns = ts;
-        }
+        self.procs[i].heap.grow_live(bytes, ts);
         self.grow_trees_from(i, bytes, ts);
     }
 
@@ -632,12 +805,14 @@ impl Accounting {
 
     /// Process `i` executed `filename`: its old heap and resident counters are gone.
     fn exec(&mut self, i: usize, filename: &str, argv: &[String]) {
+        self.drop_bench_blocks(i, false);
         let dropped = self.drop_live(i, true);
         let p = &mut self.procs[i];
         p.heap.dropped_at_exec = p.heap.dropped_at_exec.plus(dropped);
         p.exe = Some(filename.to_string());
         p.argv = argv.to_vec();
         p.execs = p.execs.saturating_add(1);
+        p.control_client = is_control_client(filename, argv);
         if let Some(r) = p.resident.as_deref_mut() {
             r.start_image();
             self.set_contribution(i, [0; 5], 0);
@@ -646,6 +821,7 @@ impl Accounting {
 
     /// Process `i` exited with `status`: what is live is leaked.
     fn exit(&mut self, i: usize, status: i32, ts: u64) {
+        self.drop_bench_blocks(i, true);
         let leaked = self.drop_live(i, false);
         let p = &mut self.procs[i];
         p.heap.leaked = leaked;
@@ -707,8 +883,18 @@ impl Accounting {
                     blocks: p.live.len() as u64,
                     bytes: p.heap.live_bytes,
                 };
+                // A benchmark's blocks that no recorded free released are its leaks, whether
+                // or not their process is still running (bench.rs).
+                for (addr, &b) in &p.bench_blocks {
+                    let bytes = p.live.get(addr).copied().unwrap_or(0);
+                    let leaked = &mut self.benches.get(b).heap.leaked;
+                    *leaked = leaked.plus(Blocks { blocks: 1, bytes });
+                }
             }
         }
+        let end_ns = self.end_ns(end);
+        self.benches.finish(end_ns);
+        let benchmarks = self.benches.metrics(page, start);
 
         let order = self.tree_order();
         // Sum counters bottom-up: in reverse tree order every child comes before its parent.
@@ -789,7 +975,17 @@ impl Accounting {
             resident: any_resident.then(|| self.run_resident.metrics(&run_beyond, page, start)),
         };
 
-        self.completeness(end, totals, processes)
+        self.completeness(end, totals, processes, benchmarks)
+    }
+
+    /// When the recording ended: the trailer's end time, or the last event's time without one.
+    fn end_ns(&self, end: Option<&ReadEnd>) -> u64 {
+        match end {
+            Some(ReadEnd::Complete(t)) if t.end_monotonic_ns >= self.header.start_monotonic_ns => {
+                t.end_monotonic_ns
+            }
+            _ => self.last_ts_ns,
+        }
     }
 
     /// Processes in tree order (parents first, children in the order they appeared) with their
@@ -822,8 +1018,10 @@ impl Accounting {
         end: Option<&ReadEnd>,
         totals: Metrics,
         processes: Vec<ProcessMetrics>,
+        benchmarks: Vec<BenchmarkMetrics>,
     ) -> Report {
         let start = self.header.start_monotonic_ns;
+        let end_ns = self.end_ns(end);
         let mut lost = self.lost;
         let mut damage = None;
         let mut trailer = None;
@@ -864,10 +1062,6 @@ impl Accounting {
             ));
         }
 
-        let end_ns = match trailer {
-            Some(t) if t.end_monotonic_ns >= start => t.end_monotonic_ns,
-            _ => self.last_ts_ns,
-        };
         let root_exit = processes
             .iter()
             .find(|p| p.pid == self.header.root_pid)
@@ -900,8 +1094,18 @@ impl Accounting {
             scope: Scope::Run,
             totals,
             processes,
+            benchmarks,
         }
     }
+}
+
+/// Whether an exec of `filename` with `argv` runs `memtrack ctl`: a control client of the
+/// harness, which belongs to no benchmark. A shell harness runs `memtrack ctl stop` as a child
+/// of the benchmark's pid while measuring, and the client's own start-up allocations must not
+/// count in the benchmark.
+fn is_control_client(filename: &str, argv: &[String]) -> bool {
+    let name = filename.rsplit('/').next().unwrap_or(filename);
+    name.starts_with("memtrack") && argv.get(1).is_some_and(|a| a == "ctl")
 }
 
 /// Runs the whole pass over `events`: the pure core of `report` and `check`.
@@ -1649,6 +1853,46 @@ mod tests {
                 assert!(r.totals.heap.peak_live_bytes >= p.tree.heap.peak_live_bytes);
             }
             let _ = r.narrow(Scope::Tree { pid: 3 });
+        }
+    }
+
+    #[test]
+    fn random_streams_with_control_commands_stay_consistent() {
+        use crate::format::{ControlCommand, MarkerKind};
+        for seed in 1..200u64 {
+            let mut rng = Random(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+            let events: Vec<Event> = (0..400)
+                .map(|t| {
+                    if rng.below(8) > 0 {
+                        return random_event(&mut rng, t);
+                    }
+                    let command = match rng.below(4) {
+                        0 => ControlCommand::Start,
+                        1 => ControlCommand::Stop,
+                        2 => ControlCommand::Bench {
+                            uri: format!("b{}", rng.below(3)),
+                            pid: rng.below(8) as u32,
+                        },
+                        _ => ControlCommand::Marker {
+                            kind: MarkerKind::ALL[rng.below(4) as usize],
+                        },
+                    };
+                    at(t, 0, 0, EventKind::Control { command })
+                })
+                .collect();
+            let r = analyze(&header(), events, None);
+            let bench_allocs: u64 = r.benchmarks.iter().map(|b| b.metrics.heap.allocs).sum();
+            assert!(bench_allocs <= r.totals.heap.allocs, "seed {seed}");
+            for b in &r.benchmarks {
+                let h = &b.metrics.heap;
+                let ended = h.frees + h.leaked.blocks + h.dropped_at_exec.blocks;
+                assert!(ended <= h.allocs, "seed {seed}: {b:?}");
+                assert!(
+                    h.peak_live_bytes <= r.totals.heap.peak_live_bytes,
+                    "seed {seed}"
+                );
+                assert!(b.metrics.processes <= r.totals.processes, "seed {seed}");
+            }
         }
     }
 

@@ -7,6 +7,7 @@
 //! `json` or `check`. [`analyze`] is the pure core, for tests and other commands.
 
 pub mod accounting;
+mod bench;
 pub mod check;
 pub mod json;
 pub mod metrics;
@@ -24,7 +25,7 @@ use crate::format::Reader;
 
 pub use accounting::{analyze, Accounting};
 pub use check::CheckOptions;
-pub use metrics::{Report, Scope};
+pub use metrics::{Report, Scope, Unknown};
 
 /// How `report` prints.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -135,15 +136,21 @@ fn read_report(path: &Path) -> Result<Report> {
     Ok(accounting.finish(reader.end()))
 }
 
-/// Narrows `report` to `scope`, turning an unknown pid into a usage error that says how to list
-/// the recording's processes.
+/// Narrows `report` to `scope`, turning an unknown pid or benchmark into a usage error that
+/// says how to list what the recording has.
 fn narrow(report: Report, scope: Scope, path: &Path) -> Result<Report> {
     report.narrow(scope).map_err(|unknown| {
-        Error::Usage(format!(
-            "pid {} is not in the recording; `memtrack report {}` lists its processes",
-            unknown.0,
-            path.display()
-        ))
+        Error::Usage(match unknown {
+            Unknown::Pid(pid) => format!(
+                "pid {pid} is not in the recording; `memtrack report {}` lists its processes",
+                path.display()
+            ),
+            Unknown::Benchmark(uri) => format!(
+                "benchmark '{uri}' is not in the recording; `memtrack report {} --by bench` \
+                 lists its benchmarks",
+                path.display()
+            ),
+        })
     })
 }
 

@@ -102,10 +102,11 @@ fn write_summary(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let t: &Metrics = &report.totals;
     let h = &t.heap;
     writeln!(out)?;
-    let title = match report.scope {
+    let title = match &report.scope {
         Scope::Run => format!("whole run ({})", processes(t.processes)),
         Scope::Process { pid } => format!("process {pid}"),
         Scope::Tree { pid } => format!("tree of process {pid} ({})", processes(t.processes)),
+        Scope::Benchmark { uri } => format!("benchmark {}", clean(uri)),
     };
     writeln!(out, "{title}")?;
     let line = |out: &mut dyn Write, label: &str, value: String| -> io::Result<()> {
