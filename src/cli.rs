@@ -78,6 +78,10 @@ pub struct ReportArgs {
     /// only this process and its descendants
     #[argh(option)]
     pub tree: Option<u32>,
+    /// rows of the text form: process (default) or bench (one row per benchmark the harness
+    /// named; JSON always has both)
+    #[argh(option, default = "String::from(\"process\")")]
+    pub by: String,
 }
 
 /// Fail (exit 1) when a recording exceeds memory limits; exit 0 when all hold, 2 on a bad file
@@ -95,6 +99,9 @@ pub struct CheckArgs {
     /// check only this process and its descendants (default: the whole run)
     #[argh(option)]
     pub tree: Option<u32>,
+    /// check only this benchmark: its pid tree inside its measuring windows
+    #[argh(option)]
+    pub bench: Option<String>,
     /// highest allowed peak of live heap (SIZE)
     #[argh(option)]
     pub max_peak_heap: Option<String>,

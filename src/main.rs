@@ -7,7 +7,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use memtrack::error::{Error, Subcommand};
-use memtrack::report::{CheckOptions, OutputFormat, ReportOptions};
+use memtrack::report::{CheckOptions, OutputFormat, ReportOptions, Rows};
 use memtrack::{dump, record, report, units};
 
 fn main() -> ExitCode {
@@ -55,10 +55,16 @@ fn run(command: cli::Command) -> Result<i32, Error> {
                 "json" => OutputFormat::Json,
                 other => return Err(Error::Usage(format!("--format {other}: give text or json"))),
             };
+            let rows = match a.by.as_str() {
+                "process" => Rows::Processes,
+                "bench" => Rows::Benchmarks,
+                other => return Err(Error::Usage(format!("--by {other}: give process or bench"))),
+            };
             let opts = ReportOptions {
                 format,
                 pid: a.pid,
                 tree: a.tree,
+                rows,
             };
             report::run_report(&a.file, &opts, &mut std::io::stdout().lock())?;
             Ok(0)
@@ -72,6 +78,7 @@ fn run(command: cli::Command) -> Result<i32, Error> {
             };
             let opts = CheckOptions {
                 tree: a.tree,
+                bench: a.bench,
                 max_peak_heap: size("max-peak-heap", a.max_peak_heap)?,
                 max_allocs: a.max_allocs,
                 max_bytes: size("max-bytes", a.max_bytes)?,
