@@ -24,6 +24,7 @@ pub enum Command {
     Report(ReportArgs),
     Check(CheckArgs),
     Dump(DumpArgs),
+    Ctl(CtlArgs),
 }
 
 /// Run a command and record its allocations, and those of every process it starts, into a file.
@@ -53,6 +54,14 @@ pub struct RecordArgs {
     /// print nothing but errors
     #[argh(switch, short = 'q')]
     pub quiet: bool,
+    /// make a control FIFO at PATH (and PATH.ack) for a benchmark harness, passed to the command
+    /// in $MEMTRACK_CONTROL; allocations are then recorded only between the harness's start and
+    /// stop (docs/control-protocol.md)
+    #[argh(option)]
+    pub control: Option<PathBuf>,
+    /// with --control: record allocations from the start, until the harness says stop
+    #[argh(switch)]
+    pub start_running: bool,
     /// the command to record and its arguments (after --)
     #[argh(positional, greedy)]
     pub command: Vec<String>,
@@ -114,6 +123,72 @@ pub struct CheckArgs {
     /// highest allowed heap still live when processes exit (SIZE)
     #[argh(option)]
     pub max_leaked: Option<String>,
+}
+
+/// Talk to a running `memtrack record --control PATH` from a harness: start or stop measuring,
+/// name the benchmark and the pid it runs in, or mark a point of the harness's loop. Exits 0
+/// when the recorder acknowledged, 1 when it refused or could not be reached, 2 on a bad flag.
+#[derive(FromArgs, Debug)]
+#[argh(
+    subcommand,
+    name = "ctl",
+    example = "memtrack ctl bench 'parse::small' --pid $$ && memtrack ctl start",
+    example = "memtrack ctl stop"
+)]
+pub struct CtlArgs {
+    /// the control FIFO (default: $MEMTRACK_CONTROL, which `record --control` sets)
+    #[argh(option)]
+    pub control: Option<PathBuf>,
+    #[argh(subcommand)]
+    pub action: CtlAction,
+}
+
+/// What `memtrack ctl` sends.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand)]
+pub enum CtlAction {
+    Hello(CtlHello),
+    Start(CtlStart),
+    Stop(CtlStop),
+    Bench(CtlBench),
+    Marker(CtlMarker),
+}
+
+/// Check that a recorder listens, and print its protocol version.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "hello")]
+pub struct CtlHello {}
+
+/// Start measuring: once this returns, allocator calls are recorded.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "start")]
+pub struct CtlStart {}
+
+/// Stop measuring: once this returns, allocator calls are not recorded.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "stop")]
+pub struct CtlStop {}
+
+/// Name the benchmark that runs from now on, and the pid it runs in (with its descendants).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "bench")]
+pub struct CtlBench {
+    /// the benchmark's URI (any text without control characters)
+    #[argh(positional)]
+    pub uri: String,
+    /// the pid the benchmark runs in (default: the process that runs memtrack ctl, e.g. the
+    /// harness shell; 0: every process)
+    #[argh(option)]
+    pub pid: Option<u32>,
+}
+
+/// Mark a point of the harness's loop: sample_start, sample_end, round_start or round_end.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "marker")]
+pub struct CtlMarker {
+    /// the kind of marker
+    #[argh(positional)]
+    pub kind: String,
 }
 
 /// Print every event of a recording as one JSON object per line.

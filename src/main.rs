@@ -7,8 +7,9 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use memtrack::error::{Error, Subcommand};
+use memtrack::format::{ControlCommand, MarkerKind};
 use memtrack::report::{CheckOptions, OutputFormat, ReportOptions, Rows};
-use memtrack::{dump, record, report, units};
+use memtrack::{control, dump, record, report, units};
 
 fn main() -> ExitCode {
     let args: cli::Cli = argh::from_env();
@@ -45,7 +46,8 @@ fn run(command: cli::Command) -> Result<i32, Error> {
     match command {
         cli::Command::Record(a) => {
             let mut opts =
-                record::RecordOptions::new(a.output, a.ring_size, a.command, !a.no_rss, a.quiet)?;
+                record::RecordOptions::new(a.output, a.ring_size, a.command, !a.no_rss, a.quiet)?
+                    .with_control(a.control, a.start_running)?;
             opts.probe_floor = a.probe_floor;
             record::run(&opts)
         }
@@ -86,6 +88,32 @@ fn run(command: cli::Command) -> Result<i32, Error> {
             };
             let ok = report::run_check(&a.file, &opts, &mut std::io::stdout().lock())?;
             Ok(if ok { 0 } else { 1 })
+        }
+        cli::Command::Ctl(a) => {
+            let command = match a.action {
+                cli::CtlAction::Hello(_) => None,
+                cli::CtlAction::Start(_) => Some(ControlCommand::Start),
+                cli::CtlAction::Stop(_) => Some(ControlCommand::Stop),
+                cli::CtlAction::Bench(b) => Some(ControlCommand::Bench {
+                    uri: b.uri,
+                    pid: b.pid.unwrap_or_else(std::os::unix::process::parent_id),
+                }),
+                cli::CtlAction::Marker(m) => {
+                    let kind = MarkerKind::from_name(&m.kind).ok_or_else(|| {
+                        Error::Usage(format!(
+                            "marker {}: give sample_start, sample_end, round_start or round_end",
+                            m.kind
+                        ))
+                    })?;
+                    Some(ControlCommand::Marker { kind })
+                }
+            };
+            let hello = command.is_none();
+            control::ctl(a.control.as_deref(), command)?;
+            if hello {
+                println!("memtrack control protocol {}", control::PROTOCOL_VERSION);
+            }
+            Ok(0)
         }
         cli::Command::Dump(a) => {
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());

@@ -13,9 +13,13 @@ use std::fs::File;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::control::Request;
 use crate::error::Error;
-use crate::format::{Event, EventKind, FormatError, Header, LostCount, Trailer, Writer};
+use crate::format::{
+    ControlCommand, Event, EventKind, FormatError, Header, LostCount, Trailer, Writer,
+};
 use crate::record::decode::{self, LOST_CAUSES};
+use crate::record::listen::Control;
 use crate::sys::bpf::MapFd;
 use crate::sys::process::{self, Reaped, SignalSet};
 use crate::sys::ring::RingBuffer;
@@ -33,6 +37,9 @@ pub const HANDLED_SIGNALS: [i32; 5] = [
 const POLL_INTERVAL: Duration = Duration::from_millis(4);
 /// A killed recorder leaves a file readable up to its last chunk: write one at least this often.
 const FLUSH_INTERVAL: Duration = Duration::from_secs(1);
+/// Before a control command is written, the ring is drained up to where the producer was; a
+/// record still being written there is waited for this long at most (it takes microseconds).
+const BUSY_RECORD_WAIT: Duration = Duration::from_millis(10);
 
 /// What the loop needs; built by `record::run` once everything is loaded and spawned.
 pub struct Session<'a> {
@@ -41,6 +48,8 @@ pub struct Session<'a> {
     pub signals: &'a SignalSet,
     pub root_pid: i32,
     pub output: &'a Path,
+    /// The control channel, with `--control`.
+    pub control: Option<Control<'a>>,
 }
 
 /// What a recording amounted to, for the closing line.
@@ -53,6 +62,8 @@ pub struct Summary {
     pub undecodable: u64,
     pub exit_code: i32,
     pub output: String,
+    /// Control commands accepted and requests refused, with `--control`.
+    pub control: Option<(u64, u64)>,
 }
 
 impl fmt::Display for Summary {
@@ -82,6 +93,12 @@ impl fmt::Display for Summary {
         if self.undecodable > 0 {
             write!(f, "; {} records could not be decoded", self.undecodable)?;
         }
+        if let Some((accepted, refused)) = self.control {
+            write!(f, "; {accepted} control commands")?;
+            if refused > 0 {
+                write!(f, " ({refused} malformed requests refused)")?;
+            }
+        }
         Ok(())
     }
 }
@@ -106,6 +123,8 @@ impl Session<'_> {
                 // The command goes on without us; the file holds what was written so far.
                 return Err(werr(e));
             }
+            self.serve_control(&mut writer, &mut pids, &mut undecodable, &mut write_error)
+                .map_err(werr)?;
             if last_flush.elapsed() >= FLUSH_INTERVAL {
                 self.push_lost(&mut writer, &mut lost_seen).map_err(werr)?;
                 writer.flush_chunk().map_err(werr)?;
@@ -146,8 +165,11 @@ impl Session<'_> {
             }
         }
 
-        // Every process of the tree has ended: whatever they produced is in the ring now.
+        // Every process of the tree has ended: whatever they produced is in the ring now, and
+        // whatever a client sent without waiting for its reply is in the control FIFO.
         self.drain_into(&mut writer, &mut pids, &mut undecodable, &mut write_error);
+        self.serve_control(&mut writer, &mut pids, &mut undecodable, &mut write_error)
+            .map_err(werr)?;
         if let Some(e) = write_error.take() {
             return Err(werr(e));
         }
@@ -182,7 +204,108 @@ impl Session<'_> {
             undecodable,
             exit_code,
             output: self.output.display().to_string(),
+            control: self
+                .control
+                .as_ref()
+                .map(|c| (c.listener.accepted, c.listener.refused)),
         })
+    }
+
+    /// Acts on every request the harness sent since the last call, in order
+    /// (docs/control-protocol.md). A command is written into the file after every record the
+    /// ring held when it was taken, stamped on the records' clock; `start` opens the gate before
+    /// its reply, so when the harness reads `ok` the kernel records, and `stop` closes it first.
+    fn serve_control(
+        &mut self,
+        writer: &mut Writer<File>,
+        pids: &mut HashSet<u32>,
+        undecodable: &mut u64,
+        write_error: &mut Option<FormatError>,
+    ) -> Result<(), FormatError> {
+        let Some(mut control) = self.control.take() else {
+            return Ok(());
+        };
+        let served = self.serve_requests(&mut control, writer, pids, undecodable, write_error);
+        self.control = Some(control);
+        served
+    }
+
+    fn serve_requests(
+        &mut self,
+        control: &mut Control<'_>,
+        writer: &mut Writer<File>,
+        pids: &mut HashSet<u32>,
+        undecodable: &mut u64,
+        write_error: &mut Option<FormatError>,
+    ) -> Result<(), FormatError> {
+        for received in control.listener.requests() {
+            let command = match &received.request {
+                Err(message) => {
+                    control
+                        .listener
+                        .reply(&received.reply(Some(message.clone())));
+                    continue;
+                }
+                Ok(Request::Hello { .. }) => {
+                    control.listener.reply(&received.reply(None));
+                    continue;
+                }
+                Ok(Request::Command(command)) => command.clone(),
+            };
+            let closed = match command {
+                ControlCommand::Stop => control.set_gate(false),
+                _ => Ok(()),
+            };
+            if let Err(message) = closed {
+                control.listener.reply(&received.reply(Some(message)));
+                continue;
+            }
+            self.drain_pending(writer, pids, undecodable, write_error);
+            if let Some(e) = write_error.take() {
+                return Err(e);
+            }
+            let ts_ns = process::monotonic_ns();
+            let opened = match command {
+                ControlCommand::Start => control.set_gate(true),
+                _ => Ok(()),
+            };
+            if let Err(message) = opened {
+                control.listener.reply(&received.reply(Some(message)));
+                continue;
+            }
+            writer.push(&Event {
+                ts_ns,
+                pid: 0,
+                tid: 0,
+                kind: EventKind::Control { command },
+            })?;
+            control.listener.reply(&received.reply(None));
+        }
+        Ok(())
+    }
+
+    /// Drains every record the ring holds now, waiting briefly for one still being written, so
+    /// that what is pushed next comes after all of them in the file.
+    fn drain_pending(
+        &mut self,
+        writer: &mut Writer<File>,
+        pids: &mut HashSet<u32>,
+        undecodable: &mut u64,
+        write_error: &mut Option<FormatError>,
+    ) {
+        let target = self.ring.producer_position();
+        let deadline = Instant::now() + BUSY_RECORD_WAIT;
+        loop {
+            self.drain_into(writer, pids, undecodable, write_error);
+            if self.ring.consumed_through(target) || write_error.is_some() {
+                return;
+            }
+            if Instant::now() >= deadline {
+                log::debug!("a ring record stayed busy for {BUSY_RECORD_WAIT:?}; going on");
+                return;
+            }
+            std::thread::yield_now();
+        }
     }
 
     fn drain_into(

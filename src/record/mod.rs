@@ -2,11 +2,13 @@
 //! the ring buffer into the file until the whole tree is gone, and exit with the command's status.
 //!
 //! Flow: preflight → load (process.bpf.o, then alloc.bpf.o sharing its maps) → attach → open the
-//! output → spawn → drain loop (ring → decode → writer) → final drain → trailer.
+//! output → control FIFOs (`--control`) → spawn → drain loop (ring → decode → writer; control
+//! requests) → final drain → trailer.
 
 pub mod attach;
 pub mod decode;
 pub mod drain;
+pub mod listen;
 pub mod spawn;
 pub mod symbols;
 
@@ -14,7 +16,7 @@ use std::fs::File;
 use std::path::PathBuf;
 
 use crate::error::Error;
-use crate::format::Header;
+use crate::format::{Header, FEATURE_CONTROL, FEATURE_CONTROL_RUNNING};
 use crate::preflight;
 use crate::sys::bpf::{self, BpfError, LoadedObject, MapFd, OpenObject};
 use crate::sys::process;
@@ -38,6 +40,10 @@ pub struct RecordOptions {
     pub probe_floor: bool,
     /// Print nothing but errors.
     pub quiet: bool,
+    /// The control FIFO to make for the harness (`--control`), an absolute path.
+    pub control: Option<PathBuf>,
+    /// With `control`: record allocations from the start instead of waiting for `start`.
+    pub start_running: bool,
 }
 
 impl RecordOptions {
@@ -66,7 +72,30 @@ impl RecordOptions {
             rss,
             probe_floor: false,
             quiet,
+            control: None,
+            start_running: false,
         })
+    }
+
+    /// Adds `--control PATH` and `--start-running`.
+    pub fn with_control(
+        mut self,
+        control: Option<PathBuf>,
+        start_running: bool,
+    ) -> Result<RecordOptions, Error> {
+        if start_running && control.is_none() {
+            return Err(Error::Usage(
+                "--start-running only means something with --control PATH (without it, \
+                 everything is recorded)"
+                    .into(),
+            ));
+        }
+        // The command may change directory before it opens the FIFO.
+        self.control = control
+            .map(|p| std::path::absolute(&p).map_err(|e| Error::io(&p, e)))
+            .transpose()?;
+        self.start_running = start_running;
+        Ok(self)
     }
 }
 
@@ -206,6 +235,29 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
     // Validate the output path before the command runs: a typo must not cost a whole run.
     let file = File::create(&opts.output).map_err(|e| Error::io(&opts.output, e))?;
 
+    let control = match &opts.control {
+        Some(path) => {
+            // The command runs as our own user; a privilege drop gives its uid and gid here.
+            let owner = process::user_ids();
+            let listener = listen::Listener::create(path, owner)?;
+            let gate = MapFd::of(&process_obj, "gate").map_err(kernel_error)?;
+            let control = listen::Control { listener, gate };
+            if opts.start_running {
+                features.push(FEATURE_CONTROL_RUNNING.to_string());
+            } else {
+                control.set_gate(false).map_err(Error::Kernel)?;
+                features.push(FEATURE_CONTROL.to_string());
+            }
+            Some(control)
+        }
+        None => None,
+    };
+    let env: Vec<(&str, &std::ffi::OsStr)> = opts
+        .control
+        .iter()
+        .map(|p| (crate::control::ENV_VAR, p.as_os_str()))
+        .collect();
+
     // Signals are taken synchronously by the drain loop; blocked before the child exists so
     // none is missed (std's Command gives the child an empty mask again).
     let signals = process::SignalSet::block(&drain::HANDLED_SIGNALS)
@@ -222,7 +274,7 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
         .map_err(kernel_error)?;
     let start_monotonic_ns = process::monotonic_ns();
     let start_wall_ns = process::wall_ns();
-    let child = spawn::spawn(&opts.command);
+    let child = spawn::spawn(&opts.command, &env);
     tracked.delete_u32(me);
     let child = match child {
         Ok(c) => c,
@@ -253,6 +305,7 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
         signals: &signals,
         root_pid: child.id() as i32,
         output: &opts.output,
+        control,
     };
     let summary = session.run(file, &header)?;
     drop(alloc_links);

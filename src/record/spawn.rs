@@ -6,17 +6,19 @@
 //! prepared, allocation-free path; from exec on, the dynamic loader's first instruction is
 //! already covered.
 
+use std::ffi::OsStr;
 use std::process::{Child, Command};
 
 use crate::error::Error;
 
-/// Spawn `argv` (program and arguments), inheriting stdio and environment.
-pub fn spawn(argv: &[String]) -> Result<Child, Error> {
+/// Spawn `argv` (program and arguments), inheriting stdio and environment, with `env` added.
+pub fn spawn(argv: &[String], env: &[(&str, &OsStr)]) -> Result<Child, Error> {
     let (program, args) = argv.split_first().ok_or_else(|| {
         Error::Usage("no command given; usage: memtrack record -- CMD [ARGS...]".into())
     })?;
     Command::new(program)
         .args(args)
+        .envs(env.iter().copied())
         .spawn()
         .map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => Error::CommandNotFound(program.clone()),

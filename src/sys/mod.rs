@@ -3,6 +3,7 @@
 //! layer is safe Rust.
 
 pub mod bpf;
+pub mod fifo;
 pub mod process;
 pub mod raw;
 pub mod ring;

@@ -158,3 +158,15 @@ pub fn uname() -> (String, String) {
 pub fn getpid() -> u32 {
     std::process::id()
 }
+
+/// Our real user and group ids: whom the recorded command runs as (it inherits them).
+pub fn user_ids() -> (u32, u32) {
+    // SAFETY: getuid and getgid cannot fail and have no memory preconditions.
+    unsafe { (libc::getuid(), libc::getgid()) }
+}
+
+/// Our effective user id: the owner of the files we create.
+pub fn effective_uid() -> u32 {
+    // SAFETY: geteuid cannot fail and has no memory preconditions.
+    unsafe { libc::geteuid() }
+}

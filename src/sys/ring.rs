@@ -100,6 +100,18 @@ impl RingBuffer {
     }
 }
 
+impl RingBuffer {
+    /// Where the producer is now: every record reserved so far ends at or before it.
+    pub fn producer_position(&self) -> u64 {
+        self.producer_pos().load(Ordering::Acquire)
+    }
+
+    /// Whether every record that ends at or before `pos` has been handed out by `drain`.
+    pub fn consumed_through(&self, pos: u64) -> bool {
+        self.consumer_pos().load(Ordering::Relaxed) >= pos // only we write it
+    }
+}
+
 fn round_up_8(n: usize) -> usize {
     (n + 7) & !7
 }
