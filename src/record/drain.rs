@@ -149,7 +149,14 @@ impl Session<'_> {
                 break;
             }
             if drained == 0 {
-                if let Some(got) = self.signals.wait(POLL_INTERVAL) {
+                // A control request wakes the loop at once: the harness waits for its reply.
+                let got = match &self.control {
+                    Some(c) => self
+                        .signals
+                        .wait_or_readable(c.listener.fd(), POLL_INTERVAL),
+                    None => self.signals.wait(POLL_INTERVAL),
+                };
+                if let Some(got) = got {
                     // A terminal's Ctrl-C already reached the command (it shares our process
                     // group); a kill(2) aimed at us is passed on. Either way we go on until the
                     // tree is gone, and finish the file.

@@ -12,6 +12,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -102,6 +103,11 @@ impl Listener {
             accepted: 0,
             refused: 0,
         })
+    }
+
+    /// The control FIFO, to wait for requests with.
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.requests.as_fd()
     }
 
     /// The complete request lines the harness sent since the last call, parsed, in order. A

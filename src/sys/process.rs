@@ -2,11 +2,17 @@
 //! reaping children, clocks, and facts about the machine.
 
 use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
 /// A set of signals blocked in this thread, to be taken with [`SignalSet::wait`] instead of
 /// interrupting us asynchronously. Children get an empty mask (std's `Command` resets it).
-pub struct SignalSet(libc::sigset_t);
+pub struct SignalSet {
+    set: libc::sigset_t,
+    /// Readable while one of the signals is pending, so that a wait can include other fds
+    /// ([`SignalSet::wait_or_readable`]); `None` if the kernel refused one.
+    signalfd: Option<OwnedFd>,
+}
 
 impl SignalSet {
     /// Block `signals` in the calling thread and return them as a set.
@@ -23,7 +29,40 @@ impl SignalSet {
                 return Err(io::Error::last_os_error());
             }
         }
-        Ok(SignalSet(set))
+        // SAFETY: set is initialised; -1 asks for a new fd, which we own from here on.
+        let fd = unsafe { libc::signalfd(-1, &set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC) };
+        // SAFETY: a non-negative return is a new fd nobody else owns.
+        let signalfd = (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) });
+        Ok(SignalSet { set, signalfd })
+    }
+
+    /// Wait up to `timeout` for one of the signals, or until `fd` can be read: `Some` when a
+    /// signal was taken, `None` on timeout or when `fd` became readable. Without a signalfd,
+    /// this is [`SignalSet::wait`].
+    pub fn wait_or_readable(&self, fd: BorrowedFd<'_>, timeout: Duration) -> Option<Received> {
+        let Some(sigfd) = &self.signalfd else {
+            return self.wait(timeout);
+        };
+        let mut fds = [
+            libc::pollfd {
+                fd: sigfd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
+        // SAFETY: fds is an array of two valid pollfds on open fds, for the call's duration.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
+        if n > 0 && fds[0].revents != 0 {
+            // Take the pending signal the usual way, which also says who sent it.
+            return self.wait(Duration::ZERO);
+        }
+        None
     }
 
     /// Wait up to `timeout` for one of the signals; `None` on timeout.
@@ -35,7 +74,7 @@ impl SignalSet {
         // SAFETY: siginfo_t is plain data the kernel fills.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
         // SAFETY: the set is initialised; info and ts are valid pointers.
-        let sig = unsafe { libc::sigtimedwait(&self.0, &mut info, &ts) };
+        let sig = unsafe { libc::sigtimedwait(&self.set, &mut info, &ts) };
         (sig > 0).then_some(Received {
             signal: sig,
             // SI_USER, SI_QUEUE, SI_TKILL are <= 0; the kernel's own (a terminal's ^C) are > 0.
@@ -47,7 +86,7 @@ impl SignalSet {
     pub fn unblock(&self) {
         // SAFETY: the set is initialised.
         unsafe {
-            libc::pthread_sigmask(libc::SIG_UNBLOCK, &self.0, std::ptr::null_mut());
+            libc::pthread_sigmask(libc::SIG_UNBLOCK, &self.set, std::ptr::null_mut());
         }
     }
 }
