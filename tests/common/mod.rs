@@ -47,6 +47,8 @@ pub fn can_record(test: &str) -> bool {
 static BUILD_LOCK: Mutex<()> = Mutex::new(());
 
 /// Compile `testdata/NAME.c` (once per test binary run) and return the executable's path.
+/// NAME may be in a subdirectory ("control/harness"); a fixture may include `fixture.h` and
+/// `include/memtrack_ctl.h`, and is rebuilt when either changes.
 pub fn fixture(name: &str) -> PathBuf {
     let _guard = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -55,18 +57,19 @@ pub fn fixture(name: &str) -> PathBuf {
     let dir = scratch_dir().join("fixtures");
     std::fs::create_dir_all(&dir).unwrap();
     let exe = dir.join(name);
+    std::fs::create_dir_all(exe.parent().unwrap()).unwrap();
     let fresh = |exe: &Path| -> bool {
         let (Ok(e), Ok(s)) = (exe.metadata(), src.metadata()) else {
             return false;
         };
-        let header = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/fixture.h");
-        let newest_src = [
-            s.modified().ok(),
-            header.metadata().and_then(|m| m.modified()).ok(),
-        ]
-        .into_iter()
-        .flatten()
-        .max();
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let headers = ["testdata/fixture.h", "include/memtrack_ctl.h"];
+        let newest_src = headers
+            .iter()
+            .map(|h| root.join(h).metadata().and_then(|m| m.modified()).ok())
+            .chain([s.modified().ok()])
+            .flatten()
+            .max();
         e.modified().ok() >= newest_src
     };
     if !fresh(&exe) {
