@@ -142,7 +142,9 @@ pub struct Reply {
 const MAX_MESSAGE_BYTES: usize = 400;
 
 /// The longest reply line, newline included: `err`, the request, and the message.
-pub const MAX_REPLY_BYTES: usize = MAX_LINE_BYTES + MAX_MESSAGE_BYTES + 8;
+pub const MAX_REPLY_BYTES: usize = MAX_LINE_BYTES + 512;
+
+const _: () = assert!(MAX_MESSAGE_BYTES + "err : \n".len() < MAX_REPLY_BYTES - MAX_LINE_BYTES);
 
 impl Reply {
     /// The reply as one line, newline included: `ok REQUEST` or `err REQUEST: MESSAGE`.

@@ -669,3 +669,106 @@ fn round_trip_latency() {
     check!(rec, rec.code() == 0, "exit code");
     println!("{}", String::from_utf8_lossy(&rec.output.stdout));
 }
+
+/// The fenced block of `language` that follows `heading` in docs/control-protocol.md.
+fn documented_snippet(heading: &str, language: &str) -> String {
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/control-protocol.md"),
+    )
+    .unwrap();
+    let after = &doc[doc.find(heading).expect("heading in the doc")..];
+    let fence = format!("```{language}\n");
+    let start = after.find(&fence).expect("code block") + fence.len();
+    let len = after[start..].find("```").unwrap();
+    after[start..start + len].to_string()
+}
+
+#[test]
+fn the_documented_rust_snippet_works_and_allocates_nothing() {
+    if !can_record("the_documented_rust_snippet_works_and_allocates_nothing") {
+        return;
+    }
+    let dir = scratch_dir().join("rust-snippet");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("main.rs");
+    let main = r#"
+fn main() -> std::io::Result<()> {
+    memtrack_ctl(&format!("bench rust::vecs {}", std::process::id()))?;
+    memtrack_ctl("start")?;
+    let v: Vec<Vec<u8>> = (0..4).map(|_| vec![1u8; 32_001]).collect();
+    memtrack_ctl("stop")?;
+    drop(v);
+    let refused = memtrack_ctl("marker lap").unwrap_err();
+    assert!(refused.to_string().contains("marker needs one of"), "{refused}");
+    Ok(())
+}
+"#;
+    let snippet = documented_snippet("### Rust", "rust");
+    std::fs::write(&src, format!("{snippet}{main}")).unwrap();
+    let exe = dir.join("harness");
+    let out = Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))
+        .args(["--edition", "2021", "-O", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rec = record_control("rust-snippet", &[], &[exe.to_str().unwrap()]);
+    check!(rec, rec.code() == 0, "the harness succeeded");
+    let report = report_of(&rec);
+    let b = bench(&report, "rust::vecs");
+    // Four vectors and the vector holding them (4 x 24 bytes); nothing from the snippet.
+    check!(
+        rec,
+        (b.metrics.heap.allocs, b.metrics.heap.bytes_allocated) == (5, 4 * 32_001 + 96),
+        "{:?}",
+        heap(b)
+    );
+}
+
+#[test]
+fn the_documented_python_snippet_works() {
+    if !can_record("the_documented_python_snippet_works") {
+        return;
+    }
+    if Command::new("python3").arg("--version").output().is_err() {
+        eprintln!("skipped the_documented_python_snippet_works: no python3 here");
+        return;
+    }
+    let harness = format!(
+        "{}\n\
+         memtrack_ctl('bench python::bytearrays %d' % os.getpid())\n\
+         memtrack_ctl('start')\n\
+         blocks = [bytearray(31001) for _ in range(5)]\n\
+         memtrack_ctl('stop')\n\
+         try:\n    memtrack_ctl('marker lap')\n    raise SystemExit('not refused')\n\
+         except RuntimeError as e:\n    assert 'marker needs one of' in str(e), e\n",
+        documented_snippet("### Python", "python")
+    );
+    let script = scratch_dir().join("snippet.py");
+    std::fs::write(&script, harness).unwrap();
+    let rec = record_control(
+        "python-snippet",
+        &[],
+        &["python3", script.to_str().unwrap()],
+    );
+    check!(rec, rec.code() == 0, "the harness succeeded");
+    let report = report_of(&rec);
+    let b = bench(&report, "python::bytearrays");
+    let (start, stop) = windows(&rec)[0];
+    // bytearray(n) asks malloc for n + 1 bytes.
+    let blocks = positions_of_size(&rec, 31_002)
+        .into_iter()
+        .filter(|&i| start < i && i < stop)
+        .count();
+    check!(
+        rec,
+        blocks == 5 && b.metrics.heap.allocs >= 5,
+        "{blocks} blocks; {:?}",
+        heap(b)
+    );
+}
