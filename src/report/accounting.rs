@@ -1960,8 +1960,13 @@ mod tests {
 
     /// 10 million synthetic events through `analyze` (see `synthetic::benchmark_events`).
     fn throughput(live: u64) {
+        throughput_of(live, Vec::new());
+    }
+
+    /// [`throughput`] with `prelude` (e.g. control events) before the benchmark's events.
+    fn throughput_of(live: u64, prelude: Vec<Event>) {
         const EVENTS: u64 = 10_000_000;
-        let events = benchmark_events(EVENTS, live);
+        let events = prelude.into_iter().chain(benchmark_events(EVENTS, live));
         let started = std::time::Instant::now();
         let report = analyze(&Header::default(), events, None);
         let elapsed = started.elapsed().as_secs_f64();
@@ -1975,10 +1980,11 @@ mod tests {
             .unwrap_or_default();
         println!(
             "{EVENTS} events, ~{} live blocks: {elapsed:.3} s, {:.1} M events/s; {hwm}; \
-             peak {} B",
+             peak {} B; benchmark allocations {:?}",
             12 * live,
             EVENTS as f64 / elapsed / 1e6,
-            report.totals.heap.peak_live_bytes
+            report.totals.heap.peak_live_bytes,
+            report.benchmarks.first().map(|b| b.metrics.heap.allocs)
         );
     }
 
@@ -1988,6 +1994,25 @@ mod tests {
     #[ignore]
     fn report_throughput_few_live() {
         throughput(64);
+    }
+
+    /// The same, every event inside the window of a benchmark of the whole tree: the most
+    /// benchmark scoping can cost.
+    #[test]
+    #[ignore]
+    fn report_throughput_few_live_in_a_benchmark() {
+        use crate::format::ControlCommand;
+        let control = |command| Event {
+            ts_ns: START,
+            pid: 0,
+            tid: 0,
+            kind: EventKind::Control { command },
+        };
+        let bench = ControlCommand::Bench {
+            uri: "all".into(),
+            pid: 1,
+        };
+        throughput_of(64, vec![control(bench), control(ControlCommand::Start)]);
     }
 
     /// The same with about 1.2 million live blocks, to see the cost of a large live set.
