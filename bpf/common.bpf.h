@@ -43,11 +43,15 @@ struct {
 /* Per thread: the outermost allocator call in progress (see alloc.bpf.c). Shared so that the
  * exit program can drop a thread's entry when the thread ends. */
 struct call_state {
-	__u64 sp;     /* stack pointer at the outermost call's entry */
-	__u64 size;   /* requested bytes */
-	__u64 arg;    /* realloc: the old pointer; posix_memalign: where the result is stored */
-	__u32 depth;  /* allocator calls in progress on this thread; 0 when idle */
-	__u32 func;   /* enum alloc_func of the outermost call */
+	__u64 sp;       /* stack pointer at the outermost call's entry */
+	__u64 size;     /* requested bytes */
+	__u64 arg;      /* realloc: the old pointer; posix_memalign: where the result is stored */
+	__u32 depth;    /* allocator calls in progress on this thread; 0 when idle */
+	__u32 func;     /* enum alloc_func of the outermost call */
+	__u32 layout;   /* enum alloc_layout of the outermost call */
+	__u32 _pad;
+	__u64 free_ptr; /* the last block a free-like entry point reported, 0 once anything allocates */
+	__u64 free_sp;  /* the stack pointer at that entry */
 };
 
 struct {

@@ -7,15 +7,16 @@
 //! Because memtrack is the subreaper of the tree, "no children left" means every process of the
 //! tree has ended, and so has every record it could produce: one last drain then gets them all.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::fs::File;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::error::Error;
-use crate::format::{Event, EventKind, FormatError, Header, LostCount, Trailer, Writer};
-use crate::record::decode::{self, LOST_CAUSES};
+use crate::format::{map_bits, Event, EventKind, FormatError, Header, LostCount, Trailer, Writer};
+use crate::record::decode::{self, Stop, LOST_CAUSES};
+use crate::record::discover::Discovery;
 use crate::sys::bpf::MapFd;
 use crate::sys::process::{self, Reaped, SignalSet};
 use crate::sys::ring::RingBuffer;
@@ -41,6 +42,62 @@ pub struct Session<'a> {
     pub signals: &'a SignalSet,
     pub root_pid: i32,
     pub output: &'a Path,
+    /// Probes the files processes map when the kernel side stops them.
+    pub discovery: Discovery<'a>,
+}
+
+/// Growth of one process's memory outside any allocator event, to warn about an allocator
+/// memtrack did not find (stripped, or unknown to the catalogue).
+#[derive(Debug, Default)]
+struct Growth {
+    allocator_events: u64,
+    brk_bytes: u64,
+    anon_bytes: u64,
+    exe: Option<String>,
+}
+
+/// Break growth from which a process with no allocator events is suspicious: glibc's malloc
+/// grows the break by at least 132 KiB at once, while a static program's start-up TLS takes a
+/// few KiB.
+const SUSPICIOUS_BRK_BYTES: u64 = 128 << 10;
+/// Anonymous private mapping growth from which a process with no allocator events is
+/// suspicious (the loader's own mappings stay far below).
+const SUSPICIOUS_ANON_BYTES: u64 = 1 << 20;
+
+impl Growth {
+    fn note(&mut self, kind: &EventKind) {
+        match kind {
+            EventKind::Alloc { .. }
+            | EventKind::Free { .. }
+            | EventKind::Realloc { .. }
+            | EventKind::AllocFailed { .. } => self.allocator_events += 1,
+            EventKind::Brk { from, to } if to > from => self.brk_bytes += to - from,
+            EventKind::Mmap { len, flags, .. }
+                if flags & map_bits::MAP_ANONYMOUS != 0 && flags & map_bits::MAP_SHARED == 0 =>
+            {
+                self.anon_bytes = self.anon_bytes.saturating_add(*len)
+            }
+            EventKind::Exec { filename, .. } => self.exe = Some(filename.clone()),
+            _ => {}
+        }
+    }
+
+    /// The warning for process `pid`, if its growth is unexplained.
+    fn warning(&self, pid: u32) -> Option<String> {
+        if self.allocator_events > 0
+            || (self.brk_bytes < SUSPICIOUS_BRK_BYTES && self.anon_bytes < SUSPICIOUS_ANON_BYTES)
+        {
+            return None;
+        }
+        Some(format!(
+            "pid {pid} ({}) grew its break by {} and its anonymous mappings by {} without a \
+             single allocator event: its allocator is stripped or unknown to memtrack, so its \
+             heap is not in the report (the mappings are)",
+            self.exe.as_deref().unwrap_or("?"),
+            crate::units::format_bytes(self.brk_bytes),
+            crate::units::format_bytes(self.anon_bytes)
+        ))
+    }
 }
 
 /// What a recording amounted to, for the closing line.
@@ -53,6 +110,8 @@ pub struct Summary {
     pub undecodable: u64,
     pub exit_code: i32,
     pub output: String,
+    /// One warning per process whose memory grew with no allocator event at all.
+    pub unexplained_growth: Vec<String>,
 }
 
 impl fmt::Display for Summary {
@@ -86,9 +145,10 @@ impl fmt::Display for Summary {
     }
 }
 
-impl Session<'_> {
-    /// Run until the tree is gone; write the file; return what happened.
-    pub fn run(mut self, file: File, header: &Header) -> Result<Summary, Error> {
+impl<'a> Session<'a> {
+    /// Run until the tree is gone; write the file; return what happened, and the discovery
+    /// registry (its links keep the probes attached until the caller drops it).
+    pub fn run(mut self, file: File, header: &Header) -> Result<(Summary, Discovery<'a>), Error> {
         let out = self.output.to_path_buf();
         let werr = |e: FormatError| Error::Internal(format!("cannot write {}: {e}", out.display()));
         let mut writer = Writer::new(file, header).map_err(werr)?;
@@ -98,10 +158,20 @@ impl Session<'_> {
         let mut write_error: Option<FormatError> = None;
         let mut root_status: Option<i32> = None;
         let mut last_flush = Instant::now();
+        let mut stops = Vec::new();
+        let mut growth: HashMap<u32, Growth> = HashMap::new();
 
         loop {
-            let drained =
-                self.drain_into(&mut writer, &mut pids, &mut undecodable, &mut write_error);
+            let drained = self.drain_into(
+                &mut writer,
+                &mut pids,
+                &mut undecodable,
+                &mut write_error,
+                &mut stops,
+                &mut growth,
+            );
+            // Stopped processes first: they wait for us, whatever else went wrong.
+            self.continue_stopped(&mut stops, &mut writer, &mut write_error);
             if let Some(e) = write_error.take() {
                 // The command goes on without us; the file holds what was written so far.
                 return Err(werr(e));
@@ -130,7 +200,8 @@ impl Session<'_> {
                 break;
             }
             if drained == 0 {
-                if let Some(got) = self.signals.wait(POLL_INTERVAL) {
+                // Discovery stops wake us through the ring at once; the rest is polled.
+                if let Some(got) = self.signals.wait_or_readable(self.ring.fd(), POLL_INTERVAL) {
                     // A terminal's Ctrl-C already reached the command (it shares our process
                     // group); a kill(2) aimed at us is passed on. Either way we go on until the
                     // tree is gone, and finish the file.
@@ -147,7 +218,15 @@ impl Session<'_> {
         }
 
         // Every process of the tree has ended: whatever they produced is in the ring now.
-        self.drain_into(&mut writer, &mut pids, &mut undecodable, &mut write_error);
+        self.drain_into(
+            &mut writer,
+            &mut pids,
+            &mut undecodable,
+            &mut write_error,
+            &mut stops,
+            &mut growth,
+        );
+        self.continue_stopped(&mut stops, &mut writer, &mut write_error);
         if let Some(e) = write_error.take() {
             return Err(werr(e));
         }
@@ -174,7 +253,12 @@ impl Session<'_> {
             .metadata()
             .map(|m| m.len())
             .map_err(|e| Error::io(self.output, e))?;
-        Ok(Summary {
+        let mut warned: Vec<(u32, String)> = growth
+            .iter()
+            .filter_map(|(&pid, g)| g.warning(pid).map(|w| (pid, w)))
+            .collect();
+        warned.sort();
+        let summary = Summary {
             events,
             processes: pids.len(),
             bytes,
@@ -182,7 +266,31 @@ impl Session<'_> {
             undecodable,
             exit_code,
             output: self.output.display().to_string(),
-        })
+            unexplained_growth: warned.into_iter().map(|(_, w)| w).collect(),
+        };
+        Ok((summary, self.discovery))
+    }
+
+    /// Probe what each stopped process mapped, continue it, and write the coverage records of
+    /// files seen for the first time.
+    fn continue_stopped(
+        &mut self,
+        stops: &mut Vec<Stop>,
+        writer: &mut Writer<File>,
+        write_error: &mut Option<FormatError>,
+    ) {
+        let mut coverage = Vec::new();
+        for stop in stops.drain(..) {
+            self.discovery.handle_stop(stop, &mut coverage);
+        }
+        for ev in &coverage {
+            if write_error.is_some() {
+                return;
+            }
+            if let Err(e) = writer.push(ev) {
+                *write_error = Some(e);
+            }
+        }
     }
 
     fn drain_into(
@@ -191,8 +299,15 @@ impl Session<'_> {
         pids: &mut HashSet<u32>,
         undecodable: &mut u64,
         write_error: &mut Option<FormatError>,
+        stops: &mut Vec<Stop>,
+        growth: &mut HashMap<u32, Growth>,
     ) -> usize {
         self.ring.drain(|record| {
+            // Stops are handled even after a write error: a process must never stay stopped.
+            if let Some(stop) = decode::stop(record) {
+                stops.push(stop);
+                return;
+            }
             if write_error.is_some() {
                 return;
             }
@@ -201,6 +316,7 @@ impl Session<'_> {
                     if let EventKind::Fork { child } = ev.kind {
                         pids.insert(child);
                     }
+                    growth.entry(ev.pid).or_default().note(&ev.kind);
                     if let Err(e) = writer.push(&ev) {
                         *write_error = Some(e);
                     }

@@ -1,11 +1,15 @@
 //! `memtrack record`: load the BPF programs, start the command inside the tracked tree, drain
 //! the ring buffer into the file until the whole tree is gone, and exit with the command's status.
 //!
-//! Flow: preflight → load (process.bpf.o, then alloc.bpf.o sharing its maps) → attach → open the
-//! output → spawn → drain loop (ring → decode → writer) → final drain → trailer.
+//! Flow: preflight → load (process.bpf.o, then the rss, discover, mmap and alloc objects sharing
+//! its maps) → attach (lifecycle, rss, discovery, mappings; the system's C library and dynamic
+//! loader) → open the output → spawn → drain loop (ring → decode → writer; discovery stops →
+//! scan, attach, continue) → final drain → trailer.
 
 pub mod attach;
+pub mod catalogue;
 pub mod decode;
+pub mod discover;
 pub mod drain;
 pub mod spawn;
 pub mod symbols;
@@ -124,6 +128,28 @@ fn load_rss(process: &LoadedObject) -> Result<LoadedObject, Error> {
     rss.load().map_err(kernel_error)
 }
 
+/// Load the discovery object (bpf/discover.bpf.c) on `process`'s maps.
+fn load_discover(process: &LoadedObject) -> Result<LoadedObject, Error> {
+    let mut discover =
+        OpenObject::open("discover", raw::DISCOVER_BPF_OBJECT).map_err(kernel_error)?;
+    for map in ["tracked", "events", "lost"] {
+        discover.reuse_map(map, process).map_err(kernel_error)?;
+    }
+    discover.load().map_err(kernel_error)
+}
+
+/// The programs of `bpf/mmap.bpf.c`.
+const MMAP_PROGRAMS: [&str; 2] = ["mmap_sys_enter", "mmap_sys_exit"];
+
+/// Load the raw-mapping object (bpf/mmap.bpf.c) on `process`'s maps.
+fn load_mmap(process: &LoadedObject) -> Result<LoadedObject, Error> {
+    let mut mmap = OpenObject::open("mmap", raw::MMAP_BPF_OBJECT).map_err(kernel_error)?;
+    for map in ["tracked", "events", "lost"] {
+        mmap.reuse_map(map, process).map_err(kernel_error)?;
+    }
+    mmap.load().map_err(kernel_error)
+}
+
 /// Record `opts.command` into `opts.output`; returns the command's exit code.
 pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
     preflight::check_privileges()?;
@@ -132,6 +158,8 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
 
     let process_obj = load_process(opts)?;
     let rss_obj = opts.rss.then(|| load_rss(&process_obj)).transpose()?;
+    let discover_obj = load_discover(&process_obj)?;
+    let mmap_obj = load_mmap(&process_obj)?;
     let mut links = Vec::new();
     for prog in [
         "sched_process_fork",
@@ -148,50 +176,65 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
         }
         features.push("rss".to_string());
     }
-    let libc = match attach::find_libc() {
-        Some(path) => {
-            let symbols = symbols::ElfSymbols::read(&path).map_err(|e| {
-                Error::Internal(format!("cannot read the C library's symbols: {e}"))
-            })?;
-            Some((path, attach::glibc_sites(&symbols)))
-        }
-        None => {
-            log::warn!("no glibc found; allocations will not be recorded");
-            None
-        }
-    };
-    // uprobe_multi links (Linux 6.6+) attach and detach all sites at once; older kernels get
-    // one classic uprobe per site from a second load of the same object.
+    // Discovery at exec comes after the Exec event (process.bpf.c) and the new image's
+    // resident values (rss.bpf.c) on the shared tracepoint.
+    links.push(
+        discover_obj
+            .attach(discover::DISCOVER_EXEC)
+            .map_err(kernel_error)?,
+    );
+    for prog in MMAP_PROGRAMS {
+        links.push(mmap_obj.attach(prog).map_err(kernel_error)?);
+    }
+    features.push("mappings".to_string());
+
+    // uprobe_multi links (Linux 6.6+) attach and detach all sites of a file at once; older
+    // kernels get one classic uprobe per site from a second load of the same object.
     let alloc_multi = load_alloc(&process_obj, false, opts.probe_floor)?;
     let alloc_classic;
-    let mut alloc_links = Vec::new();
-    if let Some((path, sites)) = &libc {
-        alloc_links = match attach::attach(&alloc_multi, path, sites, false) {
-            Ok(links) => links,
+    let mut discovery =
+        discover::Discovery::new(&alloc_multi, false, &discover_obj).map_err(kernel_error)?;
+    // The C library nearly every process maps is probed now rather than at each process's
+    // first stop; other files are probed as processes map them.
+    match attach::find_libc() {
+        Some(libc) => match discovery.probe_path(&libc) {
+            Ok(probes) => log::info!("{}: {probes} probes", libc.display()),
             Err(e) if e.errno == libc::EPERM || e.errno == libc::EACCES => {
                 return Err(kernel_error(e))
             }
             Err(e) => {
                 log::info!("uprobe_multi unavailable ({e}); attaching one uprobe per site");
                 alloc_classic = load_alloc(&process_obj, true, opts.probe_floor)?;
-                attach::attach(&alloc_classic, path, sites, true).map_err(kernel_error)?
+                discovery = discover::Discovery::new(&alloc_classic, true, &discover_obj)
+                    .map_err(kernel_error)?;
+                discovery.probe_path(&libc).map_err(kernel_error)?;
             }
-        };
-        log::info!(
-            "{}: probed {} ({} links)",
-            path.display(),
-            sites.functions.join(", "),
-            alloc_links.len()
-        );
-        features.push(
-            if opts.probe_floor {
-                "probe_floor"
-            } else {
-                "alloc"
-            }
-            .to_string(),
-        );
+        },
+        None => log::info!("no glibc at the usual paths; allocators are found as files are mapped"),
     }
+    match attach::find_loader() {
+        Some(loader) => {
+            if let Err(e) = discovery.probe_path(&loader) {
+                log::warn!(
+                    "cannot probe the dynamic loader {} ({e}); allocators of shared libraries \
+                     will not be recorded",
+                    loader.display()
+                );
+            }
+        }
+        None => log::warn!(
+            "no dynamic loader at the usual paths; allocators of shared libraries are found only \
+             in processes that execute a new loader"
+        ),
+    }
+    features.push(
+        if opts.probe_floor {
+            "probe_floor"
+        } else {
+            "alloc"
+        }
+        .to_string(),
+    );
 
     let tracked = MapFd::of(&process_obj, "tracked").map_err(kernel_error)?;
     let lost = MapFd::of(&process_obj, "lost").map_err(kernel_error)?;
@@ -253,14 +296,19 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
         signals: &signals,
         root_pid: child.id() as i32,
         output: &opts.output,
+        discovery,
     };
-    let summary = session.run(file, &header)?;
-    drop(alloc_links);
+    let (summary, discovery) = session.run(file, &header)?;
+    if !opts.quiet {
+        eprintln!("memtrack: {}", discovery.summary());
+        for warning in &summary.unexplained_growth {
+            eprintln!("memtrack: warning: {warning}");
+        }
+        eprintln!("memtrack: {summary}");
+    }
+    drop(discovery);
     drop(links);
     signals.unblock();
 
-    if !opts.quiet {
-        eprintln!("memtrack: {summary}");
-    }
     Ok(summary.exit_code)
 }

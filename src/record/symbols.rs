@@ -14,6 +14,7 @@ const SHT_SYMTAB: u32 = 2;
 const SHT_DYNSYM: u32 = 11;
 const PT_LOAD: u32 = 1;
 const PF_X: u32 = 1;
+const STT_OBJECT: u8 = 1;
 const STT_FUNC: u8 = 2;
 const STT_GNU_IFUNC: u8 = 10;
 
@@ -32,20 +33,23 @@ impl fmt::Display for ElfError {
 
 impl std::error::Error for ElfError {}
 
-/// A function symbol: its file offset (for a uprobe) and size.
+/// A function symbol: its file offset (for a uprobe), address and size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FuncSymbol {
     /// Offset of the first instruction in the file.
     pub offset: u64,
     /// Size of the function in bytes (0 when the symbol does not say).
     pub size: u64,
+    /// Its virtual address in the file's own numbering (before the loader moves it).
+    pub vaddr: u64,
 }
 
-/// The defined function symbols of one ELF file, by name, and the file's bytes (to look at a
-/// function's first instructions).
+/// The defined function symbols of one ELF file, by name, its data objects' addresses, and
+/// the file's bytes (to look at a function's first instructions).
 #[derive(Debug, Default)]
 pub struct ElfSymbols {
     funcs: HashMap<String, FuncSymbol>,
+    objects: HashMap<String, u64>,
     data: Vec<u8>,
 }
 
@@ -103,6 +107,7 @@ impl ElfSymbols {
         };
 
         let mut funcs = HashMap::new();
+        let mut objects = HashMap::new();
         for i in 0..shnum {
             let sec = section(i)?;
             if sec.kind != SHT_SYMTAB && sec.kind != SHT_DYNSYM {
@@ -122,27 +127,40 @@ impl ElfSymbols {
                 let shndx = b.u16(sym + 6)?;
                 let value = b.u64(sym + 8)?;
                 let kind = info & 0xf;
-                if (kind != STT_FUNC && kind != STT_GNU_IFUNC) || shndx == 0 || value == 0 {
+                let is_func = kind == STT_FUNC || kind == STT_GNU_IFUNC;
+                if (!is_func && kind != STT_OBJECT) || shndx == 0 || value == 0 {
                     continue;
                 }
                 let name = b.cstr(
                     strtab.offset + b.u32(sym)? as usize,
                     strtab.offset + strtab.size,
                 )?;
+                if !is_func {
+                    objects.entry(name.to_string()).or_insert(value);
+                    continue;
+                }
                 let Some(offset) = file_offset(&segments, value) else {
                     continue;
                 };
                 let size = b.u64(sym + 16)?;
                 // .symtab and .dynsym may both list a function; they agree, keep the first.
-                funcs
-                    .entry(name.to_string())
-                    .or_insert(FuncSymbol { offset, size });
+                funcs.entry(name.to_string()).or_insert(FuncSymbol {
+                    offset,
+                    size,
+                    vaddr: value,
+                });
             }
         }
         Ok(ElfSymbols {
             funcs,
+            objects,
             data: Vec::new(),
         })
+    }
+
+    /// The address (in the file's numbering) of the data object called `name`.
+    pub fn object(&self, name: &str) -> Option<u64> {
+        self.objects.get(name).copied()
     }
 
     /// The function called `name`, if the file defines it.
@@ -263,5 +281,22 @@ mod tests {
             let f = syms.get(name).unwrap_or_else(|| panic!("{name} missing"));
             assert!(f.offset > 0 && f.size > 0, "{name}: {f:?}");
         }
+    }
+
+    #[test]
+    fn finds_the_loaders_debugger_hook_and_r_debug() {
+        let Some(ld) = crate::record::attach::find_loader() else {
+            eprintln!("skipped: no dynamic loader found at the usual paths");
+            return;
+        };
+        let syms = ElfSymbols::read(&ld).unwrap();
+        let hook = syms
+            .get("_dl_debug_state")
+            .expect("_dl_debug_state in .dynsym");
+        let r_debug = syms.object("_r_debug").expect("_r_debug in .dynsym");
+        assert!(
+            hook.vaddr > 0 && r_debug > hook.vaddr,
+            "{hook:?} {r_debug:#x}"
+        );
     }
 }

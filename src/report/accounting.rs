@@ -408,6 +408,11 @@ impl Accounting {
                 self.resident_change(i, *member as usize, *delta_pages, *value_pages, ts);
             }
             EventKind::Lost { cause, total } => note_lost(&mut self.lost, cause, *total),
+            EventKind::Mmap { .. }
+            | EventKind::Munmap { .. }
+            | EventKind::Mremap { .. }
+            | EventKind::Brk { .. }
+            | EventKind::Coverage { .. } => {}
         }
     }
 

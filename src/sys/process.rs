@@ -2,11 +2,14 @@
 //! reaping children, clocks, and facts about the machine.
 
 use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 /// A set of signals blocked in this thread, to be taken with [`SignalSet::wait`] instead of
 /// interrupting us asynchronously. Children get an empty mask (std's `Command` resets it).
-pub struct SignalSet(libc::sigset_t);
+/// The signals are also readable from a signalfd, so that [`SignalSet::wait_or_readable`]
+/// can wait for them and for another fd at once.
+pub struct SignalSet(libc::sigset_t, OwnedFd);
 
 impl SignalSet {
     /// Block `signals` in the calling thread and return them as a set.
@@ -23,7 +26,51 @@ impl SignalSet {
                 return Err(io::Error::last_os_error());
             }
         }
-        Ok(SignalSet(set))
+        // SAFETY: set is initialised; -1 asks for a new fd.
+        let fd = unsafe { libc::signalfd(-1, &set, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: signalfd returned a new fd that nothing else owns.
+        Ok(SignalSet(set, unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    /// Wait up to `timeout` for one of the signals or for `fd` to become readable (a BPF ring
+    /// buffer with a record that asked for a wake-up); `None` on timeout or when `fd` is ready.
+    pub fn wait_or_readable(&self, fd: RawFd, timeout: Duration) -> Option<Received> {
+        let mut fds = [
+            libc::pollfd {
+                fd: self.1.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
+        // SAFETY: fds is a valid array of two pollfds.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
+        if n <= 0 || fds[0].revents & libc::POLLIN == 0 {
+            return None;
+        }
+        // SAFETY: signalfd_siginfo is plain data the kernel fills.
+        let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
+        let size = std::mem::size_of::<libc::signalfd_siginfo>();
+        // SAFETY: info is writable for `size` bytes; the fd is non-blocking.
+        let got = unsafe {
+            libc::read(
+                self.1.as_raw_fd(),
+                &mut info as *mut libc::signalfd_siginfo as *mut libc::c_void,
+                size,
+            )
+        };
+        (got == size as isize).then_some(Received {
+            signal: info.ssi_signo as i32,
+            from_process: info.ssi_code <= 0,
+        })
     }
 
     /// Wait up to `timeout` for one of the signals; `None` on timeout.

@@ -18,6 +18,7 @@ use memmap2::{Mmap, MmapMut, MmapOptions};
 /// A mapped ring buffer. It borrows nothing: the mappings keep the kernel's ring alive even if
 /// the map fd is closed first.
 pub struct RingBuffer {
+    fd: c_int,
     consumer: MmapMut,
     producer: Mmap,
     data_offset: usize,
@@ -42,11 +43,18 @@ impl RingBuffer {
                 .map(fd)?
         };
         Ok(RingBuffer {
+            fd,
             consumer,
             producer,
             data_offset: page,
             mask: size_bytes as u64 - 1,
         })
+    }
+
+    /// The map fd, to poll for a record that asked for a wake-up. Valid while the map's owner
+    /// lives (the caller keeps the BPF object alive for the whole loop).
+    pub fn fd(&self) -> c_int {
+        self.fd
     }
 
     fn consumer_pos(&self) -> &AtomicU64 {
