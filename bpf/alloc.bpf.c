@@ -10,9 +10,11 @@
  * realloc(NULL, n) and memalign with a small alignment reach glibc's malloc; realloc(p, 0)
  * reaches free; KERNEL-FACTS.md). So each thread keeps the outermost call in progress in
  * `call_state`: a call that starts while another is in progress on the same thread, deeper on
- * the stack, is internal and produces no event; only the outermost call's return does. The
- * stack pointer makes this robust against a return that was never seen (a longjmp out of an
- * allocator, a probe attached mid-call): a call that starts at or above the recorded frame
+ * the stack, is internal and produces no event; only the outermost call's return does. A tail
+ * call (operator new[] jumping to operator new, realloc(NULL, n) to malloc) enters at the same
+ * stack pointer and is nested too: the kernel runs both return probes at the one return, and
+ * the outermost label stays. The stack pointer makes this robust against a return that was
+ * never seen (a longjmp out of an allocator): a call that starts above the recorded frame
  * cannot be nested in it, so the stale state is replaced.
  *
  * Free-like entry points have no return probe, so their nesting cannot be told by depth:
@@ -20,6 +22,13 @@
  * the same frame. The thread remembers the last block it reported freed and the stack pointer
  * of that entry; a free of the same block at or below that frame is the same release. Any
  * allocation clears it, so a later release of a block reusing the address counts again.
+ *
+ * Labels: a uretprobe replaces the return address on the stack, and C++ unwinding cannot pass
+ * through such a frame (std::terminate instead of the bad_alloc a program would catch; also
+ * inside libstdc++'s nothrow new, which throws and catches internally). So operator new that
+ * only wraps a probed malloc (libstdc++, libc++) gets no return probe: its entry (LAYOUT_LABEL)
+ * marks the thread, and the malloc it calls reports the block under the label of the
+ * outermost operator new.
  */
 #include "common.bpf.h"
 
@@ -49,9 +58,18 @@ static __always_inline int call_enter(struct pt_regs *ctx, __u32 func, __u32 lay
 		return 0;
 	st = bpf_map_lookup_elem(&call_state, &tid);
 	if (st) {
-		if (st->depth && sp < st->sp) {
+		if (st->depth && sp <= st->sp) {
 			st->depth++; /* nested inside an allocator call: internal */
 			return 0;
+		}
+		if (st->label) {
+			if (sp <= st->label_sp) {
+				/* The block operator new asked for (aligned new rounds the size it
+				 * passes on to aligned_alloc up). */
+				func = st->label;
+				size = st->label_size;
+			}
+			st->label = 0;
 		}
 		st->sp = sp;
 		st->size = size;
@@ -67,6 +85,35 @@ static __always_inline int call_enter(struct pt_regs *ctx, __u32 func, __u32 lay
 	};
 	if (bpf_map_update_elem(&call_state, &tid, &fresh, BPF_NOEXIST))
 		count_lost(LOST_STATE_FULL);
+	return 0;
+}
+
+/* An entry that only labels the allocator call it makes (see "Labels" above). The outermost
+ * label wins: operator new[] calling operator new reports new[]. */
+static __always_inline int label_enter(struct pt_regs *ctx, __u32 func, __u64 size)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	__u64 sp = PT_REGS_SP(ctx);
+	struct call_state *st;
+
+	if (tracked_state(id >> 32) != TRACK_PROCESS)
+		return 0;
+	st = bpf_map_lookup_elem(&call_state, &tid);
+	if (!st) {
+		struct call_state fresh = { .label = func, .label_sp = sp, .label_size = size };
+
+		if (bpf_map_update_elem(&call_state, &tid, &fresh, BPF_NOEXIST))
+			count_lost(LOST_STATE_FULL);
+		return 0;
+	}
+	if (st->depth && sp <= st->sp)
+		return 0; /* inside an allocator call already */
+	if (st->label && sp <= st->label_sp)
+		return 0; /* inside an outer label (or jumped to from it) */
+	st->label = func;
+	st->label_sp = sp;
+	st->label_size = size;
 	return 0;
 }
 
@@ -151,6 +198,8 @@ int alloc_enter(struct pt_regs *ctx)
 		return call_enter(ctx, func, layout, a2, 0);
 	case LAYOUT_MEMPTR_ALIGN_SIZE:
 		return call_enter(ctx, func, layout, a3, a1);
+	case LAYOUT_LABEL:
+		return label_enter(ctx, func, a1);
 	default: /* LAYOUT_SIZE */
 		return call_enter(ctx, func, LAYOUT_SIZE, a1, 0);
 	}
@@ -181,7 +230,7 @@ int BPF_UPROBE(free_enter, void *ptr)
 	st = bpf_map_lookup_elem(&call_state, &tid);
 	if (st) {
 		if (st->depth) {
-			if (sp < st->sp)
+			if (sp <= st->sp)
 				return 0;
 			st->depth = 0; /* a stale call whose return was never seen */
 		}

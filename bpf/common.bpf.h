@@ -49,7 +49,9 @@ struct call_state {
 	__u32 depth;    /* allocator calls in progress on this thread; 0 when idle */
 	__u32 func;     /* enum alloc_func of the outermost call */
 	__u32 layout;   /* enum alloc_layout of the outermost call */
-	__u32 _pad;
+	__u32 label;    /* enum alloc_func of a LAYOUT_LABEL entry in progress, 0 when none */
+	__u64 label_sp; /* the stack pointer at that entry */
+	__u64 label_size; /* the bytes it was asked for */
 	__u64 free_ptr; /* the last block a free-like entry point reported, 0 once anything allocates */
 	__u64 free_sp;  /* the stack pointer at that entry */
 };

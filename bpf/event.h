@@ -63,6 +63,7 @@ enum alloc_layout {
 	LAYOUT_PTR_NMEMB_SIZE = 3, /* (ptr, nmemb, size): reallocarray, mi_reallocn */
 	LAYOUT_ALIGN_SIZE = 4,     /* (alignment, size): aligned_alloc, memalign */
 	LAYOUT_MEMPTR_ALIGN_SIZE = 5, /* (memptr, alignment, size): posix_memalign, result in *memptr */
+	LAYOUT_LABEL = 6, /* entry only: the allocator call it makes reports, under this label */
 };
 
 #define COOKIE_FUNC_MASK 0xffff

@@ -24,6 +24,9 @@ use alloc_layout::*;
 pub enum Role {
     /// Returns a block (or resizes one): probed at entry and return.
     Alloc(alloc_layout),
+    /// Returns a block only by calling a probed allocator: probed at entry only, to label the
+    /// block that allocator reports (operator new of libstdc++ and libc++, which call malloc).
+    Label,
     /// Releases the block of its first argument: probed at entry only.
     Free,
 }
@@ -228,6 +231,22 @@ const FAMILIES: [(&str, &[&str]); 3] = [
     ("tcmalloc", &["tc_malloc"]),
 ];
 
+/// Whether `name` is a symbol the catalogue looks at: an entry point, a family's mark, or the
+/// dynamic loader's hook and `_r_debug` (for `ElfSymbols::read_only`).
+pub fn wants(name: &str) -> bool {
+    static NAMES: std::sync::OnceLock<HashSet<&'static str>> = std::sync::OnceLock::new();
+    let names = NAMES.get_or_init(|| {
+        let mut names: HashSet<&'static str> = TABLES
+            .iter()
+            .flat_map(|t| t.iter().map(|e| e.name))
+            .collect();
+        names.extend(FAMILIES.iter().flat_map(|(_, marks)| marks.iter().copied()));
+        names.extend(["__libc_malloc", "_dl_debug_state", "_r_debug"]);
+        names
+    });
+    names.contains(name)
+}
+
 /// What one file gets probed with.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Plan {
@@ -243,10 +262,18 @@ pub fn cookie(func: alloc_func, layout: alloc_layout) -> u64 {
 }
 
 /// Plan the probes of the file whose symbols are `symbols`.
+///
+/// Operator new gets a return probe only in an allocator that implements it itself (jemalloc,
+/// mimalloc, tcmalloc). Elsewhere it calls malloc, which reports the block under new's label:
+/// a return probe on a function that throws would turn the exception into std::terminate
+/// (bpf/alloc.bpf.c, "Labels"). Those allocators' own new then still cannot throw through the
+/// probe: a program catching their bad_alloc terminates instead, at out-of-memory only.
 pub fn plan(symbols: &ElfSymbols) -> Plan {
     let mut sites = Sites::default();
     let mut seen = HashSet::new();
     let site = |sym: FuncSymbol| sym.offset + probe_site(symbols.code(sym, 16)) as u64;
+    let allocator = families(symbols);
+    let own_new = FAMILIES.iter().any(|(name, _)| allocator.contains(name));
     for entry in TABLES.iter().flat_map(|t| t.iter()) {
         let Some(sym) = symbols.get(entry.name) else {
             continue;
@@ -255,7 +282,15 @@ pub fn plan(symbols: &ElfSymbols) -> Plan {
             log::trace!("{} shares its address with another entry point", entry.name);
             continue;
         }
-        match entry.role {
+        let is_cxx_new = CXX.iter().any(|e| e.name == entry.name);
+        let role = match entry.role {
+            Role::Alloc(_) if is_cxx_new && !own_new => Role::Label,
+            role => role,
+        };
+        match role {
+            Role::Label => sites
+                .enter
+                .push((site(sym), cookie(entry.func, LAYOUT_LABEL))),
             Role::Alloc(layout) => {
                 let cookie = cookie(entry.func, layout);
                 sites.enter.push((site(sym), cookie));
@@ -265,10 +300,7 @@ pub fn plan(symbols: &ElfSymbols) -> Plan {
         }
         sites.functions.push(entry.name);
     }
-    Plan {
-        allocator: families(symbols),
-        sites,
-    }
+    Plan { allocator, sites }
 }
 
 /// The allocator families `symbols` defines, joined by `+`, or "none".
@@ -308,7 +340,7 @@ mod tests {
     }
 
     fn offsets_unique(plan: &Plan) -> bool {
-        let mut all: Vec<u64> = plan.sites.exit.iter().map(|s| s.0).collect();
+        let mut all: Vec<u64> = plan.sites.enter.iter().map(|s| s.0).collect();
         all.extend(plan.sites.free.iter().map(|s| s.0));
         let n = all.len();
         all.sort_unstable();
@@ -350,7 +382,14 @@ mod tests {
             return;
         };
         assert_eq!(plan.allocator, "c++");
-        assert_eq!(plan.sites.exit.len(), 8, "{:?}", plan.sites.functions);
+        // new only labels the malloc it calls: no return probe to break exceptions.
+        assert_eq!(plan.sites.enter.len(), 8, "{:?}", plan.sites.functions);
+        assert!(plan.sites.exit.is_empty());
+        assert!(plan
+            .sites
+            .enter
+            .iter()
+            .all(|s| s.1 >> COOKIE_LAYOUT_SHIFT == LAYOUT_LABEL as u64));
         assert_eq!(plan.sites.free.len(), 12, "{:?}", plan.sites.functions);
     }
 

@@ -249,7 +249,7 @@ impl<'obj> Discovery<'obj> {
     }
 
     fn scan_and_attach(&mut self, path: &Path, entry: &mut Probed) -> Result<(), BpfError> {
-        let symbols = match ElfSymbols::read(path) {
+        let symbols = match ElfSymbols::read_only(path, catalogue::wants) {
             Ok(s) => s,
             Err(e) => {
                 // Not an ELF file (a JIT's memfd, say): nothing to probe.

@@ -56,11 +56,18 @@ pub struct ElfSymbols {
 impl ElfSymbols {
     /// Read the function symbols of the ELF file at `path`.
     pub fn read(path: &Path) -> Result<ElfSymbols, ElfError> {
+        ElfSymbols::read_only(path, |_| true)
+    }
+
+    /// Read the symbols of the ELF file at `path` whose names `keep` accepts. A library defines
+    /// thousands of symbols and an allocator a few dozen: skipping the rest early is most of
+    /// the cost of scanning a file.
+    pub fn read_only(path: &Path, keep: impl Fn(&str) -> bool) -> Result<ElfSymbols, ElfError> {
         let data = std::fs::read(path).map_err(|e| ElfError {
             path: path.to_path_buf(),
             reason: e.to_string(),
         })?;
-        let funcs = ElfSymbols::parse(&data).map_err(|reason| ElfError {
+        let funcs = ElfSymbols::parse_only(&data, keep).map_err(|reason| ElfError {
             path: path.to_path_buf(),
             reason,
         })?;
@@ -69,6 +76,11 @@ impl ElfSymbols {
 
     /// Parse the function symbols of the ELF image `data`.
     pub fn parse(data: &[u8]) -> Result<ElfSymbols, String> {
+        ElfSymbols::parse_only(data, |_| true)
+    }
+
+    /// Parse the symbols of the ELF image `data` whose names `keep` accepts.
+    pub fn parse_only(data: &[u8], keep: impl Fn(&str) -> bool) -> Result<ElfSymbols, String> {
         let b = Bytes(data);
         if data.get(..4) != Some(b"\x7fELF".as_slice()) {
             return Err("not an ELF file".into());
@@ -135,6 +147,9 @@ impl ElfSymbols {
                     strtab.offset + b.u32(sym)? as usize,
                     strtab.offset + strtab.size,
                 )?;
+                if !keep(name) {
+                    continue;
+                }
                 if !is_func {
                     objects.entry(name.to_string()).or_insert(value);
                     continue;
