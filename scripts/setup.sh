@@ -9,6 +9,9 @@ packages=(
   bpftool                       # only to regenerate bpf/vmlinux.h; the build uses the committed copy
   libelf-dev zlib1g-dev pkg-config make  # vendored libbpf (libbpf-sys) links against these
   gcc libc6-dev                 # C fixtures in testdata/
+  g++                           # C++ fixtures (tests/allocators.rs)
+  libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev  # the allocators tests/allocators.rs records
+  python3                       # a real interpreter run (tests/allocators.rs)
 )
 
 missing=()

@@ -49,17 +49,31 @@ static BUILD_LOCK: Mutex<()> = Mutex::new(());
 /// Compile `testdata/NAME.c` (once per test binary run) and return the executable's path.
 /// NAME may name a subdirectory (`rss/anon`); the source's directory is on the include path.
 pub fn fixture(name: &str) -> PathBuf {
+    build_fixture(&format!("{name}.c"), &name.replace('/', "_"), &[])
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Compile `testdata/SRC` (C, or C++ when it ends in `.cpp`) into the executable `OUT` of the
+/// fixtures directory, with `flags` after the source (defines, `-static`, libraries), once per
+/// test binary run unless the source changed. An error says why the build failed (a missing
+/// library or static archive, typically), for the test to skip or fail on.
+pub fn build_fixture(src: &str, out: &str, flags: &[&str]) -> Result<PathBuf, String> {
     let _guard = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("testdata")
-        .join(format!("{name}.c"));
+        .join(src);
     let dir = scratch_dir().join("fixtures");
     std::fs::create_dir_all(&dir).unwrap();
-    let exe = dir.join(name.replace('/', "_"));
+    let exe = dir.join(out);
+    let stamp = dir.join(format!("{out}.flags"));
+    let wanted_flags = flags.join(" ");
     let fresh = |exe: &Path| -> bool {
         let (Ok(e), Ok(s)) = (exe.metadata(), src.metadata()) else {
             return false;
         };
+        if std::fs::read_to_string(&stamp).ok().as_deref() != Some(wanted_flags.as_str()) {
+            return false;
+        }
         let headers = ["testdata/fixture.h", "testdata/rss/status.h"]
             .map(|h| Path::new(env!("CARGO_MANIFEST_DIR")).join(h));
         let newest_src = std::iter::once(s.modified().ok())
@@ -73,21 +87,59 @@ pub fn fixture(name: &str) -> PathBuf {
         e.modified().ok() >= newest_src
     };
     if !fresh(&exe) {
-        let out = Command::new("cc")
+        let cxx = src.extension().is_some_and(|e| e == "cpp");
+        let compiler = if cxx { "c++" } else { "cc" };
+        let out = Command::new(compiler)
             .args(["-O2", "-g", "-Wall", "-Werror", "-pthread", "-o"])
             .arg(&exe)
             .arg("-I")
             .arg(src.parent().unwrap())
             .arg(&src)
+            .args(flags)
             .output()
-            .expect("run cc (scripts/setup.sh installs it)");
-        assert!(
-            out.status.success(),
-            "building fixture {name} failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+            .unwrap_or_else(|e| panic!("run {compiler} (scripts/setup.sh installs it): {e}"));
+        if !out.status.success() {
+            return Err(format!(
+                "building {} with {compiler} {wanted_flags} failed:\n{}",
+                src.display(),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        std::fs::write(&stamp, &wanted_flags).unwrap();
     }
-    exe
+    Ok(exe)
+}
+
+/// `thing`, or, when it is an error (a library or tool this machine lacks), `None` after
+/// saying why `test` skips; under CI it fails instead, since CI installs everything
+/// (scripts/setup.sh).
+pub fn require<T>(test: &str, thing: Result<T, String>) -> Option<T> {
+    match thing {
+        Ok(t) => Some(t),
+        Err(why) if std::env::var_os("CI").is_some() => {
+            panic!("{test}: {why}; CI machines must have it (scripts/setup.sh)")
+        }
+        Err(why) => {
+            eprintln!("skipped {test}: {why}");
+            None
+        }
+    }
+}
+
+/// The path of the shared library `name` (e.g. `libjemalloc.so.2`) in the system's library
+/// directories.
+pub fn system_library(name: &str) -> Result<PathBuf, String> {
+    [
+        "/usr/lib/x86_64-linux-gnu",
+        "/lib/x86_64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu",
+        "/usr/lib64",
+        "/usr/lib",
+    ]
+    .iter()
+    .map(|d| Path::new(d).join(name))
+    .find(|p| p.exists())
+    .ok_or_else(|| format!("{name} is not installed (scripts/setup.sh installs it)"))
 }
 
 /// A finished `memtrack record` run and what it wrote.
@@ -206,6 +258,60 @@ impl Recording {
                 _ => None,
             })
             .collect()
+    }
+
+    /// Coverage records as (pid, path, allocator, probes).
+    pub fn coverage(&self) -> Vec<(u32, String, String, u32)> {
+        self.events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::Coverage {
+                    path,
+                    allocator,
+                    probes,
+                } => Some((e.pid, path.clone(), allocator.clone(), *probes)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// How often each block of `pid` is released: for every address, whether each allocation
+    /// of it is followed by at most one free before the address is allocated again. Returns
+    /// the number of releases of an address that was not live (a double count), and of
+    /// releases of addresses never allocated in the recording (unknown, allowed).
+    pub fn release_balance(&self, pid: u32) -> (usize, usize) {
+        let mut live: HashSet<u64> = HashSet::new();
+        let mut known: HashSet<u64> = HashSet::new();
+        let (mut double, mut unknown) = (0, 0);
+        let mut release = |addr: u64, live: &mut HashSet<u64>, known: &HashSet<u64>| {
+            if !live.remove(&addr) {
+                if known.contains(&addr) {
+                    double += 1;
+                } else {
+                    unknown += 1;
+                }
+            }
+        };
+        for e in self.events.iter().filter(|e| e.pid == pid) {
+            match e.kind {
+                EventKind::Alloc { addr, .. } => {
+                    live.insert(addr);
+                    known.insert(addr);
+                }
+                EventKind::Realloc { old_addr, addr, .. } => {
+                    release(old_addr, &mut live, &known);
+                    live.insert(addr);
+                    known.insert(addr);
+                }
+                EventKind::Free { addr, .. } => release(addr, &mut live, &known),
+                EventKind::Exec { .. } => {
+                    live.clear();
+                    known.clear();
+                }
+                _ => {}
+            }
+        }
+        (double, unknown)
     }
 
     /// Total of Lost events' last totals, and the trailer's count.
