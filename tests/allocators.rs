@@ -562,3 +562,162 @@ fn raw_mappings_are_recorded_on_success_only() {
         "feature"
     );
 }
+
+/// Asserts that no process of `rec` released a block it allocated more often than it allocated
+/// it, that it allocated something, and that glibc was found.
+fn assert_balanced(rec: &Recording, min_allocs: usize) {
+    assert_ran(rec);
+    let pids: HashSet<u32> = rec.events.iter().map(|e| e.pid).collect();
+    let allocs = rec
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Alloc { .. } | EventKind::Realloc { .. }))
+        .count();
+    check!(
+        rec,
+        allocs >= min_allocs,
+        "at least {min_allocs} allocations, got {allocs}"
+    );
+    for pid in pids {
+        let (double, _) = rec.release_balance(pid);
+        check!(
+            rec,
+            double == 0,
+            "pid {pid}: {double} blocks released twice"
+        );
+    }
+    check!(
+        rec,
+        matches!(coverage_of(rec, "libc.so"), Some((a, _)) if a == "glibc"),
+        "glibc covered"
+    );
+}
+
+#[test]
+fn python_frees_never_exceed_its_allocations() {
+    let test = "python_frees_never_exceed_its_allocations";
+    if !can_record(test) {
+        return;
+    }
+    let python = Path::new("/usr/bin/python3");
+    if require(
+        test,
+        python
+            .exists()
+            .then_some(())
+            .ok_or_else(|| "no /usr/bin/python3".to_string()),
+    )
+    .is_none()
+    {
+        return;
+    }
+    let rec = record(
+        "python",
+        &[],
+        &[
+            "/usr/bin/python3",
+            "-c",
+            "import json; d = {str(i): list(range(i)) for i in range(300)}; print(len(json.dumps(d)))",
+        ],
+    );
+    assert_balanced(&rec, 1000);
+}
+
+#[test]
+fn gcc_frees_never_exceed_its_allocations() {
+    let test = "gcc_frees_never_exceed_its_allocations";
+    if !can_record(test) {
+        return;
+    }
+    let dir = common::scratch_dir();
+    let src = dir.join("gcc_input.c");
+    std::fs::write(
+        &src,
+        "#include <stdio.h>\nint main(void) { printf(\"%d\\n\", 42); return 0; }\n",
+    )
+    .unwrap();
+    let obj = dir.join("gcc_input.o");
+    let rec = record(
+        "gcc",
+        &[],
+        &[
+            "gcc",
+            "-O2",
+            "-c",
+            src.to_str().unwrap(),
+            "-o",
+            obj.to_str().unwrap(),
+        ],
+    );
+    assert_balanced(&rec, 1000);
+    // cc1 is C++: its operator new reaches malloc once per block, labelled new.
+    let news = rec
+        .events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.kind,
+                EventKind::Alloc {
+                    func: AllocFunc::New | AllocFunc::NewArray,
+                    ..
+                }
+            )
+        })
+        .count();
+    check!(rec, news > 0, "operator new in cc1");
+}
+
+/// Build the binaries of `testdata/rust-alloc` (a cargo project of its own) into a target
+/// directory of the test run.
+fn rust_fixture() -> Result<PathBuf, String> {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/rust-alloc/Cargo.toml");
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("rust-alloc-target");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(&cargo)
+        .args(["build", "--quiet", "--bins", "--manifest-path"])
+        .arg(&manifest)
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .map_err(|e| format!("cannot run {cargo}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "building {} failed (it needs the mimalloc crate from the registry):\n{}",
+            manifest.display(),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(target.join("debug"))
+}
+
+#[test]
+fn rust_with_the_system_allocator_and_with_mimalloc() {
+    let test = "rust_with_the_system_allocator_and_with_mimalloc";
+    if !can_record(test) {
+        return;
+    }
+    let Some(bins) = require(test, rust_fixture()) else {
+        return;
+    };
+    for (bin, allocator) in [("system", None), ("mimalloc", Some("mimalloc"))] {
+        let exe = bins.join(bin);
+        let rec = record(&format!("rust_{bin}"), &[], &[exe.to_str().unwrap()]);
+        assert_ran(&rec);
+        let root = rec.header.root_pid;
+        assert_each_once(&rec, root, &[50021, 50023, 50047, 50051, 50053], 1);
+        let grown = sized(&rec, root, 50047);
+        check!(
+            rec,
+            matches!(grown[0].kind, EventKind::Realloc { .. }),
+            "the Vec grew by realloc"
+        );
+        if let Some(allocator) = allocator {
+            // mimalloc is linked into the executable itself.
+            let cov = coverage_of(&rec, bin);
+            check!(
+                rec,
+                matches!(&cov, Some((a, p)) if a == allocator && *p > 0),
+                "{cov:?}"
+            );
+        }
+    }
+}

@@ -138,6 +138,25 @@ const JE_PREFIXED: &[Entry] = &[
     free("je_sdallocx", FUNC_DALLOCX),
 ];
 
+/// jemalloc as the Rust crates `tikv-jemallocator`/`jemallocator` build it: every symbol
+/// prefixed with `_rjem_`.
+const RJEM_PREFIXED: &[Entry] = &[
+    alloc("_rjem_malloc", FUNC_MALLOC, LAYOUT_SIZE),
+    alloc("_rjem_calloc", FUNC_CALLOC, LAYOUT_NMEMB_SIZE),
+    alloc("_rjem_realloc", FUNC_REALLOC, LAYOUT_PTR_SIZE),
+    alloc("_rjem_aligned_alloc", FUNC_ALIGNED_ALLOC, LAYOUT_ALIGN_SIZE),
+    alloc(
+        "_rjem_posix_memalign",
+        FUNC_POSIX_MEMALIGN,
+        LAYOUT_MEMPTR_ALIGN_SIZE,
+    ),
+    alloc("_rjem_mallocx", FUNC_MALLOCX, LAYOUT_SIZE),
+    alloc("_rjem_rallocx", FUNC_RALLOCX, LAYOUT_PTR_SIZE),
+    free("_rjem_free", FUNC_FREE),
+    free("_rjem_dallocx", FUNC_DALLOCX),
+    free("_rjem_sdallocx", FUNC_DALLOCX),
+];
+
 /// mimalloc's `mi_*` API (the heap-object `mi_heap_*` functions are not probed).
 const MIMALLOC: &[Entry] = &[
     alloc("mi_malloc", FUNC_MALLOC, LAYOUT_SIZE),
@@ -219,16 +238,37 @@ const TCMALLOC: &[Entry] = &[
 ];
 
 /// The whole catalogue, in label-preference order.
-const TABLES: [&[Entry]; 6] = [C_API, CXX, JEMALLOC, JE_PREFIXED, MIMALLOC, TCMALLOC];
+const TABLES: [&[Entry]; 7] = [
+    C_API,
+    CXX,
+    JEMALLOC,
+    JE_PREFIXED,
+    RJEM_PREFIXED,
+    MIMALLOC,
+    TCMALLOC,
+];
 
 /// Allocator families and the symbols that identify each, in the order a coverage record
-/// names them. When none is found: "glibc" (which the others also imitate by defining
+/// names them. A statically linked copy keeps only what its program uses (a Rust program with
+/// mimalloc as its global allocator has mi_free but no mi_malloc), hence several marks each.
+/// When none is found: "glibc" (which the others also imitate by defining
 /// `__libc_malloc`), "malloc" for a C allocator nothing else explains (musl, a custom one),
 /// "c++" for operator new without an allocator of its own (libstdc++, libc++).
 const FAMILIES: [(&str, &[&str]); 3] = [
-    ("jemalloc", &["mallocx", "je_malloc", "je_mallocx"]),
-    ("mimalloc", &["mi_malloc"]),
-    ("tcmalloc", &["tc_malloc"]),
+    (
+        "jemalloc",
+        &[
+            "mallocx",
+            "sdallocx",
+            "je_malloc",
+            "je_free",
+            "_rjem_malloc",
+            "_rjem_free",
+            "_rjem_sdallocx",
+        ],
+    ),
+    ("mimalloc", &["mi_malloc", "mi_free"]),
+    ("tcmalloc", &["tc_malloc", "tc_free"]),
 ];
 
 /// Whether `name` is a symbol the catalogue looks at: an entry point, a family's mark, or the
