@@ -561,6 +561,15 @@ fn raw_mappings_are_recorded_on_success_only() {
         rec.header.features.iter().any(|f| f == "mappings"),
         "feature"
     );
+    // The report keeps them apart from the heap.
+    let report =
+        memtrack::report::accounting::analyze(&rec.header, rec.events.clone(), Some(&rec.end));
+    let m = report.totals.mapped.clone().expect("mapped metrics");
+    check!(
+        rec,
+        m.mremaps == 1 && m.munmaps >= 4 && m.brks >= 2 && m.peak_anon_bytes >= 7 * page,
+        "mapped metrics: {m:?}"
+    );
 }
 
 /// Asserts that no process of `rec` released a block it allocated more often than it allocated

@@ -20,6 +20,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::format::{Event, EventKind, Header, LostCount, ReadEnd};
 
+use super::mapped::{Calls, MappedSum, ProcMapped};
 use super::metrics::{
     Blocks, Damage, ExitInfo, HeapMetrics, LostEvents, Metrics, ProcessMetrics, Report, RunInfo,
     Scope, SizeBucket, SCHEMA_VERSION,
@@ -251,6 +252,7 @@ struct Proc {
     last_alloc: IntMap<u32, u64>,
     heap: HeapCounters,
     resident: Option<Box<ProcResident>>,
+    mapped: Option<Box<ProcMapped>>,
 }
 
 impl Proc {
@@ -290,6 +292,9 @@ pub struct Accounting {
     cached_index: usize,
     run: TreeSum,
     run_resident: ResidentSum,
+    /// Parallel to `procs`: the mapped bytes of each process's tree.
+    mapped_trees: Vec<MappedSum>,
+    run_mapped: MappedSum,
     lost: Vec<LostCount>,
     events: u64,
     ignored_events: u64,
@@ -313,6 +318,8 @@ impl Accounting {
                 peak: Peak::default(),
             },
             run_resident: ResidentSum::default(),
+            mapped_trees: Vec::new(),
+            run_mapped: MappedSum::default(),
             lost: Vec::new(),
             events: 0,
             ignored_events: 0,
@@ -374,6 +381,7 @@ impl Accounting {
             EventKind::Fork { child } => self.fork(pid, *child, ts),
             EventKind::Exec { filename, argv } => {
                 let i = self.active(pid, ts);
+                self.drop_mapped(i, ts);
                 self.exec(i, filename, argv);
             }
             EventKind::Exit { status } => match self.lookup(pid) {
@@ -411,8 +419,19 @@ impl Accounting {
             EventKind::Mmap { .. }
             | EventKind::Munmap { .. }
             | EventKind::Mremap { .. }
-            | EventKind::Brk { .. }
-            | EventKind::Coverage { .. } => {}
+            | EventKind::Brk { .. } => {
+                let i = self.active(pid, ts);
+                let page = match self.header.page_size_bytes {
+                    0 => 4096,
+                    n => u64::from(n),
+                };
+                let m = self.procs[i].mapped.get_or_insert_with(Box::default);
+                let old = m.live;
+                m.apply(&event.kind, page, ts);
+                let new = m.live;
+                self.set_mapped(i, old, new, ts);
+            }
+            EventKind::Coverage { .. } => {}
         }
     }
 
@@ -469,7 +488,9 @@ impl Accounting {
             last_alloc: IntMap::default(),
             heap: HeapCounters::default(),
             resident: None,
+            mapped: None,
         });
+        self.mapped_trees.push(MappedSum::default());
         self.trees.push(TreeSum {
             parent,
             live: 0,
@@ -623,6 +644,12 @@ impl Accounting {
             t.peak.raise(t.live, ts);
             k = t.parent;
         }
+        let carried = self.mapped_trees[c].live;
+        let mut k = parent;
+        while k != NONE {
+            self.mapped_trees[k].replace([0; 2], carried, ts);
+            k = self.trees[k].parent;
+        }
         if !self.resident_trees.is_empty() {
             let carried = self.resident_trees[c].live;
             let mut k = parent;
@@ -649,6 +676,7 @@ impl Accounting {
 
     /// Process `i` exited with `status`: what is live is leaked.
     fn exit(&mut self, i: usize, status: i32, ts: u64) {
+        self.drop_mapped(i, ts);
         let leaked = self.drop_live(i, false);
         let p = &mut self.procs[i];
         p.heap.leaked = leaked;
@@ -677,6 +705,28 @@ impl Accounting {
         r.change(member, delta, value, filling, ts);
         let wanted = r.wanted_contribution();
         self.set_contribution(i, wanted, ts);
+    }
+
+    /// Process `i`'s mapped bytes went from `old` to `new`: update its trees and the run.
+    fn set_mapped(&mut self, i: usize, old: [u64; 2], new: [u64; 2], ts: u64) {
+        if old == new {
+            return;
+        }
+        let mut k = i;
+        while k != NONE {
+            self.mapped_trees[k].replace(old, new, ts);
+            k = self.trees[k].parent;
+        }
+        self.run_mapped.replace(old, new, ts);
+    }
+
+    /// Process `i` lost its address space (exec or exit): its mappings leave the sums.
+    fn drop_mapped(&mut self, i: usize, ts: u64) {
+        if let Some(m) = self.procs[i].mapped.as_deref_mut() {
+            let old = m.live;
+            m.clear();
+            self.set_mapped(i, old, [0; 2], ts);
+        }
     }
 
     /// Changes what process `i` contributes to the resident sums of its trees and the run.
@@ -724,6 +774,11 @@ impl Accounting {
             .collect();
         let mut tree_has_resident: Vec<bool> =
             self.procs.iter().map(|p| p.resident.is_some()).collect();
+        let mut tree_calls: Vec<Option<Calls>> = self
+            .procs
+            .iter()
+            .map(|p| p.mapped.as_ref().map(|m| m.calls))
+            .collect();
         for &(i, _) in order.iter().rev() {
             let parent = self.trees[i].parent;
             if parent == NONE {
@@ -738,6 +793,15 @@ impl Accounting {
                 *a = a.saturating_add(b);
             }
             tree_has_resident[parent] |= tree_has_resident[i];
+            if let Some(child) = tree_calls[i] {
+                tree_calls[parent]
+                    .get_or_insert_with(Calls::default)
+                    .add(&child);
+            }
+        }
+        let mut run_calls: Option<Calls> = None;
+        for m in self.procs.iter().filter_map(|p| p.mapped.as_deref()) {
+            run_calls.get_or_insert_with(Calls::default).add(&m.calls);
         }
 
         let mut run_heap = HeapCounters::default();
@@ -763,12 +827,14 @@ impl Accounting {
                 processes: 1,
                 heap: p.heap.to_metrics(own_peak, start),
                 resident: p.resident.as_deref().map(|r| r.metrics(page, start)),
+                mapped: p.mapped.as_deref().map(|m| m.calls.metrics(m.peak, start)),
             };
             let tree = Metrics {
                 processes: tree_size[i],
                 heap: tree_heap[i].to_metrics(self.trees[i].peak, start),
                 resident: tree_has_resident[i]
                     .then(|| self.resident_trees[i].metrics(&tree_beyond[i], page, start)),
+                mapped: tree_calls[i].map(|c| c.metrics(self.mapped_trees[i].peak, start)),
             };
             let parent = self.trees[i].parent;
             processes.push(ProcessMetrics {
@@ -790,6 +856,7 @@ impl Accounting {
             processes: self.procs.len() as u64,
             heap: run_heap.to_metrics(self.run.peak, start),
             resident: any_resident.then(|| self.run_resident.metrics(&run_beyond, page, start)),
+            mapped: run_calls.map(|c| c.metrics(self.run_mapped.peak, start)),
         };
 
         self.completeness(end, totals, processes)
@@ -925,6 +992,77 @@ mod tests {
     use super::*;
     use crate::format::{AllocFunc, RssMember, Trailer};
     use crate::report::synthetic::*;
+
+    // --- raw mappings -----------------------------------------------------------------------
+
+    fn anon_mmap(addr: u64, len: u64) -> EventKind {
+        EventKind::Mmap {
+            addr,
+            len,
+            prot: 3,
+            flags: 0x22,
+        }
+    }
+
+    #[test]
+    fn mapped_peaks_of_a_tree_are_peaks_of_the_sum() {
+        let page = 4096;
+        let events = vec![
+            at(1, 1, 1, anon_mmap(0x10_0000, 8 * page)),
+            at(2, 1, 1, fork(2)),
+            at(3, 2, 2, anon_mmap(0x20_0000, 4 * page)),
+            at(
+                4,
+                1,
+                1,
+                EventKind::Munmap {
+                    addr: 0x10_0000,
+                    len: 8 * page,
+                },
+            ),
+            // The child unmaps what it inherited: not its own, nothing leaves its count.
+            at(
+                5,
+                2,
+                2,
+                EventKind::Munmap {
+                    addr: 0x10_0000,
+                    len: 8 * page,
+                },
+            ),
+            at(6, 2, 2, exit(0)),
+            at(7, 1, 1, exit(0)),
+        ];
+        let report = analyze(&header(), events, None);
+        let run = report.totals.mapped.as_ref().unwrap();
+        assert_eq!((run.peak_bytes, run.peak_at_ns), (12 * page, Some(3)));
+        assert_eq!(run.peak_anon_bytes, 12 * page);
+        assert_eq!((run.mmaps, run.munmaps), (2, 2));
+        let child = report.processes.iter().find(|p| p.pid == 2).unwrap();
+        assert_eq!(child.own.mapped.as_ref().unwrap().peak_bytes, 4 * page);
+        let root = &report.processes[0];
+        assert_eq!(root.own.mapped.as_ref().unwrap().peak_bytes, 8 * page);
+        assert_eq!(root.tree.mapped.as_ref().unwrap().peak_bytes, 12 * page);
+    }
+
+    #[test]
+    fn no_mapping_events_no_mapped_metrics() {
+        let report = analyze(&header(), seq(vec![malloc(0x10, 8)]), None);
+        assert!(report.totals.mapped.is_none());
+        assert!(report.processes[0].own.mapped.is_none());
+    }
+
+    #[test]
+    fn exec_gives_a_new_address_space() {
+        let events = seq(vec![
+            anon_mmap(0x10_0000, 4096),
+            exec("/bin/next"),
+            anon_mmap(0x20_0000, 8192),
+        ]);
+        let report = analyze(&header(), events, None);
+        let m = report.totals.mapped.as_ref().unwrap();
+        assert_eq!(m.peak_bytes, 8192, "the old mapping left at exec");
+    }
 
     // --- counts -----------------------------------------------------------------------------
 

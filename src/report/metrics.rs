@@ -114,6 +114,33 @@ pub struct Metrics {
     pub heap: HeapMetrics,
     /// Resident memory; absent when the scope saw no resident-memory events.
     pub resident: Option<ResidentMetrics>,
+    /// Raw mappings (mmap, munmap, mremap, brk), apart from the heap; absent when the scope
+    /// saw no mapping events.
+    pub mapped: Option<MappedMetrics>,
+}
+
+/// Raw mapping metrics (`mappings` feature): what processes mapped with syscalls themselves,
+/// allocators' own arenas included, apart from the heap. Only ranges mapped during the
+/// recording count; lengths are rounded up to pages, the break is counted as brk moved it. For
+/// a tree or the run, peaks are peaks of the sum at one moment.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct MappedMetrics {
+    /// Successful mmap calls.
+    pub mmaps: u64,
+    /// Successful munmap calls.
+    pub munmaps: u64,
+    /// Successful mremap calls.
+    pub mremaps: u64,
+    /// brk calls that moved the break.
+    pub brks: u64,
+    /// Highest mapped bytes (files and anonymous).
+    pub peak_bytes: u64,
+    /// When `peak_bytes` was first reached.
+    pub peak_at_ns: Option<u64>,
+    /// Highest anonymous mapped bytes (MAP_ANONYMOUS mappings and the brk heap).
+    pub peak_anon_bytes: u64,
+    /// When `peak_anon_bytes` was first reached.
+    pub peak_anon_at_ns: Option<u64>,
 }
 
 /// Heap allocation metrics. Counts are events, sizes bytes, times nanoseconds since the start of
@@ -356,6 +383,7 @@ mod tests {
                 ..HeapMetrics::default()
             },
             resident: None,
+            mapped: None,
         };
         ProcessMetrics {
             pid,

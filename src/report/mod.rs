@@ -9,6 +9,7 @@
 pub mod accounting;
 pub mod check;
 pub mod json;
+mod mapped;
 pub mod metrics;
 mod resident;
 #[cfg(test)]

@@ -167,6 +167,25 @@ fn write_summary(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     if let Some(r) = &t.resident {
         write_resident(r, out)?;
     }
+    if let Some(m) = &t.mapped {
+        line(
+            out,
+            "peak mapped",
+            format!(
+                "{} (anonymous {}; apart from the heap)",
+                peak(m.peak_bytes, m.peak_at_ns),
+                peak(m.peak_anon_bytes, m.peak_anon_at_ns)
+            ),
+        )?;
+        line(
+            out,
+            "mapping calls",
+            format!(
+                "{} mmap, {} munmap, {} mremap, {} brk",
+                m.mmaps, m.munmaps, m.mremaps, m.brks
+            ),
+        )?;
+    }
     Ok(())
 }
 
