@@ -730,3 +730,35 @@ fn rust_with_the_system_allocator_and_with_mimalloc() {
         }
     }
 }
+
+#[test]
+fn a_stripped_allocator_is_reported_not_silently_zero() {
+    let test = "a_stripped_allocator_is_reported_not_silently_zero";
+    if !can_record(test) {
+        return;
+    }
+    let alloc = &ALLOCATORS[0];
+    let mut flags = alloc.fully_static.unwrap().to_vec();
+    flags.push("-s");
+    let Some(exe) = c_api(test, alloc, "c_api_jemalloc_stripped", &flags) else {
+        return;
+    };
+    let rec = record("stripped", &[], &[exe.to_str().unwrap()]);
+    assert_ran(&rec);
+    check!(
+        rec,
+        rec.allocs_of_size(30011).is_empty(),
+        "nothing to probe in a stripped static executable"
+    );
+    let stderr = String::from_utf8_lossy(&rec.output.stderr);
+    check!(
+        rec,
+        stderr.contains("without a single allocator event") && stderr.contains("allocators:"),
+        "the recorder says so"
+    );
+    check!(
+        rec,
+        matches!(coverage_of(&rec, "c_api_jemalloc_stripped"), Some((a, 0)) if a == "none"),
+        "coverage: none found"
+    );
+}

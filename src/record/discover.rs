@@ -309,24 +309,29 @@ impl<'obj> Discovery<'obj> {
             .filter(|p| p.reported && p.allocator == "none")
             .count();
         let mut line = String::from("allocators: ");
+        let plural = |n: usize| if n == 1 { "" } else { "s" };
         if found.is_empty() {
-            line.push_str("none found");
-        }
-        let listed: Vec<String> = found
-            .iter()
-            .map(|p| {
-                let name = Path::new(&p.path)
-                    .file_name()
-                    .map_or(p.path.clone(), |n| n.to_string_lossy().into_owned());
-                format!("{} in {name} ({} probes)", p.allocator, p.probes)
-            })
-            .collect();
-        line.push_str(&listed.join(", "));
-        if without > 0 {
             line.push_str(&format!(
-                "; {without} other executable file{} without one",
-                if without == 1 { "" } else { "s" }
+                "none found in {without} executable file{}",
+                plural(without)
             ));
+        } else {
+            let listed: Vec<String> = found
+                .iter()
+                .map(|p| {
+                    let name = Path::new(&p.path)
+                        .file_name()
+                        .map_or(p.path.clone(), |n| n.to_string_lossy().into_owned());
+                    format!("{} in {name} ({} probes)", p.allocator, p.probes)
+                })
+                .collect();
+            line.push_str(&listed.join(", "));
+            if without > 0 {
+                line.push_str(&format!(
+                    "; {without} other executable file{} without one",
+                    plural(without)
+                ));
+            }
         }
         if self.stats.stops > 0 {
             line.push_str(&format!(
