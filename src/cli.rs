@@ -46,6 +46,11 @@ pub struct RecordArgs {
     /// do not record resident memory (rss_stat), only allocations and the process tree
     #[argh(switch)]
     pub no_rss: bool,
+    /// do not record raw mappings (mmap, munmap, mremap, brk): their syscall tracepoints add
+    /// about 0.25 µs to every syscall of every process on the machine while recording (without
+    /// them, memtrack cannot warn about an allocator it did not find)
+    #[argh(switch)]
+    pub no_mappings: bool,
     /// benchmarks only: attach empty programs at the allocator sites and record no
     /// allocations, to measure the kernel's own cost of the probes (scripts/bench.sh)
     #[argh(switch)]

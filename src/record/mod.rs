@@ -40,6 +40,8 @@ pub struct RecordOptions {
     pub rss: bool,
     /// Attach empty programs at the allocator sites instead of the real ones (benchmarks).
     pub probe_floor: bool,
+    /// Record raw mappings (mmap, munmap, mremap, brk) from the syscall tracepoints.
+    pub mappings: bool,
     /// Print nothing but errors.
     pub quiet: bool,
 }
@@ -69,6 +71,7 @@ impl RecordOptions {
             command,
             rss,
             probe_floor: false,
+            mappings: true,
             quiet,
         })
     }
@@ -159,7 +162,7 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
     let process_obj = load_process(opts)?;
     let rss_obj = opts.rss.then(|| load_rss(&process_obj)).transpose()?;
     let discover_obj = load_discover(&process_obj)?;
-    let mmap_obj = load_mmap(&process_obj)?;
+    let mmap_obj = opts.mappings.then(|| load_mmap(&process_obj)).transpose()?;
     let mut links = Vec::new();
     for prog in [
         "sched_process_fork",
@@ -183,10 +186,12 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
             .attach(discover::DISCOVER_EXEC)
             .map_err(kernel_error)?,
     );
-    for prog in MMAP_PROGRAMS {
-        links.push(mmap_obj.attach(prog).map_err(kernel_error)?);
+    if let Some(mmap) = &mmap_obj {
+        for prog in MMAP_PROGRAMS {
+            links.push(mmap.attach(prog).map_err(kernel_error)?);
+        }
+        features.push("mappings".to_string());
     }
-    features.push("mappings".to_string());
 
     // uprobe_multi links (Linux 6.6+) attach and detach all sites of a file at once; older
     // kernels get one classic uprobe per site from a second load of the same object.
