@@ -22,8 +22,8 @@ use crate::format::{Event, EventKind, Header, LostCount, ReadEnd};
 
 use super::mapped::{Calls, MappedSum, ProcMapped};
 use super::metrics::{
-    Blocks, Damage, ExitInfo, HeapMetrics, LostEvents, Metrics, ProcessMetrics, Report, RunInfo,
-    Scope, SizeBucket, SCHEMA_VERSION,
+    Blocks, Damage, ExitInfo, FileCoverage, HeapMetrics, LostEvents, Metrics, ProcessMetrics,
+    Report, RunInfo, Scope, SizeBucket, SCHEMA_VERSION,
 };
 use super::resident::{ProcResident, ResidentSum, MEMBERS};
 
@@ -295,6 +295,7 @@ pub struct Accounting {
     /// Parallel to `procs`: the mapped bytes of each process's tree.
     mapped_trees: Vec<MappedSum>,
     run_mapped: MappedSum,
+    files: Vec<FileCoverage>,
     lost: Vec<LostCount>,
     events: u64,
     ignored_events: u64,
@@ -320,6 +321,7 @@ impl Accounting {
             run_resident: ResidentSum::default(),
             mapped_trees: Vec::new(),
             run_mapped: MappedSum::default(),
+            files: Vec::new(),
             lost: Vec::new(),
             events: 0,
             ignored_events: 0,
@@ -431,7 +433,19 @@ impl Accounting {
                 let new = m.live;
                 self.set_mapped(i, old, new, ts);
             }
-            EventKind::Coverage { .. } => {}
+            EventKind::Coverage {
+                path,
+                allocator,
+                probes,
+            } => {
+                if !self.files.iter().any(|f| f.path == *path) {
+                    self.files.push(FileCoverage {
+                        path: path.clone(),
+                        allocator: allocator.clone(),
+                        probes: *probes,
+                    });
+                }
+            }
         }
     }
 
@@ -956,6 +970,7 @@ impl Accounting {
             events: self.events,
             ignored_events: self.ignored_events,
             features: self.header.features.clone(),
+            files: self.files,
         };
         Report {
             schema_version: SCHEMA_VERSION,
@@ -1043,6 +1058,31 @@ mod tests {
         let root = &report.processes[0];
         assert_eq!(root.own.mapped.as_ref().unwrap().peak_bytes, 8 * page);
         assert_eq!(root.tree.mapped.as_ref().unwrap().peak_bytes, 12 * page);
+    }
+
+    #[test]
+    fn coverage_records_list_each_file_once() {
+        let cov = |path: &str, allocator: &str, probes| EventKind::Coverage {
+            path: path.into(),
+            allocator: allocator.into(),
+            probes,
+        };
+        let events = seq(vec![
+            cov("/lib/libc.so.6", "glibc", 17),
+            cov("/bin/prog", "none", 0),
+            cov("/lib/libc.so.6", "glibc", 17),
+        ]);
+        let report = analyze(&header(), events, None);
+        let files: Vec<(&str, &str, u32)> = report
+            .run
+            .files
+            .iter()
+            .map(|f| (f.path.as_str(), f.allocator.as_str(), f.probes))
+            .collect();
+        assert_eq!(
+            files,
+            [("/lib/libc.so.6", "glibc", 17), ("/bin/prog", "none", 0)]
+        );
     }
 
     #[test]

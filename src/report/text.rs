@@ -9,7 +9,9 @@ use std::io::{self, Write};
 
 use crate::units::{format_bytes, format_duration_ns};
 
-use super::metrics::{HeapMetrics, Metrics, ProcessMetrics, Report, ResidentMetrics, Scope};
+use super::metrics::{
+    HeapMetrics, Metrics, ProcessMetrics, Report, ResidentMetrics, RunInfo, Scope,
+};
 
 /// Width of the label column of the summary.
 const LABEL_WIDTH: usize = 18;
@@ -28,6 +30,42 @@ pub fn write_text(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     write_histogram(&report.totals.heap, out)?;
     write_processes(report, out)?;
     Ok(())
+}
+
+/// Which allocator the recorder found where, so that a run without allocations says why.
+fn write_files(run: &RunInfo, out: &mut dyn Write) -> io::Result<()> {
+    if run.files.is_empty() {
+        return Ok(());
+    }
+    let name = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
+    let found: Vec<String> = run
+        .files
+        .iter()
+        .filter(|f| f.allocator != "none")
+        .map(|f| {
+            format!(
+                "{} in {} ({} probes)",
+                clean(&f.allocator),
+                clean(&name(&f.path)),
+                f.probes
+            )
+        })
+        .collect();
+    let others = run.files.len() - found.len();
+    let found = if found.is_empty() {
+        "none found".to_string()
+    } else {
+        found.join(", ")
+    };
+    writeln!(
+        out,
+        "  allocators: {found}; {} without one",
+        counted(
+            others as u64,
+            "other executable file",
+            "other executable files"
+        )
+    )
 }
 
 /// The recording: command, root, duration, exit code, where it was made.
@@ -54,6 +92,7 @@ fn write_run(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             clean(&run.memtrack_version),
         )?;
     }
+    write_files(run, out)?;
     let lost = &report.lost_events;
     if lost.total == 0 {
         writeln!(
