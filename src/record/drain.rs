@@ -217,16 +217,19 @@ impl<'a> Session<'a> {
             }
         }
 
-        // Every process of the tree has ended: whatever they produced is in the ring now.
-        self.drain_into(
+        // Every process of the tree has ended: whatever they produced is in the ring now
+        // (drain_into pauses at each stop record, so drain until nothing is left).
+        while self.drain_into(
             &mut writer,
             &mut pids,
             &mut undecodable,
             &mut write_error,
             &mut stops,
             &mut growth,
-        );
-        self.continue_stopped(&mut stops, &mut writer, &mut write_error);
+        ) > 0
+        {
+            self.continue_stopped(&mut stops, &mut writer, &mut write_error);
+        }
         if let Some(e) = write_error.take() {
             return Err(werr(e));
         }
@@ -302,14 +305,15 @@ impl<'a> Session<'a> {
         stops: &mut Vec<Stop>,
         growth: &mut HashMap<u32, Growth>,
     ) -> usize {
-        self.ring.drain(|record| {
+        self.ring.drain_while(|record| {
             // Stops are handled even after a write error: a process must never stay stopped.
+            // And at once: the rest of a busy ring can wait, the stopped process cannot.
             if let Some(stop) = decode::stop(record) {
                 stops.push(stop);
-                return;
+                return false;
             }
             if write_error.is_some() {
-                return;
+                return true;
             }
             match decode::decode(record) {
                 Ok(ev) => {
@@ -330,6 +334,7 @@ impl<'a> Session<'a> {
                     *undecodable += 1;
                 }
             }
+            true
         })
     }
 
