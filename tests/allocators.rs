@@ -297,20 +297,33 @@ fn cxx_new_and_delete_in_every_variant() {
     if !can_record(test) {
         return;
     }
-    let Some(exe) = require(
-        test,
-        build_fixture("alloc/cxx_new_delete.cpp", "cxx_new_delete", &[]),
-    ) else {
-        return;
-    };
-    let rec = record("cxx_new_delete", &[], &[exe.to_str().unwrap()]);
-    assert_ran(&rec);
+    // With libstdc++ as a shared library, and linked statically (with glibc) into the program.
+    for (out, flags, lib) in [
+        ("cxx_new_delete", &[][..], "libstdc++"),
+        (
+            "cxx_new_delete_static",
+            &["-static"][..],
+            "cxx_new_delete_static",
+        ),
+    ] {
+        let Some(exe) = require(test, build_fixture("alloc/cxx_new_delete.cpp", out, flags)) else {
+            continue;
+        };
+        let rec = record(out, &[], &[exe.to_str().unwrap()]);
+        assert_cxx(&rec, lib);
+    }
+}
+
+/// Every block of cxx_new_delete.cpp once, with its label and its delete, the two failures,
+/// and `lib` (the file holding operator new) covered.
+fn assert_cxx(rec: &Recording, lib: &str) {
+    assert_ran(rec);
     let root = rec.header.root_pid;
     for (size, func) in CXX_BLOCKS {
-        assert_each_once(&rec, root, &[size], 1);
-        let got = func_of(sized(&rec, root, size)[0]);
+        assert_each_once(rec, root, &[size], 1);
+        let got = func_of(sized(rec, root, size)[0]);
         check!(rec, got == func, "{size} bytes by {func:?}, got {got:?}");
-        let block = sized(&rec, root, size)[0];
+        let block = sized(rec, root, size)[0];
         let EventKind::Alloc { addr, .. } = block.kind else {
             unreachable!()
         };
@@ -331,7 +344,7 @@ fn cxx_new_and_delete_in_every_variant() {
         );
     }
     // std::vector<int>(5003) goes through operator new too.
-    assert_each_once(&rec, root, &[20012], 1);
+    assert_each_once(rec, root, &[20012], 1);
     let failed = rec.failures(AllocFunc::New);
     check!(
         rec,
@@ -340,8 +353,8 @@ fn cxx_new_and_delete_in_every_variant() {
     );
     check!(
         rec,
-        matches!(coverage_of(&rec, "libstdc++"), Some((a, p)) if a == "c++" && p > 0),
-        "libstdc++ covered"
+        matches!(coverage_of(rec, lib), Some((_, p)) if p > 0),
+        "{lib} covered"
     );
 }
 
