@@ -58,8 +58,9 @@ impl FileKey {
 /// One executable mapping of `/proc/PID/maps`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExecMapping {
-    /// Start and end address.
+    /// Start address.
     pub start: u64,
+    /// End address (exclusive).
     pub end: u64,
     /// The file.
     pub key: FileKey,
@@ -130,8 +131,9 @@ struct Probed {
 pub struct StopStats {
     /// Stops handled.
     pub stops: u64,
-    /// Sum and largest of the time from the stop (BPF timestamp) to SIGCONT, ns.
+    /// Sum of the times from the stop (BPF timestamp) to SIGCONT, ns.
     pub total_ns: u64,
+    /// The longest of them, ns.
     pub max_ns: u64,
 }
 
