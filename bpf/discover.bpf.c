@@ -10,7 +10,10 @@
  *   user space has scanned that executable already (the `scanned` map).
  * - the dynamic loader's debugger hook `_dl_debug_state`, called with `_r_debug.r_state` set to
  *   RT_CONSISTENT once the libraries of the start-up or of a dlopen are mapped, before their
- *   relocation and initialisers. The RT_ADD and RT_DELETE calls need no stop.
+ *   relocation and initialisers. The RT_ADD and RT_DELETE calls need no stop, and neither does
+ *   RT_CONSISTENT when every executable file mapping of the process is of a file user space has
+ *   scanned already (the start-up of a program run before, a dlopen of a known library): the
+ *   probe walks the process's mappings with the task VMA iterator to find out.
  *
  * The stop is bpf_send_signal(SIGSTOP): the whole process stops before it returns to user
  * space; user space sends SIGCONT when it is done. The record is reserved before the signal is
@@ -32,13 +35,61 @@ struct file_key {
 	__u32 _pad;
 };
 
-/* Executable files user space has scanned and probed: their exec needs no stop. */
+/* Executable files user space has scanned and probed (SCANNED), and whose coverage record it
+ * has written (REPORTED, once a stopped process was seen mapping the file): their exec needs no
+ * stop, nor does a dynamic loader event when every executable mapping is of a REPORTED file. */
+#define SCANNED 1
+#define REPORTED 2
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
 	__type(key, struct file_key);
 	__type(value, __u8);
 } scanned SEC(".maps");
+
+extern int bpf_iter_task_vma_new(struct bpf_iter_task_vma *it, struct task_struct *task,
+				 __u64 addr) __ksym;
+extern struct vm_area_struct *bpf_iter_task_vma_next(struct bpf_iter_task_vma *it) __ksym;
+extern void bpf_iter_task_vma_destroy(struct bpf_iter_task_vma *it) __ksym;
+
+#define VM_EXEC 0x4
+
+static __always_inline void file_key_of(struct file *f, struct file_key *key)
+{
+	key->ino = BPF_CORE_READ(f, f_inode, i_ino);
+	key->dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+	key->_pad = 0;
+}
+
+/* Whether every executable file mapping of the current process is of a reported file. The loop
+ * keeps no counter: the iterator ends by itself, and a counter would keep the verifier from
+ * seeing that one pass through the loop body is like the next. */
+static __always_inline bool all_mappings_scanned(void)
+{
+	struct bpf_iter_task_vma it;
+	struct vm_area_struct *vma;
+	struct file_key key;
+	bool all = true;
+	__u8 *state;
+
+	if (bpf_iter_task_vma_new(&it, bpf_get_current_task_btf(), 0)) {
+		bpf_iter_task_vma_destroy(&it);
+		return false;
+	}
+	while ((vma = bpf_iter_task_vma_next(&it))) {
+		if (!(vma->vm_flags & VM_EXEC) || !vma->vm_file)
+			continue;
+		file_key_of(vma->vm_file, &key);
+		state = bpf_map_lookup_elem(&scanned, &key);
+		if (!state || *state != REPORTED) {
+			all = false;
+			break;
+		}
+	}
+	bpf_iter_task_vma_destroy(&it);
+	return all;
+}
 
 static __always_inline void stop(__u32 tgid, __u32 tid, __u32 reason)
 {
@@ -66,8 +117,7 @@ int BPF_PROG(discover_exec, struct task_struct *p, pid_t old_pid, struct linux_b
 
 	if (tracked_state(tgid) != TRACK_PROCESS)
 		return 0;
-	key.ino = BPF_CORE_READ(bprm, file, f_inode, i_ino);
-	key.dev = BPF_CORE_READ(bprm, file, f_inode, i_sb, s_dev);
+	file_key_of(BPF_CORE_READ(bprm, file), &key);
 	if (bpf_map_lookup_elem(&scanned, &key))
 		return 0;
 	stop(tgid, BPF_CORE_READ(p, pid), STOP_EXEC);
@@ -93,6 +143,8 @@ int discover_dl_debug_state(struct pt_regs *ctx)
 	    !bpf_probe_read_user(&state, sizeof(state),
 				 (void *)(PT_REGS_IP(ctx) + delta + R_STATE_OFFSET)) &&
 	    state != RT_CONSISTENT)
+		return 0;
+	if (all_mappings_scanned())
 		return 0;
 	stop(id >> 32, (__u32)id, STOP_DL);
 	return 0;

@@ -35,6 +35,11 @@ pub const DL_DEBUG_STATE: &str = "discover_dl_debug_state";
 /// The BPF program at exec (bpf/discover.bpf.c).
 pub const DISCOVER_EXEC: &str = "discover_exec";
 
+/// Values of the `scanned` map (bpf/discover.bpf.c): the file is probed; its coverage record
+/// is written too.
+const SCANNED: u8 = 1;
+const REPORTED: u8 = 2;
+
 /// A file as the kernel names it: device (major << 20 | minor, the kernel's encoding, which
 /// bpf/discover.bpf.c reads from the inode) and inode number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -220,6 +225,10 @@ impl<'obj> Discovery<'obj> {
         };
         if !p.reported {
             p.reported = true;
+            // The kernel side may now let processes that map only such files go unstopped.
+            if let Err(e) = self.scanned.update_bytes(&m.key.bytes(), &[REPORTED]) {
+                log::debug!("{e}");
+            }
             out.push(Event {
                 ts_ns: process::monotonic_ns(),
                 pid,
@@ -243,7 +252,7 @@ impl<'obj> Discovery<'obj> {
             reported: false,
         };
         let result = self.scan_and_attach(path, &mut entry);
-        if let Err(e) = self.scanned.update_bytes(&key.bytes(), &[1]) {
+        if let Err(e) = self.scanned.update_bytes(&key.bytes(), &[SCANNED]) {
             log::debug!("{e}");
         }
         let probed = self.files.entry(key).or_insert(entry);
