@@ -49,9 +49,9 @@ struct {
 } scanned SEC(".maps");
 
 extern int bpf_iter_task_vma_new(struct bpf_iter_task_vma *it, struct task_struct *task,
-				 __u64 addr) __ksym;
-extern struct vm_area_struct *bpf_iter_task_vma_next(struct bpf_iter_task_vma *it) __ksym;
-extern void bpf_iter_task_vma_destroy(struct bpf_iter_task_vma *it) __ksym;
+				 __u64 addr) __weak __ksym;
+extern struct vm_area_struct *bpf_iter_task_vma_next(struct bpf_iter_task_vma *it) __weak __ksym;
+extern void bpf_iter_task_vma_destroy(struct bpf_iter_task_vma *it) __weak __ksym;
 
 #define VM_EXEC 0x4
 
@@ -73,6 +73,9 @@ static __always_inline bool all_mappings_scanned(void)
 	bool all = true;
 	__u8 *state;
 
+	/* Before Linux 6.7 there is no VMA iterator: stop every time. */
+	if (!bpf_ksym_exists(bpf_iter_task_vma_new))
+		return false;
 	if (bpf_iter_task_vma_new(&it, bpf_get_current_task_btf(), 0)) {
 		bpf_iter_task_vma_destroy(&it);
 		return false;
