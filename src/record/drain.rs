@@ -368,3 +368,74 @@ impl<'a> Session<'a> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::AllocFunc;
+
+    fn anon(len: u64) -> EventKind {
+        EventKind::Mmap {
+            addr: 0x7f00_0000_0000,
+            len,
+            prot: 3,
+            flags: map_bits::MAP_ANONYMOUS | 0x2,
+        }
+    }
+
+    #[test]
+    fn growth_without_allocator_events_warns() {
+        let mut g = Growth::default();
+        g.note(&EventKind::Exec {
+            filename: "/bin/stripped".into(),
+            argv: vec![],
+        });
+        g.note(&anon(8 << 20));
+        let w = g.warning(42).expect("a warning");
+        assert!(
+            w.contains("pid 42 (/bin/stripped)") && !w.contains('\n'),
+            "{w}"
+        );
+    }
+
+    #[test]
+    fn any_allocator_event_or_small_growth_is_no_warning() {
+        let mut g = Growth::default();
+        g.note(&anon(8 << 20));
+        g.note(&EventKind::Free {
+            func: AllocFunc::Free,
+            addr: 1,
+        });
+        assert!(g.warning(1).is_none());
+
+        let mut small = Growth::default();
+        small.note(&EventKind::Brk {
+            from: 0x1000,
+            to: 0x3000,
+        });
+        small.note(&anon(64 << 10));
+        assert!(
+            small.warning(1).is_none(),
+            "a static program's TLS, the loader's pages"
+        );
+
+        let mut shared = Growth::default();
+        shared.note(&EventKind::Mmap {
+            addr: 0,
+            len: 64 << 20,
+            prot: 3,
+            flags: map_bits::MAP_ANONYMOUS | map_bits::MAP_SHARED,
+        });
+        assert!(shared.warning(1).is_none(), "shared memory is not a heap");
+    }
+
+    #[test]
+    fn brk_growth_warns() {
+        let mut g = Growth::default();
+        g.note(&EventKind::Brk {
+            from: 0x1000,
+            to: 0x1000 + (132 << 10),
+        });
+        assert!(g.warning(7).is_some());
+    }
+}
