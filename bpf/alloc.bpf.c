@@ -107,8 +107,11 @@ static __always_inline int label_enter(struct pt_regs *ctx, __u32 func, __u64 si
 			count_lost(LOST_STATE_FULL);
 		return 0;
 	}
-	if (st->depth && sp <= st->sp)
-		return 0; /* inside an allocator call already */
+	if (st->depth) {
+		if (sp <= st->sp)
+			return 0; /* inside an allocator call already */
+		st->depth = 0; /* a stale call whose return was never seen */
+	}
 	if (st->label && sp <= st->label_sp)
 		return 0; /* inside an outer label (or jumped to from it) */
 	st->label = func;
