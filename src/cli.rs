@@ -24,6 +24,7 @@ pub enum Command {
     Report(ReportArgs),
     Check(CheckArgs),
     Dump(DumpArgs),
+    Doctor(DoctorArgs),
 }
 
 /// Run a command and record its allocations, and those of every process it starts, into a file.
@@ -117,3 +118,9 @@ pub struct DumpArgs {
     #[argh(positional)]
     pub file: PathBuf,
 }
+
+/// Check what recording needs against this machine: kernel, BTF, privileges, BPF features.
+/// Prints one table; exits 0 when `record` can work here, 1 when it cannot (and says why).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "doctor", example = "sudo memtrack doctor")]
+pub struct DoctorArgs {}

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use memtrack::error::{Error, Subcommand};
 use memtrack::report::{CheckOptions, OutputFormat, ReportOptions};
-use memtrack::{dump, record, report, units};
+use memtrack::{doctor, dump, record, report, units};
 
 fn main() -> ExitCode {
     let args: cli::Cli = argh::from_env();
@@ -78,6 +78,11 @@ fn run(command: cli::Command) -> Result<i32, Error> {
                 max_leaked: size("max-leaked", a.max_leaked)?,
             };
             let ok = report::run_check(&a.file, &opts, &mut std::io::stdout().lock())?;
+            Ok(if ok { 0 } else { 1 })
+        }
+        cli::Command::Doctor(_) => {
+            let ok = doctor::run(&mut std::io::stdout().lock())
+                .map_err(|e| Error::io("standard output", e))?;
             Ok(if ok { 0 } else { 1 })
         }
         cli::Command::Dump(a) => {

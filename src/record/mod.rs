@@ -126,9 +126,8 @@ fn load_rss(process: &LoadedObject) -> Result<LoadedObject, Error> {
 
 /// Record `opts.command` into `opts.output`; returns the command's exit code.
 pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
-    preflight::check_privileges()?;
-    preflight::check_btf()?;
     bpf::route_libbpf_logs();
+    preflight::require(&preflight::run_for_record())?;
 
     let process_obj = load_process(opts)?;
     let rss_obj = opts.rss.then(|| load_rss(&process_obj)).transpose()?;

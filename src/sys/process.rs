@@ -158,3 +158,9 @@ pub fn uname() -> (String, String) {
 pub fn getpid() -> u32 {
     std::process::id()
 }
+
+/// Our effective user id.
+pub fn geteuid() -> u32 {
+    // SAFETY: geteuid cannot fail and has no memory preconditions.
+    unsafe { libc::geteuid() }
+}
