@@ -51,6 +51,10 @@ pub struct RecordArgs {
     /// allocations, to measure the kernel's own cost of the probes (scripts/bench.sh)
     #[argh(switch)]
     pub probe_floor: bool,
+    /// under sudo the command runs as the invoking user (SUDO_UID); run it as this user
+    /// (name or uid) instead, `root` to keep root
+    #[argh(option)]
+    pub user: Option<String>,
     /// print nothing but errors
     #[argh(switch, short = 'q')]
     pub quiet: bool,

@@ -47,6 +47,7 @@ fn run(command: cli::Command) -> Result<i32, Error> {
             let mut opts =
                 record::RecordOptions::new(a.output, a.ring_size, a.command, !a.no_rss, a.quiet)?;
             opts.probe_floor = a.probe_floor;
+            opts.user = a.user;
             record::run(&opts)
         }
         cli::Command::Report(a) => {

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use crate::error::Error;
 use crate::format::{Event, EventKind, FormatError, Header, LostCount, Trailer, Writer};
 use crate::record::decode::{self, LOST_CAUSES};
+use crate::record::foreground::CommandGroup;
 use crate::sys::bpf::MapFd;
 use crate::sys::process::{self, Reaped, SignalSet};
 use crate::sys::ring::RingBuffer;
@@ -29,6 +30,9 @@ pub const HANDLED_SIGNALS: [i32; 5] = [
     libc::SIGQUIT,
 ];
 
+/// The signals of [`HANDLED_SIGNALS`] that are passed on to the command's process group.
+pub const FORWARDED_SIGNALS: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+
 /// Longest sleep between two drains while the ring is empty.
 const POLL_INTERVAL: Duration = Duration::from_millis(4);
 /// A killed recorder leaves a file readable up to its last chunk: write one at least this often.
@@ -41,6 +45,8 @@ pub struct Session<'a> {
     pub signals: &'a SignalSet,
     pub root_pid: i32,
     pub output: &'a Path,
+    /// The command's process group, which signals are passed on to.
+    pub group: &'a CommandGroup,
 }
 
 /// What a recording amounted to, for the closing line.
@@ -119,6 +125,11 @@ impl Session<'_> {
                             root_status = Some(status);
                         }
                     }
+                    Reaped::Stopped { pid, signal } => {
+                        if pid == self.root_pid {
+                            self.group.stopped(signal);
+                        }
+                    }
                     Reaped::Running => break,
                     Reaped::NoChildren => {
                         tree_gone = true;
@@ -131,16 +142,12 @@ impl Session<'_> {
             }
             if drained == 0 {
                 if let Some(got) = self.signals.wait(POLL_INTERVAL) {
-                    // A terminal's Ctrl-C already reached the command (it shares our process
-                    // group); a kill(2) aimed at us is passed on. Either way we go on until the
-                    // tree is gone, and finish the file.
-                    if got.signal != libc::SIGCHLD && got.from_process {
-                        log::info!(
-                            "passing signal {} on to the command (pid {})",
-                            got.signal,
-                            self.root_pid
-                        );
-                        process::kill(self.root_pid, got.signal);
+                    // A terminal's ^C reaches the command's group directly when it holds the
+                    // terminal, and then never us; whatever does reach us (kill(2), or ^C when
+                    // the command does not hold the terminal) is passed on to its group. Either
+                    // way we go on until the tree is gone, and finish the file.
+                    if FORWARDED_SIGNALS.contains(&got.signal) {
+                        self.group.signal(got.signal);
                     }
                 }
             }

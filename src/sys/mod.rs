@@ -7,3 +7,4 @@ pub mod probe;
 pub mod process;
 pub mod raw;
 pub mod ring;
+pub mod terminal;
