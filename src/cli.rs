@@ -55,9 +55,12 @@ pub struct RecordArgs {
     /// (name or uid) instead, `root` to keep root
     #[argh(option)]
     pub user: Option<String>,
-    /// print nothing but errors
+    /// print nothing but errors: no progress line, no summary
     #[argh(switch, short = 'q')]
     pub quiet: bool,
+    /// print more (repeat for libbpf's own log); RUST_LOG overrides
+    #[argh(switch, short = 'v')]
+    pub verbose: u8,
     /// the command to record and its arguments (after --)
     #[argh(positional, greedy)]
     pub command: Vec<String>,

@@ -27,8 +27,11 @@ fn main() -> ExitCode {
 }
 
 fn init_logging(args: &cli::Cli) {
-    let quiet = matches!(&args.command, cli::Command::Record(r) if r.quiet);
-    let level = match (quiet, args.verbose) {
+    let (quiet, verbose) = match &args.command {
+        cli::Command::Record(r) => (r.quiet, args.verbose + r.verbose),
+        _ => (false, args.verbose),
+    };
+    let level = match (quiet, verbose) {
         (true, _) => "error",
         (false, 0) => "warn",
         (false, 1) => "info",
@@ -37,7 +40,7 @@ fn init_logging(args: &cli::Cli) {
     };
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(level))
         .format_timestamp(None)
-        .format_target(args.verbose > 1)
+        .format_target(verbose > 1)
         .init();
 }
 

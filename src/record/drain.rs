@@ -17,6 +17,7 @@ use crate::error::Error;
 use crate::format::{Event, EventKind, FormatError, Header, LostCount, Trailer, Writer};
 use crate::record::decode::{self, LOST_CAUSES};
 use crate::record::foreground::CommandGroup;
+use crate::record::progress::{Counts, Progress};
 use crate::sys::bpf::MapFd;
 use crate::sys::process::{self, Reaped, SignalSet};
 use crate::sys::ring::RingBuffer;
@@ -47,6 +48,8 @@ pub struct Session<'a> {
     pub output: &'a Path,
     /// The command's process group, which signals are passed on to.
     pub group: &'a CommandGroup,
+    /// The status line on stderr (off unless stderr is a terminal).
+    pub progress: Progress,
 }
 
 /// What a recording amounted to, for the closing line.
@@ -117,6 +120,14 @@ impl Session<'_> {
                 writer.flush_chunk().map_err(werr)?;
                 last_flush = Instant::now();
             }
+            if self.progress.due() {
+                self.progress.draw(Counts {
+                    events: writer.events_written(),
+                    processes: pids.len(),
+                    bytes_written: writer.bytes_written(),
+                    lost: lost_seen.iter().sum(),
+                });
+            }
             let mut tree_gone = false;
             loop {
                 match process::reap_one() {
@@ -127,6 +138,7 @@ impl Session<'_> {
                     }
                     Reaped::Stopped { pid, signal } => {
                         if pid == self.root_pid {
+                            self.progress.clear();
                             self.group.stopped(signal);
                         }
                     }
@@ -177,6 +189,7 @@ impl Session<'_> {
         };
         let events = writer.events_written();
         let file = writer.finish(&trailer).map_err(werr)?;
+        self.progress.clear();
         let bytes = file
             .metadata()
             .map(|m| m.len())

@@ -9,6 +9,7 @@ pub mod decode;
 pub mod drain;
 pub mod foreground;
 pub mod identity;
+pub mod progress;
 pub mod spawn;
 pub mod symbols;
 
@@ -294,6 +295,7 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
         root_pid: child.id() as i32,
         output: &opts.output,
         group: &group,
+        progress: progress::Progress::for_stderr(opts.quiet),
     };
     let summary = session.run(file, &header);
     group.restore_terminal();
