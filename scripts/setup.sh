@@ -7,8 +7,10 @@ set -euo pipefail
 packages=(
   clang llvm libclang-dev      # BPF objects (-target bpf) and bindgen's libclang
   bpftool                       # only to regenerate bpf/vmlinux.h; the build uses the committed copy
-  libelf-dev zlib1g-dev pkg-config make  # vendored libbpf (libbpf-sys) links against these
+  libelf-dev zlib1g-dev pkg-config make  # vendored libbpf (libbpf-sys) links against these;
+                                         # their libelf.a and libz.a go into the static binary
   gcc libc6-dev                 # C fixtures in testdata/
+  binutils bsdutils passwd      # tests: readelf (static binary), script (a terminal), useradd
 )
 
 missing=()
