@@ -115,6 +115,9 @@ pub struct CheckArgs {
     /// highest allowed heap still live when processes exit (SIZE)
     #[argh(option)]
     pub max_leaked: Option<String>,
+    /// highest allowed peak resident memory, anon + file + shmem (SIZE)
+    #[argh(option)]
+    pub max_peak_rss: Option<String>,
 }
 
 /// Print every event of a recording as one JSON object per line.

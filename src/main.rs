@@ -80,6 +80,7 @@ fn run(command: cli::Command) -> Result<i32, Error> {
                 max_allocs: a.max_allocs,
                 max_bytes: size("max-bytes", a.max_bytes)?,
                 max_leaked: size("max-leaked", a.max_leaked)?,
+                max_peak_rss: size("max-peak-rss", a.max_peak_rss)?,
             };
             let ok = report::run_check(&a.file, &opts, &mut std::io::stdout().lock())?;
             Ok(if ok { 0 } else { 1 })

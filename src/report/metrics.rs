@@ -226,6 +226,10 @@ pub struct MemberResident {
     /// Value at exit or at the end of the recording, bytes; signed because an estimate that
     /// missed its baseline can fall below zero. Absent for trees and the run.
     pub end_bytes: Option<i64>,
+    /// For a process: the lowest value of its last image if that went below zero, else 0.
+    /// Negative only if removes exceeded what the process was known to hold.
+    /// Absent for trees and the run.
+    pub min_bytes: Option<i64>,
     /// Bytes removed while the estimate was already at or below zero.
     pub removes_beyond_baseline_bytes: u64,
 }

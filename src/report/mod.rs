@@ -24,7 +24,7 @@ use crate::format::Reader;
 
 pub use accounting::{analyze, Accounting};
 pub use check::CheckOptions;
-pub use metrics::{Report, Scope};
+pub use metrics::{MemberResident, ProcessMetrics, Report, ResidentMetrics, Scope};
 
 /// How `report` prints.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -101,6 +101,13 @@ pub fn run_check(path: &Path, opts: &CheckOptions, out: &mut dyn Write) -> Resul
     }
     let scope = opts.tree.map_or(Scope::Run, |pid| Scope::Tree { pid });
     let report = narrow(read_report(path)?, scope, path)?;
+    if opts.max_peak_rss.is_some() && report.totals.resident.is_none() {
+        return Err(Error::Usage(format!(
+            "{} has no resident memory (it was recorded with --no-rss); drop --max-peak-rss or \
+             record again without --no-rss",
+            path.display()
+        )));
+    }
     let results = check::evaluate(&report, opts);
     let all_pass = results.iter().all(|r| r.pass);
     let mut out = BufWriter::new(out);

@@ -48,6 +48,7 @@ pub fn can_record(test: &str) -> bool {
 static BUILD_LOCK: Mutex<()> = Mutex::new(());
 
 /// Compile `testdata/NAME.c` (once per test binary run) and return the executable's path.
+/// NAME may name a subdirectory (`rss/anon`); the source's directory is on the include path.
 pub fn fixture(name: &str) -> PathBuf {
     let _guard = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -55,25 +56,29 @@ pub fn fixture(name: &str) -> PathBuf {
         .join(format!("{name}.c"));
     let dir = scratch_dir().join("fixtures");
     std::fs::create_dir_all(&dir).unwrap();
-    let exe = dir.join(name);
+    let exe = dir.join(name.replace('/', "_"));
     let fresh = |exe: &Path| -> bool {
         let (Ok(e), Ok(s)) = (exe.metadata(), src.metadata()) else {
             return false;
         };
-        let header = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/fixture.h");
-        let newest_src = [
-            s.modified().ok(),
-            header.metadata().and_then(|m| m.modified()).ok(),
-        ]
-        .into_iter()
-        .flatten()
-        .max();
+        let headers = ["testdata/fixture.h", "testdata/rss/status.h"]
+            .map(|h| Path::new(env!("CARGO_MANIFEST_DIR")).join(h));
+        let newest_src = std::iter::once(s.modified().ok())
+            .chain(
+                headers
+                    .iter()
+                    .map(|h| h.metadata().and_then(|m| m.modified()).ok()),
+            )
+            .flatten()
+            .max();
         e.modified().ok() >= newest_src
     };
     if !fresh(&exe) {
         let out = Command::new("cc")
             .args(["-O2", "-g", "-Wall", "-Werror", "-pthread", "-o"])
             .arg(&exe)
+            .arg("-I")
+            .arg(src.parent().unwrap())
             .arg(&src)
             .output()
             .expect("run cc (scripts/setup.sh installs it)");
@@ -249,6 +254,16 @@ pub fn send_signal(signal: &str, pid: i64) {
 
 /// Run `memtrack record -o <scratch>/<name>.mt [extra...] -- <command...>` and read the file.
 pub fn record(name: &str, extra: &[&str], command: &[&str]) -> Recording {
+    record_with_env(name, extra, command, &[])
+}
+
+/// As [`record`], with extra environment variables for memtrack and so for the command.
+pub fn record_with_env(
+    name: &str,
+    extra: &[&str],
+    command: &[&str],
+    env: &[(&str, &std::ffi::OsStr)],
+) -> Recording {
     let path = scratch_dir().join(format!("{name}.mt"));
     let _ = std::fs::remove_file(&path);
     let mut cmd = Command::new(memtrack());
@@ -257,7 +272,8 @@ pub fn record(name: &str, extra: &[&str], command: &[&str]) -> Recording {
         .arg(&path)
         .args(extra)
         .arg("--")
-        .args(command);
+        .args(command)
+        .envs(env.iter().copied());
     let command_line = format!("{cmd:?}");
     let output = cmd.output().expect("run memtrack");
     let (header, events, end) = match Reader::open(&path) {
