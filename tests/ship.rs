@@ -3,7 +3,7 @@
 //! theirs; SIGTERM and ^C reach the command's whole process group and the file is finished,
 //! while a SIGKILLed recorder leaves a file readable up to its last chunk; the progress line is
 //! drawn on terminals only; the static binary has no dynamic dependencies and records from an
-//! empty directory.
+//! empty directory; and every flag of every `--help` is in the README.
 
 mod common;
 
@@ -641,4 +641,61 @@ fn static_binary_has_no_dynamic_dependencies_and_records_from_an_empty_directory
         .args(["report", "run.mt"]));
     assert_eq!(code, 0, "static report: {err}");
     assert!(out.contains("allocations"), "{out}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// help and README
+
+/// The `--flags` a help text names.
+fn flags_in(help: &str) -> Vec<String> {
+    let mut flags: Vec<String> = help
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+        .filter(|w| w.starts_with("--") && w.len() > 2 && *w != "--help")
+        .map(String::from)
+        .collect();
+    flags.sort();
+    flags.dedup();
+    flags
+}
+
+#[test]
+fn every_subcommand_and_flag_in_help_is_in_the_readme() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let (_, top, _) = run(Command::new(memtrack()).arg("--help"));
+    let commands: Vec<&str> = top
+        .split("Commands:")
+        .nth(1)
+        .expect("a Commands section")
+        .split("\n\n")
+        .next()
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.strip_prefix("  "))
+        .filter(|l| !l.starts_with(' '))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(commands.contains(&"doctor"), "{top}");
+    let mut missing = Vec::new();
+    for flag in flags_in(&top) {
+        if !readme.contains(&flag) {
+            missing.push(format!("memtrack {flag}"));
+        }
+    }
+    for sub in &commands {
+        if !readme.contains(&format!("memtrack {sub}")) {
+            missing.push(format!("memtrack {sub}"));
+        }
+        let (code, help, _) = run(Command::new(memtrack()).args([sub, "--help"]));
+        assert_eq!(code, 0, "memtrack {sub} --help");
+        for flag in flags_in(&help) {
+            if !readme.contains(&flag) {
+                missing.push(format!("memtrack {sub} {flag}"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "README.md does not mention: {missing:?}"
+    );
 }
