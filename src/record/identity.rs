@@ -18,7 +18,9 @@ use crate::sys::process::Credentials;
 pub struct Identity {
     /// The login name (or the uid as text when no passwd entry names it).
     pub name: String,
+    /// The user id the command runs with.
     pub uid: u32,
+    /// The primary group id (SUDO_GID, else the passwd entry's).
     pub gid: u32,
     /// Supplementary groups: `gid` and every group of /etc/group that lists `name`.
     pub groups: Vec<u32>,
@@ -43,12 +45,15 @@ impl Identity {
 pub struct Context {
     /// Our effective uid.
     pub euid: u32,
-    /// SUDO_UID, SUDO_GID and SUDO_USER as set by sudo.
+    /// SUDO_UID as set by sudo: the invoking user's uid.
     pub sudo_uid: Option<String>,
+    /// SUDO_GID as set by sudo: the invoking user's primary group.
     pub sudo_gid: Option<String>,
+    /// SUDO_USER as set by sudo: the invoking user's name.
     pub sudo_user: Option<String>,
-    /// The text of /etc/passwd and /etc/group.
+    /// The text of /etc/passwd.
     pub passwd: String,
+    /// The text of /etc/group.
     pub group: String,
 }
 

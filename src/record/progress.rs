@@ -20,9 +20,13 @@ const EVERY: Duration = Duration::from_millis(250);
 /// What the line shows, as counted by the drain loop.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Counts {
+    /// Events written so far.
     pub events: u64,
+    /// Processes seen so far (the command and every fork).
     pub processes: usize,
+    /// Bytes of the file written so far.
     pub bytes_written: u64,
+    /// Events lost so far, all causes.
     pub lost: u64,
 }
 

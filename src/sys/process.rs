@@ -203,7 +203,9 @@ pub fn stop_self() {
 /// The user and groups a child takes on before it execs.
 #[derive(Clone, Debug)]
 pub struct Credentials {
+    /// Set with setuid, last.
     pub uid: u32,
+    /// Set with setgid, after the groups.
     pub gid: u32,
     /// Supplementary groups (the primary group included, as getgrouplist gives them).
     pub groups: Vec<u32>,
