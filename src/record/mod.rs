@@ -263,6 +263,10 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
         Err(e) => {
             drop(file);
             let _ = std::fs::remove_file(&opts.output);
+            // The child may have taken the terminal before its exec failed.
+            if let Some(t) = &terminal {
+                t.take_back();
+            }
             background_writes.unblock();
             signals.unblock();
             return Err(e);
