@@ -84,19 +84,30 @@ fn doctor_lists_every_check_and_says_record_can_work() {
     assert!(out.contains("\nrecord can work here"), "{out}");
 }
 
-/// The binary, copied where any user may run it (the build tree may not be).
-fn world_runnable_copy() -> PathBuf {
-    static COPY: OnceLock<PathBuf> = OnceLock::new();
-    COPY.get_or_init(|| {
+/// The binary, copied where any user may run it (the build tree may not be); the copy goes
+/// when this is dropped.
+struct WorldRunnableCopy(PathBuf);
+
+impl WorldRunnableCopy {
+    fn new() -> WorldRunnableCopy {
         let dir = std::env::temp_dir().join(format!("memtrack-ship-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
         let bin = dir.join("memtrack");
         std::fs::copy(memtrack(), &bin).unwrap();
         std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
-        bin
-    })
-    .clone()
+        WorldRunnableCopy(dir)
+    }
+
+    fn path(&self) -> PathBuf {
+        self.0.join("memtrack")
+    }
+}
+
+impl Drop for WorldRunnableCopy {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 #[test]
@@ -107,7 +118,8 @@ fn without_privileges_doctor_and_record_say_the_same_line() {
             "needs root to run memtrack as nobody",
         );
     }
-    let bin = world_runnable_copy();
+    let copy = WorldRunnableCopy::new();
+    let bin = copy.path();
     let as_nobody = |args: &[&str]| {
         let mut cmd = Command::new(&bin);
         cmd.args(args).uid(65534).gid(65534).current_dir("/");
