@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use memtrack::error::{Error, Subcommand};
 use memtrack::report::{CheckOptions, OutputFormat, ReportOptions};
-use memtrack::{dump, record, report, units};
+use memtrack::{doctor, dump, record, report, units};
 
 fn main() -> ExitCode {
     let args: cli::Cli = argh::from_env();
@@ -27,8 +27,11 @@ fn main() -> ExitCode {
 }
 
 fn init_logging(args: &cli::Cli) {
-    let quiet = matches!(&args.command, cli::Command::Record(r) if r.quiet);
-    let level = match (quiet, args.verbose) {
+    let (quiet, verbose) = match &args.command {
+        cli::Command::Record(r) => (r.quiet, args.verbose + r.verbose),
+        _ => (false, args.verbose),
+    };
+    let level = match (quiet, verbose) {
         (true, _) => "error",
         (false, 0) => "warn",
         (false, 1) => "info",
@@ -37,7 +40,7 @@ fn init_logging(args: &cli::Cli) {
     };
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(level))
         .format_timestamp(None)
-        .format_target(args.verbose > 1)
+        .format_target(verbose > 1)
         .init();
 }
 
@@ -48,6 +51,7 @@ fn run(command: cli::Command) -> Result<i32, Error> {
                 record::RecordOptions::new(a.output, a.ring_size, a.command, !a.no_rss, a.quiet)?;
             opts.probe_floor = a.probe_floor;
             opts.mappings = !a.no_mappings;
+            opts.user = a.user;
             record::run(&opts)
         }
         cli::Command::Report(a) => {
@@ -80,6 +84,11 @@ fn run(command: cli::Command) -> Result<i32, Error> {
                 max_peak_rss: size("max-peak-rss", a.max_peak_rss)?,
             };
             let ok = report::run_check(&a.file, &opts, &mut std::io::stdout().lock())?;
+            Ok(if ok { 0 } else { 1 })
+        }
+        cli::Command::Doctor(_) => {
+            let ok = doctor::run(&mut std::io::stdout().lock())
+                .map_err(|e| Error::io("standard output", e))?;
             Ok(if ok { 0 } else { 1 })
         }
         cli::Command::Dump(a) => {

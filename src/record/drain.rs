@@ -17,6 +17,8 @@ use crate::error::Error;
 use crate::format::{map_bits, Event, EventKind, FormatError, Header, LostCount, Trailer, Writer};
 use crate::record::decode::{self, Stop, LOST_CAUSES};
 use crate::record::discover::Discovery;
+use crate::record::foreground::CommandGroup;
+use crate::record::progress::{Counts, Progress};
 use crate::sys::bpf::MapFd;
 use crate::sys::process::{self, Reaped, SignalSet};
 use crate::sys::ring::RingBuffer;
@@ -29,6 +31,9 @@ pub const HANDLED_SIGNALS: [i32; 5] = [
     libc::SIGHUP,
     libc::SIGQUIT,
 ];
+
+/// The signals of [`HANDLED_SIGNALS`] that are passed on to the command's process group.
+pub const FORWARDED_SIGNALS: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
 
 /// Longest sleep between two drains while the ring is empty.
 const POLL_INTERVAL: Duration = Duration::from_millis(4);
@@ -44,6 +49,10 @@ pub struct Session<'a> {
     pub output: &'a Path,
     /// Probes the files processes map when the kernel side stops them.
     pub discovery: Discovery<'a>,
+    /// The command's process group, which signals are passed on to.
+    pub group: &'a CommandGroup,
+    /// The status line on stderr (off unless stderr is a terminal).
+    pub progress: Progress,
 }
 
 /// Growth of one process's memory outside any allocator event, to warn about an allocator
@@ -181,12 +190,26 @@ impl<'a> Session<'a> {
                 writer.flush_chunk().map_err(werr)?;
                 last_flush = Instant::now();
             }
+            if self.progress.due() {
+                self.progress.draw(Counts {
+                    events: writer.events_written(),
+                    processes: pids.len(),
+                    bytes_written: writer.bytes_written(),
+                    lost: lost_seen.iter().sum(),
+                });
+            }
             let mut tree_gone = false;
             loop {
                 match process::reap_one() {
                     Reaped::Child { pid, status } => {
                         if pid == self.root_pid {
                             root_status = Some(status);
+                        }
+                    }
+                    Reaped::Stopped { pid, signal } => {
+                        if pid == self.root_pid {
+                            self.progress.clear();
+                            self.group.stopped(signal);
                         }
                     }
                     Reaped::Running => break,
@@ -202,16 +225,12 @@ impl<'a> Session<'a> {
             if drained == 0 {
                 // Discovery stops wake us through the ring at once; the rest is polled.
                 if let Some(got) = self.signals.wait_or_readable(self.ring.fd(), POLL_INTERVAL) {
-                    // A terminal's Ctrl-C already reached the command (it shares our process
-                    // group); a kill(2) aimed at us is passed on. Either way we go on until the
-                    // tree is gone, and finish the file.
-                    if got.signal != libc::SIGCHLD && got.from_process {
-                        log::info!(
-                            "passing signal {} on to the command (pid {})",
-                            got.signal,
-                            self.root_pid
-                        );
-                        process::kill(self.root_pid, got.signal);
+                    // A terminal's ^C reaches the command's group directly when it holds the
+                    // terminal, and then never us; whatever does reach us (kill(2), or ^C when
+                    // the command does not hold the terminal) is passed on to its group. Either
+                    // way we go on until the tree is gone, and finish the file.
+                    if FORWARDED_SIGNALS.contains(&got.signal) {
+                        self.group.signal(got.signal);
                     }
                 }
             }
@@ -252,6 +271,7 @@ impl<'a> Session<'a> {
         };
         let events = writer.events_written();
         let file = writer.finish(&trailer).map_err(werr)?;
+        self.progress.clear();
         let bytes = file
             .metadata()
             .map(|m| m.len())

@@ -11,6 +11,9 @@ pub mod catalogue;
 pub mod decode;
 pub mod discover;
 pub mod drain;
+pub mod foreground;
+pub mod identity;
+pub mod progress;
 pub mod spawn;
 pub mod symbols;
 
@@ -44,6 +47,8 @@ pub struct RecordOptions {
     pub mappings: bool,
     /// Print nothing but errors.
     pub quiet: bool,
+    /// `--user`: run the command as this user (name or uid) instead of SUDO_UID's.
+    pub user: Option<String>,
 }
 
 impl RecordOptions {
@@ -73,6 +78,7 @@ impl RecordOptions {
             probe_floor: false,
             mappings: true,
             quiet,
+            user: None,
         })
     }
 }
@@ -155,9 +161,17 @@ fn load_mmap(process: &LoadedObject) -> Result<LoadedObject, Error> {
 
 /// Record `opts.command` into `opts.output`; returns the command's exit code.
 pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
-    preflight::check_privileges()?;
-    preflight::check_btf()?;
     bpf::route_libbpf_logs();
+    preflight::require(&preflight::run_for_record())?;
+    let identity = identity::resolve(opts.user.as_deref(), &identity::Context::from_system())?;
+    if let Some(id) = &identity {
+        log::info!(
+            "the command runs as {} (uid {}, gid {})",
+            id.name,
+            id.uid,
+            id.gid
+        );
+    }
 
     let process_obj = load_process(opts)?;
     let rss_obj = opts.rss.then(|| load_rss(&process_obj)).transpose()?;
@@ -253,11 +267,22 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
 
     // Validate the output path before the command runs: a typo must not cost a whole run.
     let file = File::create(&opts.output).map_err(|e| Error::io(&opts.output, e))?;
+    if let Some(id) = &identity {
+        // The recording belongs to the user it was made for, not to root.
+        if let Err(e) = std::os::unix::fs::chown(&opts.output, Some(id.uid), Some(id.gid)) {
+            log::warn!("cannot give {} to {}: {e}", opts.output.display(), id.name);
+        }
+    }
 
     // Signals are taken synchronously by the drain loop; blocked before the child exists so
-    // none is missed (std's Command gives the child an empty mask again).
+    // none is missed, and unblocked around the spawn itself (`process::with_unblocked`).
     let signals = process::SignalSet::block(&drain::HANDLED_SIGNALS)
         .map_err(|e| Error::Internal(format!("cannot block signals: {e}")))?;
+    // While the command's group holds the terminal we are in the background: with SIGTTOU
+    // blocked, our stderr lines and taking the terminal back never stop us.
+    let background_writes = process::SignalSet::block(&[libc::SIGTTOU])
+        .map_err(|e| Error::Internal(format!("cannot block signals: {e}")))?;
+    let terminal = crate::sys::terminal::Terminal::foreground();
     process::become_subreaper().map_err(|e| {
         Error::Internal(format!(
             "cannot become the reaper of the command's tree: {e}"
@@ -270,17 +295,37 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
         .map_err(kernel_error)?;
     let start_monotonic_ns = process::monotonic_ns();
     let start_wall_ns = process::wall_ns();
-    let child = spawn::spawn(&opts.command);
+    // Unblocked around the spawn: the command must not inherit our blocked signals.
+    let mut blocked = drain::HANDLED_SIGNALS.to_vec();
+    blocked.push(libc::SIGTTOU);
+    let (child, caught) = process::with_unblocked(&blocked, || {
+        spawn::spawn(
+            &opts.command,
+            identity.as_ref(),
+            terminal.as_ref().map(|t| t.raw_fd()),
+        )
+    });
     tracked.delete_u32(me);
     let child = match child {
         Ok(c) => c,
         Err(e) => {
             drop(file);
             let _ = std::fs::remove_file(&opts.output);
+            // The child may have taken the terminal before its exec failed.
+            if let Some(t) = &terminal {
+                t.take_back();
+            }
+            background_writes.unblock();
             signals.unblock();
             return Err(e);
         }
     };
+    let group = foreground::CommandGroup::new(child.id() as i32, terminal);
+    for signal in caught {
+        if drain::FORWARDED_SIGNALS.contains(&signal) {
+            group.signal(signal);
+        }
+    }
 
     let (kernel_release, hostname) = process::uname();
     let header = Header {
@@ -302,18 +347,24 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
         root_pid: child.id() as i32,
         output: &opts.output,
         discovery,
+        group: &group,
+        progress: progress::Progress::for_stderr(opts.quiet),
     };
-    let (summary, discovery) = session.run(file, &header)?;
+    let result = session.run(file, &header);
+    group.restore_terminal();
+    let (summary, discovery) = result?;
+    let allocators = discovery.summary();
+    drop(discovery);
+    drop(links);
+    background_writes.unblock();
+    signals.unblock();
+
     if !opts.quiet {
-        eprintln!("memtrack: {}", discovery.summary());
+        eprintln!("memtrack: {allocators}");
         for warning in &summary.unexplained_growth {
             eprintln!("memtrack: warning: {warning}");
         }
         eprintln!("memtrack: {summary}");
     }
-    drop(discovery);
-    drop(links);
-    signals.unblock();
-
     Ok(summary.exit_code)
 }

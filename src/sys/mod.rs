@@ -3,6 +3,8 @@
 //! layer is safe Rust.
 
 pub mod bpf;
+pub mod probe;
 pub mod process;
 pub mod raw;
 pub mod ring;
+pub mod terminal;

@@ -5,8 +5,9 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, ExitStatus, Output};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use memtrack::format::{AllocFunc, Event, EventKind, Header, ReadEnd, Reader};
 
@@ -321,6 +322,40 @@ impl Recording {
             ReadEnd::Damaged { .. } => u64::MAX,
         }
     }
+}
+
+/// Read a recording completely: header, every readable event, and how reading ended.
+pub fn read_recording(path: &Path) -> (Header, Vec<Event>, ReadEnd) {
+    let mut reader =
+        Reader::open(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let events: Vec<Event> = reader.by_ref().collect();
+    let end = reader.end().cloned().expect("reader says how it ended");
+    (reader.header().clone(), events, end)
+}
+
+/// Wait up to `limit` for `child`; kill it and return `None` if it is still running then.
+pub fn wait_for(child: &mut std::process::Child, limit: Duration) -> Option<ExitStatus> {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if let Some(status) = child.try_wait().expect("wait for child") {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+/// Send `signal` (a name such as "TERM") to `pid`, or to process group `-pid`, with kill(1).
+pub fn send_signal(signal: &str, pid: i64) {
+    let status = Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg("--")
+        .arg(pid.to_string())
+        .status()
+        .expect("run kill(1)");
+    assert!(status.success(), "kill -{signal} -- {pid} failed");
 }
 
 /// Run `memtrack record -o <scratch>/<name>.mt [extra...] -- <command...>` and read the file.
