@@ -578,10 +578,17 @@ fn progress_line_only_on_a_terminal() {
     assert_eq!(code, 0, "{err}");
     assert!(!err.contains("events/s") && !err.contains('\r'), "{err:?}");
     // The allocators found (issue 6), then the summary.
-    assert_eq!(err.lines().count(), 2, "only the two closing lines: {err:?}");
+    assert_eq!(
+        err.lines().count(),
+        2,
+        "only the two closing lines: {err:?}"
+    );
     assert!(err.starts_with("memtrack: allocators: "), "{err:?}");
     assert!(
-        err.lines().nth(1).unwrap().starts_with("memtrack: recorded "),
+        err.lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("memtrack: recorded "),
         "{err:?}"
     );
 }
