@@ -6,6 +6,7 @@
 //! render. `record` and `report` never import each other; both use `format`.
 
 pub mod control;
+pub mod doctor;
 pub mod dump;
 pub mod error;
 pub mod format;

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use memtrack::error::{Error, Subcommand};
 use memtrack::format::{ControlCommand, MarkerKind};
 use memtrack::report::{CheckOptions, OutputFormat, ReportOptions, Rows};
-use memtrack::{control, dump, record, report, units};
+use memtrack::{control, doctor, dump, record, report, units};
 
 fn main() -> ExitCode {
     let args: cli::Cli = argh::from_env();
@@ -28,8 +28,11 @@ fn main() -> ExitCode {
 }
 
 fn init_logging(args: &cli::Cli) {
-    let quiet = matches!(&args.command, cli::Command::Record(r) if r.quiet);
-    let level = match (quiet, args.verbose) {
+    let (quiet, verbose) = match &args.command {
+        cli::Command::Record(r) => (r.quiet, args.verbose + r.verbose),
+        _ => (false, args.verbose),
+    };
+    let level = match (quiet, verbose) {
         (true, _) => "error",
         (false, 0) => "warn",
         (false, 1) => "info",
@@ -38,7 +41,7 @@ fn init_logging(args: &cli::Cli) {
     };
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(level))
         .format_timestamp(None)
-        .format_target(args.verbose > 1)
+        .format_target(verbose > 1)
         .init();
 }
 
@@ -49,6 +52,8 @@ fn run(command: cli::Command) -> Result<i32, Error> {
                 record::RecordOptions::new(a.output, a.ring_size, a.command, !a.no_rss, a.quiet)?
                     .with_control(a.control, a.start_running)?;
             opts.probe_floor = a.probe_floor;
+            opts.mappings = !a.no_mappings;
+            opts.user = a.user;
             record::run(&opts)
         }
         cli::Command::Report(a) => {
@@ -85,8 +90,14 @@ fn run(command: cli::Command) -> Result<i32, Error> {
                 max_allocs: a.max_allocs,
                 max_bytes: size("max-bytes", a.max_bytes)?,
                 max_leaked: size("max-leaked", a.max_leaked)?,
+                max_peak_rss: size("max-peak-rss", a.max_peak_rss)?,
             };
             let ok = report::run_check(&a.file, &opts, &mut std::io::stdout().lock())?;
+            Ok(if ok { 0 } else { 1 })
+        }
+        cli::Command::Doctor(_) => {
+            let ok = doctor::run(&mut std::io::stdout().lock())
+                .map_err(|e| Error::io("standard output", e))?;
             Ok(if ok { 0 } else { 1 })
         }
         cli::Command::Ctl(a) => {

@@ -772,3 +772,34 @@ fn the_documented_python_snippet_works() {
         heap(b)
     );
 }
+
+#[test]
+fn the_fifos_belong_to_the_user_the_command_runs_as() {
+    let test = "the_fifos_belong_to_the_user_the_command_runs_as";
+    if !can_record(test) {
+        return;
+    }
+    let exe = fixture("control/client");
+    let script = format!(
+        "stat -c '%u %g %a' \"$MEMTRACK_CONTROL\" \"$MEMTRACK_CONTROL.ack\" && {} prelude",
+        exe.display()
+    );
+    let rec = record_control("as_nobody", &["--user", "nobody"], &["sh", "-c", &script]);
+    check!(
+        rec,
+        rec.code() == 0,
+        "the client, as nobody, talks to memtrack"
+    );
+    let stdout = String::from_utf8_lossy(&rec.output.stdout);
+    check!(
+        rec,
+        stdout.lines().take(2).all(|l| l == "65534 65534 600"),
+        "both FIFOs are nobody's, mode 0600: {stdout}"
+    );
+    let report = report_of(&rec);
+    check!(
+        rec,
+        heap(bench(&report, "client::prelude")) == (1, 28_003, 1, 28_003, blocks(0, 0)),
+        "measured as usual"
+    );
+}

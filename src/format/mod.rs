@@ -20,10 +20,10 @@
 //! reader refuses frames above `chunk::MAX_PAYLOAD_BYTES`. The trailer repeats the number of
 //! events and chunks, so a chunk that went missing or was repeated is noticed.
 //!
-//! Versions: 1 is the first; 2 appended the `Control` records (`WireRecord` 13 to 16: the
-//! harness's start, stop, bench and marker commands) and changed nothing else, so the reader
-//! decodes both with one decoder, and a version 1 file is exactly a version 2 file without
-//! control events.
+//! Versions: 1 is the first (its records 13 to 17, mappings and coverage, were appended
+//! within it); 2 appended the `Control` records (`WireRecord` 18 to 21: the harness's start,
+//! stop, bench and marker commands) and changed nothing else, so the reader decodes both with
+//! one decoder, and a version 1 file is exactly a version 2 file without control events.
 //!
 //! To change the format: append `WireRecord` variants (the variant number is on disk) for new
 //! event kinds, and bump `FORMAT_VERSION` so that an older memtrack refuses the file by naming

@@ -7,19 +7,23 @@
 //! Because memtrack is the subreaper of the tree, "no children left" means every process of the
 //! tree has ended, and so has every record it could produce: one last drain then gets them all.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::fs::File;
+use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::control::Request;
 use crate::error::Error;
 use crate::format::{
-    ControlCommand, Event, EventKind, FormatError, Header, LostCount, Trailer, Writer,
+    map_bits, ControlCommand, Event, EventKind, FormatError, Header, LostCount, Trailer, Writer,
 };
-use crate::record::decode::{self, LOST_CAUSES};
+use crate::record::decode::{self, Stop, LOST_CAUSES};
+use crate::record::discover::Discovery;
+use crate::record::foreground::CommandGroup;
 use crate::record::listen::Control;
+use crate::record::progress::{Counts, Progress};
 use crate::sys::bpf::MapFd;
 use crate::sys::process::{self, Reaped, SignalSet};
 use crate::sys::ring::RingBuffer;
@@ -32,6 +36,9 @@ pub const HANDLED_SIGNALS: [i32; 5] = [
     libc::SIGHUP,
     libc::SIGQUIT,
 ];
+
+/// The signals of [`HANDLED_SIGNALS`] that are passed on to the command's process group.
+pub const FORWARDED_SIGNALS: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
 
 /// Longest sleep between two drains while the ring is empty.
 const POLL_INTERVAL: Duration = Duration::from_millis(4);
@@ -48,8 +55,68 @@ pub struct Session<'a> {
     pub signals: &'a SignalSet,
     pub root_pid: i32,
     pub output: &'a Path,
+    /// Probes the files processes map when the kernel side stops them.
+    pub discovery: Discovery<'a>,
+    /// The command's process group, which signals are passed on to.
+    pub group: &'a CommandGroup,
+    /// The status line on stderr (off unless stderr is a terminal).
+    pub progress: Progress,
     /// The control channel, with `--control`.
     pub control: Option<Control<'a>>,
+}
+
+/// Growth of one process's memory outside any allocator event, to warn about an allocator
+/// memtrack did not find (stripped, or unknown to the catalogue).
+#[derive(Debug, Default)]
+struct Growth {
+    allocator_events: u64,
+    brk_bytes: u64,
+    anon_bytes: u64,
+    exe: Option<String>,
+}
+
+/// Break growth from which a process with no allocator events is suspicious: glibc's malloc
+/// grows the break by at least 132 KiB at once, while a static program's start-up TLS takes a
+/// few KiB.
+const SUSPICIOUS_BRK_BYTES: u64 = 128 << 10;
+/// Anonymous private mapping growth from which a process with no allocator events is
+/// suspicious (the loader's own mappings stay far below).
+const SUSPICIOUS_ANON_BYTES: u64 = 1 << 20;
+
+impl Growth {
+    fn note(&mut self, kind: &EventKind) {
+        match kind {
+            EventKind::Alloc { .. }
+            | EventKind::Free { .. }
+            | EventKind::Realloc { .. }
+            | EventKind::AllocFailed { .. } => self.allocator_events += 1,
+            EventKind::Brk { from, to } if to > from => self.brk_bytes += to - from,
+            EventKind::Mmap { len, flags, .. }
+                if flags & map_bits::MAP_ANONYMOUS != 0 && flags & map_bits::MAP_SHARED == 0 =>
+            {
+                self.anon_bytes = self.anon_bytes.saturating_add(*len)
+            }
+            EventKind::Exec { filename, .. } => self.exe = Some(filename.clone()),
+            _ => {}
+        }
+    }
+
+    /// The warning for process `pid`, if its growth is unexplained.
+    fn warning(&self, pid: u32) -> Option<String> {
+        if self.allocator_events > 0
+            || (self.brk_bytes < SUSPICIOUS_BRK_BYTES && self.anon_bytes < SUSPICIOUS_ANON_BYTES)
+        {
+            return None;
+        }
+        Some(format!(
+            "pid {pid} ({}) grew its break by {} and its anonymous mappings by {} without a \
+             single allocator event: its allocator is stripped or unknown to memtrack, so its \
+             heap is not in the report (the mappings are)",
+            self.exe.as_deref().unwrap_or("?"),
+            crate::units::format_bytes(self.brk_bytes),
+            crate::units::format_bytes(self.anon_bytes)
+        ))
+    }
 }
 
 /// What a recording amounted to, for the closing line.
@@ -62,6 +129,8 @@ pub struct Summary {
     pub undecodable: u64,
     pub exit_code: i32,
     pub output: String,
+    /// One warning per process whose memory grew with no allocator event at all.
+    pub unexplained_growth: Vec<String>,
     /// Control commands accepted and requests refused, with `--control`.
     pub control: Option<(u64, u64)>,
 }
@@ -103,9 +172,10 @@ impl fmt::Display for Summary {
     }
 }
 
-impl Session<'_> {
-    /// Run until the tree is gone; write the file; return what happened.
-    pub fn run(mut self, file: File, header: &Header) -> Result<Summary, Error> {
+impl<'a> Session<'a> {
+    /// Run until the tree is gone; write the file; return what happened, and the discovery
+    /// registry (its links keep the probes attached until the caller drops it).
+    pub fn run(mut self, file: File, header: &Header) -> Result<(Summary, Discovery<'a>), Error> {
         let out = self.output.to_path_buf();
         let werr = |e: FormatError| Error::Internal(format!("cannot write {}: {e}", out.display()));
         let mut writer = Writer::new(file, header).map_err(werr)?;
@@ -115,20 +185,45 @@ impl Session<'_> {
         let mut write_error: Option<FormatError> = None;
         let mut root_status: Option<i32> = None;
         let mut last_flush = Instant::now();
+        let mut stops = Vec::new();
+        let mut growth: HashMap<u32, Growth> = HashMap::new();
 
         loop {
-            let drained =
-                self.drain_into(&mut writer, &mut pids, &mut undecodable, &mut write_error);
+            let drained = self.drain_into(
+                &mut writer,
+                &mut pids,
+                &mut undecodable,
+                &mut write_error,
+                &mut stops,
+                &mut growth,
+            );
+            // Stopped processes first: they wait for us, whatever else went wrong.
+            self.continue_stopped(&mut stops, &mut writer, &mut write_error);
             if let Some(e) = write_error.take() {
                 // The command goes on without us; the file holds what was written so far.
                 return Err(werr(e));
             }
-            self.serve_control(&mut writer, &mut pids, &mut undecodable, &mut write_error)
-                .map_err(werr)?;
+            self.serve_control(
+                &mut writer,
+                &mut pids,
+                &mut undecodable,
+                &mut write_error,
+                &mut stops,
+                &mut growth,
+            )
+            .map_err(werr)?;
             if last_flush.elapsed() >= FLUSH_INTERVAL {
                 self.push_lost(&mut writer, &mut lost_seen).map_err(werr)?;
                 writer.flush_chunk().map_err(werr)?;
                 last_flush = Instant::now();
+            }
+            if self.progress.due() {
+                self.progress.draw(Counts {
+                    events: writer.events_written(),
+                    processes: pids.len(),
+                    bytes_written: writer.bytes_written(),
+                    lost: lost_seen.iter().sum(),
+                });
             }
             let mut tree_gone = false;
             loop {
@@ -136,6 +231,12 @@ impl Session<'_> {
                     Reaped::Child { pid, status } => {
                         if pid == self.root_pid {
                             root_status = Some(status);
+                        }
+                    }
+                    Reaped::Stopped { pid, signal } => {
+                        if pid == self.root_pid {
+                            self.progress.clear();
+                            self.group.stopped(signal);
                         }
                     }
                     Reaped::Running => break,
@@ -149,34 +250,52 @@ impl Session<'_> {
                 break;
             }
             if drained == 0 {
-                // A control request wakes the loop at once: the harness waits for its reply.
-                let got = match &self.control {
-                    Some(c) => self
-                        .signals
-                        .wait_or_readable(c.listener.fd(), POLL_INTERVAL),
-                    None => self.signals.wait(POLL_INTERVAL),
+                // Discovery stops wake us through the ring at once, and so does a control
+                // request (the harness waits for its reply); the rest is polled.
+                let ring = self.ring.fd();
+                let both;
+                let fds = match &self.control {
+                    Some(c) => {
+                        both = [ring, c.listener.fd().as_raw_fd()];
+                        &both[..]
+                    }
+                    None => std::slice::from_ref(&ring),
                 };
-                if let Some(got) = got {
-                    // A terminal's Ctrl-C already reached the command (it shares our process
-                    // group); a kill(2) aimed at us is passed on. Either way we go on until the
-                    // tree is gone, and finish the file.
-                    if got.signal != libc::SIGCHLD && got.from_process {
-                        log::info!(
-                            "passing signal {} on to the command (pid {})",
-                            got.signal,
-                            self.root_pid
-                        );
-                        process::kill(self.root_pid, got.signal);
+                if let Some(got) = self.signals.wait_or_readable(fds, POLL_INTERVAL) {
+                    // A terminal's ^C reaches the command's group directly when it holds the
+                    // terminal, and then never us; whatever does reach us (kill(2), or ^C when
+                    // the command does not hold the terminal) is passed on to its group. Either
+                    // way we go on until the tree is gone, and finish the file.
+                    if FORWARDED_SIGNALS.contains(&got.signal) {
+                        self.group.signal(got.signal);
                     }
                 }
             }
         }
 
-        // Every process of the tree has ended: whatever they produced is in the ring now, and
-        // whatever a client sent without waiting for its reply is in the control FIFO.
-        self.drain_into(&mut writer, &mut pids, &mut undecodable, &mut write_error);
-        self.serve_control(&mut writer, &mut pids, &mut undecodable, &mut write_error)
-            .map_err(werr)?;
+        // Every process of the tree has ended: whatever they produced is in the ring now
+        // (drain_into pauses at each stop record, so drain until nothing is left).
+        while self.drain_into(
+            &mut writer,
+            &mut pids,
+            &mut undecodable,
+            &mut write_error,
+            &mut stops,
+            &mut growth,
+        ) > 0
+        {
+            self.continue_stopped(&mut stops, &mut writer, &mut write_error);
+        }
+        // And whatever a client sent without waiting for its reply is in the control FIFO.
+        self.serve_control(
+            &mut writer,
+            &mut pids,
+            &mut undecodable,
+            &mut write_error,
+            &mut stops,
+            &mut growth,
+        )
+        .map_err(werr)?;
         if let Some(e) = write_error.take() {
             return Err(werr(e));
         }
@@ -199,11 +318,17 @@ impl Session<'_> {
         };
         let events = writer.events_written();
         let file = writer.finish(&trailer).map_err(werr)?;
+        self.progress.clear();
         let bytes = file
             .metadata()
             .map(|m| m.len())
             .map_err(|e| Error::io(self.output, e))?;
-        Ok(Summary {
+        let mut warned: Vec<(u32, String)> = growth
+            .iter()
+            .filter_map(|(&pid, g)| g.warning(pid).map(|w| (pid, w)))
+            .collect();
+        warned.sort();
+        let summary = Summary {
             events,
             processes: pids.len(),
             bytes,
@@ -211,107 +336,34 @@ impl Session<'_> {
             undecodable,
             exit_code,
             output: self.output.display().to_string(),
+            unexplained_growth: warned.into_iter().map(|(_, w)| w).collect(),
             control: self
                 .control
                 .as_ref()
                 .map(|c| (c.listener.accepted, c.listener.refused)),
-        })
-    }
-
-    /// Acts on every request the harness sent since the last call, in order
-    /// (docs/control-protocol.md). A command is written into the file after every record the
-    /// ring held when it was taken, stamped on the records' clock; `start` opens the gate before
-    /// its reply, so when the harness reads `ok` the kernel records, and `stop` closes it first.
-    fn serve_control(
-        &mut self,
-        writer: &mut Writer<File>,
-        pids: &mut HashSet<u32>,
-        undecodable: &mut u64,
-        write_error: &mut Option<FormatError>,
-    ) -> Result<(), FormatError> {
-        let Some(mut control) = self.control.take() else {
-            return Ok(());
         };
-        let served = self.serve_requests(&mut control, writer, pids, undecodable, write_error);
-        self.control = Some(control);
-        served
+        Ok((summary, self.discovery))
     }
 
-    fn serve_requests(
+    /// Probe what each stopped process mapped, continue it, and write the coverage records of
+    /// files seen for the first time.
+    fn continue_stopped(
         &mut self,
-        control: &mut Control<'_>,
+        stops: &mut Vec<Stop>,
         writer: &mut Writer<File>,
-        pids: &mut HashSet<u32>,
-        undecodable: &mut u64,
-        write_error: &mut Option<FormatError>,
-    ) -> Result<(), FormatError> {
-        for received in control.listener.requests() {
-            let command = match &received.request {
-                Err(message) => {
-                    control
-                        .listener
-                        .reply(&received.reply(Some(message.clone())));
-                    continue;
-                }
-                Ok(Request::Hello { .. }) => {
-                    control.listener.reply(&received.reply(None));
-                    continue;
-                }
-                Ok(Request::Command(command)) => command.clone(),
-            };
-            let closed = match command {
-                ControlCommand::Stop => control.set_gate(false),
-                _ => Ok(()),
-            };
-            if let Err(message) = closed {
-                control.listener.reply(&received.reply(Some(message)));
-                continue;
-            }
-            self.drain_pending(writer, pids, undecodable, write_error);
-            if let Some(e) = write_error.take() {
-                return Err(e);
-            }
-            let ts_ns = process::monotonic_ns();
-            let opened = match command {
-                ControlCommand::Start => control.set_gate(true),
-                _ => Ok(()),
-            };
-            if let Err(message) = opened {
-                control.listener.reply(&received.reply(Some(message)));
-                continue;
-            }
-            writer.push(&Event {
-                ts_ns,
-                pid: 0,
-                tid: 0,
-                kind: EventKind::Control { command },
-            })?;
-            control.listener.reply(&received.reply(None));
-        }
-        Ok(())
-    }
-
-    /// Drains every record the ring holds now, waiting briefly for one still being written, so
-    /// that what is pushed next comes after all of them in the file.
-    fn drain_pending(
-        &mut self,
-        writer: &mut Writer<File>,
-        pids: &mut HashSet<u32>,
-        undecodable: &mut u64,
         write_error: &mut Option<FormatError>,
     ) {
-        let target = self.ring.producer_position();
-        let deadline = Instant::now() + BUSY_RECORD_WAIT;
-        loop {
-            self.drain_into(writer, pids, undecodable, write_error);
-            if self.ring.consumed_through(target) || write_error.is_some() {
+        let mut coverage = Vec::new();
+        for stop in stops.drain(..) {
+            self.discovery.handle_stop(stop, &mut coverage);
+        }
+        for ev in &coverage {
+            if write_error.is_some() {
                 return;
             }
-            if Instant::now() >= deadline {
-                log::debug!("a ring record stayed busy for {BUSY_RECORD_WAIT:?}; going on");
-                return;
+            if let Err(e) = writer.push(ev) {
+                *write_error = Some(e);
             }
-            std::thread::yield_now();
         }
     }
 
@@ -321,16 +373,25 @@ impl Session<'_> {
         pids: &mut HashSet<u32>,
         undecodable: &mut u64,
         write_error: &mut Option<FormatError>,
+        stops: &mut Vec<Stop>,
+        growth: &mut HashMap<u32, Growth>,
     ) -> usize {
-        self.ring.drain(|record| {
+        self.ring.drain_while(|record| {
+            // Stops are handled even after a write error: a process must never stay stopped.
+            // And at once: the rest of a busy ring can wait, the stopped process cannot.
+            if let Some(stop) = decode::stop(record) {
+                stops.push(stop);
+                return false;
+            }
             if write_error.is_some() {
-                return;
+                return true;
             }
             match decode::decode(record) {
                 Ok(ev) => {
                     if let EventKind::Fork { child } = ev.kind {
                         pids.insert(child);
                     }
+                    growth.entry(ev.pid).or_default().note(&ev.kind);
                     if let Err(e) = writer.push(&ev) {
                         *write_error = Some(e);
                     }
@@ -344,7 +405,98 @@ impl Session<'_> {
                     *undecodable += 1;
                 }
             }
+            true
         })
+    }
+
+    /// Acts on every request the harness sent since the last call, in order
+    /// (docs/control-protocol.md). A command is written into the file after every record the
+    /// ring held when it was taken, stamped on the records' clock; `start` opens the gate before
+    /// its reply, so when the harness reads `ok` the kernel records, and `stop` closes it first.
+    fn serve_control(
+        &mut self,
+        writer: &mut Writer<File>,
+        pids: &mut HashSet<u32>,
+        undecodable: &mut u64,
+        write_error: &mut Option<FormatError>,
+        stops: &mut Vec<Stop>,
+        growth: &mut HashMap<u32, Growth>,
+    ) -> Result<(), FormatError> {
+        let Some(control) = self.control.as_mut() else {
+            return Ok(());
+        };
+        for received in control.listener.requests() {
+            let reply = |s: &Self, refusal| s.control().listener.reply(&received.reply(refusal));
+            let command = match &received.request {
+                Err(message) => {
+                    reply(self, Some(message.clone()));
+                    continue;
+                }
+                Ok(Request::Hello { .. }) => {
+                    reply(self, None);
+                    continue;
+                }
+                Ok(Request::Command(command)) => command.clone(),
+            };
+            if command == ControlCommand::Stop {
+                if let Err(message) = self.control().set_gate(false) {
+                    reply(self, Some(message));
+                    continue;
+                }
+            }
+            self.drain_pending(writer, pids, undecodable, write_error, stops, growth);
+            if let Some(e) = write_error.take() {
+                return Err(e);
+            }
+            let ts_ns = process::monotonic_ns();
+            if command == ControlCommand::Start {
+                if let Err(message) = self.control().set_gate(true) {
+                    reply(self, Some(message));
+                    continue;
+                }
+            }
+            writer.push(&Event {
+                ts_ns,
+                pid: 0,
+                tid: 0,
+                kind: EventKind::Control { command },
+            })?;
+            reply(self, None);
+        }
+        Ok(())
+    }
+
+    /// The control channel; only called while serving it.
+    fn control(&self) -> &Control<'a> {
+        self.control.as_ref().expect("serving control requests")
+    }
+
+    /// Drains every record the ring holds now, waiting briefly for one still being written, so
+    /// that what is pushed next comes after all of them in the file.
+    fn drain_pending(
+        &mut self,
+        writer: &mut Writer<File>,
+        pids: &mut HashSet<u32>,
+        undecodable: &mut u64,
+        write_error: &mut Option<FormatError>,
+        stops: &mut Vec<Stop>,
+        growth: &mut HashMap<u32, Growth>,
+    ) {
+        let target = self.ring.producer_position();
+        let deadline = Instant::now() + BUSY_RECORD_WAIT;
+        loop {
+            self.drain_into(writer, pids, undecodable, write_error, stops, growth);
+            // A process stopped for discovery waits for us; so does the harness.
+            self.continue_stopped(stops, writer, write_error);
+            if self.ring.consumed_through(target) || write_error.is_some() {
+                return;
+            }
+            if Instant::now() >= deadline {
+                log::debug!("a ring record stayed busy for {BUSY_RECORD_WAIT:?}; going on");
+                return;
+            }
+            std::thread::yield_now();
+        }
     }
 
     /// Write a `Lost` event for each cause whose count grew since the last call.
@@ -375,5 +527,76 @@ impl Session<'_> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::AllocFunc;
+
+    fn anon(len: u64) -> EventKind {
+        EventKind::Mmap {
+            addr: 0x7f00_0000_0000,
+            len,
+            prot: 3,
+            flags: map_bits::MAP_ANONYMOUS | 0x2,
+        }
+    }
+
+    #[test]
+    fn growth_without_allocator_events_warns() {
+        let mut g = Growth::default();
+        g.note(&EventKind::Exec {
+            filename: "/bin/stripped".into(),
+            argv: vec![],
+        });
+        g.note(&anon(8 << 20));
+        let w = g.warning(42).expect("a warning");
+        assert!(
+            w.contains("pid 42 (/bin/stripped)") && !w.contains('\n'),
+            "{w}"
+        );
+    }
+
+    #[test]
+    fn any_allocator_event_or_small_growth_is_no_warning() {
+        let mut g = Growth::default();
+        g.note(&anon(8 << 20));
+        g.note(&EventKind::Free {
+            func: AllocFunc::Free,
+            addr: 1,
+        });
+        assert!(g.warning(1).is_none());
+
+        let mut small = Growth::default();
+        small.note(&EventKind::Brk {
+            from: 0x1000,
+            to: 0x3000,
+        });
+        small.note(&anon(64 << 10));
+        assert!(
+            small.warning(1).is_none(),
+            "a static program's TLS, the loader's pages"
+        );
+
+        let mut shared = Growth::default();
+        shared.note(&EventKind::Mmap {
+            addr: 0,
+            len: 64 << 20,
+            prot: 3,
+            flags: map_bits::MAP_ANONYMOUS | map_bits::MAP_SHARED,
+        });
+        assert!(shared.warning(1).is_none(), "shared memory is not a heap");
+    }
+
+    #[test]
+    fn brk_growth_warns() {
+        let mut g = Growth::default();
+        g.note(&EventKind::Brk {
+            from: 0x1000,
+            to: 0x1000 + (132 << 10),
+        });
+        assert!(g.warning(7).is_some());
     }
 }

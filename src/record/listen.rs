@@ -279,7 +279,7 @@ fn make_fifo(path: &Path, owner: (u32, u32)) -> Result<(File, FileId), Error> {
             return Err(Error::io(path, e));
         }
     };
-    if !meta.file_type().is_fifo() || meta.uid() != process::effective_uid() {
+    if !meta.file_type().is_fifo() || meta.uid() != process::geteuid() {
         return Err(Error::Usage(format!(
             "--control {}: the FIFO was replaced while memtrack set it up; give a path in a \
              directory only you can write",

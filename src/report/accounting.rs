@@ -21,9 +21,10 @@ use std::hash::{BuildHasherDefault, Hasher};
 use crate::format::{Event, EventKind, Header, LostCount, ReadEnd, FEATURE_CONTROL};
 
 use super::bench::Benchmarks;
+use super::mapped::{Calls, MappedSum, ProcMapped};
 use super::metrics::{
-    BenchmarkMetrics, Blocks, Damage, ExitInfo, HeapMetrics, LostEvents, Metrics, ProcessMetrics,
-    Report, RunInfo, Scope, SizeBucket, SCHEMA_VERSION,
+    BenchmarkMetrics, Blocks, Damage, ExitInfo, FileCoverage, HeapMetrics, LostEvents, Metrics,
+    ProcessMetrics, Report, RunInfo, Scope, SizeBucket, SCHEMA_VERSION,
 };
 use super::resident::{ProcResident, ResidentSum, MEMBERS};
 
@@ -262,6 +263,7 @@ struct Proc {
     last_alloc: IntMap<u32, u64>,
     heap: HeapCounters,
     resident: Option<Box<ProcResident>>,
+    mapped: Option<Box<ProcMapped>>,
     /// Live blocks allocated inside a benchmark's window: address -> benchmark index.
     bench_blocks: IntMap<u64, usize>,
     /// Whether its current image is `memtrack ctl`, a control client that belongs to no
@@ -306,6 +308,10 @@ pub struct Accounting {
     cached_index: usize,
     run: TreeSum,
     run_resident: ResidentSum,
+    /// Parallel to `procs`: the mapped bytes of each process's tree.
+    mapped_trees: Vec<MappedSum>,
+    run_mapped: MappedSum,
+    files: Vec<FileCoverage>,
     lost: Vec<LostCount>,
     events: u64,
     ignored_events: u64,
@@ -330,6 +336,9 @@ impl Accounting {
                 peak: Peak::default(),
             },
             run_resident: ResidentSum::default(),
+            mapped_trees: Vec::new(),
+            run_mapped: MappedSum::default(),
+            files: Vec::new(),
             lost: Vec::new(),
             events: 0,
             ignored_events: 0,
@@ -415,6 +424,7 @@ impl Accounting {
             EventKind::Fork { child } => self.fork(pid, *child, ts),
             EventKind::Exec { filename, argv } => {
                 let i = self.active(pid, ts);
+                self.drop_mapped(i, ts);
                 self.exec(i, filename, argv);
             }
             EventKind::Exit { status } => match self.lookup(pid) {
@@ -452,6 +462,34 @@ impl Accounting {
                 }
             }
             EventKind::Lost { cause, total } => note_lost(&mut self.lost, cause, *total),
+            EventKind::Mmap { .. }
+            | EventKind::Munmap { .. }
+            | EventKind::Mremap { .. }
+            | EventKind::Brk { .. } => {
+                let i = self.active(pid, ts);
+                let page = match self.header.page_size_bytes {
+                    0 => 4096,
+                    n => u64::from(n),
+                };
+                let m = self.procs[i].mapped.get_or_insert_with(Box::default);
+                let old = m.live;
+                m.apply(&event.kind, page, ts);
+                let new = m.live;
+                self.set_mapped(i, old, new, ts);
+            }
+            EventKind::Coverage {
+                path,
+                allocator,
+                probes,
+            } => {
+                if !self.files.iter().any(|f| f.path == *path) {
+                    self.files.push(FileCoverage {
+                        path: path.clone(),
+                        allocator: allocator.clone(),
+                        probes: *probes,
+                    });
+                }
+            }
             EventKind::Control { command } => {
                 let (by_pid, procs) = (&self.by_pid, &self.procs);
                 let alive = |pid| match by_pid.get(&pid) {
@@ -621,9 +659,11 @@ impl Accounting {
             last_alloc: IntMap::default(),
             heap: HeapCounters::default(),
             resident: None,
+            mapped: None,
             bench_blocks: IntMap::default(),
             control_client: false,
         });
+        self.mapped_trees.push(MappedSum::default());
         self.trees.push(TreeSum {
             parent,
             live: 0,
@@ -832,6 +872,12 @@ impl Accounting {
             t.peak.raise(t.live, ts);
             k = t.parent;
         }
+        let carried = self.mapped_trees[c].live;
+        let mut k = parent;
+        while k != NONE {
+            self.mapped_trees[k].replace([0; 2], carried, ts);
+            k = self.trees[k].parent;
+        }
         if !self.resident_trees.is_empty() {
             let carried = self.resident_trees[c].live;
             let mut k = parent;
@@ -860,6 +906,7 @@ impl Accounting {
 
     /// Process `i` exited with `status`: what is live is leaked.
     fn exit(&mut self, i: usize, status: i32, ts: u64) {
+        self.drop_mapped(i, ts);
         self.drop_bench_blocks(i, true);
         let leaked = self.drop_live(i, false);
         let p = &mut self.procs[i];
@@ -889,6 +936,28 @@ impl Accounting {
         r.change(member, delta, value, filling, ts);
         let wanted = r.wanted_contribution();
         self.set_contribution(i, wanted, ts);
+    }
+
+    /// Process `i`'s mapped bytes went from `old` to `new`: update its trees and the run.
+    fn set_mapped(&mut self, i: usize, old: [u64; 2], new: [u64; 2], ts: u64) {
+        if old == new {
+            return;
+        }
+        let mut k = i;
+        while k != NONE {
+            self.mapped_trees[k].replace(old, new, ts);
+            k = self.trees[k].parent;
+        }
+        self.run_mapped.replace(old, new, ts);
+    }
+
+    /// Process `i` lost its address space (exec or exit): its mappings leave the sums.
+    fn drop_mapped(&mut self, i: usize, ts: u64) {
+        if let Some(m) = self.procs[i].mapped.as_deref_mut() {
+            let old = m.live;
+            m.clear();
+            self.set_mapped(i, old, [0; 2], ts);
+        }
     }
 
     /// Changes what process `i` contributes to the resident sums of its trees and the run.
@@ -946,6 +1015,11 @@ impl Accounting {
             .collect();
         let mut tree_has_resident: Vec<bool> =
             self.procs.iter().map(|p| p.resident.is_some()).collect();
+        let mut tree_calls: Vec<Option<Calls>> = self
+            .procs
+            .iter()
+            .map(|p| p.mapped.as_ref().map(|m| m.calls))
+            .collect();
         for &(i, _) in order.iter().rev() {
             let parent = self.trees[i].parent;
             if parent == NONE {
@@ -960,6 +1034,15 @@ impl Accounting {
                 *a = a.saturating_add(b);
             }
             tree_has_resident[parent] |= tree_has_resident[i];
+            if let Some(child) = tree_calls[i] {
+                tree_calls[parent]
+                    .get_or_insert_with(Calls::default)
+                    .add(&child);
+            }
+        }
+        let mut run_calls: Option<Calls> = None;
+        for m in self.procs.iter().filter_map(|p| p.mapped.as_deref()) {
+            run_calls.get_or_insert_with(Calls::default).add(&m.calls);
         }
 
         let mut run_heap = HeapCounters::default();
@@ -985,12 +1068,14 @@ impl Accounting {
                 processes: 1,
                 heap: p.heap.to_metrics(own_peak, start),
                 resident: p.resident.as_deref().map(|r| r.metrics(page, start)),
+                mapped: p.mapped.as_deref().map(|m| m.calls.metrics(m.peak, start)),
             };
             let tree = Metrics {
                 processes: tree_size[i],
                 heap: tree_heap[i].to_metrics(self.trees[i].peak, start),
                 resident: tree_has_resident[i]
                     .then(|| self.resident_trees[i].metrics(&tree_beyond[i], page, start)),
+                mapped: tree_calls[i].map(|c| c.metrics(self.mapped_trees[i].peak, start)),
             };
             let parent = self.trees[i].parent;
             processes.push(ProcessMetrics {
@@ -1012,6 +1097,7 @@ impl Accounting {
             processes: self.procs.len() as u64,
             heap: run_heap.to_metrics(self.run.peak, start),
             resident: any_resident.then(|| self.run_resident.metrics(&run_beyond, page, start)),
+            mapped: run_calls.map(|c| c.metrics(self.run_mapped.peak, start)),
         };
 
         self.completeness(end, totals, processes, benchmarks)
@@ -1119,6 +1205,7 @@ impl Accounting {
             events: self.events,
             ignored_events: self.ignored_events,
             features: self.header.features.clone(),
+            files: self.files,
         };
         Report {
             schema_version: SCHEMA_VERSION,
@@ -1165,6 +1252,102 @@ mod tests {
     use super::*;
     use crate::format::{AllocFunc, RssMember, Trailer};
     use crate::report::synthetic::*;
+
+    // --- raw mappings -----------------------------------------------------------------------
+
+    fn anon_mmap(addr: u64, len: u64) -> EventKind {
+        EventKind::Mmap {
+            addr,
+            len,
+            prot: 3,
+            flags: 0x22,
+        }
+    }
+
+    #[test]
+    fn mapped_peaks_of_a_tree_are_peaks_of_the_sum() {
+        let page = 4096;
+        let events = vec![
+            at(1, 1, 1, anon_mmap(0x10_0000, 8 * page)),
+            at(2, 1, 1, fork(2)),
+            at(3, 2, 2, anon_mmap(0x20_0000, 4 * page)),
+            at(
+                4,
+                1,
+                1,
+                EventKind::Munmap {
+                    addr: 0x10_0000,
+                    len: 8 * page,
+                },
+            ),
+            // The child unmaps what it inherited: not its own, nothing leaves its count.
+            at(
+                5,
+                2,
+                2,
+                EventKind::Munmap {
+                    addr: 0x10_0000,
+                    len: 8 * page,
+                },
+            ),
+            at(6, 2, 2, exit(0)),
+            at(7, 1, 1, exit(0)),
+        ];
+        let report = analyze(&header(), events, None);
+        let run = report.totals.mapped.as_ref().unwrap();
+        assert_eq!((run.peak_bytes, run.peak_at_ns), (12 * page, Some(3)));
+        assert_eq!(run.peak_anon_bytes, 12 * page);
+        assert_eq!((run.mmaps, run.munmaps), (2, 2));
+        let child = report.processes.iter().find(|p| p.pid == 2).unwrap();
+        assert_eq!(child.own.mapped.as_ref().unwrap().peak_bytes, 4 * page);
+        let root = &report.processes[0];
+        assert_eq!(root.own.mapped.as_ref().unwrap().peak_bytes, 8 * page);
+        assert_eq!(root.tree.mapped.as_ref().unwrap().peak_bytes, 12 * page);
+    }
+
+    #[test]
+    fn coverage_records_list_each_file_once() {
+        let cov = |path: &str, allocator: &str, probes| EventKind::Coverage {
+            path: path.into(),
+            allocator: allocator.into(),
+            probes,
+        };
+        let events = seq(vec![
+            cov("/lib/libc.so.6", "glibc", 17),
+            cov("/bin/prog", "none", 0),
+            cov("/lib/libc.so.6", "glibc", 17),
+        ]);
+        let report = analyze(&header(), events, None);
+        let files: Vec<(&str, &str, u32)> = report
+            .run
+            .files
+            .iter()
+            .map(|f| (f.path.as_str(), f.allocator.as_str(), f.probes))
+            .collect();
+        assert_eq!(
+            files,
+            [("/lib/libc.so.6", "glibc", 17), ("/bin/prog", "none", 0)]
+        );
+    }
+
+    #[test]
+    fn no_mapping_events_no_mapped_metrics() {
+        let report = analyze(&header(), seq(vec![malloc(0x10, 8)]), None);
+        assert!(report.totals.mapped.is_none());
+        assert!(report.processes[0].own.mapped.is_none());
+    }
+
+    #[test]
+    fn exec_gives_a_new_address_space() {
+        let events = seq(vec![
+            anon_mmap(0x10_0000, 4096),
+            exec("/bin/next"),
+            anon_mmap(0x20_0000, 8192),
+        ]);
+        let report = analyze(&header(), events, None);
+        let m = report.totals.mapped.as_ref().unwrap();
+        assert_eq!(m.peak_bytes, 8192, "the old mapping left at exec");
+    }
 
     // --- counts -----------------------------------------------------------------------------
 

@@ -225,6 +225,8 @@ impl Benchmarks {
                             .resident
                             .as_ref()
                             .map(|r| r.metrics(&[0; MEMBERS], page_bytes, start_ns)),
+                        // Raw mappings are not scoped to benchmarks (yet).
+                        mapped: None,
                     },
                 }
             })

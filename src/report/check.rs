@@ -28,6 +28,9 @@ pub struct CheckOptions {
     /// Bytes live when their process exited (`--max-leaked`); the heap of processes still
     /// running at the end of the recording is not a leak.
     pub max_leaked: Option<u64>,
+    /// Highest resident memory (anon + file + shmem), bytes (`--max-peak-rss`); for a tree or
+    /// the run, the peak of the sum over processes alive at the same moment.
+    pub max_peak_rss: Option<u64>,
 }
 
 impl CheckOptions {
@@ -37,12 +40,13 @@ impl CheckOptions {
             && self.max_allocs.is_none()
             && self.max_bytes.is_none()
             && self.max_leaked.is_none()
+            && self.max_peak_rss.is_none()
     }
 }
 
 /// The flags that set limits, for the message when none is given.
 pub const LIMIT_FLAGS: &str =
-    "--max-peak-heap SIZE, --max-allocs N, --max-bytes SIZE, --max-leaked SIZE";
+    "--max-peak-heap SIZE, --max-allocs N, --max-bytes SIZE, --max-leaked SIZE, --max-peak-rss SIZE";
 
 /// What a limit measures, which decides how its numbers are shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,6 +106,13 @@ pub fn evaluate(report: &Report, opts: &CheckOptions) -> Vec<LimitResult> {
             Quantity::Bytes,
             heap.leaked.bytes,
             opts.max_leaked,
+        ),
+        (
+            "peak resident",
+            "--max-peak-rss",
+            Quantity::Bytes,
+            report.totals.resident.as_ref().map_or(0, |r| r.peak_bytes),
+            opts.max_peak_rss,
         ),
     ];
     candidates
@@ -179,7 +190,30 @@ mod tests {
             max_allocs: Some(limit),
             max_bytes: Some(limit),
             max_leaked: Some(limit),
+            max_peak_rss: None,
         }
+    }
+
+    #[test]
+    fn peak_rss_is_the_resident_peak() {
+        use crate::format::RssMember;
+        use crate::report::synthetic::rss;
+        // 100 anon pages, then 50 file pages, then anon down to 20: peak 150 pages.
+        let report = run(seq(vec![
+            rss(RssMember::Anon, 100, 100, true),
+            rss(RssMember::File, 50, 50, true),
+            rss(RssMember::Anon, -80, 20, true),
+            exit(0),
+        ]));
+        let page = 4096;
+        let limit = |n| CheckOptions {
+            max_peak_rss: Some(n),
+            ..CheckOptions::default()
+        };
+        let r = evaluate(&report, &limit(150 * page));
+        assert_eq!(r.len(), 1);
+        assert_eq!((r[0].value, r[0].pass), (150 * page, true));
+        assert!(!evaluate(&report, &limit(150 * page - 1))[0].pass);
     }
 
     #[test]

@@ -89,6 +89,21 @@ pub struct RunInfo {
     pub ignored_events: u64,
     /// What the recorder captured (e.g. "alloc", "rss"), as the header says.
     pub features: Vec<String>,
+    /// Each executable file the recorded processes mapped, once, with the allocator the
+    /// recorder found in it and the probes it attached there (the file's coverage records).
+    pub files: Vec<FileCoverage>,
+}
+
+/// What the recorder found in one executable file.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FileCoverage {
+    /// The file, as the kernel named it when it was mapped.
+    pub path: String,
+    /// The allocator families found ("glibc", "jemalloc", "c++", several joined by "+"), or
+    /// "none".
+    pub allocator: String,
+    /// Probes attached to the file; 0 when it defines no allocator or attaching failed.
+    pub probes: u32,
 }
 
 /// What a report covers.
@@ -123,6 +138,33 @@ pub struct Metrics {
     pub heap: HeapMetrics,
     /// Resident memory; absent when the scope saw no resident-memory events.
     pub resident: Option<ResidentMetrics>,
+    /// Raw mappings (mmap, munmap, mremap, brk), apart from the heap; absent when the scope
+    /// saw no mapping events.
+    pub mapped: Option<MappedMetrics>,
+}
+
+/// Raw mapping metrics (`mappings` feature): what processes mapped with syscalls themselves,
+/// allocators' own arenas included, apart from the heap. Only ranges mapped during the
+/// recording count; lengths are rounded up to pages, the break is counted as brk moved it. For
+/// a tree or the run, peaks are peaks of the sum at one moment.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct MappedMetrics {
+    /// Successful mmap calls.
+    pub mmaps: u64,
+    /// Successful munmap calls.
+    pub munmaps: u64,
+    /// Successful mremap calls.
+    pub mremaps: u64,
+    /// brk calls that moved the break.
+    pub brks: u64,
+    /// Highest mapped bytes (files and anonymous).
+    pub peak_bytes: u64,
+    /// When `peak_bytes` was first reached.
+    pub peak_at_ns: Option<u64>,
+    /// Highest anonymous mapped bytes (MAP_ANONYMOUS mappings and the brk heap).
+    pub peak_anon_bytes: u64,
+    /// When `peak_anon_bytes` was first reached.
+    pub peak_anon_at_ns: Option<u64>,
 }
 
 /// Heap allocation metrics. Counts are events, sizes bytes, times nanoseconds since the start of
@@ -235,6 +277,10 @@ pub struct MemberResident {
     /// Value at exit or at the end of the recording, bytes; signed because an estimate that
     /// missed its baseline can fall below zero. Absent for trees and the run.
     pub end_bytes: Option<i64>,
+    /// For a process: the lowest value of its last image if that went below zero, else 0.
+    /// Negative only if removes exceeded what the process was known to hold.
+    /// Absent for trees and the run.
+    pub min_bytes: Option<i64>,
     /// Bytes removed while the estimate was already at or below zero.
     pub removes_beyond_baseline_bytes: u64,
 }
@@ -416,6 +462,7 @@ mod tests {
                 ..HeapMetrics::default()
             },
             resident: None,
+            mapped: None,
         };
         ProcessMetrics {
             pid,
@@ -469,6 +516,7 @@ mod tests {
                     ..HeapMetrics::default()
                 },
                 resident: None,
+                mapped: None,
             },
         }
     }

@@ -10,6 +10,7 @@ pub mod accounting;
 mod bench;
 pub mod check;
 pub mod json;
+mod mapped;
 pub mod metrics;
 mod resident;
 #[cfg(test)]
@@ -25,7 +26,7 @@ use crate::format::Reader;
 
 pub use accounting::{analyze, Accounting};
 pub use check::CheckOptions;
-pub use metrics::{Report, Scope, Unknown};
+pub use metrics::{MemberResident, ProcessMetrics, Report, ResidentMetrics, Scope, Unknown};
 
 /// How `report` prints.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -131,6 +132,13 @@ pub fn run_check(path: &Path, opts: &CheckOptions, out: &mut dyn Write) -> Resul
             (None, None) => Scope::Run,
         };
     let report = narrow(read_report(path)?, scope, path)?;
+    if opts.max_peak_rss.is_some() && report.totals.resident.is_none() {
+        return Err(Error::Usage(format!(
+            "{} has no resident memory (it was recorded with --no-rss); drop --max-peak-rss or \
+             record again without --no-rss",
+            path.display()
+        )));
+    }
     let results = check::evaluate(&report, opts);
     let all_pass = results.iter().all(|r| r.pass);
     let mut out = BufWriter::new(out);

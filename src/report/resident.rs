@@ -48,6 +48,9 @@ pub(super) struct ProcResident {
     net: [i64; MEMBERS],
     /// Peaks since the last exec, per member and total.
     peak: [i64; MEMBERS + 1],
+    /// Lowest estimate since the last exec, per member: below zero only if a baseline was
+    /// missed, which the contract says must not happen.
+    low: [i64; MEMBERS],
     peak_ns: [u64; MEMBERS + 1],
     /// Pages removed while the estimate was at or below zero, per member, over the whole life.
     pub(super) beyond: [u64; MEMBERS],
@@ -95,6 +98,7 @@ impl ProcResident {
             self.beyond[member] =
                 self.beyond[member].saturating_add(below_after.saturating_sub(below_before));
         }
+        self.low[member] = self.low[member].min(self.value(member));
         self.raise_peaks(member, ts_ns);
     }
 
@@ -105,6 +109,7 @@ impl ProcResident {
         self.net = [0; MEMBERS];
         self.peak = [0; MEMBERS + 1];
         self.peak_ns = [0; MEMBERS + 1];
+        self.low = [0; MEMBERS];
     }
 
     /// Raises the peaks of `member` and of the total to the current values.
@@ -148,10 +153,8 @@ impl ProcResident {
                     peak_bytes: bytes(self.peak[m]),
                     peak_at_ns: at(self.peak[m], self.peak_ns[m]),
                     baseline_bytes: Some(bytes(self.baseline[m])),
-                    end_bytes: Some(
-                        self.value(m)
-                            .saturating_mul(i64::try_from(page_bytes).unwrap_or(i64::MAX)),
-                    ),
+                    end_bytes: Some(signed_bytes(self.value(m), page_bytes)),
+                    min_bytes: Some(signed_bytes(self.low[m], page_bytes)),
                     removes_beyond_baseline_bytes: pages_to_bytes(self.beyond[m], page_bytes),
                 }
             })
@@ -163,6 +166,11 @@ impl ProcResident {
             members,
         }
     }
+}
+
+/// Signed pages to bytes, saturating.
+fn signed_bytes(pages: i64, page_bytes: u64) -> i64 {
+    pages.saturating_mul(i64::try_from(page_bytes).unwrap_or(i64::MAX))
 }
 
 /// Sum of per-member page counts, saturating.
@@ -218,6 +226,7 @@ impl ResidentSum {
                     peak_at_ns: self.peak[m].at(start_ns),
                     baseline_bytes: None,
                     end_bytes: None,
+                    min_bytes: None,
                     removes_beyond_baseline_bytes: pages_to_bytes(beyond[m], page_bytes),
                 }
             })

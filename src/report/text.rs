@@ -10,7 +10,9 @@ use std::io::{self, Write};
 
 use crate::units::{format_bytes, format_duration_ns};
 
-use super::metrics::{HeapMetrics, Metrics, ProcessMetrics, Report, ResidentMetrics, Scope};
+use super::metrics::{
+    HeapMetrics, Metrics, ProcessMetrics, Report, ResidentMetrics, RunInfo, Scope,
+};
 
 /// Width of the label column of the summary.
 const LABEL_WIDTH: usize = 18;
@@ -39,6 +41,42 @@ pub fn write_text(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
+/// Which allocator the recorder found where, so that a run without allocations says why.
+fn write_files(run: &RunInfo, out: &mut dyn Write) -> io::Result<()> {
+    if run.files.is_empty() {
+        return Ok(());
+    }
+    let name = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
+    let found: Vec<String> = run
+        .files
+        .iter()
+        .filter(|f| f.allocator != "none")
+        .map(|f| {
+            format!(
+                "{} in {} ({} probes)",
+                clean(&f.allocator),
+                clean(&name(&f.path)),
+                f.probes
+            )
+        })
+        .collect();
+    let others = run.files.len() - found.len();
+    let found = if found.is_empty() {
+        "none found".to_string()
+    } else {
+        found.join(", ")
+    };
+    writeln!(
+        out,
+        "  allocators: {found}; {} without one",
+        counted(
+            others as u64,
+            "other executable file",
+            "other executable files"
+        )
+    )
+}
+
 /// The recording: command, root, duration, exit code, where it was made.
 fn write_run(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let run = &report.run;
@@ -63,6 +101,7 @@ fn write_run(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             clean(&run.memtrack_version),
         )?;
     }
+    write_files(run, out)?;
     let lost = &report.lost_events;
     if lost.total == 0 {
         writeln!(
@@ -176,6 +215,25 @@ fn write_summary(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     }
     if let Some(r) = &t.resident {
         write_resident(r, out)?;
+    }
+    if let Some(m) = &t.mapped {
+        line(
+            out,
+            "peak mapped",
+            format!(
+                "{} (anonymous {}; apart from the heap)",
+                peak(m.peak_bytes, m.peak_at_ns),
+                peak(m.peak_anon_bytes, m.peak_anon_at_ns)
+            ),
+        )?;
+        line(
+            out,
+            "mapping calls",
+            format!(
+                "{} mmap, {} munmap, {} mremap, {} brk",
+                m.mmaps, m.munmaps, m.mremaps, m.brks
+            ),
+        )?;
     }
     Ok(())
 }

@@ -4,6 +4,8 @@
 
 pub mod bpf;
 pub mod fifo;
+pub mod probe;
 pub mod process;
 pub mod raw;
 pub mod ring;
+pub mod terminal;

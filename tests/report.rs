@@ -1,0 +1,207 @@
+//! `memtrack report` and `memtrack check` on real recordings: the JSON numbers equal what each
+//! fixture did, and `check` passes and fails on the right limits with the right exit codes.
+
+mod common;
+
+use std::process::Command;
+
+use common::{can_record, fixture, memtrack, record, scratch_dir};
+use serde_json::Value;
+
+/// Run the memtrack binary; returns (exit code, stdout, stderr).
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(memtrack()).args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn json_report(path: &str, extra: &[&str]) -> Value {
+    let mut args = vec!["report", path, "--format", "json"];
+    args.extend(extra);
+    let (code, stdout, stderr) = run(&args);
+    assert_eq!(code, 0, "report failed: {stderr}");
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+fn process(report: &Value, pid: u32) -> &Value {
+    report["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["pid"] == pid)
+        .unwrap_or_else(|| panic!("pid {pid} missing: {report:#}"))
+}
+
+#[test]
+fn json_numbers_equal_what_the_fixture_did() {
+    if !can_record("json_numbers_equal_what_the_fixture_did") {
+        return;
+    }
+    let exe = fixture("malloc_free");
+    let rec = record("report_malloc_free", &[], &[exe.to_str().unwrap(), "1000"]);
+    let r = json_report(rec.path.to_str().unwrap(), &[]);
+    assert_eq!(r["schema_version"], 1);
+    assert_eq!(r["complete"], true, "{r:#}");
+    let heap = &r["totals"]["heap"];
+    // calloc(1000, 8) + 1000 x 10007 + one leaked 10009.
+    assert_eq!(heap["allocs"], 1002, "{heap:#}");
+    assert_eq!(heap["frees"], 1001);
+    assert_eq!(heap["bytes_allocated"], 8000 + 1000 * 10007 + 10009);
+    assert_eq!(heap["peak_live_bytes"], 8000 + 1000 * 10007);
+    assert_eq!(heap["leaked"]["blocks"], 1);
+    assert_eq!(heap["leaked"]["bytes"], 10009);
+    assert_eq!(heap["failed_allocs"], 0);
+    assert_eq!(heap["unknown_frees"], 0);
+    assert_eq!(r["lost_events"]["total"], 0);
+    let root = process(&r, rec.header.root_pid);
+    assert_eq!(root["own"]["heap"]["allocs"], 1002);
+    // glibc writes a header into each block, so about one page in three of the 10 MB is
+    // resident: more than 2 MiB at any rate.
+    assert!(
+        root["own"]["resident"]["peak_bytes"].as_u64().unwrap() > 2 << 20,
+        "{root:#}"
+    );
+}
+
+#[test]
+fn tree_numbers_and_narrowing() {
+    if !can_record("tree_numbers_and_narrowing") {
+        return;
+    }
+    let exe = fixture("fork_tree");
+    let target = fixture("malloc_free");
+    let rec = record(
+        "report_fork_tree",
+        &[],
+        &[exe.to_str().unwrap(), target.to_str().unwrap()],
+    );
+    let path = rec.path.to_str().unwrap();
+    let root = rec.header.root_pid;
+    let children: Vec<u32> = rec.forks().iter().map(|f| f.1).collect();
+    let r = json_report(path, &[]);
+    assert_eq!(r["run"]["processes"], 4, "{:#}", r["run"]);
+    // The parent: one block of 11000. Children: 11001 once; 11002 twice; the exec'd one runs
+    // malloc_free 1: calloc(1, 8), one 10007, one leaked 10009.
+    assert_eq!(process(&r, root)["own"]["heap"]["allocs"], 1);
+    assert_eq!(process(&r, root)["own"]["heap"]["bytes_allocated"], 11000);
+    assert_eq!(
+        process(&r, children[0])["own"]["heap"]["bytes_allocated"],
+        11001
+    );
+    assert_eq!(
+        process(&r, children[1])["own"]["heap"]["bytes_allocated"],
+        2 * 11002
+    );
+    let c3 = &process(&r, children[2])["own"]["heap"];
+    assert_eq!(c3["bytes_allocated"], 8 + 10007 + 10009, "{c3:#}");
+    assert_eq!(c3["leaked"]["bytes"], 10009);
+    assert_eq!(
+        r["totals"]["heap"]["bytes_allocated"],
+        11000 + 11001 + 2 * 11002 + 8 + 10007 + 10009
+    );
+    // --pid narrows to one process, --tree to a process and its descendants.
+    let one = json_report(path, &["--pid", &children[1].to_string()]);
+    assert_eq!(one["totals"]["heap"]["allocs"], 2);
+    let tree = json_report(path, &["--tree", &root.to_string()]);
+    assert_eq!(tree["totals"]["heap"]["allocs"], 1 + 1 + 2 + 3);
+    // The text form says the same numbers.
+    let (code, text, _) = run(&["report", path]);
+    assert_eq!(code, 0);
+    assert!(text.contains("processes"), "{text}");
+    for pid in [root, children[0], children[1], children[2]] {
+        assert!(
+            text.contains(&pid.to_string()),
+            "{pid} missing from:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn check_passes_and_fails_on_the_right_limits() {
+    if !can_record("check_passes_and_fails_on_the_right_limits") {
+        return;
+    }
+    let exe = fixture("malloc_free");
+    let rec = record("check_malloc_free", &[], &[exe.to_str().unwrap(), "10"]);
+    let path = rec.path.to_str().unwrap();
+    // 12 allocations: calloc(10, 8), 10 x 10007, 10009 leaked; peak 80 + 100070.
+    let cases: &[(&[&str], i32)] = &[
+        (&["--max-allocs", "12"], 0),
+        (&["--max-allocs", "11"], 1),
+        (&["--max-leaked", "10009"], 0),
+        (&["--max-leaked", "10008"], 1),
+        (&["--max-peak-heap", "100150"], 0),
+        (&["--max-peak-heap", "100149"], 1),
+        (&["--max-bytes", "110159"], 0),
+        (&["--max-bytes", "108KiB"], 0),
+        (&["--max-bytes", "107KiB"], 1),
+        (&["--max-allocs", "12", "--max-leaked", "0"], 1),
+        (&["--max-peak-rss", "1GiB"], 0),
+        (&["--max-peak-rss", "4KiB"], 1),
+    ];
+    for (limits, want) in cases {
+        let mut args = vec!["check", path];
+        args.extend(limits.iter());
+        let (code, stdout, stderr) = run(&args);
+        assert_eq!(
+            code, *want,
+            "check {limits:?}\nstdout:\n{stdout}\nstderr:\n{stderr}"
+        );
+        assert_eq!(
+            stdout.lines().count(),
+            limits.len() / 2,
+            "one line per limit: {stdout}"
+        );
+        let verdict = if *want == 0 { "pass" } else { "FAIL" };
+        assert!(stdout.contains(verdict), "{stdout}");
+    }
+}
+
+#[test]
+fn check_and_report_reject_bad_input_with_exit_2() {
+    let bogus = scratch_dir().join("not-a-recording.mt");
+    std::fs::write(&bogus, b"\x89PNG\r\n\x1a\nhello").unwrap();
+    let bogus = bogus.to_str().unwrap();
+    let missing = scratch_dir().join("does-not-exist.mt");
+    let missing = missing.to_str().unwrap();
+    let sample = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/testdata/compat/v1-malloc_free.mt"
+    );
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["check", bogus, "--max-allocs", "1"],
+            "not a memtrack recording",
+        ),
+        (&["report", bogus], "not a memtrack recording"),
+        (&["dump", bogus], "not a memtrack recording"),
+        (&["report", missing], "No such file"),
+        (&["check", sample], "needs at least one limit"),
+        (
+            &["check", sample, "--max-peak-heap", "12XB"],
+            "--max-peak-heap 12XB",
+        ),
+        (&["report", sample, "--format", "yaml"], "--format yaml"),
+        (
+            &["report", sample, "--pid", "1"],
+            "pid 1 is not in the recording",
+        ),
+        (
+            &["check", sample, "--tree", "1", "--max-allocs", "1"],
+            "pid 1 is not in the recording",
+        ),
+    ];
+    for (args, want) in cases {
+        let (code, stdout, stderr) = run(args);
+        assert_eq!(code, 2, "{args:?}: stdout {stdout} stderr {stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+        assert_eq!(
+            stderr.trim_end().lines().count(),
+            1,
+            "{args:?}: one line: {stderr}"
+        );
+    }
+}
