@@ -69,6 +69,16 @@ impl RingBuffer {
         unsafe { AtomicU64::from_ptr(self.producer.as_ptr() as *mut u64) }
     }
 
+    /// Where the producer is now: every record reserved so far ends at or before it.
+    pub fn producer_position(&self) -> u64 {
+        self.producer_pos().load(Ordering::Acquire)
+    }
+
+    /// Whether every record that ends at or before `pos` has been handed out by `drain`.
+    pub fn consumed_through(&self, pos: u64) -> bool {
+        self.consumer_pos().load(Ordering::Relaxed) >= pos // only we write it
+    }
+
     /// Hand every committed record to `f`, in order, and return how many there were. Stops at
     /// the first record still being written; it is picked up by the next call.
     pub fn drain(&mut self, mut f: impl FnMut(&[u8])) -> usize {
@@ -120,18 +130,6 @@ impl RingBuffer {
                 self.consumer_pos().store(cons, Ordering::Release);
             }
         }
-    }
-}
-
-impl RingBuffer {
-    /// Where the producer is now: every record reserved so far ends at or before it.
-    pub fn producer_position(&self) -> u64 {
-        self.producer_pos().load(Ordering::Acquire)
-    }
-
-    /// Whether every record that ends at or before `pos` has been handed out by `drain`.
-    pub fn consumed_through(&self, pos: u64) -> bool {
-        self.consumer_pos().load(Ordering::Relaxed) >= pos // only we write it
     }
 }
 
