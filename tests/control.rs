@@ -416,14 +416,8 @@ fn a_harness_that_never_sends_stop() {
 fn record_with_cpu_time(name: &str, extra: &[&str], command: &[&str]) -> (f64, Recording) {
     let path = scratch_dir().join(format!("{name}.mt"));
     let stderr_path = scratch_dir().join(format!("{name}.stderr"));
-    let mut cmd = Command::new(memtrack());
-    cmd.arg("record")
-        .arg("-o")
-        .arg(&path)
-        .args(extra)
-        .arg("--")
-        .args(command)
-        .stderr(std::fs::File::create(&stderr_path).unwrap());
+    let mut cmd = common::record_command(&path, extra, command);
+    cmd.stderr(std::fs::File::create(&stderr_path).unwrap());
     let command_line = format!("{cmd:?}");
     #[allow(clippy::zombie_processes)] // reaped by wait4 below, which also gives its rusage
     let child = cmd.spawn().unwrap();

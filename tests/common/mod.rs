@@ -364,6 +364,18 @@ pub fn send_signal(signal: &str, pid: i64) {
     assert!(status.success(), "kill -{signal} -- {pid} failed");
 }
 
+/// `memtrack record -o PATH [extra...] -- <command...>`, not yet run.
+pub fn record_command(path: &Path, extra: &[&str], command: &[&str]) -> Command {
+    let mut cmd = Command::new(memtrack());
+    cmd.arg("record")
+        .arg("-o")
+        .arg(path)
+        .args(extra)
+        .arg("--")
+        .args(command);
+    cmd
+}
+
 /// Run `memtrack record -o <scratch>/<name>.mt [extra...] -- <command...>` and read the file.
 pub fn record(name: &str, extra: &[&str], command: &[&str]) -> Recording {
     record_with_env(name, extra, command, &[])
@@ -378,14 +390,8 @@ pub fn record_with_env(
 ) -> Recording {
     let path = scratch_dir().join(format!("{name}.mt"));
     let _ = std::fs::remove_file(&path);
-    let mut cmd = Command::new(memtrack());
-    cmd.arg("record")
-        .arg("-o")
-        .arg(&path)
-        .args(extra)
-        .arg("--")
-        .args(command)
-        .envs(env.iter().copied());
+    let mut cmd = record_command(&path, extra, command);
+    cmd.envs(env.iter().copied());
     let command_line = format!("{cmd:?}");
     let output = cmd.output().expect("run memtrack");
     let (header, events, end) = match Reader::open(&path) {
