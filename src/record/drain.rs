@@ -119,6 +119,40 @@ impl Growth {
     }
 }
 
+/// Where drained records go, and what the loop learns from them on the way: the loop's mutable
+/// state, in one place.
+struct Sink {
+    writer: Writer<File>,
+    /// Every process seen in the tree (the root and each Fork's child).
+    pids: HashSet<u32>,
+    /// Kernel records that could not be decoded.
+    undecodable: u64,
+    /// The first write failure; drained records are dropped after it, stops still handled.
+    write_error: Option<FormatError>,
+    /// Processes stopped by the kernel side for discovery, waiting for `continue_stopped`.
+    stops: Vec<Stop>,
+    /// Memory growth per process, for the unknown-allocator warning.
+    growth: HashMap<u32, Growth>,
+    /// Last loss totals written, per cause.
+    lost_seen: [u64; LOST_CAUSES.len()],
+}
+
+impl Sink {
+    /// Write `ev` unless a write already failed; keep the first failure.
+    fn push(&mut self, ev: &Event) {
+        if self.write_error.is_none() {
+            if let Err(e) = self.writer.push(ev) {
+                self.write_error = Some(e);
+            }
+        }
+    }
+
+    /// The first write failure, if any, as the loop's error.
+    fn failed(&mut self) -> Result<(), FormatError> {
+        self.write_error.take().map_or(Ok(()), Err)
+    }
+}
+
 /// What a recording amounted to, for the closing line.
 #[derive(Debug)]
 pub struct Summary {
@@ -178,51 +212,38 @@ impl<'a> Session<'a> {
     pub fn run(mut self, file: File, header: &Header) -> Result<(Summary, Discovery<'a>), Error> {
         let out = self.output.to_path_buf();
         let werr = |e: FormatError| Error::Internal(format!("cannot write {}: {e}", out.display()));
-        let mut writer = Writer::new(file, header).map_err(werr)?;
-        let mut lost_seen = [0u64; LOST_CAUSES.len()];
-        let mut pids = HashSet::from([self.root_pid as u32]);
-        let mut undecodable = 0u64;
-        let mut write_error: Option<FormatError> = None;
+        let mut sink = Sink {
+            writer: Writer::new(file, header).map_err(werr)?,
+            pids: HashSet::from([self.root_pid as u32]),
+            undecodable: 0,
+            write_error: None,
+            stops: Vec::new(),
+            growth: HashMap::new(),
+            lost_seen: [0; LOST_CAUSES.len()],
+        };
         let mut root_status: Option<i32> = None;
         let mut last_flush = Instant::now();
-        let mut stops = Vec::new();
-        let mut growth: HashMap<u32, Growth> = HashMap::new();
 
         loop {
-            let drained = self.drain_into(
-                &mut writer,
-                &mut pids,
-                &mut undecodable,
-                &mut write_error,
-                &mut stops,
-                &mut growth,
-            );
+            let drained = self.drain_into(&mut sink);
             // Stopped processes first: they wait for us, whatever else went wrong.
-            self.continue_stopped(&mut stops, &mut writer, &mut write_error);
-            if let Some(e) = write_error.take() {
-                // The command goes on without us; the file holds what was written so far.
-                return Err(werr(e));
-            }
-            self.serve_control(
-                &mut writer,
-                &mut pids,
-                &mut undecodable,
-                &mut write_error,
-                &mut stops,
-                &mut growth,
-            )
-            .map_err(werr)?;
+            self.continue_stopped(&mut sink);
+            // On a write failure the command goes on without us; the file holds what was
+            // written so far.
+            sink.failed().map_err(werr)?;
+            self.serve_control(&mut sink).map_err(werr)?;
             if last_flush.elapsed() >= FLUSH_INTERVAL {
-                self.push_lost(&mut writer, &mut lost_seen).map_err(werr)?;
-                writer.flush_chunk().map_err(werr)?;
+                self.push_lost(&mut sink);
+                sink.failed().map_err(werr)?;
+                sink.writer.flush_chunk().map_err(werr)?;
                 last_flush = Instant::now();
             }
             if self.progress.due() {
                 self.progress.draw(Counts {
-                    events: writer.events_written(),
-                    processes: pids.len(),
-                    bytes_written: writer.bytes_written(),
-                    lost: lost_seen.iter().sum(),
+                    events: sink.writer.events_written(),
+                    processes: sink.pids.len(),
+                    bytes_written: sink.writer.bytes_written(),
+                    lost: sink.lost_seen.iter().sum(),
                 });
             }
             let mut tree_gone = false;
@@ -275,31 +296,21 @@ impl<'a> Session<'a> {
 
         // Every process of the tree has ended: whatever they produced is in the ring now
         // (drain_into pauses at each stop record, so drain until nothing is left).
-        while self.drain_into(
-            &mut writer,
-            &mut pids,
-            &mut undecodable,
-            &mut write_error,
-            &mut stops,
-            &mut growth,
-        ) > 0
-        {
-            self.continue_stopped(&mut stops, &mut writer, &mut write_error);
+        while self.drain_into(&mut sink) > 0 {
+            self.continue_stopped(&mut sink);
         }
         // And whatever a client sent without waiting for its reply is in the control FIFO.
-        self.serve_control(
-            &mut writer,
-            &mut pids,
-            &mut undecodable,
-            &mut write_error,
-            &mut stops,
-            &mut growth,
-        )
-        .map_err(werr)?;
-        if let Some(e) = write_error.take() {
-            return Err(werr(e));
-        }
-        self.push_lost(&mut writer, &mut lost_seen).map_err(werr)?;
+        self.serve_control(&mut sink).map_err(werr)?;
+        self.push_lost(&mut sink);
+        sink.failed().map_err(werr)?;
+        let Sink {
+            writer,
+            pids,
+            undecodable,
+            growth,
+            lost_seen,
+            ..
+        } = sink;
         let exit_code = root_status.map(process::exit_code_of).unwrap_or(128);
         let trailer = Trailer {
             end_monotonic_ns: process::monotonic_ns(),
@@ -347,62 +358,43 @@ impl<'a> Session<'a> {
 
     /// Probe what each stopped process mapped, continue it, and write the coverage records of
     /// files seen for the first time.
-    fn continue_stopped(
-        &mut self,
-        stops: &mut Vec<Stop>,
-        writer: &mut Writer<File>,
-        write_error: &mut Option<FormatError>,
-    ) {
+    fn continue_stopped(&mut self, sink: &mut Sink) {
         let mut coverage = Vec::new();
-        for stop in stops.drain(..) {
+        for stop in sink.stops.drain(..) {
             self.discovery.handle_stop(stop, &mut coverage);
         }
         for ev in &coverage {
-            if write_error.is_some() {
-                return;
-            }
-            if let Err(e) = writer.push(ev) {
-                *write_error = Some(e);
-            }
+            sink.push(ev);
         }
     }
 
-    fn drain_into(
-        &mut self,
-        writer: &mut Writer<File>,
-        pids: &mut HashSet<u32>,
-        undecodable: &mut u64,
-        write_error: &mut Option<FormatError>,
-        stops: &mut Vec<Stop>,
-        growth: &mut HashMap<u32, Growth>,
-    ) -> usize {
+    /// Hand every committed ring record to the sink; returns how many were drained.
+    fn drain_into(&mut self, sink: &mut Sink) -> usize {
         self.ring.drain_while(|record| {
             // Stops are handled even after a write error: a process must never stay stopped.
             // And at once: the rest of a busy ring can wait, the stopped process cannot.
             if let Some(stop) = decode::stop(record) {
-                stops.push(stop);
+                sink.stops.push(stop);
                 return false;
             }
-            if write_error.is_some() {
+            if sink.write_error.is_some() {
                 return true;
             }
             match decode::decode(record) {
                 Ok(ev) => {
                     if let EventKind::Fork { child } = ev.kind {
-                        pids.insert(child);
+                        sink.pids.insert(child);
                     }
-                    growth.entry(ev.pid).or_default().note(&ev.kind);
-                    if let Err(e) = writer.push(&ev) {
-                        *write_error = Some(e);
-                    }
+                    sink.growth.entry(ev.pid).or_default().note(&ev.kind);
+                    sink.push(&ev);
                 }
                 Err(e) => {
-                    if *undecodable == 0 {
+                    if sink.undecodable == 0 {
                         log::warn!(
                             "a kernel record could not be decoded ({e:?}); counting such records"
                         );
                     }
-                    *undecodable += 1;
+                    sink.undecodable += 1;
                 }
             }
             true
@@ -413,15 +405,7 @@ impl<'a> Session<'a> {
     /// (docs/control-protocol.md). A command is written into the file after every record the
     /// ring held when it was taken, stamped on the records' clock; `start` opens the gate before
     /// its reply, so when the harness reads `ok` the kernel records, and `stop` closes it first.
-    fn serve_control(
-        &mut self,
-        writer: &mut Writer<File>,
-        pids: &mut HashSet<u32>,
-        undecodable: &mut u64,
-        write_error: &mut Option<FormatError>,
-        stops: &mut Vec<Stop>,
-        growth: &mut HashMap<u32, Growth>,
-    ) -> Result<(), FormatError> {
+    fn serve_control(&mut self, sink: &mut Sink) -> Result<(), FormatError> {
         let Some(control) = self.control.as_mut() else {
             return Ok(());
         };
@@ -444,10 +428,8 @@ impl<'a> Session<'a> {
                     continue;
                 }
             }
-            self.drain_pending(writer, pids, undecodable, write_error, stops, growth);
-            if let Some(e) = write_error.take() {
-                return Err(e);
-            }
+            self.drain_pending(sink);
+            sink.failed()?;
             let ts_ns = process::monotonic_ns();
             if command == ControlCommand::Start {
                 if let Err(message) = self.control().set_gate(true) {
@@ -455,12 +437,13 @@ impl<'a> Session<'a> {
                     continue;
                 }
             }
-            writer.push(&Event {
+            sink.push(&Event {
                 ts_ns,
                 pid: 0,
                 tid: 0,
                 kind: EventKind::Control { command },
-            })?;
+            });
+            sink.failed()?;
             reply(self, None);
         }
         Ok(())
@@ -473,22 +456,14 @@ impl<'a> Session<'a> {
 
     /// Drains every record the ring holds now, waiting briefly for one still being written, so
     /// that what is pushed next comes after all of them in the file.
-    fn drain_pending(
-        &mut self,
-        writer: &mut Writer<File>,
-        pids: &mut HashSet<u32>,
-        undecodable: &mut u64,
-        write_error: &mut Option<FormatError>,
-        stops: &mut Vec<Stop>,
-        growth: &mut HashMap<u32, Growth>,
-    ) {
+    fn drain_pending(&mut self, sink: &mut Sink) {
         let target = self.ring.producer_position();
         let deadline = Instant::now() + BUSY_RECORD_WAIT;
         loop {
-            self.drain_into(writer, pids, undecodable, write_error, stops, growth);
+            self.drain_into(sink);
             // A process stopped for discovery waits for us; so does the harness.
-            self.continue_stopped(stops, writer, write_error);
-            if self.ring.consumed_through(target) || write_error.is_some() {
+            self.continue_stopped(sink);
+            if self.ring.consumed_through(target) || sink.write_error.is_some() {
                 return;
             }
             if Instant::now() >= deadline {
@@ -500,11 +475,7 @@ impl<'a> Session<'a> {
     }
 
     /// Write a `Lost` event for each cause whose count grew since the last call.
-    fn push_lost(
-        &self,
-        writer: &mut Writer<File>,
-        seen: &mut [u64; LOST_CAUSES.len()],
-    ) -> Result<(), FormatError> {
+    fn push_lost(&self, sink: &mut Sink) {
         for (i, (cause, name)) in LOST_CAUSES.iter().enumerate() {
             let total = match self.lost.lookup_u64(*cause as u32) {
                 Ok(n) => n,
@@ -513,9 +484,9 @@ impl<'a> Session<'a> {
                     continue;
                 }
             };
-            if total > seen[i] {
-                seen[i] = total;
-                writer.push(&Event {
+            if total > sink.lost_seen[i] {
+                sink.lost_seen[i] = total;
+                sink.push(&Event {
                     ts_ns: process::monotonic_ns(),
                     pid: self.root_pid as u32,
                     tid: 0,
@@ -523,10 +494,9 @@ impl<'a> Session<'a> {
                         cause: name.to_string(),
                         total,
                     },
-                })?;
+                });
             }
         }
-        Ok(())
     }
 }
 
