@@ -410,6 +410,11 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
     group.restore_terminal();
     let (summary, discovery) = result?;
     let allocators = discovery.summary();
+    // The file is complete. Detaching the probes waits on kernel grace periods (about 0.15 s
+    // here): a background child pays that after we exit, off the caller's clock.
+    if !process::close_fds_after_exit() {
+        log::debug!("cannot fork; detaching the probes before exiting");
+    }
     drop(discovery);
     drop(links);
     background_writes.unblock();
@@ -422,5 +427,12 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
         }
         eprintln!("memtrack: {summary}");
     }
+    let usage = process::self_usage();
+    log::info!(
+        "recorder: {:.3} s user, {:.3} s system CPU, peak resident {} (the ring's mapping included)",
+        usage.user.as_secs_f64(),
+        usage.system.as_secs_f64(),
+        crate::units::format_bytes(usage.peak_resident_bytes)
+    );
     Ok(summary.exit_code)
 }

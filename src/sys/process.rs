@@ -359,3 +359,116 @@ pub fn geteuid() -> u32 {
     // SAFETY: geteuid cannot fail and has no memory preconditions.
     unsafe { libc::geteuid() }
 }
+
+/// The name of the background process [`close_fds_after_exit`] leaves behind (15 bytes, the
+/// most a task name holds), so that `ps` and scripts can tell it apart: scripts/bench.sh waits
+/// for it to end before timing the next run.
+pub const LINGER_NAME: &std::ffi::CStr = c"memtrack-detach";
+
+/// Let a background child close this process's file descriptors after this process has
+/// exited, and return at once. Returns false if no child could be made.
+///
+/// Closing the last fd of a BPF link detaches it, and for uprobes and tracepoints that waits
+/// on kernel grace periods (about 30-75 ms per link here, some 0.15 s in all). The child holds
+/// a reference to every open file, so this process's own closes and its exit are quick; the
+/// child waits until this process is gone (end of file on a pipe whose only writer is us) and
+/// then exits, which drops the last references and pays the waits off the caller's clock. It
+/// leaves the session first and points its standard streams at /dev/null, so a terminal's
+/// Ctrl-C does not reach it and a caller reading our output through a pipe sees its end when
+/// we exit, not when the child does.
+pub fn close_fds_after_exit() -> bool {
+    let mut exit_pipe = [0 as libc::c_int; 2];
+    let mut ready_pipe = [0 as libc::c_int; 2];
+    // SAFETY: each array is two ints for pipe2 to fill.
+    if unsafe { libc::pipe2(exit_pipe.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return false;
+    }
+    // SAFETY: as above.
+    if unsafe { libc::pipe2(ready_pipe.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        // SAFETY: both fds are ours and open.
+        unsafe {
+            libc::close(exit_pipe[0]);
+            libc::close(exit_pipe[1]);
+        }
+        return false;
+    }
+    let [exit_read, exit_write] = exit_pipe;
+    let [ready_read, ready_write] = ready_pipe;
+    // SAFETY: memtrack's recorder is single-threaded, so the child may run ordinary code; it
+    // only makes the system calls below and leaves with _exit, running no destructors.
+    match unsafe { libc::fork() } {
+        -1 => {
+            // SAFETY: all four fds are ours and open.
+            unsafe {
+                for fd in [exit_read, exit_write, ready_read, ready_write] {
+                    libc::close(fd);
+                }
+            }
+            false
+        }
+        0 => {
+            // SAFETY: plain system calls on fds we own and NUL-terminated constants; the loop
+            // only reads into a local byte.
+            unsafe {
+                libc::close(exit_write);
+                libc::close(ready_read);
+                libc::setsid();
+                libc::prctl(libc::PR_SET_NAME, LINGER_NAME.as_ptr(), 0, 0, 0);
+                let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+                if null >= 0 {
+                    for fd in 0..3 {
+                        libc::dup2(null, fd);
+                    }
+                    libc::close(null);
+                }
+                // Our copies of the caller's streams are gone: the parent may exit now.
+                libc::close(ready_write);
+                let mut byte = 0u8;
+                while libc::read(exit_read, (&mut byte as *mut u8).cast(), 1) < 0
+                    && *libc::__errno_location() == libc::EINTR
+                {}
+                libc::_exit(0)
+            }
+        }
+        _ => {
+            // The exit pipe's write end stays open until we exit: that is the child's signal.
+            // Wait for the child to let go of our standard streams (end of file on the ready
+            // pipe), or a caller reading them to their end would wait for the child too.
+            // SAFETY: fds we own; the loop reads into a local byte.
+            unsafe {
+                libc::close(exit_read);
+                libc::close(ready_write);
+                let mut byte = 0u8;
+                while libc::read(ready_read, (&mut byte as *mut u8).cast(), 1) < 0
+                    && *libc::__errno_location() == libc::EINTR
+                {}
+                libc::close(ready_read);
+            }
+            true
+        }
+    }
+}
+
+/// CPU time and peak resident memory of this process alone (not of its children).
+#[derive(Clone, Copy, Debug)]
+pub struct SelfUsage {
+    pub user: Duration,
+    pub system: Duration,
+    pub peak_resident_bytes: u64,
+}
+
+/// What this process has used so far (getrusage RUSAGE_SELF).
+pub fn self_usage() -> SelfUsage {
+    // SAFETY: rusage is plain data that getrusage fills.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: ru is a valid out pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let time = |tv: libc::timeval| {
+        Duration::from_secs(tv.tv_sec as u64) + Duration::from_micros(tv.tv_usec as u64)
+    };
+    SelfUsage {
+        user: time(ru.ru_utime),
+        system: time(ru.ru_stime),
+        peak_resident_bytes: ru.ru_maxrss as u64 * 1024,
+    }
+}

@@ -1,0 +1,421 @@
+#!/usr/bin/env python3
+"""Turn scripts/bench.sh's raw results into the markdown tables of docs/PERFORMANCE.md.
+
+usage: summarize.py RESULTS.tsv META.env COMMANDS.txt > results.md
+       summarize.py --into docs/PERFORMANCE.md results.md
+
+RESULTS.tsv has one line per measurement: workload (or "bystander", "report"), tool (or mode,
+or input), run, wall s, user s, system s, peak resident KiB, exit status, then key=value words.
+Every figure is a median over the runs, with min and max where it is a time. The second form
+replaces what lies between the doc's BEGIN and END markers with results.md.
+"""
+import statistics
+import sys
+from collections import defaultdict
+
+BEGIN = "<!-- BEGIN scripts/bench.sh output -->"
+END = "<!-- END scripts/bench.sh output -->"
+
+TOOLS = ["untraced", "memtrack", "memtrack-rss", "floor", "heaptrack", "dhat", "bpftrace"]
+TOOL_NAMES = {
+    "untraced": "untraced",
+    "memtrack": "memtrack",
+    "memtrack-rss": "memtrack +rss",
+    "floor": "floor",
+    "heaptrack": "heaptrack",
+    "dhat": "DHAT",
+    "bpftrace": "bpftrace",
+}
+WORKLOADS = ["churn", "mixed", "storm", "python", "xz", "gcc", "sort", "git", "true"]
+REAL = ["python", "xz", "gcc", "sort", "git"]
+MEMTRACKS = ["memtrack", "memtrack-rss"]
+
+
+class Run:
+    def __init__(self, fields):
+        self.wall, self.user, self.sys = (float(x) for x in fields[3:6])
+        self.maxrss_kib = int(fields[6])
+        self.status = int(fields[7])
+        self.extra = {}
+        for word in " ".join(fields[8:]).split():
+            if "=" in word:
+                k, v = word.split("=", 1)
+                self.extra[k] = v
+
+    def num(self, key):
+        v = self.extra.get(key)
+        try:
+            return float(v)
+        except (TypeError, ValueError):
+            return None
+
+
+def load(path):
+    """Runs by (workload, tool); runs that exited non-zero are counted apart, not timed."""
+    runs = defaultdict(list)
+    failed = defaultdict(int)
+    for line in open(path):
+        fields = line.rstrip("\n").split("\t")
+        if len(fields) < 8:
+            continue
+        run = Run(fields)
+        if run.status != 0:
+            failed[(fields[0], fields[1])] += 1
+        else:
+            runs[(fields[0], fields[1])].append(run)
+    return runs, failed
+
+
+def median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def secs(x):
+    if x is None:
+        return "-"
+    if x < 0.1:
+        return "%.1f ms" % (x * 1e3)
+    if x < 10:
+        return "%.3f s" % x
+    return "%.1f s" % x
+
+
+def wall_cell(rs):
+    w = [r.wall for r in rs]
+    return "%s (%s-%s)" % (secs(median(w)), secs(min(w)), secs(max(w)))
+
+
+def size(b):
+    if b is None:
+        return "-"
+    for unit in ["B", "KiB", "MiB", "GiB"]:
+        if b < 1024 or unit == "GiB":
+            return ("%.0f %s" if unit == "B" else "%.1f %s") % (b, unit)
+        b /= 1024
+
+
+def parse_size(s):
+    """'132.3MiB' -> bytes"""
+    if not s:
+        return None
+    for unit, mult in [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10), ("B", 1)]:
+        if s.endswith(unit):
+            try:
+                return float(s[: -len(unit)]) * mult
+            except ValueError:
+                return None
+    return None
+
+
+def table(header, rows):
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(out)
+
+
+def main():
+    if sys.argv[1] == "--into":
+        doc, part = sys.argv[2], sys.argv[3]
+        text = open(doc).read()
+        body = open(part).read()
+        if BEGIN in text and END in text:
+            head, rest = text.split(BEGIN, 1)
+            tail = rest.split(END, 1)[1]
+            text = head + BEGIN + "\n" + body + END + tail
+        else:
+            text = text.rstrip("\n") + "\n\n" + BEGIN + "\n" + body + END + "\n"
+        open(doc, "w").write(text)
+        return
+
+    runs, failed_runs = load(sys.argv[1])
+    meta = dict(line.rstrip("\n").split("=", 1) for line in open(sys.argv[2]) if "=" in line)
+    commands = [line.rstrip("\n").split("\t") for line in open(sys.argv[3]) if line.strip()]
+    tools = [t for t in TOOLS if any((w, t) in runs for w in WORKLOADS)]
+    workloads = [w for w in WORKLOADS if any((w, t) in runs for t in tools)]
+    out = []
+    p = out.append
+
+    def med_wall(w, t):
+        rs = runs.get((w, t))
+        return median([r.wall for r in rs]) if rs else None
+
+    # --- the run ------------------------------------------------------------------------------
+    foreign = sum(1 for rs in runs.values() for r in rs if (r.num("foreign") or 0) > 0)
+    total = sum(len(rs) for rs in runs.values())
+    failed = ["%s under %s (%d)" % (k[0], TOOL_NAMES.get(k[1], k[1]), n)
+              for k, n in sorted(failed_runs.items())]
+    p("Generated by `scripts/bench.sh` (%s mode) on %s: %s runs of every combination, interleaved, "
+      "medians with (min-max)." % (meta.get("mode"), meta.get("date"), meta.get("runs")))
+    p("")
+    p("- Machine: %s, %s cores, %s, Linux %s, glibc %s. Load average at start %s, at end %s; "
+      "%s s in all." % (meta.get("cpu"), meta.get("cores"), meta.get("memory"),
+                        meta.get("kernel"), meta.get("glibc"), meta.get("load_start"),
+                        meta.get("load_end"), meta.get("duration_s")))
+    p("- Tools: memtrack %s, heaptrack %s, %s, bpftrace %s; workloads with gcc %s, Python %s, "
+      "xz %s, git %s." % (meta.get("memtrack"), meta.get("heaptrack"), meta.get("valgrind"),
+                          meta.get("bpftrace"), meta.get("gcc"), meta.get("python"),
+                          meta.get("xz"), meta.get("git")))
+    p("- bcc memleak: not measured: %s." % (meta.get("memleak_why") or "not requested"))
+    p("- Sizes: churn %s malloc(64)+free pairs; mixed %s calls; storm %s calls." % (
+        meta.get("churn_pairs"), meta.get("mixed_ops"), meta.get("storm")))
+    p("- Measurements taken while someone else's uprobe_multi links were attached (another "
+      "recording on the machine, which taxes every process): %d of %d." % (foreign, total))
+    if failed:
+        p("- Runs that exited non-zero, left out of every figure: %s (see target/bench/run/*.log)."
+          % ", ".join(failed))
+    p("")
+
+    # --- wall time and slowdown ----------------------------------------------------------------
+    p("### Wall time")
+    p("")
+    p(table(["workload"] + [TOOL_NAMES[t] for t in tools],
+            [[w] + [wall_cell(runs[(w, t)]) if (w, t) in runs else "-" for t in tools]
+             for w in workloads]))
+    p("")
+    p("### Slowdown against untraced (median / median)")
+    p("")
+    rows = []
+    for w in workloads:
+        base = med_wall(w, "untraced")
+        row = [w]
+        for t in tools[1:]:
+            m = med_wall(w, t)
+            row.append("%.2fx" % (m / base) if m and base else "-")
+        rows.append(row)
+    p(table(["workload"] + [TOOL_NAMES[t] for t in tools[1:]], rows))
+    p("")
+
+    # --- per call ------------------------------------------------------------------------------
+    def per_call(w, t, calls):
+        """Added seconds per call: the tool's time on w minus its time on `true` (its fixed
+        cost), minus the untraced work per call."""
+        a, f = med_wall(w, t), med_wall("true", t)
+        ua, uf = med_wall(w, "untraced"), med_wall("true", "untraced")
+        if None in (a, f, ua, uf):
+            return None
+        return ((a - f) - (ua - uf)) / calls
+
+    p("### Cost per call")
+    p("")
+    p("Added time per malloc(64)+free pair on churn and per allocator call on mixed: the tool's "
+      "median on the workload minus its median on `true` (its fixed cost), minus the untraced "
+      "time of the same work, divided by the number of pairs (calls).")
+    p("")
+    churn_n = float(meta.get("churn_pairs", 0) or 0)
+    mixed_n = float(meta.get("mixed_ops", 0) or 0)
+    cost = {}
+    rows = []
+    for t in tools[1:]:
+        c = per_call("churn", t, churn_n) if churn_n else None
+        m = per_call("mixed", t, mixed_n) if mixed_n else None
+        cost[t] = (c, m)
+        rows.append([TOOL_NAMES[t], "%.3f us" % (c * 1e6) if c is not None else "-",
+                     "%.3f us" % (m * 1e6) if m is not None else "-"])
+    p(table(["tool", "churn, per pair", "mixed, per call"], rows))
+    p("")
+    ratios = []
+    for t in MEMTRACKS:
+        if t not in cost:
+            continue
+        for i, w in enumerate(["churn", "mixed"]):
+            mt = cost[t][i]
+            fl = cost.get("floor", (None, None))[i]
+            ht = cost.get("heaptrack", (None, None))[i]
+            ratios.append([TOOL_NAMES[t], w,
+                           "%.2f" % (mt / fl) if mt and fl else "-",
+                           "%.2f" % (mt / ht) if mt and ht else "-"])
+    p(table(["memtrack", "workload", "/ floor", "/ heaptrack"], ratios))
+    p("")
+
+    # --- memtrack's own figures ----------------------------------------------------------------
+    p("### memtrack's recordings")
+    p("")
+    p("Events and processes of one run (median), lost events (the most in any run), bytes per "
+      "event on disk (file size / events), and the recorder's own CPU time (user + system) and "
+      "peak resident memory (its 64 MiB ring buffer, mapped twice, is most of it).")
+    p("")
+    rows = []
+    for w in workloads:
+        for t in MEMTRACKS + ["floor"]:
+            rs = runs.get((w, t))
+            if not rs:
+                continue
+            ev = median([r.num("events") for r in rs])
+            fb = median([r.num("file_bytes") for r in rs])
+            lost = max((r.num("lost") or 0) for r in rs)
+            cpu = median([(r.num("rec_user") or 0) + (r.num("rec_sys") or 0) for r in rs])
+            peak = median([parse_size(r.extra.get("rec_peak")) for r in rs])
+            rows.append([w, TOOL_NAMES[t], "%d" % ev if ev is not None else "-",
+                         "%d" % median([r.num("processes") for r in rs] or [0]),
+                         "%d" % lost, "%.2f" % (fb / ev) if ev and fb else "-",
+                         secs(cpu), size(peak)])
+    p(table(["workload", "tool", "events", "processes", "lost", "bytes/event", "recorder CPU",
+             "recorder peak"], rows))
+    p("")
+
+    # --- process tree --------------------------------------------------------------------------
+    p("### Did each tool see the whole process tree?")
+    p("")
+    p("Allocations each tool reported (processes it reported them for), median of the runs; "
+      "memtrack's count is the reference. heaptrack writes one file for the command it starts; "
+      "DHAT one file per process (`--trace-children=yes`); the bpftrace script counts per pid.")
+    p("")
+    rows = []
+    for w in workloads:
+        ref = runs.get((w, "memtrack"))
+        if not ref or median([r.num("processes") for r in ref]) in (None, 1):
+            continue
+        ref_allocs = median([r.num("allocs") for r in ref])
+        row = [w]
+        for t in ["memtrack", "heaptrack", "dhat", "bpftrace"]:
+            rs = runs.get((w, t))
+            if not rs:
+                row.append("-")
+                continue
+            a = median([r.num("allocs") for r in rs])
+            n = median([r.num("processes") for r in rs])
+            whole = a is not None and ref_allocs and a >= 0.9 * ref_allocs
+            row.append("%s (%s): %s" % ("%d" % a if a is not None else "?",
+                                        "%d" % n if n is not None else "?",
+                                        "yes" if whole else "**no**"))
+        rows.append(row)
+    p(table(["workload", "memtrack", "heaptrack", "DHAT", "bpftrace"], rows))
+    p("")
+
+    # --- fixed cost ----------------------------------------------------------------------------
+    p("### Fixed cost: `true`")
+    p("")
+    rows = []
+    base = med_wall("true", "untraced")
+    for t in tools[1:]:
+        rs = runs.get(("true", t))
+        if rs and base is not None:
+            ds = [r.wall - base for r in rs]
+            rows.append([TOOL_NAMES[t], "%s (%s-%s)" % (secs(median(ds)), secs(min(ds)),
+                                                      secs(max(ds)))])
+    p(table(["tool", "added to `true` (%s)" % secs(base)], rows))
+    p("")
+
+    # --- bystander -----------------------------------------------------------------------------
+    by = {m: rs for (k, m), rs in runs.items() if k == "bystander"}
+    if by:
+        p("### An untraced process beside a recording")
+        p("")
+        p("The churn workload, not recorded, while a recording of `cat FIFO` runs beside it. "
+          "memtrack's probes (and bpftrace's) are attached to libc for the whole machine and "
+          "filter by process in BPF, so every process that calls malloc traps into the kernel.")
+        p("")
+        alone = median([r.wall for r in by.get("alone", [])])
+        rows = []
+        for m in ["alone", "memtrack", "memtrack-rss", "floor", "bpftrace"]:
+            if m not in by:
+                continue
+            w = median([r.wall for r in by[m]])
+            rows.append([m if m == "alone" else "beside " + TOOL_NAMES[m], wall_cell(by[m]),
+                         "%.1fx" % (w / alone) if alone else "-",
+                         "%.3f us" % ((w - alone) / churn_n * 1e6) if alone and churn_n else "-"])
+        p(table(["untraced churn", "wall", "slowdown", "added per pair"], rows))
+        p("")
+
+    # --- report speed --------------------------------------------------------------------------
+    rep = {m: rs for (k, m), rs in runs.items() if k == "report"}
+    if rep:
+        p("### Report speed")
+        p("")
+        p("`memtrack report FILE --format json`, whole process (reading, checking, accounting, "
+          "rendering).")
+        p("")
+        rows = []
+        for name, rs in sorted(rep.items()):
+            ev = median([r.num("events") for r in rs])
+            w = median([r.wall for r in rs])
+            cpu = median([r.user + r.sys for r in rs])
+            rows.append([name, "%d" % ev, size(median([r.num("file_bytes") for r in rs])),
+                         wall_cell(rs), "%.1f M" % (ev / w / 1e6),
+                         "%.1f M" % (ev / cpu / 1e6) if cpu else "-",
+                         size(median([r.maxrss_kib * 1024 for r in rs]))])
+        p(table(["recording", "events", "file", "wall", "events/s (wall)", "events/s (CPU)",
+                 "peak resident"], rows))
+        p("")
+
+    # --- targets -------------------------------------------------------------------------------
+    p("### Targets")
+    p("")
+    rows = []
+    c_mt, c_fl = cost.get("memtrack", (None,))[0], cost.get("floor", (None,))[0]
+    if c_mt and c_fl:
+        r = c_mt / c_fl
+        rows.append(["churn: cost per pair <= 1.25 x floor",
+                     "%.3f / %.3f us = %.2f" % (c_mt * 1e6, c_fl * 1e6, r),
+                     "holds" if r <= 1.25 else "**fails**"])
+    for t in MEMTRACKS:
+        rs = runs.get(("true", t))
+        if rs and base is not None:
+            d = med_wall("true", t) - base
+            rows.append(["`record -- true` <= 100 ms over untraced (%s)" % TOOL_NAMES[t],
+                         secs(d), "holds" if d <= 0.1 else "**fails**"])
+    def partial(w, t):
+        """Whether tool t saw clearly fewer allocations than memtrack on w (part of the tree)."""
+        ref = median([r.num("allocs") for r in runs.get((w, "memtrack"), [])])
+        a = median([r.num("allocs") for r in runs.get((w, t), [])])
+        return bool(ref and a is not None and a < 0.9 * ref)
+
+    for t in MEMTRACKS:
+        worse = []
+        for w in workloads:
+            if w == "true":
+                continue
+            m = med_wall(w, t)
+            peers = ["bpftrace", "dhat"] + (["heaptrack"] if w in REAL else [])
+            for q in peers:
+                o = med_wall(w, q)
+                if m and o and m >= o:
+                    worse.append("%s: %s %.2fx vs %s %.2fx%s" % (
+                        w, TOOL_NAMES[t], m / med_wall(w, "untraced"), TOOL_NAMES[q],
+                        o / med_wall(w, "untraced"),
+                        " (%s traced only part of the tree)" % TOOL_NAMES[q]
+                        if partial(w, q) else ""))
+        if any(med_wall(w, t) for w in workloads):
+            rows.append(["slowdown below bpftrace and DHAT everywhere, below heaptrack on real "
+                         "programs (%s)" % TOOL_NAMES[t],
+                         "; ".join(worse) if worse else "lower on every workload",
+                         "holds" if not worse else "**fails**"])
+    for t in MEMTRACKS:
+        rs = runs.get(("storm", t))
+        if rs:
+            lost = max((r.num("lost") or 0) for r in rs)
+            cpu = median([(r.num("rec_user") or 0) + (r.num("rec_sys") or 0) for r in rs])
+            rows.append(["storm: zero lost events, default ring (%s)" % TOOL_NAMES[t],
+                         "%d lost (most in a run); recorder CPU %s" % (lost, secs(cpu)),
+                         "holds" if lost == 0 else "**fails**"])
+    rs = runs.get(("churn", "memtrack"))
+    if rs:
+        bpe = median([r.num("file_bytes") / r.num("events") for r in rs
+                      if r.num("events")])
+        rows.append(["churn: <= 8 bytes per event on disk", "%.2f" % bpe,
+                     "holds" if bpe <= 8 else "**fails**"])
+    if rep:
+        speeds = {n: median([r.num("events") for r in rs]) / median([r.wall for r in rs])
+                  for n, rs in rep.items()}
+        worst = min(speeds.values())
+        rows.append(["report >= 20 M events/s", ", ".join(
+            "%s %.1f M" % (n, s / 1e6) for n, s in sorted(speeds.items())),
+            "holds" if worst >= 20e6 else "**fails**"])
+    p(table(["target", "measured", ""], rows))
+    p("")
+
+    # --- commands ------------------------------------------------------------------------------
+    p("### Commands")
+    p("")
+    p("Paths relative to the repository; `target/bench/run/W.T` is each run's output.")
+    p("")
+    p("```")
+    for w, t, c in commands:
+        p("%-6s %-12s %s" % (w, t, c))
+    p("```")
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()
