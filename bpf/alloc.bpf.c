@@ -1,16 +1,43 @@
 // SPDX-License-Identifier: (MIT OR Apache-2.0)
 /*
  * Allocator probes: a uprobe at each entry point, a uretprobe where the result is needed, and
- * free, which needs no return. The programs are short adapters over call_enter and call_exit.
+ * the free-like entry points, which need no return. The programs are short adapters over
+ * call_enter and call_exit, and serve every allocator alike (glibc, C++ operator new/delete,
+ * jemalloc, mimalloc, tcmalloc, wherever they are linked): the attach cookie says which label
+ * the entry point reports (enum alloc_func) and how it takes its arguments (enum alloc_layout).
  *
- * Exactly once: glibc calls its own malloc and free from inside other entry points
- * (realloc(NULL, n) and memalign with a small alignment reach malloc; realloc(p, 0) reaches free;
- * KERNEL-FACTS.md). So each thread keeps the outermost call in progress in `call_state`: a call
- * that starts while another is in progress on the same thread, deeper on the stack, is internal
- * and produces no event; only the outermost call's return does. The stack pointer makes this
- * robust against a return that was never seen (a longjmp out of an allocator, a probe attached
- * mid-call): a call that starts at or above the recorded frame cannot be nested in it, so the
- * stale state is replaced.
+ * Exactly once: allocators call each other and themselves (operator new calls malloc;
+ * realloc(NULL, n) and memalign with a small alignment reach glibc's malloc; realloc(p, 0)
+ * reaches free; KERNEL-FACTS.md). So each thread keeps the outermost call in progress in
+ * `call_state`: a call that starts while another is in progress on the same thread, deeper on
+ * the stack, is internal and produces no event; only the outermost call's return does. A tail
+ * call (operator new[] jumping to operator new, realloc(NULL, n) to malloc) enters at the same
+ * stack pointer and is nested too: the kernel runs both return probes at the one return, and
+ * the outermost label stays. The stack pointer makes this robust against a return that was
+ * never seen (a longjmp out of an allocator): a call that starts above the recorded frame
+ * cannot be nested in it, so the stale state is replaced.
+ *
+ * Free-like entry points have no return probe, so their nesting cannot be told by depth:
+ * operator delete calls (or tail-jumps to) free with the same pointer, one frame deeper or in
+ * the same frame. The thread remembers the last block it reported freed and the stack pointer
+ * of that entry; a free of the same block at or below that frame is the same release. Any
+ * allocation clears it, so a later release of a block reusing the address counts again.
+ *
+ * Labels: a uretprobe replaces the return address on the stack, and C++ unwinding cannot pass
+ * through such a frame (std::terminate instead of the bad_alloc a program would catch; also
+ * inside libstdc++'s nothrow new, which throws and catches internally). So operator new that
+ * only wraps a probed malloc (libstdc++, libc++) gets no return probe: its entry (LAYOUT_LABEL)
+ * marks the thread, and the malloc it calls reports the block under the label of the
+ * outermost operator new.
+ *
+ * The measuring gate (common.bpf.h) is read where an outermost call starts and at free, never at
+ * a return: a call that entered while the gate was open is recorded even if it returns after
+ * `stop`, and one that entered while it was closed is not recorded even if it returns after
+ * `start`. Calls nested in a call in progress follow their outer call, so flipping the gate
+ * never leaves half a call recorded. The one case this cannot see: an outer call that entered
+ * while closed has no state, so an internal call it makes after `start` is recorded as the
+ * outermost one (realloc(NULL, n) shows up as the malloc it makes): still one event for one
+ * allocation.
  */
 #include "common.bpf.h"
 
@@ -28,7 +55,8 @@ static __always_inline __u64 mul_saturating(__u64 a, __u64 b)
 	return b > limit ? ~0ULL : a * b;
 }
 
-static __always_inline int call_enter(struct pt_regs *ctx, __u32 func, __u64 size, __u64 arg)
+static __always_inline int call_enter(struct pt_regs *ctx, __u32 func, __u32 layout, __u64 size,
+				      __u64 arg)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
@@ -39,22 +67,74 @@ static __always_inline int call_enter(struct pt_regs *ctx, __u32 func, __u64 siz
 		return 0;
 	st = bpf_map_lookup_elem(&call_state, &tid);
 	if (st) {
-		if (st->depth && sp < st->sp) {
+		if (st->depth && sp <= st->sp) {
 			st->depth++; /* nested inside an allocator call: internal */
 			return 0;
+		}
+		if (!gate_open()) {
+			/* Not recorded; a stale call, label or remembered free goes with it. */
+			st->depth = 0;
+			st->label = 0;
+			st->free_ptr = 0;
+			return 0;
+		}
+		if (st->label) {
+			if (sp <= st->label_sp) {
+				/* The block operator new asked for (aligned new rounds the size it
+				 * passes on to aligned_alloc up). */
+				func = st->label;
+				size = st->label_size;
+			}
+			st->label = 0;
 		}
 		st->sp = sp;
 		st->size = size;
 		st->arg = arg;
 		st->depth = 1;
 		st->func = func;
+		st->layout = layout;
+		st->free_ptr = 0;
 		return 0;
 	}
+	if (!gate_open())
+		return 0;
 	struct call_state fresh = {
-		.sp = sp, .size = size, .arg = arg, .depth = 1, .func = func,
+		.sp = sp, .size = size, .arg = arg, .depth = 1, .func = func, .layout = layout,
 	};
 	if (bpf_map_update_elem(&call_state, &tid, &fresh, BPF_NOEXIST))
 		count_lost(LOST_STATE_FULL);
+	return 0;
+}
+
+/* An entry that only labels the allocator call it makes (see "Labels" above). The outermost
+ * label wins: operator new[] calling operator new reports new[]. */
+static __always_inline int label_enter(struct pt_regs *ctx, __u32 func, __u64 size)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	__u64 sp = PT_REGS_SP(ctx);
+	struct call_state *st;
+
+	if (tracked_state(id >> 32) != TRACK_PROCESS)
+		return 0;
+	st = bpf_map_lookup_elem(&call_state, &tid);
+	if (!st) {
+		struct call_state fresh = { .label = func, .label_sp = sp, .label_size = size };
+
+		if (bpf_map_update_elem(&call_state, &tid, &fresh, BPF_NOEXIST))
+			count_lost(LOST_STATE_FULL);
+		return 0;
+	}
+	if (st->depth) {
+		if (sp <= st->sp)
+			return 0; /* inside an allocator call already */
+		st->depth = 0; /* a stale call whose return was never seen */
+	}
+	if (st->label && sp <= st->label_sp)
+		return 0; /* inside an outer label (or jumped to from it) */
+	st->label = func;
+	st->label_sp = sp;
+	st->label_size = size;
 	return 0;
 }
 
@@ -87,9 +167,9 @@ static __always_inline int call_exit(struct pt_regs *ctx, __u64 ret)
 	if (--st->depth)
 		return 0;
 	func = st->func;
-	switch (func) {
-	case FUNC_REALLOC:
-	case FUNC_REALLOCARRAY:
+	switch (st->layout) {
+	case LAYOUT_PTR_SIZE:
+	case LAYOUT_PTR_NMEMB_SIZE:
 		if (!st->arg)
 			break; /* realloc(NULL, n) is an allocation */
 		if (ret) {
@@ -100,7 +180,7 @@ static __always_inline int call_exit(struct pt_regs *ctx, __u64 ret)
 			emit(EV_ALLOC_FAILED, func, 0, st->size, st->arg);
 		}
 		return 0;
-	case FUNC_POSIX_MEMALIGN:
+	case LAYOUT_MEMPTR_ALIGN_SIZE:
 		/* Returns 0 and stores the block through memptr, or an error number. */
 		addr = 0;
 		if ((int)ret == 0 && bpf_probe_read_user(&addr, sizeof(addr), (void *)st->arg))
@@ -115,30 +195,34 @@ static __always_inline int call_exit(struct pt_regs *ctx, __u64 ret)
 }
 
 /*
- * One entry program serves every entry point that returns a block: the attach cookie is the
- * enum alloc_func of the probed function, which says how to read its arguments. One program
- * means one uprobe_multi link for all of them, and one kernel grace period to detach them all.
+ * One entry program serves every entry point that returns a block: the attach cookie holds the
+ * enum alloc_func the site reports and the enum alloc_layout that says how to read its
+ * arguments. One program means one uprobe_multi link per file for all of them, and one kernel
+ * grace period to detach them all.
  */
 SEC("uprobe.multi")
 int alloc_enter(struct pt_regs *ctx)
 {
-	__u32 func = bpf_get_attach_cookie(ctx);
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u32 func = cookie & COOKIE_FUNC_MASK;
+	__u32 layout = (cookie >> COOKIE_LAYOUT_SHIFT) & 0xff;
 	__u64 a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx), a3 = PT_REGS_PARM3(ctx);
 
-	switch (func) {
-	case FUNC_CALLOC: /* (nmemb, size) */
-		return call_enter(ctx, func, mul_saturating(a1, a2), 0);
-	case FUNC_REALLOC: /* (ptr, size) */
-		return call_enter(ctx, func, a2, a1);
-	case FUNC_REALLOCARRAY: /* (ptr, nmemb, size) */
-		return call_enter(ctx, func, mul_saturating(a2, a3), a1);
-	case FUNC_ALIGNED_ALLOC: /* (alignment, size) */
-	case FUNC_MEMALIGN:
-		return call_enter(ctx, func, a2, 0);
-	case FUNC_POSIX_MEMALIGN: /* (memptr, alignment, size) */
-		return call_enter(ctx, func, a3, a1);
-	default: /* malloc, valloc, pvalloc: (size) */
-		return call_enter(ctx, func, a1, 0);
+	switch (layout) {
+	case LAYOUT_NMEMB_SIZE:
+		return call_enter(ctx, func, layout, mul_saturating(a1, a2), 0);
+	case LAYOUT_PTR_SIZE:
+		return call_enter(ctx, func, layout, a2, a1);
+	case LAYOUT_PTR_NMEMB_SIZE:
+		return call_enter(ctx, func, layout, mul_saturating(a2, a3), a1);
+	case LAYOUT_ALIGN_SIZE:
+		return call_enter(ctx, func, layout, a2, 0);
+	case LAYOUT_MEMPTR_ALIGN_SIZE:
+		return call_enter(ctx, func, layout, a3, a1);
+	case LAYOUT_LABEL:
+		return label_enter(ctx, func, a1);
+	default: /* LAYOUT_SIZE */
+		return call_enter(ctx, func, LAYOUT_SIZE, a1, 0);
 	}
 }
 
@@ -149,23 +233,40 @@ int BPF_URETPROBE(alloc_exit, __u64 ret)
 	return call_exit(ctx, ret);
 }
 
-/* free needs no return probe. A free inside another allocator call (realloc(p, 0) reaching
- * free) is internal: the outer call reports it. */
+/* Free-like entry points (free, operator delete, dallocx, mi_free, ...) need no return probe;
+ * the cookie is the enum alloc_func they report. A free inside another allocator call
+ * (realloc(p, 0) reaching free) is internal: the outer call reports it. A free of the block
+ * this thread just reported, in the same frame or deeper, is that release passed on (operator
+ * delete to free). */
 SEC("uprobe.multi")
 int BPF_UPROBE(free_enter, void *ptr)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
+	__u64 sp = PT_REGS_SP(ctx);
 	struct call_state *st;
 
 	if (!ptr || tracked_state(id >> 32) != TRACK_PROCESS)
 		return 0;
 	st = bpf_map_lookup_elem(&call_state, &tid);
-	if (st && st->depth) {
-		if (PT_REGS_SP(ctx) < st->sp)
+	if (st) {
+		if (st->depth) {
+			if (sp <= st->sp)
+				return 0;
+			st->depth = 0; /* a stale call whose return was never seen */
+		}
+		if (st->free_ptr == (__u64)ptr && sp <= st->free_sp)
 			return 0;
-		st->depth = 0; /* a stale call whose return was never seen */
+		st->free_ptr = (__u64)ptr;
+		st->free_sp = sp;
+	} else {
+		struct call_state fresh = { .free_ptr = (__u64)ptr, .free_sp = sp };
+
+		if (bpf_map_update_elem(&call_state, &tid, &fresh, BPF_NOEXIST))
+			count_lost(LOST_STATE_FULL);
 	}
-	emit(EV_FREE, FUNC_FREE, (__u64)ptr, 0, 0);
+	if (!gate_open())
+		return 0;
+	emit(EV_FREE, bpf_get_attach_cookie(ctx) & COOKIE_FUNC_MASK, (__u64)ptr, 0, 0);
 	return 0;
 }

@@ -45,14 +45,31 @@ struct {
 	__type(value, __u64);
 } lost SEC(".maps");
 
+/* The measuring gate (enum gate_state at key 0), flipped by the recorder when the harness sends
+ * `start` or `stop` on the control FIFO (docs/control-protocol.md). Only allocator calls are
+ * gated: Fork, Exec, Exit and resident-memory events are recorded whatever it says, so the
+ * process tree stays whole while measuring is paused. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} gate SEC(".maps");
+
 /* Per thread: the outermost allocator call in progress (see alloc.bpf.c). Shared so that the
  * exit program can drop a thread's entry when the thread ends. */
 struct call_state {
-	__u64 sp;     /* stack pointer at the outermost call's entry */
-	__u64 size;   /* requested bytes */
-	__u64 arg;    /* realloc: the old pointer; posix_memalign: where the result is stored */
-	__u32 depth;  /* allocator calls in progress on this thread; 0 when idle */
-	__u32 func;   /* enum alloc_func of the outermost call */
+	__u64 sp;       /* stack pointer at the outermost call's entry */
+	__u64 size;     /* requested bytes */
+	__u64 arg;      /* realloc: the old pointer; posix_memalign: where the result is stored */
+	__u32 depth;    /* allocator calls in progress on this thread; 0 when idle */
+	__u32 func;     /* enum alloc_func of the outermost call */
+	__u32 layout;   /* enum alloc_layout of the outermost call */
+	__u32 label;    /* enum alloc_func of a LAYOUT_LABEL entry in progress, 0 when none */
+	__u64 label_sp; /* the stack pointer at that entry */
+	__u64 label_size; /* the bytes it was asked for */
+	__u64 free_ptr; /* the last block a free-like entry point reported, 0 once anything allocates */
+	__u64 free_sp;  /* the stack pointer at that entry */
 };
 
 struct {
@@ -77,6 +94,17 @@ static __always_inline __u32 tracked_state(__u32 tgid)
 	__u32 *state = bpf_map_lookup_elem(&tracked, &tgid);
 
 	return state ? *state : 0;
+}
+
+/* Whether allocator calls are recorded now. Checked where an outermost allocator call starts
+ * (and at free), never at its return: a call is recorded whole or not at all, decided by the
+ * gate at its entry (alloc.bpf.c). */
+static __always_inline bool gate_open(void)
+{
+	__u32 key = 0;
+	__u32 *state = bpf_map_lookup_elem(&gate, &key);
+
+	return !state || *state == GATE_OPEN;
 }
 
 /* Reserve a record of `size` bytes, counting a loss for `cause` when the ring is full. */

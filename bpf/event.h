@@ -22,6 +22,11 @@ enum event_kind {
 	EV_EXEC = 6,         /* struct exec_event */
 	EV_EXIT = 7,         /* struct exit_event */
 	EV_RSS = 8,          /* struct rss_event */
+	EV_STOP = 9,         /* struct stop_event: the process was stopped for discovery */
+	EV_MMAP = 10,        /* struct map_event: a successful mmap */
+	EV_MUNMAP = 11,      /* struct map_event: a successful munmap */
+	EV_MREMAP = 12,      /* struct map_event: a successful mremap */
+	EV_BRK = 13,         /* struct map_event: brk moved the break from old_addr to addr */
 };
 
 /* Allocator entry points; numbered as AllocFunc in src/format/event.rs (on disk). */
@@ -36,6 +41,38 @@ enum alloc_func {
 	FUNC_VALLOC = 7,
 	FUNC_PVALLOC = 8,
 	FUNC_FREE = 9,
+	FUNC_NEW = 10,          /* C++ operator new, every non-array variant */
+	FUNC_NEW_ARRAY = 11,    /* operator new[] */
+	FUNC_DELETE = 12,       /* operator delete, every non-array variant */
+	FUNC_DELETE_ARRAY = 13, /* operator delete[] */
+	FUNC_MALLOCX = 14,      /* jemalloc mallocx */
+	FUNC_RALLOCX = 15,      /* jemalloc rallocx */
+	FUNC_DALLOCX = 16,      /* jemalloc dallocx, sdallocx */
+	FUNC_ZALLOC = 17,       /* mimalloc mi_zalloc and its aligned forms */
+};
+
+/*
+ * How an entry point takes its arguments: bits 16..23 of an attach cookie, beside the
+ * enum alloc_func in bits 0..15. One table for every allocator: mi_calloc and calloc read
+ * their arguments alike, only their labels differ.
+ */
+enum alloc_layout {
+	LAYOUT_SIZE = 0,           /* (size, ...): malloc, new, mallocx, mi_zalloc, mi_malloc_aligned */
+	LAYOUT_NMEMB_SIZE = 1,     /* (nmemb, size, ...): calloc, mi_mallocn */
+	LAYOUT_PTR_SIZE = 2,       /* (ptr, size, ...): realloc, rallocx, mi_realloc */
+	LAYOUT_PTR_NMEMB_SIZE = 3, /* (ptr, nmemb, size): reallocarray, mi_reallocn */
+	LAYOUT_ALIGN_SIZE = 4,     /* (alignment, size): aligned_alloc, memalign */
+	LAYOUT_MEMPTR_ALIGN_SIZE = 5, /* (memptr, alignment, size): posix_memalign, result in *memptr */
+	LAYOUT_LABEL = 6, /* entry only: the allocator call it makes reports, under this label */
+};
+
+#define COOKIE_FUNC_MASK 0xffff
+#define COOKIE_LAYOUT_SHIFT 16
+
+/* Why a process was stopped (struct stop_event). */
+enum stop_reason {
+	STOP_EXEC = 1, /* it executed a file not yet scanned */
+	STOP_DL = 2,   /* the dynamic loader finished mapping libraries (dlopen, start-up) */
 };
 
 /* Why an event was lost; index into the `lost` map. Names in src/record/decode.rs. */
@@ -45,13 +82,22 @@ enum lost_cause {
 	LOST_RING_RSS = 2,       /* ring buffer full: a resident-memory change */
 	LOST_STATE_FULL = 3,     /* per-thread call state map full: the call was not seen */
 	LOST_TRACKED_FULL = 4,   /* tracked-process map full: a new process was not tracked */
-	LOST_CAUSES = 5,
+	LOST_RING_MAP = 5,       /* ring buffer full: a mapping change (mmap, munmap, mremap, brk) */
+	LOST_STOP = 6,           /* ring buffer full: a new file was not scanned before it ran */
+	LOST_CAUSES = 7,
 };
 
 /* Values of the `tracked` map. */
 enum tracked_state {
 	TRACK_PROCESS = 1, /* record this process */
 	TRACK_SPAWNER = 2, /* do not record this process, but record the children it creates */
+};
+
+/* Values of element 0 of the `gate` map: whether allocator calls are recorded. A zeroed map is
+ * open, so a recording without a control FIFO records everything without any set-up. */
+enum gate_state {
+	GATE_OPEN = 0,   /* allocator calls are recorded */
+	GATE_CLOSED = 1, /* measuring is paused: allocator calls are not recorded */
 };
 
 #define EXEC_FILENAME_MAX 256
@@ -100,6 +146,25 @@ struct rss_event {
 	__u64 value_pages;     /* exact new value: count plus every CPU's pending part */
 	__u32 member;          /* 0 file, 1 anon, 2 swap entries, 3 shmem */
 	__u32 by_owner;        /* 1 if a task of the owning process made the change */
+};
+
+/* The process was stopped (SIGSTOP from BPF) before running the code of newly mapped files;
+ * user space scans its mappings, attaches, and continues it. Never written to the file. */
+struct stop_event {
+	struct event_header h;
+	__u32 reason; /* enum stop_reason */
+	__u32 _pad;
+};
+
+/* A mapping change made by a successful syscall. */
+struct map_event {
+	struct event_header h;
+	__u64 addr;     /* mmap, mremap: the new mapping; munmap: the start; brk: the new break */
+	__u64 len;      /* bytes; brk: 0 */
+	__u64 old_addr; /* mremap: the old mapping; brk: the old break */
+	__u64 old_len;  /* mremap: the old length */
+	__u32 prot;     /* mmap: PROT_* */
+	__u32 flags;    /* mmap: MAP_*; mremap: MREMAP_* */
 };
 
 #endif /* MEMTRACK_EVENT_H */

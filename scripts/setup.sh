@@ -7,8 +7,13 @@ set -euo pipefail
 packages=(
   clang llvm libclang-dev      # BPF objects (-target bpf) and bindgen's libclang
   bpftool                       # only to regenerate bpf/vmlinux.h; the build uses the committed copy
-  libelf-dev zlib1g-dev pkg-config make  # vendored libbpf (libbpf-sys) links against these
+  libelf-dev zlib1g-dev pkg-config make  # vendored libbpf (libbpf-sys) links against these;
+                                         # their libelf.a and libz.a go into the static binary
   gcc libc6-dev                 # C fixtures in testdata/
+  g++                           # C++ fixtures (tests/allocators.rs)
+  libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev  # the allocators tests/allocators.rs records
+  python3                       # a real interpreter run (tests/allocators.rs)
+  binutils bsdutils passwd      # tests: readelf (static binary), script (a terminal), useradd
 )
 
 missing=()

@@ -10,5 +10,9 @@ echo "== cargo fmt --check" >&2
 cargo fmt --all --check
 echo "== cargo clippy" >&2
 cargo clippy --all-targets --locked -- -D warnings
+echo "== static binary (scripts/build-static.sh)" >&2
+# tests/ship.rs checks it has no dynamic dependencies and records from an empty directory.
+MEMTRACK_STATIC_BIN=$(bash scripts/build-static.sh --print-path)
+export MEMTRACK_STATIC_BIN
 echo "== cargo test" >&2
 cargo test --locked "$@"

@@ -8,6 +8,13 @@ use argh::FromArgs;
 /// Record every heap allocation and resident-memory change of a command and all its
 /// descendants with eBPF, and report on the recording.
 #[derive(FromArgs, Debug)]
+#[argh(
+    example = "sudo memtrack doctor",
+    example = "sudo memtrack record -o run.mt -- cargo bench",
+    example = "memtrack report run.mt",
+    note = "On a new machine, start with `sudo memtrack doctor`. `memtrack <command> --help`
+describes each command; README.md has examples and troubleshooting."
+)]
 pub struct Cli {
     /// print more (repeat for libbpf's own log); RUST_LOG overrides
     #[argh(switch, short = 'v')]
@@ -24,6 +31,8 @@ pub enum Command {
     Report(ReportArgs),
     Check(CheckArgs),
     Dump(DumpArgs),
+    Doctor(DoctorArgs),
+    Ctl(CtlArgs),
 }
 
 /// Run a command and record its allocations, and those of every process it starts, into a file.
@@ -33,7 +42,19 @@ pub enum Command {
 #[argh(
     subcommand,
     name = "record",
-    example = "sudo memtrack record -o run.mt -- cargo bench"
+    example = "sudo memtrack record -o run.mt -- cargo bench",
+    example = "sudo memtrack record -q --user ci -o run.mt -- make -j8",
+    note = "Runs the checks of `memtrack doctor` first.
+Under sudo the command runs as the invoking user (SUDO_UID, SUDO_GID, their groups, HOME,
+USER, LOGNAME), and the recording belongs to them.
+The command runs in its own process group: SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to
+memtrack go to that group, and on a terminal the group holds the terminal (Ctrl-C and
+Ctrl-Z reach it). memtrack waits for the whole tree, then finishes the file; if memtrack is
+killed, the file is readable up to its last chunk (written at least every second).
+On a terminal, one progress line is kept on stderr (-q: none).",
+    error_code(125, "memtrack itself failed (the message says why and what to do)"),
+    error_code(126, "the command cannot be executed"),
+    error_code(127, "the command does not exist")
 )]
 pub struct RecordArgs {
     /// the recording to write (default: memtrack.mt)
@@ -46,13 +67,33 @@ pub struct RecordArgs {
     /// do not record resident memory (rss_stat), only allocations and the process tree
     #[argh(switch)]
     pub no_rss: bool,
+    /// do not record raw mappings (mmap, munmap, mremap, brk): their syscall tracepoints add
+    /// about 0.25 µs to every syscall of every process on the machine while recording (without
+    /// them, memtrack cannot warn about an allocator it did not find)
+    #[argh(switch)]
+    pub no_mappings: bool,
     /// benchmarks only: attach empty programs at the allocator sites and record no
     /// allocations, to measure the kernel's own cost of the probes (scripts/bench.sh)
     #[argh(switch)]
     pub probe_floor: bool,
-    /// print nothing but errors
+    /// under sudo the command runs as the invoking user (SUDO_UID); run it as this user
+    /// (name or uid) instead, `root` to keep root
+    #[argh(option)]
+    pub user: Option<String>,
+    /// print nothing but errors: no progress line, no summary
     #[argh(switch, short = 'q')]
     pub quiet: bool,
+    /// print more (repeat for libbpf's own log); RUST_LOG overrides
+    #[argh(switch, short = 'v')]
+    pub verbose: u8,
+    /// make a control FIFO at PATH (and PATH.ack) for a benchmark harness, passed to the command
+    /// in $MEMTRACK_CONTROL; allocations are then recorded only between the harness's start and
+    /// stop (docs/control-protocol.md)
+    #[argh(option)]
+    pub control: Option<PathBuf>,
+    /// with --control: record allocations from the start, until the harness says stop
+    #[argh(switch)]
+    pub start_running: bool,
     /// the command to record and its arguments (after --)
     #[argh(positional, greedy)]
     pub command: Vec<String>,
@@ -78,6 +119,10 @@ pub struct ReportArgs {
     /// only this process and its descendants
     #[argh(option)]
     pub tree: Option<u32>,
+    /// rows of the text form: process (default) or bench (one row per benchmark the harness
+    /// named; JSON always has both)
+    #[argh(option, default = "String::from(\"process\")")]
+    pub by: String,
 }
 
 /// Fail (exit 1) when a recording exceeds memory limits; exit 0 when all hold, 2 on a bad file
@@ -95,6 +140,9 @@ pub struct CheckArgs {
     /// check only this process and its descendants (default: the whole run)
     #[argh(option)]
     pub tree: Option<u32>,
+    /// check only this benchmark: its pid tree inside its measuring windows
+    #[argh(option)]
+    pub bench: Option<String>,
     /// highest allowed peak of live heap (SIZE)
     #[argh(option)]
     pub max_peak_heap: Option<String>,
@@ -112,6 +160,72 @@ pub struct CheckArgs {
     pub max_peak_rss: Option<String>,
 }
 
+/// Talk to a running `memtrack record --control PATH` from a harness: start or stop measuring,
+/// name the benchmark and the pid it runs in, or mark a point of the harness's loop. Exits 0
+/// when the recorder acknowledged, 1 when it refused or could not be reached, 2 on a bad flag.
+#[derive(FromArgs, Debug)]
+#[argh(
+    subcommand,
+    name = "ctl",
+    example = "memtrack ctl bench 'parse::small' --pid $$ && memtrack ctl start",
+    example = "memtrack ctl stop"
+)]
+pub struct CtlArgs {
+    /// the control FIFO (default: $MEMTRACK_CONTROL, which `record --control` sets)
+    #[argh(option)]
+    pub control: Option<PathBuf>,
+    #[argh(subcommand)]
+    pub action: CtlAction,
+}
+
+/// What `memtrack ctl` sends.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand)]
+pub enum CtlAction {
+    Hello(CtlHello),
+    Start(CtlStart),
+    Stop(CtlStop),
+    Bench(CtlBench),
+    Marker(CtlMarker),
+}
+
+/// Check that a recorder listens, and print its protocol version.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "hello")]
+pub struct CtlHello {}
+
+/// Start measuring: once this returns, allocator calls are recorded.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "start")]
+pub struct CtlStart {}
+
+/// Stop measuring: once this returns, allocator calls are not recorded.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "stop")]
+pub struct CtlStop {}
+
+/// Name the benchmark that runs from now on, and the pid it runs in (with its descendants).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "bench")]
+pub struct CtlBench {
+    /// the benchmark's URI (any text without control characters)
+    #[argh(positional)]
+    pub uri: String,
+    /// the pid the benchmark runs in (default: the process that runs memtrack ctl, e.g. the
+    /// harness shell; 0: every process)
+    #[argh(option)]
+    pub pid: Option<u32>,
+}
+
+/// Mark a point of the harness's loop: sample_start, sample_end, round_start or round_end.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "marker")]
+pub struct CtlMarker {
+    /// the kind of marker
+    #[argh(positional)]
+    pub kind: String,
+}
+
 /// Print every event of a recording as one JSON object per line.
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "dump", example = "memtrack dump run.mt | head")]
@@ -120,3 +234,17 @@ pub struct DumpArgs {
     #[argh(positional)]
     pub file: PathBuf,
 }
+
+/// Check what recording needs against this machine: kernel, BTF, privileges, BPF features.
+/// Prints one table; exits 0 when `record` can work here, 1 when it cannot (and says why).
+#[derive(FromArgs, Debug)]
+#[argh(
+    subcommand,
+    name = "doctor",
+    example = "sudo memtrack doctor",
+    note = "Each line is ok, missing, or unknown (not checked: it needs what is missing above),
+with what a missing item disables. `record` runs the same checks and stops with the same
+line when a required one is missing.",
+    error_code(1, "record cannot work here")
+)]
+pub struct DoctorArgs {}

@@ -36,6 +36,8 @@ pub enum Error {
         command: String,
         source: std::io::Error,
     },
+    /// The control channel failed: no recorder listening, no reply, or a refused request.
+    Control(String),
     /// Anything else that is memtrack's own fault.
     Internal(String),
 }
@@ -71,9 +73,11 @@ pub enum Subcommand {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Usage(m) | Error::Privilege(m) | Error::Kernel(m) | Error::Internal(m) => {
-                f.write_str(m)
-            }
+            Error::Usage(m)
+            | Error::Privilege(m)
+            | Error::Kernel(m)
+            | Error::Control(m)
+            | Error::Internal(m) => f.write_str(m),
             Error::Io { path, source } => write!(f, "{}: {}", path.display(), source),
             Error::BadFile { path, message } => write!(f, "{}: {}", path.display(), message),
             Error::CommandNotFound(cmd) => write!(

@@ -7,8 +7,9 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use memtrack::error::{Error, Subcommand};
-use memtrack::report::{CheckOptions, OutputFormat, ReportOptions};
-use memtrack::{dump, record, report, units};
+use memtrack::format::{ControlCommand, MarkerKind};
+use memtrack::report::{CheckOptions, OutputFormat, ReportOptions, Rows};
+use memtrack::{control, doctor, dump, record, report, units};
 
 fn main() -> ExitCode {
     let args: cli::Cli = argh::from_env();
@@ -27,8 +28,11 @@ fn main() -> ExitCode {
 }
 
 fn init_logging(args: &cli::Cli) {
-    let quiet = matches!(&args.command, cli::Command::Record(r) if r.quiet);
-    let level = match (quiet, args.verbose) {
+    let (quiet, verbose) = match &args.command {
+        cli::Command::Record(r) => (r.quiet, args.verbose + r.verbose),
+        _ => (false, args.verbose),
+    };
+    let level = match (quiet, verbose) {
         (true, _) => "error",
         (false, 0) => "warn",
         (false, 1) => "info",
@@ -37,7 +41,7 @@ fn init_logging(args: &cli::Cli) {
     };
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(level))
         .format_timestamp(None)
-        .format_target(args.verbose > 1)
+        .format_target(verbose > 1)
         .init();
 }
 
@@ -45,8 +49,11 @@ fn run(command: cli::Command) -> Result<i32, Error> {
     match command {
         cli::Command::Record(a) => {
             let mut opts =
-                record::RecordOptions::new(a.output, a.ring_size, a.command, !a.no_rss, a.quiet)?;
+                record::RecordOptions::new(a.output, a.ring_size, a.command, !a.no_rss, a.quiet)?
+                    .with_control(a.control, a.start_running)?;
             opts.probe_floor = a.probe_floor;
+            opts.mappings = !a.no_mappings;
+            opts.user = a.user;
             record::run(&opts)
         }
         cli::Command::Report(a) => {
@@ -55,10 +62,16 @@ fn run(command: cli::Command) -> Result<i32, Error> {
                 "json" => OutputFormat::Json,
                 other => return Err(Error::Usage(format!("--format {other}: give text or json"))),
             };
+            let rows = match a.by.as_str() {
+                "process" => Rows::Processes,
+                "bench" => Rows::Benchmarks,
+                other => return Err(Error::Usage(format!("--by {other}: give process or bench"))),
+            };
             let opts = ReportOptions {
                 format,
                 pid: a.pid,
                 tree: a.tree,
+                rows,
             };
             report::run_report(&a.file, &opts, &mut std::io::stdout().lock())?;
             Ok(0)
@@ -72,6 +85,7 @@ fn run(command: cli::Command) -> Result<i32, Error> {
             };
             let opts = CheckOptions {
                 tree: a.tree,
+                bench: a.bench,
                 max_peak_heap: size("max-peak-heap", a.max_peak_heap)?,
                 max_allocs: a.max_allocs,
                 max_bytes: size("max-bytes", a.max_bytes)?,
@@ -80,6 +94,37 @@ fn run(command: cli::Command) -> Result<i32, Error> {
             };
             let ok = report::run_check(&a.file, &opts, &mut std::io::stdout().lock())?;
             Ok(if ok { 0 } else { 1 })
+        }
+        cli::Command::Doctor(_) => {
+            let ok = doctor::run(&mut std::io::stdout().lock())
+                .map_err(|e| Error::io("standard output", e))?;
+            Ok(if ok { 0 } else { 1 })
+        }
+        cli::Command::Ctl(a) => {
+            let command = match a.action {
+                cli::CtlAction::Hello(_) => None,
+                cli::CtlAction::Start(_) => Some(ControlCommand::Start),
+                cli::CtlAction::Stop(_) => Some(ControlCommand::Stop),
+                cli::CtlAction::Bench(b) => Some(ControlCommand::Bench {
+                    uri: b.uri,
+                    pid: b.pid.unwrap_or_else(std::os::unix::process::parent_id),
+                }),
+                cli::CtlAction::Marker(m) => {
+                    let kind = MarkerKind::from_name(&m.kind).ok_or_else(|| {
+                        Error::Usage(format!(
+                            "marker {}: give sample_start, sample_end, round_start or round_end",
+                            m.kind
+                        ))
+                    })?;
+                    Some(ControlCommand::Marker { kind })
+                }
+            };
+            let hello = command.is_none();
+            control::ctl(a.control.as_deref(), command)?;
+            if hello {
+                println!("memtrack control protocol {}", control::PROTOCOL_VERSION);
+            }
+            Ok(0)
         }
         cli::Command::Dump(a) => {
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());

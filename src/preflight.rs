@@ -1,9 +1,18 @@
-//! What recording needs from the machine, checked before anything is loaded, with the words
-//! `record` fails with. (`doctor` reports the same checks as a table.)
+//! What recording needs from the machine, and what this machine has: one list of checks that
+//! `memtrack doctor` prints as a table and `record` runs before it loads anything, failing with
+//! the very line `doctor` prints for the first required check that is missing.
+//!
+//! The kernel is asked, not guessed at: each BPF check creates a map or loads a two-instruction
+//! program of the kind memtrack uses and attaches it where memtrack's own programs go
+//! (`sys::probe`), so a container's seccomp filter or a locked-down kernel shows up here.
 
 use std::path::Path;
 
 use crate::error::Error;
+use crate::record::attach;
+use crate::record::symbols::ElfSymbols;
+use crate::sys::bpf::BpfError;
+use crate::sys::{probe, process};
 
 /// Linux capability numbers (linux/capability.h).
 const CAP_SYS_ADMIN: u32 = 21;
@@ -12,6 +21,201 @@ const CAP_BPF: u32 = 39;
 
 /// Where the kernel exposes its own BTF, which CO-RE relocation and tp_btf programs need.
 pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
+/// The kernel function the rmap hooks would start with (SPEC.md section 5, source 2).
+const RMAP_FUNCTION: &str = "folio_add_new_anon_rmap";
+/// Where tracefs is mounted when it is.
+const TRACEFS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
+/// The perf PMU classic uprobes are created through (CONFIG_UPROBE_EVENTS).
+const UPROBE_PMU: &str = "/sys/bus/event_source/devices/uprobe/type";
+
+/// The outcome of one check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// The machine has it.
+    Ok,
+    /// The machine lacks it (or refuses it).
+    Missing,
+    /// Not checked, because something it depends on is missing (BPF checks without privileges).
+    Unknown,
+}
+
+impl Status {
+    /// The word the table shows.
+    pub fn word(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Missing => "missing",
+            Status::Unknown => "unknown",
+        }
+    }
+}
+
+/// One line of `memtrack doctor`: a thing recording needs, and what this machine has.
+#[derive(Clone, Debug)]
+pub struct Check {
+    /// What is checked, e.g. "ring buffer".
+    pub name: &'static str,
+    /// Whether `record` cannot work without it.
+    pub required: bool,
+    /// What the check found.
+    pub status: Status,
+    /// What this machine has, or why it is missing.
+    pub found: String,
+    /// What a missing item disables.
+    pub disables: &'static str,
+    /// What to do about it when missing (empty when there is nothing to do).
+    pub fix: String,
+}
+
+impl Check {
+    fn ok(name: &'static str, required: bool, found: String, disables: &'static str) -> Check {
+        Check {
+            name,
+            required,
+            status: Status::Ok,
+            found,
+            disables,
+            fix: String::new(),
+        }
+    }
+
+    fn missing(
+        name: &'static str,
+        required: bool,
+        found: String,
+        disables: &'static str,
+        fix: impl Into<String>,
+    ) -> Check {
+        Check {
+            name,
+            required,
+            status: Status::Missing,
+            found,
+            disables,
+            fix: fix.into(),
+        }
+    }
+
+    /// Whether this check stops `record`.
+    pub fn blocks_recording(&self) -> bool {
+        self.required && self.status != Status::Ok
+    }
+
+    /// The one line `record` fails with, and `doctor` prints under its table, when this check
+    /// is not ok: what is missing and what to do.
+    pub fn problem(&self) -> String {
+        if self.fix.is_empty() {
+            format!("{}: {}", self.name, self.found)
+        } else {
+            format!("{}: {}; {}", self.name, self.found, self.fix)
+        }
+    }
+
+    /// The error `record` returns for this check.
+    pub fn to_error(&self) -> Error {
+        let line = format!("{} (`memtrack doctor` lists every check)", self.problem());
+        if self.name == "privileges" {
+            Error::Privilege(line)
+        } else {
+            Error::Kernel(line)
+        }
+    }
+}
+
+/// Run every check, in the order `doctor` shows them.
+pub fn run() -> Vec<Check> {
+    run_checks(true)
+}
+
+/// The checks `record` runs: the same, except that the uprobe check only loads a uprobe
+/// program instead of also attaching one. Detaching a uprobe waits for a grace period (about
+/// 40 ms here), and `record` attaches its real probes a moment later anyway, failing with the
+/// same fixes (`record::kernel_error`).
+pub fn run_for_record() -> Vec<Check> {
+    run_checks(false)
+}
+
+fn run_checks(attach_uprobe: bool) -> Vec<Check> {
+    let mut checks = vec![kernel(), btf(), privileges()];
+    let privileged = checks[2].status == Status::Ok;
+    let btf_ok = checks[1].status == Status::Ok;
+    if !privileged {
+        for (name, disables) in BPF_CHECKS {
+            checks.push(Check {
+                name,
+                required: name != "fentry",
+                status: Status::Unknown,
+                found: "not checked without the privileges above".into(),
+                disables,
+                fix: String::new(),
+            });
+        }
+    } else {
+        checks.push(bpf_syscall());
+        let bpf_ok = checks.last().map(|c| c.status) == Some(Status::Ok);
+        checks.push(ring_buffer(bpf_ok));
+        checks.push(uprobes(bpf_ok, attach_uprobe));
+        let vmlinux = (bpf_ok && btf_ok).then(probe::VmlinuxBtf::load).transpose();
+        checks.push(tp_btf(&vmlinux));
+        checks.push(fentry(&vmlinux));
+    }
+    checks.push(tracefs());
+    checks
+}
+
+/// Fail with the first blocking check's line, as `record` does before loading anything. Items
+/// that are missing but optional are said once, at info level (`-v`).
+pub fn require(checks: &[Check]) -> Result<(), Error> {
+    if let Some(c) = checks.iter().find(|c| c.blocks_recording()) {
+        return Err(c.to_error());
+    }
+    for c in checks.iter().filter(|c| c.status != Status::Ok) {
+        log::info!("{}; disables: {}", c.problem(), c.disables);
+    }
+    Ok(())
+}
+
+/// The BPF checks, with what each disables, in order (for the "not checked" rows).
+const BPF_CHECKS: [(&str, &str); 5] = [
+    ("bpf syscall", DISABLES_ALL),
+    ("ring buffer", DISABLES_ALL),
+    ("uprobes", DISABLES_ALLOCS),
+    ("tp_btf", DISABLES_TREE),
+    ("fentry", DISABLES_RMAP),
+];
+const DISABLES_ALL: &str = "recording (required)";
+const DISABLES_ALLOCS: &str = "recording allocations (required)";
+const DISABLES_TREE: &str = "recording the process tree and rss_stat (required)";
+const DISABLES_RMAP: &str = "rmap hooks (resident memory uses rss_stat instead)";
+
+fn kernel() -> Check {
+    let (release, _) = process::uname();
+    Check::ok(
+        "kernel",
+        false,
+        format!("Linux {release} {}", std::env::consts::ARCH),
+        "-",
+    )
+}
+
+fn btf() -> Check {
+    match std::fs::metadata(VMLINUX_BTF) {
+        Ok(m) => Check::ok(
+            "BTF",
+            true,
+            format!("{VMLINUX_BTF} ({})", crate::units::format_bytes(m.len())),
+            DISABLES_ALL,
+        ),
+        Err(e) => Check::missing(
+            "BTF",
+            true,
+            format!("cannot read {VMLINUX_BTF} ({e})"),
+            DISABLES_ALL,
+            "memtrack needs a kernel built with CONFIG_DEBUG_INFO_BTF=y (Debian, Ubuntu, Fedora \
+             and RHEL kernels have it)",
+        ),
+    }
+}
 
 /// The capabilities recording needs that this process lacks (empty when it has them all).
 pub fn missing_capabilities() -> Vec<&'static str> {
@@ -34,26 +238,313 @@ fn effective_capabilities() -> Option<u64> {
     u64::from_str_radix(line["CapEff:".len()..].trim(), 16).ok()
 }
 
-/// Fail unless this process may load BPF programs and attach probes.
-pub fn check_privileges() -> Result<(), Error> {
+fn privileges() -> Check {
+    let euid = process::geteuid();
     let missing = missing_capabilities();
+    let who = if euid == 0 {
+        "root".to_string()
+    } else {
+        format!("uid {euid}")
+    };
     if missing.is_empty() {
-        return Ok(());
+        return Check::ok(
+            "privileges",
+            true,
+            format!("{who} with CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN"),
+            DISABLES_ALL,
+        );
     }
-    Err(Error::Privilege(format!(
-        "recording needs root or the capabilities CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN \
-         (missing: {}); run it with sudo",
-        missing.join(", ")
-    )))
+    let fix = if euid == 0 {
+        "root without them is a container or a restricted service: run the container with \
+         --privileged or --cap-add BPF,PERFMON,SYS_ADMIN"
+    } else {
+        "run memtrack with sudo (or grant it CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN)"
+    };
+    Check::missing(
+        "privileges",
+        true,
+        format!("{who} lacks {}", missing.join(", ")),
+        DISABLES_ALL,
+        fix,
+    )
 }
 
-/// Fail unless the kernel exposes BTF.
-pub fn check_btf() -> Result<(), Error> {
-    if Path::new(VMLINUX_BTF).exists() {
-        return Ok(());
+/// What a probe's error says, on one line: "fentry/f: Operation not permitted (EPERM)".
+fn refusal(e: &BpfError) -> String {
+    if e.errno == 0 {
+        return e.what.clone();
     }
-    Err(Error::Kernel(format!(
-        "this kernel exposes no BTF ({VMLINUX_BTF} is missing); memtrack needs a kernel built \
-         with CONFIG_DEBUG_INFO_BTF=y (Debian, Ubuntu, Fedora and RHEL kernels have it)"
-    )))
+    let text = std::io::Error::from_raw_os_error(e.errno).to_string();
+    let text = text.split(" (os error").next().unwrap_or_default();
+    let name = match e.errno {
+        libc::EPERM => "EPERM",
+        libc::EACCES => "EACCES",
+        libc::EINVAL => "EINVAL",
+        libc::ENOENT => "ENOENT",
+        libc::ENOSYS => "ENOSYS",
+        libc::EOPNOTSUPP => "EOPNOTSUPP",
+        libc::E2BIG => "E2BIG",
+        libc::EBADF => "EBADF",
+        libc::ESRCH => "ESRCH",
+        _ => return format!("{}: {text} (errno {})", e.what, e.errno),
+    };
+    format!("{}: {text} ({name})", e.what)
+}
+
+/// What a refused bpf() usually means, for the fix column.
+fn bpf_fix(e: &BpfError) -> &'static str {
+    match e.errno {
+        libc::ENOSYS => "this kernel was built without CONFIG_BPF_SYSCALL",
+        libc::EPERM | libc::EACCES => {
+            "in a container, allow the bpf() syscall (docker run --privileged, or a seccomp \
+             profile that allows bpf and perf_event_open)"
+        }
+        _ => "run with -v to see libbpf's log",
+    }
+}
+
+fn bpf_syscall() -> Check {
+    match probe::bpf_syscall() {
+        Ok(()) => Check::ok("bpf syscall", true, "bpf() works".into(), DISABLES_ALL),
+        Err(e) => Check::missing("bpf syscall", true, refusal(&e), DISABLES_ALL, bpf_fix(&e)),
+    }
+}
+
+fn not_checked(name: &'static str, required: bool, disables: &'static str, why: &str) -> Check {
+    Check {
+        name,
+        required,
+        status: Status::Unknown,
+        found: format!("not checked: {why}"),
+        disables,
+        fix: String::new(),
+    }
+}
+
+fn ring_buffer(bpf_ok: bool) -> Check {
+    if !bpf_ok {
+        return not_checked("ring buffer", true, DISABLES_ALL, "bpf() does not work");
+    }
+    let page = crate::sys::ring::page_size() as u32;
+    match probe::ring_buffer(page) {
+        Ok(()) => Check::ok(
+            "ring buffer",
+            true,
+            "BPF_MAP_TYPE_RINGBUF".into(),
+            DISABLES_ALL,
+        ),
+        Err(e) => Check::missing(
+            "ring buffer",
+            true,
+            refusal(&e),
+            DISABLES_ALL,
+            "BPF ring buffers need Linux 5.8 or later",
+        ),
+    }
+}
+
+fn uprobes(bpf_ok: bool, attach: bool) -> Check {
+    const NAME: &str = "uprobes";
+    if !bpf_ok {
+        return not_checked(NAME, true, DISABLES_ALLOCS, "bpf() does not work");
+    }
+    if let Err(e) = probe::uprobe_program() {
+        return Check::missing(NAME, true, refusal(&e), DISABLES_ALLOCS, bpf_fix(&e));
+    }
+    let classic = Path::new(UPROBE_PMU).exists();
+    if !attach {
+        return Check::ok(
+            NAME,
+            true,
+            "uprobe programs load (record attaches its own next)".into(),
+            DISABLES_ALLOCS,
+        );
+    }
+    // Attach where `record` will: glibc's malloc, for this process only.
+    let target = attach::find_libc().and_then(|libc| {
+        let symbols = ElfSymbols::read(&libc).ok()?;
+        Some((libc, symbols.get("malloc")?.offset))
+    });
+    let Some((libc, offset)) = target else {
+        return if classic {
+            Check::ok(
+                NAME,
+                true,
+                "perf uprobes (no glibc found to try uprobe_multi on)".into(),
+                DISABLES_ALLOCS,
+            )
+        } else {
+            Check::missing(
+                NAME,
+                true,
+                format!("no uprobe PMU ({UPROBE_PMU})"),
+                DISABLES_ALLOCS,
+                "memtrack needs a kernel built with CONFIG_UPROBE_EVENTS=y",
+            )
+        };
+    };
+    match probe::uprobe_multi(&libc.to_string_lossy(), offset) {
+        Ok(()) => Check::ok(
+            NAME,
+            true,
+            format!("uprobe_multi links on {}", libc.display()),
+            DISABLES_ALLOCS,
+        ),
+        Err(e) if classic && !matches!(e.errno, libc::EPERM | libc::EACCES) => Check::ok(
+            NAME,
+            true,
+            format!(
+                "perf uprobes, one per site (no uprobe_multi links before Linux 6.6: {})",
+                refusal(&e)
+            ),
+            DISABLES_ALLOCS,
+        ),
+        Err(e) => Check::missing(NAME, true, refusal(&e), DISABLES_ALLOCS, bpf_fix(&e)),
+    }
+}
+
+fn tp_btf(vmlinux: &Result<Option<probe::VmlinuxBtf>, BpfError>) -> Check {
+    const NAME: &str = "tp_btf";
+    let btf = match vmlinux {
+        Ok(Some(btf)) => btf,
+        Ok(None) => return not_checked(NAME, true, DISABLES_TREE, "needs BTF and bpf()"),
+        Err(e) => {
+            return Check::missing(
+                NAME,
+                true,
+                refusal(e),
+                DISABLES_TREE,
+                "memtrack needs a kernel with BTF (CONFIG_DEBUG_INFO_BTF=y)",
+            )
+        }
+    };
+    let result = ["sched_process_fork", "rss_stat"]
+        .into_iter()
+        .try_for_each(|tp| btf.tp_btf(tp));
+    match result {
+        Ok(()) => Check::ok(
+            NAME,
+            true,
+            "sched_process_fork and rss_stat attach".into(),
+            DISABLES_TREE,
+        ),
+        Err(e) => Check::missing(
+            NAME,
+            true,
+            refusal(&e),
+            DISABLES_TREE,
+            if e.errno == 0 {
+                "memtrack needs Linux 5.5 or later (tp_btf and the rss_stat tracepoint)"
+            } else {
+                bpf_fix(&e)
+            },
+        ),
+    }
+}
+
+fn fentry(vmlinux: &Result<Option<probe::VmlinuxBtf>, BpfError>) -> Check {
+    const NAME: &str = "fentry";
+    let Ok(Some(btf)) = vmlinux else {
+        return not_checked(NAME, false, DISABLES_RMAP, "needs BTF and bpf()");
+    };
+    match btf.fentry(RMAP_FUNCTION) {
+        Ok(()) => Check::ok(
+            NAME,
+            false,
+            format!("fentry/{RMAP_FUNCTION} attaches"),
+            DISABLES_RMAP,
+        ),
+        // Refused on locked-down kernels (KERNEL-FACTS.md); nothing to fix, rss_stat covers it.
+        Err(e) => Check::missing(NAME, false, refusal(&e), DISABLES_RMAP, ""),
+    }
+}
+
+fn tracefs() -> Check {
+    const NAME: &str = "tracefs";
+    const DISABLES: &str = "nothing memtrack needs (it uses tp_btf, not tracefs tracepoints)";
+    match TRACEFS
+        .iter()
+        .find(|dir| Path::new(dir).join("events").is_dir())
+    {
+        Some(dir) => Check::ok(NAME, false, format!("mounted at {dir}"), DISABLES),
+        None => Check::missing(
+            NAME,
+            false,
+            format!("not mounted at {}", TRACEFS[0]),
+            DISABLES,
+            "",
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(required: bool, status: Status, fix: &str) -> Check {
+        Check {
+            name: "ring buffer",
+            required,
+            status,
+            found: "BPF_MAP_TYPE_RINGBUF: Invalid argument (EINVAL)".into(),
+            disables: DISABLES_ALL,
+            fix: fix.into(),
+        }
+    }
+
+    #[test]
+    fn problem_is_one_line_with_the_fix() {
+        let c = check(
+            true,
+            Status::Missing,
+            "BPF ring buffers need Linux 5.8 or later",
+        );
+        assert_eq!(
+            c.problem(),
+            "ring buffer: BPF_MAP_TYPE_RINGBUF: Invalid argument (EINVAL); \
+             BPF ring buffers need Linux 5.8 or later"
+        );
+        assert!(!c.problem().contains('\n'));
+    }
+
+    #[test]
+    fn only_required_checks_that_are_not_ok_block() {
+        assert!(check(true, Status::Missing, "").blocks_recording());
+        assert!(check(true, Status::Unknown, "").blocks_recording());
+        assert!(!check(true, Status::Ok, "").blocks_recording());
+        assert!(!check(false, Status::Missing, "").blocks_recording());
+    }
+
+    #[test]
+    fn require_fails_with_the_first_blocking_line() {
+        let checks = [
+            check(false, Status::Missing, ""),
+            check(true, Status::Missing, "fix one"),
+            check(true, Status::Missing, "fix two"),
+        ];
+        let e = require(&checks).unwrap_err();
+        assert!(e.to_string().starts_with(&checks[1].problem()), "{e}");
+        assert!(require(&checks[..1]).is_ok());
+    }
+
+    #[test]
+    fn refusals_name_the_errno() {
+        let e = BpfError {
+            what: "fentry/f".into(),
+            errno: libc::EPERM,
+        };
+        assert_eq!(refusal(&e), "fentry/f: Operation not permitted (EPERM)");
+        let e = BpfError {
+            what: "f is not in the kernel's BTF".into(),
+            errno: 0,
+        };
+        assert_eq!(refusal(&e), "f is not in the kernel's BTF");
+    }
+
+    #[test]
+    fn privileges_error_is_a_privilege_error() {
+        let mut c = check(true, Status::Missing, "run memtrack with sudo");
+        c.name = "privileges";
+        assert!(matches!(c.to_error(), Error::Privilege(_)));
+    }
 }

@@ -56,3 +56,67 @@ fn v1_malloc_free_reads_exactly() {
         .expect("the v1 sample has rss events");
     assert!(resident.peak_bytes > 0);
 }
+
+/// Format version 2, written by memtrack 0.1.0 with `--no-rss --control`:
+/// `./harness ./worker` (testdata/control/harness.c), three benchmarks with known allocations,
+/// a noise process, and 13 control commands.
+#[test]
+fn v2_control_reads_exactly() {
+    use memtrack::format::{ControlCommand, FEATURE_CONTROL};
+    use memtrack::report::metrics::Blocks;
+
+    let mut reader = Reader::open(&sample("v2-control.mt")).unwrap();
+    assert_eq!(reader.format_version(), 2);
+    let header = reader.header().clone();
+    assert_eq!(header.memtrack_version, "0.1.0");
+    assert_eq!(header.argv, ["./harness", "./worker"]);
+    assert!(header.features.contains(&FEATURE_CONTROL.to_string()));
+    let events: Vec<_> = reader.by_ref().collect();
+    let Some(ReadEnd::Complete(trailer)) = reader.end().cloned() else {
+        panic!("v2 sample no longer reads completely: {:?}", reader.end());
+    };
+    assert_eq!(trailer.events, events.len() as u64);
+    assert_eq!(trailer.exit_code, 0);
+
+    let commands: Vec<&ControlCommand> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Control { command } => Some(command),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(commands.len(), 13);
+    assert!(matches!(commands[0], ControlCommand::Bench { uri, .. } if uri == "harness::own"));
+    let paused = |size| {
+        events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::Alloc { size: s, .. } if s == size))
+    };
+    assert!(!paused(21009) && !paused(22009));
+
+    let report = analyze(&header, events.iter().cloned(), reader.end());
+    assert!(report.complete);
+    let got: Vec<(&str, u64, u64, u64, Blocks)> = report
+        .benchmarks
+        .iter()
+        .map(|b| {
+            let h = &b.metrics.heap;
+            (
+                b.uri.as_str(),
+                h.allocs,
+                h.bytes_allocated,
+                h.frees,
+                h.leaked,
+            )
+        })
+        .collect();
+    let leaked = |blocks, bytes| Blocks { blocks, bytes };
+    assert_eq!(
+        got,
+        [
+            ("harness::own", 10, 210_010, 4, leaked(6, 126_006)),
+            ("harness::child", 6, 132_007, 5, leaked(1, 22_002)),
+            ("harness::exec", 4, 92_006, 3, leaked(1, 23_003)),
+        ]
+    );
+}

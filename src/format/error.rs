@@ -8,7 +8,7 @@
 use std::fmt;
 use std::path::Path;
 
-use super::{FORMAT_VERSION, MAGIC};
+use super::{FORMAT_VERSION, MAGIC, OLDEST_FORMAT_VERSION};
 use crate::error::Error;
 
 /// A recording that cannot be opened, or an event or header that cannot be written.
@@ -78,7 +78,7 @@ impl fmt::Display for FormatError {
             FormatError::UnsupportedVersion { found } => write!(
                 f,
                 "format version {found} was never written by memtrack (this memtrack reads \
-                 {FORMAT_VERSION}); the file is damaged"
+                 {OLDEST_FORMAT_VERSION} to {FORMAT_VERSION}); the file is damaged"
             ),
             FormatError::BadHeader { offset, reason } => {
                 write!(f, "damaged header at byte {offset}: {reason}")
@@ -134,14 +134,14 @@ mod tests {
         let e = FormatError::UnsupportedVersion { found: 7 };
         assert_eq!(
             e.to_string(),
-            "format version 7 is newer than this memtrack reads (1); upgrade memtrack"
+            "format version 7 is newer than this memtrack reads (2); upgrade memtrack"
         );
     }
 
     #[test]
     fn version_zero_names_both() {
         let s = FormatError::UnsupportedVersion { found: 0 }.to_string();
-        assert!(s.contains("version 0") && s.contains("reads 1"), "{s}");
+        assert!(s.contains("version 0") && s.contains("reads 1 to 2"), "{s}");
     }
 
     #[test]
@@ -175,7 +175,7 @@ mod tests {
                 offset: 9,
                 what: "the format version",
             },
-            FormatError::UnsupportedVersion { found: 2 },
+            FormatError::UnsupportedVersion { found: 3 },
             FormatError::BadHeader {
                 offset: 10,
                 reason: "checksum mismatch".into(),

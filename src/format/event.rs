@@ -35,11 +35,27 @@ pub enum AllocFunc {
     Valloc = 7,
     Pvalloc = 8,
     Free = 9,
+    /// C++ `operator new`, every non-array variant (nothrow, aligned), in any allocator.
+    New = 10,
+    /// C++ `operator new[]`, every variant.
+    NewArray = 11,
+    /// C++ `operator delete`, every non-array variant (sized, aligned, nothrow).
+    Delete = 12,
+    /// C++ `operator delete[]`, every variant.
+    DeleteArray = 13,
+    /// jemalloc `mallocx`.
+    Mallocx = 14,
+    /// jemalloc `rallocx`.
+    Rallocx = 15,
+    /// jemalloc `dallocx` and `sdallocx`.
+    Dallocx = 16,
+    /// mimalloc `mi_zalloc` and its aligned forms.
+    Zalloc = 17,
 }
 
 impl AllocFunc {
     /// Every function, in discriminant order.
-    pub const ALL: [AllocFunc; 10] = [
+    pub const ALL: [AllocFunc; 18] = [
         AllocFunc::Malloc,
         AllocFunc::Calloc,
         AllocFunc::Realloc,
@@ -50,6 +66,14 @@ impl AllocFunc {
         AllocFunc::Valloc,
         AllocFunc::Pvalloc,
         AllocFunc::Free,
+        AllocFunc::New,
+        AllocFunc::NewArray,
+        AllocFunc::Delete,
+        AllocFunc::DeleteArray,
+        AllocFunc::Mallocx,
+        AllocFunc::Rallocx,
+        AllocFunc::Dallocx,
+        AllocFunc::Zalloc,
     ];
 
     /// The C name of the function.
@@ -65,6 +89,14 @@ impl AllocFunc {
             AllocFunc::Valloc => "valloc",
             AllocFunc::Pvalloc => "pvalloc",
             AllocFunc::Free => "free",
+            AllocFunc::New => "operator new",
+            AllocFunc::NewArray => "operator new[]",
+            AllocFunc::Delete => "operator delete",
+            AllocFunc::DeleteArray => "operator delete[]",
+            AllocFunc::Mallocx => "mallocx",
+            AllocFunc::Rallocx => "rallocx",
+            AllocFunc::Dallocx => "dallocx",
+            AllocFunc::Zalloc => "mi_zalloc",
         }
     }
 
@@ -154,7 +186,117 @@ pub enum EventKind {
     /// Cumulative count of events lost for `cause` so far (written when it changes, so a file
     /// cut short still says what was lost before the cut).
     Lost { cause: String, total: u64 },
+    /// A successful `mmap` of `len` bytes (as requested, not rounded to pages) at `addr`, with
+    /// its `PROT_*` and `MAP_*` bits.
+    Mmap {
+        addr: u64,
+        len: u64,
+        prot: u32,
+        flags: u32,
+    },
+    /// A successful `munmap` of `len` bytes at `addr`.
+    Munmap { addr: u64, len: u64 },
+    /// A successful `mremap` of `old_len` bytes at `old_addr` to `len` bytes at `addr`.
+    Mremap {
+        old_addr: u64,
+        old_len: u64,
+        addr: u64,
+        len: u64,
+    },
+    /// `brk` moved the program break from `from` to `to`.
+    Brk { from: u64, to: u64 },
+    /// The recorder scanned the executable file `path` when the event's process mapped it:
+    /// the allocators it found there (`allocator`, e.g. "glibc", "jemalloc", "c++", several
+    /// joined by `+`, or "none") and how many probes it attached to the file (0 when none, or
+    /// when attaching failed).
+    Coverage {
+        path: String,
+        allocator: String,
+        probes: u32,
+    },
+    /// A command the benchmark harness sent on the control FIFO (docs/control-protocol.md),
+    /// stamped when the recorder acted on it, and written after every event the ring held by
+    /// then. pid and tid are 0: the recorder wrote it, not a process of the tree.
+    Control { command: ControlCommand },
 }
+
+/// `PROT_EXEC`, `MAP_SHARED`, `MAP_ANONYMOUS` as Linux numbers them (the same on every
+/// architecture memtrack supports), for reading `EventKind::Mmap` flags.
+pub mod map_bits {
+    /// Pages may be executed.
+    pub const PROT_EXEC: u32 = 0x4;
+    /// Changes are shared with other mappings of the object.
+    pub const MAP_SHARED: u32 = 0x1;
+    /// Not backed by a file.
+    pub const MAP_ANONYMOUS: u32 = 0x20;
+}
+
+/// What a harness told the recorder (format version 2 on).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "name", rename_all = "snake_case")]
+pub enum ControlCommand {
+    /// Measuring starts: allocator calls are recorded from this moment (the gate is open).
+    Start,
+    /// Measuring stops: allocator calls are not recorded from this moment (the gate is closed).
+    Stop,
+    /// Benchmark `uri` runs in process `pid` (and its descendants) from now on; `pid` 0 means
+    /// "every process of the recording".
+    Bench { uri: String, pid: u32 },
+    /// A point in the harness's own loop.
+    Marker { kind: MarkerKind },
+}
+
+/// The points of a harness's loop a marker can name.
+///
+/// The discriminants are on disk: new kinds go at the end, old ones keep their number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[repr(u8)]
+pub enum MarkerKind {
+    SampleStart = 0,
+    SampleEnd = 1,
+    RoundStart = 2,
+    RoundEnd = 3,
+}
+
+impl MarkerKind {
+    /// Every kind, in discriminant order.
+    pub const ALL: [MarkerKind; 4] = [
+        MarkerKind::SampleStart,
+        MarkerKind::SampleEnd,
+        MarkerKind::RoundStart,
+        MarkerKind::RoundEnd,
+    ];
+
+    /// The kind with this on-disk number, if it is one we know.
+    pub fn from_u8(v: u8) -> Option<MarkerKind> {
+        MarkerKind::ALL.get(v as usize).copied()
+    }
+
+    /// The name used by the control protocol and in JSON ("sample_start", ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            MarkerKind::SampleStart => "sample_start",
+            MarkerKind::SampleEnd => "sample_end",
+            MarkerKind::RoundStart => "round_start",
+            MarkerKind::RoundEnd => "round_end",
+        }
+    }
+
+    /// The kind named `name`, as [`MarkerKind::name`] spells it.
+    pub fn from_name(name: &str) -> Option<MarkerKind> {
+        MarkerKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
+/// `Header::features` entry of a recording made with a control FIFO whose measuring gate was
+/// closed at the start (`record --control`): allocator events are recorded between the
+/// harness's `start` and `stop` only.
+pub const FEATURE_CONTROL: &str = "control";
+
+/// `Header::features` entry of a recording made with a control FIFO whose gate was open at the
+/// start (`record --control --start-running`).
+pub const FEATURE_CONTROL_RUNNING: &str = "control_running";
 
 /// What a recording says about itself at its start.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

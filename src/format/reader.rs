@@ -16,12 +16,13 @@ use super::chunk::{
 };
 use super::event::{Event, Header, ReadEnd, Trailer};
 use super::wire::{ChunkDecoder, DecodeFault};
-use super::{FormatError, FORMAT_VERSION, MAGIC};
+use super::{FormatError, FORMAT_VERSION, MAGIC, OLDEST_FORMAT_VERSION};
 use crate::error::Error;
 
 /// Reads one recording from `R`, yielding its events in the order they were written.
 pub struct Reader<R: Read> {
     src: R,
+    version: u16,
     header: Header,
     /// Bytes consumed from `src`.
     offset: u64,
@@ -77,10 +78,11 @@ impl<R: Read> Reader<R> {
                 what: "the format version",
             });
         }
-        // Version 1 is the only one so far; a later version adds its own decoding here and keeps
-        // this one, since files from every released version must stay readable.
+        // Version 2 only appended record variants (control events) to version 1, so one decoding
+        // reads both. A version that changes an existing layout adds its own decoding here and
+        // keeps this one: files from every released version must stay readable.
         let version = u16::from_le_bytes(version);
-        if version != FORMAT_VERSION {
+        if !(OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
             return Err(FormatError::UnsupportedVersion { found: version });
         }
 
@@ -116,6 +118,7 @@ impl<R: Read> Reader<R> {
 
         Ok(Reader {
             src,
+            version,
             header,
             offset,
             payload,
@@ -128,6 +131,11 @@ impl<R: Read> Reader<R> {
             chunks_read: 0,
             end: None,
         })
+    }
+
+    /// The format version the file was written in.
+    pub fn format_version(&self) -> u16 {
+        self.version
     }
 
     /// The recording's header.
@@ -271,7 +279,9 @@ impl<R: Read> Iterator for Reader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::event::{AllocFunc, EventKind, LostCount, RssMember};
+    use crate::format::event::{
+        AllocFunc, ControlCommand, EventKind, LostCount, MarkerKind, RssMember,
+    };
     use crate::format::writer::Writer;
 
     fn header() -> Header {
@@ -394,6 +404,27 @@ mod tests {
                 EventKind::Lost {
                     cause: "ring_full".into(),
                     total: 3,
+                },
+            ),
+            ev(
+                1_000_000_850,
+                0,
+                0,
+                EventKind::Control {
+                    command: ControlCommand::Bench {
+                        uri: "suite::parse[ünïcödé input]".into(),
+                        pid: 4250,
+                    },
+                },
+            ),
+            ev(
+                1_000_000_860,
+                0,
+                0,
+                EventKind::Control {
+                    command: ControlCommand::Marker {
+                        kind: MarkerKind::RoundEnd,
+                    },
                 },
             ),
             ev(
@@ -771,7 +802,7 @@ mod tests {
         expected.extend_from_slice(&events[n2..]);
         assert_eq!(read, expected);
         assert!(
-            reason(&end).contains("says 11 events in 3 chunks"),
+            reason(&end).contains("says 13 events in 4 chunks"),
             "{end:?}"
         );
     }
@@ -801,12 +832,12 @@ mod tests {
     #[test]
     fn newer_version_names_both_versions() {
         let mut bytes = record(&every_kind(), 4).bytes;
-        bytes[8..10].copy_from_slice(&2u16.to_le_bytes());
+        bytes[8..10].copy_from_slice(&3u16.to_le_bytes());
         let err = Reader::new(&bytes[..]).err().unwrap();
-        assert!(matches!(err, FormatError::UnsupportedVersion { found: 2 }));
+        assert!(matches!(err, FormatError::UnsupportedVersion { found: 3 }));
         assert_eq!(
             err.to_string(),
-            "format version 2 is newer than this memtrack reads (1); upgrade memtrack"
+            "format version 3 is newer than this memtrack reads (2); upgrade memtrack"
         );
     }
 
@@ -1124,7 +1155,14 @@ mod tests {
     }
 
     #[test]
-    fn format_v1_sample_is_what_the_writer_writes() {
+    fn format_v1_sample_reads_as_version_1() {
+        assert_eq!(Reader::new(V1_SAMPLE).unwrap().format_version(), 1);
+    }
+
+    /// Version 2 only appended record variants: the same events written today differ from the
+    /// version 1 sample in the version field alone (the checksums do not cover it).
+    #[test]
+    fn format_v1_sample_is_what_the_writer_writes_but_the_version() {
         let mut w = Writer::new(Vec::new(), &v1_header()).unwrap();
         for chunk in v1_chunks() {
             for e in &chunk {
@@ -1133,6 +1171,8 @@ mod tests {
             w.flush_chunk().unwrap();
         }
         let bytes = w.finish(&v1_trailer()).unwrap();
-        assert_eq!(bytes, V1_SAMPLE);
+        let mut expected = V1_SAMPLE.to_vec();
+        expected[8..10].copy_from_slice(&2u16.to_le_bytes());
+        assert_eq!(bytes, expected);
     }
 }

@@ -27,7 +27,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use serde::{Deserialize, Serialize};
 
-use super::event::{AllocFunc, Event, EventKind, RssMember};
+use super::event::{AllocFunc, ControlCommand, Event, EventKind, MarkerKind, RssMember};
 
 /// The most threads one chunk may introduce. The writer closes a chunk at 64 KiB of payload and
 /// a `Thread` record takes at least 3 bytes, so it never gets near this; the reader refuses more,
@@ -39,8 +39,10 @@ pub const MAX_THREADS_PER_CHUNK: usize = 1 << 16;
 /// as one byte, strings as a varint length and UTF-8 bytes).
 ///
 /// The variant number is on disk: new variants go at the end only, and existing variants never
-/// move, change their fields or disappear (format version 1 files must stay readable). A change
-/// that cannot be an appended variant needs a new `FORMAT_VERSION`.
+/// move, change their fields or disappear (files of every earlier format version must stay
+/// readable). A change that cannot be an appended variant needs a new `FORMAT_VERSION`; so does
+/// an appended variant, so that an older reader says "upgrade memtrack" instead of "damaged"
+/// (version 2 appended 18 to 21).
 ///
 /// `dt_ns` is always the delta from the previous event of the chunk; `daddr` the delta from the
 /// current thread's previous address; `func` an `AllocFunc` number.
@@ -102,6 +104,43 @@ pub enum WireRecord<'a> {
         cause: &'a str,
         total: u64,
     },
+    /// 13: `Mmap`. Mapping addresses have a previous address of their own per thread
+    /// (`prev_map_addr`), apart from the heap's, so neither spoils the other's deltas.
+    Mmap {
+        dt_ns: i64,
+        daddr: i64,
+        len: u64,
+        prot: u32,
+        flags: u32,
+    },
+    /// 14: `Munmap`: `daddr` from the thread's previous mapping address.
+    Munmap { dt_ns: i64, daddr: i64, len: u64 },
+    /// 15: `Mremap`: `dold_addr` from the thread's previous mapping address, `daddr` from
+    /// `old_addr`.
+    Mremap {
+        dt_ns: i64,
+        dold_addr: i64,
+        old_len: u64,
+        daddr: i64,
+        len: u64,
+    },
+    /// 16: `Brk`: `dfrom` from the thread's previous mapping address, `dto` from `from`.
+    Brk { dt_ns: i64, dfrom: i64, dto: i64 },
+    /// 17: `Coverage`.
+    Coverage {
+        dt_ns: i64,
+        path: &'a str,
+        allocator: &'a str,
+        probes: u32,
+    },
+    /// 18: `Control` `Start` (format version 2 on, as are the variants below).
+    ControlStart { dt_ns: i64 },
+    /// 19: `Control` `Stop`.
+    ControlStop { dt_ns: i64 },
+    /// 20: `Control` `Bench`.
+    ControlBench { dt_ns: i64, uri: &'a str, pid: u32 },
+    /// 21: `Control` `Marker`: `kind` is a `MarkerKind` number.
+    ControlMarker { dt_ns: i64, kind: u8 },
 }
 
 /// What one thread of the chunk's table remembers, identically on both sides.
@@ -110,6 +149,7 @@ struct ThreadState {
     pid: u32,
     tid: u32,
     prev_addr: u64,
+    prev_map_addr: u64,
     rss_pages: [u64; RssMember::ALL.len()],
 }
 
@@ -119,6 +159,7 @@ impl ThreadState {
             pid,
             tid,
             prev_addr: 0,
+            prev_map_addr: 0,
             rss_pages: [0; RssMember::ALL.len()],
         }
     }
@@ -314,6 +355,88 @@ impl ChunkEncoder {
                     total: *total,
                 },
             ),
+            &EventKind::Mmap {
+                addr,
+                len,
+                prot,
+                flags,
+            } => {
+                let daddr = delta(th.prev_map_addr, addr);
+                th.prev_map_addr = addr;
+                append(
+                    out,
+                    &WireRecord::Mmap {
+                        dt_ns,
+                        daddr,
+                        len,
+                        prot,
+                        flags,
+                    },
+                )
+            }
+            &EventKind::Munmap { addr, len } => {
+                let daddr = delta(th.prev_map_addr, addr);
+                th.prev_map_addr = addr;
+                append(out, &WireRecord::Munmap { dt_ns, daddr, len })
+            }
+            &EventKind::Mremap {
+                old_addr,
+                old_len,
+                addr,
+                len,
+            } => {
+                let dold_addr = delta(th.prev_map_addr, old_addr);
+                let daddr = delta(old_addr, addr);
+                th.prev_map_addr = addr;
+                append(
+                    out,
+                    &WireRecord::Mremap {
+                        dt_ns,
+                        dold_addr,
+                        old_len,
+                        daddr,
+                        len,
+                    },
+                )
+            }
+            &EventKind::Brk { from, to } => {
+                let dfrom = delta(th.prev_map_addr, from);
+                let dto = delta(from, to);
+                th.prev_map_addr = to;
+                append(out, &WireRecord::Brk { dt_ns, dfrom, dto })
+            }
+            EventKind::Coverage {
+                path,
+                allocator,
+                probes,
+            } => append(
+                out,
+                &WireRecord::Coverage {
+                    dt_ns,
+                    path,
+                    allocator,
+                    probes: *probes,
+                },
+            ),
+            EventKind::Control { command } => match command {
+                ControlCommand::Start => append(out, &WireRecord::ControlStart { dt_ns }),
+                ControlCommand::Stop => append(out, &WireRecord::ControlStop { dt_ns }),
+                ControlCommand::Bench { uri, pid } => append(
+                    out,
+                    &WireRecord::ControlBench {
+                        dt_ns,
+                        uri,
+                        pid: *pid,
+                    },
+                ),
+                &ControlCommand::Marker { kind } => append(
+                    out,
+                    &WireRecord::ControlMarker {
+                        dt_ns,
+                        kind: kind as u8,
+                    },
+                ),
+            },
         }
     }
 
@@ -359,6 +482,8 @@ pub(crate) enum DecodeFault {
     UnknownFunc(u8),
     /// An `RssMember` number this reader does not know.
     UnknownMember(u8),
+    /// A `MarkerKind` number this reader does not know.
+    UnknownMarker(u8),
 }
 
 impl fmt::Display for DecodeFault {
@@ -377,6 +502,7 @@ impl fmt::Display for DecodeFault {
             ),
             DecodeFault::UnknownFunc(v) => write!(f, "unknown allocator function number {v}"),
             DecodeFault::UnknownMember(v) => write!(f, "unknown resident counter number {v}"),
+            DecodeFault::UnknownMarker(v) => write!(f, "unknown marker kind number {v}"),
         }
     }
 }
@@ -598,7 +724,82 @@ fn event_kind(th: &mut ThreadState, rec: WireRecord<'_>) -> Result<(i64, EventKi
             };
             (dt_ns, kind)
         }
+        WireRecord::Mmap {
+            dt_ns,
+            daddr,
+            len,
+            prot,
+            flags,
+        } => {
+            th.prev_map_addr = apply(th.prev_map_addr, daddr);
+            let kind = EventKind::Mmap {
+                addr: th.prev_map_addr,
+                len,
+                prot,
+                flags,
+            };
+            (dt_ns, kind)
+        }
+        WireRecord::Munmap { dt_ns, daddr, len } => {
+            th.prev_map_addr = apply(th.prev_map_addr, daddr);
+            let kind = EventKind::Munmap {
+                addr: th.prev_map_addr,
+                len,
+            };
+            (dt_ns, kind)
+        }
+        WireRecord::Mremap {
+            dt_ns,
+            dold_addr,
+            old_len,
+            daddr,
+            len,
+        } => {
+            let old_addr = apply(th.prev_map_addr, dold_addr);
+            let addr = apply(old_addr, daddr);
+            th.prev_map_addr = addr;
+            let kind = EventKind::Mremap {
+                old_addr,
+                old_len,
+                addr,
+                len,
+            };
+            (dt_ns, kind)
+        }
+        WireRecord::Brk { dt_ns, dfrom, dto } => {
+            let from = apply(th.prev_map_addr, dfrom);
+            let to = apply(from, dto);
+            th.prev_map_addr = to;
+            (dt_ns, EventKind::Brk { from, to })
+        }
+        WireRecord::Coverage {
+            dt_ns,
+            path,
+            allocator,
+            probes,
+        } => {
+            let kind = EventKind::Coverage {
+                path: path.to_owned(),
+                allocator: allocator.to_owned(),
+                probes,
+            };
+            (dt_ns, kind)
+        }
+        WireRecord::ControlStart { dt_ns } => (dt_ns, control(ControlCommand::Start)),
+        WireRecord::ControlStop { dt_ns } => (dt_ns, control(ControlCommand::Stop)),
+        WireRecord::ControlBench { dt_ns, uri, pid } => {
+            let uri = uri.to_owned();
+            (dt_ns, control(ControlCommand::Bench { uri, pid }))
+        }
+        WireRecord::ControlMarker { dt_ns, kind } => {
+            let kind = MarkerKind::from_u8(kind).ok_or(DecodeFault::UnknownMarker(kind))?;
+            (dt_ns, control(ControlCommand::Marker { kind }))
+        }
     })
+}
+
+fn control(command: ControlCommand) -> EventKind {
+    EventKind::Control { command }
 }
 
 #[cfg(test)]
@@ -663,7 +864,7 @@ mod tests {
     #[test]
     fn variant_numbers_are_pinned() {
         // These numbers are on disk; this test fails if a variant is moved or inserted.
-        let cases: [(WireRecord<'_>, u8); 13] = [
+        let cases: [(WireRecord<'_>, u8); 22] = [
             (WireRecord::Thread { pid: 0, tid: 0 }, 0),
             (WireRecord::Switch { index: 0 }, 1),
             (
@@ -746,6 +947,62 @@ mod tests {
                 },
                 12,
             ),
+            (
+                WireRecord::Mmap {
+                    dt_ns: 0,
+                    daddr: 0,
+                    len: 0,
+                    prot: 0,
+                    flags: 0,
+                },
+                13,
+            ),
+            (
+                WireRecord::Munmap {
+                    dt_ns: 0,
+                    daddr: 0,
+                    len: 0,
+                },
+                14,
+            ),
+            (
+                WireRecord::Mremap {
+                    dt_ns: 0,
+                    dold_addr: 0,
+                    old_len: 0,
+                    daddr: 0,
+                    len: 0,
+                },
+                15,
+            ),
+            (
+                WireRecord::Brk {
+                    dt_ns: 0,
+                    dfrom: 0,
+                    dto: 0,
+                },
+                16,
+            ),
+            (
+                WireRecord::Coverage {
+                    dt_ns: 0,
+                    path: "",
+                    allocator: "",
+                    probes: 0,
+                },
+                17,
+            ),
+            (WireRecord::ControlStart { dt_ns: 0 }, 18),
+            (WireRecord::ControlStop { dt_ns: 0 }, 19),
+            (
+                WireRecord::ControlBench {
+                    dt_ns: 0,
+                    uri: "",
+                    pid: 0,
+                },
+                20,
+            ),
+            (WireRecord::ControlMarker { dt_ns: 0, kind: 0 }, 21),
         ];
         for (rec, n) in cases {
             assert_eq!(record_bytes(&rec)[0], n, "{rec:?}");
@@ -994,6 +1251,141 @@ mod tests {
     }
 
     #[test]
+    fn mappings_and_coverage_round_trip() {
+        round_trip(&[
+            ev(1, 9, 9, malloc(0x5555_0000_1000, 64)),
+            ev(
+                2,
+                9,
+                9,
+                EventKind::Mmap {
+                    addr: 0x7f00_0000_0000,
+                    len: 1 << 20,
+                    prot: 3,
+                    flags: 0x22,
+                },
+            ),
+            ev(3, 9, 9, free(0x5555_0000_1000)),
+            ev(
+                4,
+                9,
+                9,
+                EventKind::Mremap {
+                    old_addr: 0x7f00_0000_0000,
+                    old_len: 1 << 20,
+                    addr: 0x7e00_0000_0000,
+                    len: 2 << 20,
+                },
+            ),
+            ev(
+                5,
+                9,
+                10,
+                EventKind::Munmap {
+                    addr: u64::MAX,
+                    len: u64::MAX,
+                },
+            ),
+            ev(
+                6,
+                9,
+                9,
+                EventKind::Brk {
+                    from: 0x5555_0002_0000,
+                    to: 0x5555_0004_1000,
+                },
+            ),
+            ev(
+                7,
+                9,
+                9,
+                EventKind::Brk {
+                    from: u64::MAX,
+                    to: 0,
+                },
+            ),
+            ev(
+                8,
+                9,
+                9,
+                EventKind::Coverage {
+                    path: "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2".into(),
+                    allocator: "jemalloc+c++".into(),
+                    probes: 31,
+                },
+            ),
+        ]);
+    }
+
+    #[test]
+    fn mapping_addresses_do_not_disturb_heap_deltas() {
+        let with_mmap = encode_all(&[
+            ev(0, 1, 1, malloc(0x5555_0000_0000, 64)),
+            ev(
+                0,
+                1,
+                1,
+                EventKind::Mmap {
+                    addr: 0x7f00_0000_0000,
+                    len: 4096,
+                    prot: 3,
+                    flags: 0x22,
+                },
+            ),
+            ev(0, 1, 1, free(0x5555_0000_0000)),
+        ]);
+        // The free still costs tag + dt + a one-byte zero delta.
+        assert_eq!(&with_mmap[with_mmap.len() - 3..], [3, 0, 0]);
+    }
+
+    #[test]
+    fn control_round_trips() {
+        let control = |command| EventKind::Control { command };
+        let mut events = vec![
+            ev(1, 0, 0, control(ControlCommand::Stop)),
+            ev(
+                2,
+                0,
+                0,
+                control(ControlCommand::Bench {
+                    uri: "suite::bench[size 64]".into(),
+                    pid: 4242,
+                }),
+            ),
+            ev(
+                3,
+                0,
+                0,
+                control(ControlCommand::Bench {
+                    uri: String::new(),
+                    pid: u32::MAX,
+                }),
+            ),
+            ev(4, 0, 0, control(ControlCommand::Start)),
+            ev(5, 7, 7, malloc(0x10, 1)),
+        ];
+        for (i, kind) in MarkerKind::ALL.into_iter().enumerate() {
+            events.push(ev(
+                6 + i as u64,
+                0,
+                0,
+                control(ControlCommand::Marker { kind }),
+            ));
+        }
+        round_trip(&events);
+    }
+
+    #[test]
+    fn unknown_marker_is_a_fault() {
+        let mut payload = record_bytes(&WireRecord::Thread { pid: 0, tid: 0 });
+        payload.extend(record_bytes(&WireRecord::ControlMarker {
+            dt_ns: 0,
+            kind: 4,
+        }));
+        assert!(matches!(fault(&payload), DecodeFault::UnknownMarker(4)));
+    }
+
+    #[test]
     fn reset_makes_chunk_self_contained() {
         let mut enc = ChunkEncoder::default();
         let mut first = Vec::new();
@@ -1130,6 +1522,7 @@ mod tests {
             DecodeFault::TooManyThreads,
             DecodeFault::UnknownFunc(77),
             DecodeFault::UnknownMember(9),
+            DecodeFault::UnknownMarker(9),
             DecodeFault::Record(postcard::Error::DeserializeUnexpectedEnd),
         ];
         for f in faults {

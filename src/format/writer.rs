@@ -11,7 +11,7 @@ use std::io::Write;
 use super::chunk::{
     write_frame, FrameHead, FRAME_HEAD_BYTES, MAX_PAYLOAD_BYTES, TAG_CHUNK, TAG_HEADER, TAG_TRAILER,
 };
-use super::event::{Event, EventKind, Header, Trailer};
+use super::event::{ControlCommand, Event, EventKind, Header, Trailer};
 use super::wire::{append, ChunkEncoder, MAX_THREADS_PER_CHUNK};
 use super::{FormatError, FORMAT_VERSION, MAGIC};
 
@@ -175,6 +175,9 @@ fn too_large(ev: &Event) -> Option<FormatError> {
                 .fold(filename.len(), |n, a| n.saturating_add(a.len() + 5)),
         ),
         EventKind::Lost { cause, .. } => ("a lost-events event", cause.len()),
+        EventKind::Control {
+            command: ControlCommand::Bench { uri, .. },
+        } => ("a bench control event", uri.len()),
         _ => return None,
     };
     (bytes > MAX_EVENT_STRING_BYTES).then_some(FormatError::TooLarge {
@@ -223,7 +226,8 @@ mod tests {
         let w = Writer::new(Vec::new(), &header()).unwrap();
         let out = w.get_ref();
         assert_eq!(&out[..8], b"MEMTRACK");
-        assert_eq!(&out[8..10], &[1, 0]);
+        assert_eq!(&out[8..10], &FORMAT_VERSION.to_le_bytes());
+        assert_eq!(FORMAT_VERSION, 2);
         assert_eq!(out[10], TAG_HEADER);
         assert_eq!(w.bytes_written(), out.len() as u64);
     }

@@ -1,38 +1,19 @@
-//! Which allocator entry points get which BPF program, where exactly the probe goes, and
-//! attaching them.
+//! Where exactly a probe goes, and attaching a file's planned sites (`catalogue.rs` plans
+//! them) to the BPF programs of `bpf/alloc.bpf.c`.
 //!
-//! Probes are placed by file offset (resolved by `symbols.rs`) on the library file for every
-//! process (pid -1): a uprobe belongs to the file's inode, so it fires in each process that maps
-//! it, and the BPF side keeps only processes of the recorded tree. The attach cookie of each
-//! site is the `enum alloc_func` of its function, which `alloc_enter` dispatches on. Two
-//! symbols at one address (glibc's aligned_alloc and memalign) get one probe: two would count
-//! one call twice.
+//! Probes are placed by file offset (resolved by `symbols.rs`) on the file for every process
+//! (pid -1): a uprobe belongs to the file's inode, so it fires in each process that maps it,
+//! and the BPF side keeps only processes of the recorded tree. The attach cookie of each site
+//! carries its label and argument layout, which `alloc_enter` dispatches on.
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use crate::record::symbols::{ElfSymbols, FuncSymbol};
 use crate::sys::bpf::{BpfError, Link, LoadedObject};
-use crate::sys::raw::alloc_func;
 
 /// The BPF programs of `bpf/alloc.bpf.c`, named as there.
 pub const ALLOC_ENTER: &str = "alloc_enter";
 pub const ALLOC_EXIT: &str = "alloc_exit";
 pub const FREE_ENTER: &str = "free_enter";
-
-/// glibc's allocator API and the function number each site reports. Order matters only for
-/// symbols sharing an address: the first wins.
-const GLIBC: &[(&str, alloc_func)] = &[
-    ("malloc", alloc_func::FUNC_MALLOC),
-    ("calloc", alloc_func::FUNC_CALLOC),
-    ("realloc", alloc_func::FUNC_REALLOC),
-    ("reallocarray", alloc_func::FUNC_REALLOCARRAY),
-    ("aligned_alloc", alloc_func::FUNC_ALIGNED_ALLOC),
-    ("memalign", alloc_func::FUNC_MEMALIGN),
-    ("posix_memalign", alloc_func::FUNC_POSIX_MEMALIGN),
-    ("valloc", alloc_func::FUNC_VALLOC),
-    ("pvalloc", alloc_func::FUNC_PVALLOC),
-];
 
 /// Where distributions keep the C library; the first that exists is used.
 const LIBC_PATHS: &[&str] = &[
@@ -48,7 +29,25 @@ const LIBC_PATHS: &[&str] = &[
 
 /// The system's glibc, resolved to its real path.
 pub fn find_libc() -> Option<PathBuf> {
-    LIBC_PATHS
+    first_existing(LIBC_PATHS)
+}
+
+/// Where distributions keep the dynamic loader (the PT_INTERP of their executables).
+const LOADER_PATHS: &[&str] = &[
+    "/lib64/ld-linux-x86-64.so.2",
+    "/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2",
+    "/lib/ld-linux-aarch64.so.1",
+    "/lib/aarch64-linux-gnu/ld-linux-aarch64.so.1",
+    "/lib/ld-linux-riscv64-lp64d.so.1",
+];
+
+/// The system's dynamic loader, resolved to its real path.
+pub fn find_loader() -> Option<PathBuf> {
+    first_existing(LOADER_PATHS)
+}
+
+fn first_existing(paths: &[&str]) -> Option<PathBuf> {
+    paths
         .iter()
         .map(Path::new)
         .find(|p| p.exists())
@@ -85,44 +84,27 @@ pub fn probe_site(code: &[u8]) -> usize {
     at
 }
 
-/// The sites to probe in one library: (file offset, cookie) pairs.
+/// The sites to probe in one file: (file offset, cookie) pairs.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Sites {
     /// Entry sites of functions that return a block (alloc_enter, and alloc_exit on return).
     pub enter: Vec<(u64, u64)>,
     /// Function entry offsets for the return probes (a return probe must sit at the entry).
     pub exit: Vec<(u64, u64)>,
-    /// free's site.
-    pub free: Option<u64>,
+    /// Sites of the functions that release a block (free_enter).
+    pub free: Vec<(u64, u64)>,
     /// Functions found, for the log.
     pub functions: Vec<&'static str>,
 }
 
-/// Plan the glibc sites of the library whose symbols are `symbols`.
-pub fn glibc_sites(symbols: &ElfSymbols) -> Sites {
-    let mut sites = Sites::default();
-    let mut seen = HashSet::new();
-    let site = |sym: FuncSymbol| sym.offset + probe_site(symbols.code(sym, 16)) as u64;
-    for &(name, func) in GLIBC {
-        let Some(sym) = symbols.get(name) else {
-            continue;
-        };
-        if !seen.insert(sym.offset) {
-            log::debug!("{name} shares its address with another entry point; probed once");
-            continue;
-        }
-        sites.enter.push((site(sym), func as u64));
-        sites.exit.push((sym.offset, func as u64));
-        sites.functions.push(name);
+impl Sites {
+    /// How many probes attaching these sites makes.
+    pub fn probes(&self) -> usize {
+        self.enter.len() + self.exit.len() + self.free.len()
     }
-    if let Some(sym) = symbols.get("free") {
-        sites.free = Some(site(sym));
-        sites.functions.push("free");
-    }
-    sites
 }
 
-/// Attach `sites` of the library at `path`: with one uprobe_multi link per program, or, with
+/// Attach `sites` of the file at `path`: with one uprobe_multi link per program, or, with
 /// `classic`, one perf-event uprobe per site (kernels before 6.6).
 pub fn attach<'obj>(
     obj: &'obj LoadedObject,
@@ -131,15 +113,10 @@ pub fn attach<'obj>(
     classic: bool,
 ) -> Result<Vec<Link<'obj>>, BpfError> {
     let path = path.to_string_lossy();
-    let free: Vec<(u64, u64)> = sites
-        .free
-        .iter()
-        .map(|&o| (o, alloc_func::FUNC_FREE as u64))
-        .collect();
     let groups = [
         (ALLOC_ENTER, false, &sites.enter),
         (ALLOC_EXIT, true, &sites.exit),
-        (FREE_ENTER, false, &free),
+        (FREE_ENTER, false, &sites.free),
     ];
     let mut links = Vec::new();
     for (prog, retprobe, group) in groups {
@@ -195,20 +172,5 @@ mod tests {
     fn never_skips_past_the_known_code() {
         assert_eq!(probe_site(&[0x48, 0x85, 0xff]), 0);
         assert_eq!(probe_site(&[0x80, 0x3d, 1, 2, 3, 4, 0]), 0);
-    }
-
-    #[test]
-    fn glibc_plan_probes_each_address_once() {
-        let Some(libc) = find_libc() else {
-            eprintln!("skipped: no glibc at the usual paths");
-            return;
-        };
-        let symbols = ElfSymbols::read(&libc).unwrap();
-        let sites = glibc_sites(&symbols);
-        let offsets: HashSet<u64> = sites.exit.iter().map(|s| s.0).collect();
-        assert_eq!(offsets.len(), sites.exit.len(), "one probe per address");
-        assert!(sites.functions.contains(&"malloc") && sites.functions.contains(&"free"));
-        let free = symbols.get("free").unwrap().offset;
-        assert!(sites.free.unwrap() >= free && sites.free.unwrap() < free + 8);
     }
 }

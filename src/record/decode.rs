@@ -9,7 +9,7 @@ use std::mem::{offset_of, size_of};
 use crate::format::{AllocFunc, Event, EventKind, RssMember};
 use crate::sys::raw::{
     alloc_event, event_header, event_kind, exec_event, exit_event, fork_event, lost_cause,
-    rss_event,
+    map_event, rss_event, stop_event, stop_reason,
 };
 
 /// A record the decoder could not read.
@@ -41,6 +41,38 @@ const EV_FORK: u32 = event_kind::EV_FORK as u32;
 const EV_EXEC: u32 = event_kind::EV_EXEC as u32;
 const EV_EXIT: u32 = event_kind::EV_EXIT as u32;
 const EV_RSS: u32 = event_kind::EV_RSS as u32;
+const EV_STOP: u32 = event_kind::EV_STOP as u32;
+const EV_MMAP: u32 = event_kind::EV_MMAP as u32;
+const EV_MUNMAP: u32 = event_kind::EV_MUNMAP as u32;
+const EV_MREMAP: u32 = event_kind::EV_MREMAP as u32;
+const EV_BRK: u32 = event_kind::EV_BRK as u32;
+
+/// A process the kernel side stopped so that the recorder can scan what it mapped (see
+/// bpf/discover.bpf.c). Not an event of the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stop {
+    /// When it was stopped (CLOCK_MONOTONIC ns).
+    pub ts_ns: u64,
+    /// The stopped process.
+    pub pid: u32,
+    /// The thread that was running.
+    pub tid: u32,
+    /// Whether it executed a file (true) or the dynamic loader mapped libraries (false).
+    pub at_exec: bool,
+}
+
+/// The stop record `b`, if it is one.
+pub fn stop(b: &[u8]) -> Option<Stop> {
+    if b.len() < size_of::<stop_event>() || u32_at(b, offset_of!(event_header, kind)) != EV_STOP {
+        return None;
+    }
+    Some(Stop {
+        ts_ns: u64_at(b, offset_of!(event_header, ts_ns)),
+        pid: u32_at(b, offset_of!(event_header, pid)),
+        tid: u32_at(b, offset_of!(event_header, tid)),
+        at_exec: u32_at(b, offset_of!(stop_event, reason)) == stop_reason::STOP_EXEC as u32,
+    })
+}
 
 /// Decode one ring buffer record.
 pub fn decode(b: &[u8]) -> Result<Event, DecodeError> {
@@ -57,6 +89,7 @@ pub fn decode(b: &[u8]) -> Result<Event, DecodeError> {
         EV_EXEC => size_of::<exec_event>(),
         EV_EXIT => size_of::<exit_event>(),
         EV_RSS => size_of::<rss_event>(),
+        EV_MMAP | EV_MUNMAP | EV_MREMAP | EV_BRK => size_of::<map_event>(),
         _ => return Err(DecodeError::Unknown { kind }),
     };
     if b.len() < need {
@@ -114,6 +147,30 @@ pub fn decode(b: &[u8]) -> Result<Event, DecodeError> {
         EV_EXIT => EventKind::Exit {
             status: u32_at(b, offset_of!(exit_event, status)) as i32,
         },
+        EV_MMAP | EV_MUNMAP | EV_MREMAP | EV_BRK => {
+            let addr = u64_at(b, offset_of!(map_event, addr));
+            let len = u64_at(b, offset_of!(map_event, len));
+            let old_addr = u64_at(b, offset_of!(map_event, old_addr));
+            match kind {
+                EV_MMAP => EventKind::Mmap {
+                    addr,
+                    len,
+                    prot: u32_at(b, offset_of!(map_event, prot)),
+                    flags: u32_at(b, offset_of!(map_event, flags)),
+                },
+                EV_MUNMAP => EventKind::Munmap { addr, len },
+                EV_MREMAP => EventKind::Mremap {
+                    old_addr,
+                    old_len: u64_at(b, offset_of!(map_event, old_len)),
+                    addr,
+                    len,
+                },
+                _ => EventKind::Brk {
+                    from: old_addr,
+                    to: addr,
+                },
+            }
+        }
         _ => {
             let member_no = u32_at(b, offset_of!(rss_event, member));
             let member = u8::try_from(member_no)
@@ -137,12 +194,14 @@ pub fn decode(b: &[u8]) -> Result<Event, DecodeError> {
 }
 
 /// The name of each loss cause of the kernel side, indexed like the `lost` map.
-pub const LOST_CAUSES: [(lost_cause, &str); 5] = [
+pub const LOST_CAUSES: [(lost_cause, &str); 7] = [
     (lost_cause::LOST_RING_ALLOC, "ring_full_alloc"),
     (lost_cause::LOST_RING_LIFECYCLE, "ring_full_lifecycle"),
     (lost_cause::LOST_RING_RSS, "ring_full_rss"),
     (lost_cause::LOST_STATE_FULL, "call_state_full"),
     (lost_cause::LOST_TRACKED_FULL, "tracked_map_full"),
+    (lost_cause::LOST_RING_MAP, "ring_full_mapping"),
+    (lost_cause::LOST_STOP, "ring_full_discovery"),
 ];
 
 #[cfg(test)]
@@ -224,6 +283,74 @@ mod tests {
         let mut bad_func = e;
         bad_func.func = 200;
         assert!(decode(&bytes(&bad_func)).is_err());
+    }
+
+    #[test]
+    fn decodes_mappings() {
+        let mut e = map_event {
+            h: header(event_kind::EV_MMAP, 3, 4, 5),
+            addr: 0x7f00_0000_0000,
+            len: 8192,
+            old_addr: 0,
+            old_len: 0,
+            prot: 3,
+            flags: 0x22,
+        };
+        assert_eq!(
+            decode(&bytes(&e)).unwrap().kind,
+            EventKind::Mmap {
+                addr: 0x7f00_0000_0000,
+                len: 8192,
+                prot: 3,
+                flags: 0x22
+            }
+        );
+        e.h.kind = event_kind::EV_MREMAP as u32;
+        e.old_addr = 0x1000;
+        e.old_len = 4096;
+        assert_eq!(
+            decode(&bytes(&e)).unwrap().kind,
+            EventKind::Mremap {
+                old_addr: 0x1000,
+                old_len: 4096,
+                addr: 0x7f00_0000_0000,
+                len: 8192
+            }
+        );
+        e.h.kind = event_kind::EV_BRK as u32;
+        assert_eq!(
+            decode(&bytes(&e)).unwrap().kind,
+            EventKind::Brk {
+                from: 0x1000,
+                to: 0x7f00_0000_0000
+            }
+        );
+        e.h.kind = event_kind::EV_MUNMAP as u32;
+        assert!(matches!(
+            decode(&bytes(&e)).unwrap().kind,
+            EventKind::Munmap { len: 8192, .. }
+        ));
+        assert_eq!(stop(&bytes(&e)), None);
+    }
+
+    #[test]
+    fn stop_records_are_not_events() {
+        let e = stop_event {
+            h: header(event_kind::EV_STOP, 7, 8, 9),
+            reason: stop_reason::STOP_EXEC as u32,
+            _pad: 0,
+        };
+        assert_eq!(
+            stop(&bytes(&e)),
+            Some(Stop {
+                ts_ns: 9,
+                pid: 7,
+                tid: 8,
+                at_exec: true
+            })
+        );
+        assert!(decode(&bytes(&e)).is_err());
+        assert_eq!(stop(&bytes(&e)[..10]), None);
     }
 
     #[test]

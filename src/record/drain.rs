@@ -7,15 +7,23 @@
 //! Because memtrack is the subreaper of the tree, "no children left" means every process of the
 //! tree has ended, and so has every record it could produce: one last drain then gets them all.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::fs::File;
+use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::control::Request;
 use crate::error::Error;
-use crate::format::{Event, EventKind, FormatError, Header, LostCount, Trailer, Writer};
-use crate::record::decode::{self, LOST_CAUSES};
+use crate::format::{
+    map_bits, ControlCommand, Event, EventKind, FormatError, Header, LostCount, Trailer, Writer,
+};
+use crate::record::decode::{self, Stop, LOST_CAUSES};
+use crate::record::discover::Discovery;
+use crate::record::foreground::CommandGroup;
+use crate::record::listen::Control;
+use crate::record::progress::{Counts, Progress};
 use crate::sys::bpf::MapFd;
 use crate::sys::process::{self, Reaped, SignalSet};
 use crate::sys::ring::RingBuffer;
@@ -29,10 +37,16 @@ pub const HANDLED_SIGNALS: [i32; 5] = [
     libc::SIGQUIT,
 ];
 
+/// The signals of [`HANDLED_SIGNALS`] that are passed on to the command's process group.
+pub const FORWARDED_SIGNALS: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+
 /// Longest sleep between two drains while the ring is empty.
 const POLL_INTERVAL: Duration = Duration::from_millis(4);
 /// A killed recorder leaves a file readable up to its last chunk: write one at least this often.
 const FLUSH_INTERVAL: Duration = Duration::from_secs(1);
+/// Before a control command is written, the ring is drained up to where the producer was; a
+/// record still being written there is waited for this long at most (it takes microseconds).
+const BUSY_RECORD_WAIT: Duration = Duration::from_millis(10);
 
 /// What the loop needs; built by `record::run` once everything is loaded and spawned.
 pub struct Session<'a> {
@@ -41,6 +55,102 @@ pub struct Session<'a> {
     pub signals: &'a SignalSet,
     pub root_pid: i32,
     pub output: &'a Path,
+    /// Probes the files processes map when the kernel side stops them.
+    pub discovery: Discovery<'a>,
+    /// The command's process group, which signals are passed on to.
+    pub group: &'a CommandGroup,
+    /// The status line on stderr (off unless stderr is a terminal).
+    pub progress: Progress,
+    /// The control channel, with `--control`.
+    pub control: Option<Control<'a>>,
+}
+
+/// Growth of one process's memory outside any allocator event, to warn about an allocator
+/// memtrack did not find (stripped, or unknown to the catalogue).
+#[derive(Debug, Default)]
+struct Growth {
+    allocator_events: u64,
+    brk_bytes: u64,
+    anon_bytes: u64,
+    exe: Option<String>,
+}
+
+/// Break growth from which a process with no allocator events is suspicious: glibc's malloc
+/// grows the break by at least 132 KiB at once, while a static program's start-up TLS takes a
+/// few KiB.
+const SUSPICIOUS_BRK_BYTES: u64 = 128 << 10;
+/// Anonymous private mapping growth from which a process with no allocator events is
+/// suspicious (the loader's own mappings stay far below).
+const SUSPICIOUS_ANON_BYTES: u64 = 1 << 20;
+
+impl Growth {
+    fn note(&mut self, kind: &EventKind) {
+        match kind {
+            EventKind::Alloc { .. }
+            | EventKind::Free { .. }
+            | EventKind::Realloc { .. }
+            | EventKind::AllocFailed { .. } => self.allocator_events += 1,
+            EventKind::Brk { from, to } if to > from => self.brk_bytes += to - from,
+            EventKind::Mmap { len, flags, .. }
+                if flags & map_bits::MAP_ANONYMOUS != 0 && flags & map_bits::MAP_SHARED == 0 =>
+            {
+                self.anon_bytes = self.anon_bytes.saturating_add(*len)
+            }
+            EventKind::Exec { filename, .. } => self.exe = Some(filename.clone()),
+            _ => {}
+        }
+    }
+
+    /// The warning for process `pid`, if its growth is unexplained.
+    fn warning(&self, pid: u32) -> Option<String> {
+        if self.allocator_events > 0
+            || (self.brk_bytes < SUSPICIOUS_BRK_BYTES && self.anon_bytes < SUSPICIOUS_ANON_BYTES)
+        {
+            return None;
+        }
+        Some(format!(
+            "pid {pid} ({}) grew its break by {} and its anonymous mappings by {} without a \
+             single allocator event: its allocator is stripped or unknown to memtrack, so its \
+             heap is not in the report (the mappings are)",
+            self.exe.as_deref().unwrap_or("?"),
+            crate::units::format_bytes(self.brk_bytes),
+            crate::units::format_bytes(self.anon_bytes)
+        ))
+    }
+}
+
+/// Where drained records go, and what the loop learns from them on the way: the loop's mutable
+/// state, in one place.
+struct Sink {
+    writer: Writer<File>,
+    /// Every process seen in the tree (the root and each Fork's child).
+    pids: HashSet<u32>,
+    /// Kernel records that could not be decoded.
+    undecodable: u64,
+    /// The first write failure; drained records are dropped after it, stops still handled.
+    write_error: Option<FormatError>,
+    /// Processes stopped by the kernel side for discovery, waiting for `continue_stopped`.
+    stops: Vec<Stop>,
+    /// Memory growth per process, for the unknown-allocator warning.
+    growth: HashMap<u32, Growth>,
+    /// Last loss totals written, per cause.
+    lost_seen: [u64; LOST_CAUSES.len()],
+}
+
+impl Sink {
+    /// Write `ev` unless a write already failed; keep the first failure.
+    fn push(&mut self, ev: &Event) {
+        if self.write_error.is_none() {
+            if let Err(e) = self.writer.push(ev) {
+                self.write_error = Some(e);
+            }
+        }
+    }
+
+    /// The first write failure, if any, as the loop's error.
+    fn failed(&mut self) -> Result<(), FormatError> {
+        self.write_error.take().map_or(Ok(()), Err)
+    }
 }
 
 /// What a recording amounted to, for the closing line.
@@ -53,6 +163,10 @@ pub struct Summary {
     pub undecodable: u64,
     pub exit_code: i32,
     pub output: String,
+    /// One warning per process whose memory grew with no allocator event at all.
+    pub unexplained_growth: Vec<String>,
+    /// Control commands accepted and requests refused, with `--control`.
+    pub control: Option<(u64, u64)>,
 }
 
 impl fmt::Display for Summary {
@@ -82,34 +196,55 @@ impl fmt::Display for Summary {
         if self.undecodable > 0 {
             write!(f, "; {} records could not be decoded", self.undecodable)?;
         }
+        if let Some((accepted, refused)) = self.control {
+            write!(f, "; {accepted} control commands")?;
+            if refused > 0 {
+                write!(f, " ({refused} malformed requests refused)")?;
+            }
+        }
         Ok(())
     }
 }
 
-impl Session<'_> {
-    /// Run until the tree is gone; write the file; return what happened.
-    pub fn run(mut self, file: File, header: &Header) -> Result<Summary, Error> {
+impl<'a> Session<'a> {
+    /// Run until the tree is gone; write the file; return what happened, and the discovery
+    /// registry (its links keep the probes attached until the caller drops it).
+    pub fn run(mut self, file: File, header: &Header) -> Result<(Summary, Discovery<'a>), Error> {
         let out = self.output.to_path_buf();
         let werr = |e: FormatError| Error::Internal(format!("cannot write {}: {e}", out.display()));
-        let mut writer = Writer::new(file, header).map_err(werr)?;
-        let mut lost_seen = [0u64; LOST_CAUSES.len()];
-        let mut pids = HashSet::from([self.root_pid as u32]);
-        let mut undecodable = 0u64;
-        let mut write_error: Option<FormatError> = None;
+        let mut sink = Sink {
+            writer: Writer::new(file, header).map_err(werr)?,
+            pids: HashSet::from([self.root_pid as u32]),
+            undecodable: 0,
+            write_error: None,
+            stops: Vec::new(),
+            growth: HashMap::new(),
+            lost_seen: [0; LOST_CAUSES.len()],
+        };
         let mut root_status: Option<i32> = None;
         let mut last_flush = Instant::now();
 
         loop {
-            let drained =
-                self.drain_into(&mut writer, &mut pids, &mut undecodable, &mut write_error);
-            if let Some(e) = write_error.take() {
-                // The command goes on without us; the file holds what was written so far.
-                return Err(werr(e));
-            }
+            let drained = self.drain_into(&mut sink);
+            // Stopped processes first: they wait for us, whatever else went wrong.
+            self.continue_stopped(&mut sink);
+            // On a write failure the command goes on without us; the file holds what was
+            // written so far.
+            sink.failed().map_err(werr)?;
+            self.serve_control(&mut sink).map_err(werr)?;
             if last_flush.elapsed() >= FLUSH_INTERVAL {
-                self.push_lost(&mut writer, &mut lost_seen).map_err(werr)?;
-                writer.flush_chunk().map_err(werr)?;
+                self.push_lost(&mut sink);
+                sink.failed().map_err(werr)?;
+                sink.writer.flush_chunk().map_err(werr)?;
                 last_flush = Instant::now();
+            }
+            if self.progress.due() {
+                self.progress.draw(Counts {
+                    events: sink.writer.events_written(),
+                    processes: sink.pids.len(),
+                    bytes_written: sink.writer.bytes_written(),
+                    lost: sink.lost_seen.iter().sum(),
+                });
             }
             let mut tree_gone = false;
             loop {
@@ -117,6 +252,12 @@ impl Session<'_> {
                     Reaped::Child { pid, status } => {
                         if pid == self.root_pid {
                             root_status = Some(status);
+                        }
+                    }
+                    Reaped::Stopped { pid, signal } => {
+                        if pid == self.root_pid {
+                            self.progress.clear();
+                            self.group.stopped(signal);
                         }
                     }
                     Reaped::Running => break,
@@ -130,28 +271,46 @@ impl Session<'_> {
                 break;
             }
             if drained == 0 {
-                if let Some(got) = self.signals.wait(POLL_INTERVAL) {
-                    // A terminal's Ctrl-C already reached the command (it shares our process
-                    // group); a kill(2) aimed at us is passed on. Either way we go on until the
-                    // tree is gone, and finish the file.
-                    if got.signal != libc::SIGCHLD && got.from_process {
-                        log::info!(
-                            "passing signal {} on to the command (pid {})",
-                            got.signal,
-                            self.root_pid
-                        );
-                        process::kill(self.root_pid, got.signal);
+                // Discovery stops wake us through the ring at once, and so does a control
+                // request (the harness waits for its reply); the rest is polled.
+                let ring = self.ring.fd();
+                let both;
+                let fds = match &self.control {
+                    Some(c) => {
+                        both = [ring, c.listener.fd().as_raw_fd()];
+                        &both[..]
+                    }
+                    None => std::slice::from_ref(&ring),
+                };
+                if let Some(got) = self.signals.wait_or_readable(fds, POLL_INTERVAL) {
+                    // A terminal's ^C reaches the command's group directly when it holds the
+                    // terminal, and then never us; whatever does reach us (kill(2), or ^C when
+                    // the command does not hold the terminal) is passed on to its group. Either
+                    // way we go on until the tree is gone, and finish the file.
+                    if FORWARDED_SIGNALS.contains(&got.signal) {
+                        self.group.signal(got.signal);
                     }
                 }
             }
         }
 
-        // Every process of the tree has ended: whatever they produced is in the ring now.
-        self.drain_into(&mut writer, &mut pids, &mut undecodable, &mut write_error);
-        if let Some(e) = write_error.take() {
-            return Err(werr(e));
+        // Every process of the tree has ended: whatever they produced is in the ring now
+        // (drain_into pauses at each stop record, so drain until nothing is left).
+        while self.drain_into(&mut sink) > 0 {
+            self.continue_stopped(&mut sink);
         }
-        self.push_lost(&mut writer, &mut lost_seen).map_err(werr)?;
+        // And whatever a client sent without waiting for its reply is in the control FIFO.
+        self.serve_control(&mut sink).map_err(werr)?;
+        self.push_lost(&mut sink);
+        sink.failed().map_err(werr)?;
+        let Sink {
+            writer,
+            pids,
+            undecodable,
+            growth,
+            lost_seen,
+            ..
+        } = sink;
         let exit_code = root_status.map(process::exit_code_of).unwrap_or(128);
         let trailer = Trailer {
             end_monotonic_ns: process::monotonic_ns(),
@@ -170,11 +329,17 @@ impl Session<'_> {
         };
         let events = writer.events_written();
         let file = writer.finish(&trailer).map_err(werr)?;
+        self.progress.clear();
         let bytes = file
             .metadata()
             .map(|m| m.len())
             .map_err(|e| Error::io(self.output, e))?;
-        Ok(Summary {
+        let mut warned: Vec<(u32, String)> = growth
+            .iter()
+            .filter_map(|(&pid, g)| g.warning(pid).map(|w| (pid, w)))
+            .collect();
+        warned.sort();
+        let summary = Summary {
             events,
             processes: pids.len(),
             bytes,
@@ -182,47 +347,135 @@ impl Session<'_> {
             undecodable,
             exit_code,
             output: self.output.display().to_string(),
-        })
+            unexplained_growth: warned.into_iter().map(|(_, w)| w).collect(),
+            control: self
+                .control
+                .as_ref()
+                .map(|c| (c.listener.accepted, c.listener.refused)),
+        };
+        Ok((summary, self.discovery))
     }
 
-    fn drain_into(
-        &mut self,
-        writer: &mut Writer<File>,
-        pids: &mut HashSet<u32>,
-        undecodable: &mut u64,
-        write_error: &mut Option<FormatError>,
-    ) -> usize {
-        self.ring.drain(|record| {
-            if write_error.is_some() {
-                return;
+    /// Probe what each stopped process mapped, continue it, and write the coverage records of
+    /// files seen for the first time.
+    fn continue_stopped(&mut self, sink: &mut Sink) {
+        let mut coverage = Vec::new();
+        for stop in sink.stops.drain(..) {
+            self.discovery.handle_stop(stop, &mut coverage);
+        }
+        for ev in &coverage {
+            sink.push(ev);
+        }
+    }
+
+    /// Hand every committed ring record to the sink; returns how many were drained.
+    fn drain_into(&mut self, sink: &mut Sink) -> usize {
+        self.ring.drain_while(|record| {
+            // Stops are handled even after a write error: a process must never stay stopped.
+            // And at once: the rest of a busy ring can wait, the stopped process cannot.
+            if let Some(stop) = decode::stop(record) {
+                sink.stops.push(stop);
+                return false;
+            }
+            if sink.write_error.is_some() {
+                return true;
             }
             match decode::decode(record) {
                 Ok(ev) => {
                     if let EventKind::Fork { child } = ev.kind {
-                        pids.insert(child);
+                        sink.pids.insert(child);
                     }
-                    if let Err(e) = writer.push(&ev) {
-                        *write_error = Some(e);
-                    }
+                    sink.growth.entry(ev.pid).or_default().note(&ev.kind);
+                    sink.push(&ev);
                 }
                 Err(e) => {
-                    if *undecodable == 0 {
+                    if sink.undecodable == 0 {
                         log::warn!(
                             "a kernel record could not be decoded ({e:?}); counting such records"
                         );
                     }
-                    *undecodable += 1;
+                    sink.undecodable += 1;
                 }
             }
+            true
         })
     }
 
+    /// Acts on every request the harness sent since the last call, in order
+    /// (docs/control-protocol.md). A command is written into the file after every record the
+    /// ring held when it was taken, stamped on the records' clock; `start` opens the gate before
+    /// its reply, so when the harness reads `ok` the kernel records, and `stop` closes it first.
+    fn serve_control(&mut self, sink: &mut Sink) -> Result<(), FormatError> {
+        let Some(control) = self.control.as_mut() else {
+            return Ok(());
+        };
+        for received in control.listener.requests() {
+            let reply = |s: &Self, refusal| s.control().listener.reply(&received.reply(refusal));
+            let command = match &received.request {
+                Err(message) => {
+                    reply(self, Some(message.clone()));
+                    continue;
+                }
+                Ok(Request::Hello { .. }) => {
+                    reply(self, None);
+                    continue;
+                }
+                Ok(Request::Command(command)) => command.clone(),
+            };
+            if command == ControlCommand::Stop {
+                if let Err(message) = self.control().set_gate(false) {
+                    reply(self, Some(message));
+                    continue;
+                }
+            }
+            self.drain_pending(sink);
+            sink.failed()?;
+            let ts_ns = process::monotonic_ns();
+            if command == ControlCommand::Start {
+                if let Err(message) = self.control().set_gate(true) {
+                    reply(self, Some(message));
+                    continue;
+                }
+            }
+            sink.push(&Event {
+                ts_ns,
+                pid: 0,
+                tid: 0,
+                kind: EventKind::Control { command },
+            });
+            sink.failed()?;
+            reply(self, None);
+        }
+        Ok(())
+    }
+
+    /// The control channel; only called while serving it.
+    fn control(&self) -> &Control<'a> {
+        self.control.as_ref().expect("serving control requests")
+    }
+
+    /// Drains every record the ring holds now, waiting briefly for one still being written, so
+    /// that what is pushed next comes after all of them in the file.
+    fn drain_pending(&mut self, sink: &mut Sink) {
+        let target = self.ring.producer_position();
+        let deadline = Instant::now() + BUSY_RECORD_WAIT;
+        loop {
+            self.drain_into(sink);
+            // A process stopped for discovery waits for us; so does the harness.
+            self.continue_stopped(sink);
+            if self.ring.consumed_through(target) || sink.write_error.is_some() {
+                return;
+            }
+            if Instant::now() >= deadline {
+                log::debug!("a ring record stayed busy for {BUSY_RECORD_WAIT:?}; going on");
+                return;
+            }
+            std::thread::yield_now();
+        }
+    }
+
     /// Write a `Lost` event for each cause whose count grew since the last call.
-    fn push_lost(
-        &self,
-        writer: &mut Writer<File>,
-        seen: &mut [u64; LOST_CAUSES.len()],
-    ) -> Result<(), FormatError> {
+    fn push_lost(&self, sink: &mut Sink) {
         for (i, (cause, name)) in LOST_CAUSES.iter().enumerate() {
             let total = match self.lost.lookup_u64(*cause as u32) {
                 Ok(n) => n,
@@ -231,9 +484,9 @@ impl Session<'_> {
                     continue;
                 }
             };
-            if total > seen[i] {
-                seen[i] = total;
-                writer.push(&Event {
+            if total > sink.lost_seen[i] {
+                sink.lost_seen[i] = total;
+                sink.push(&Event {
                     ts_ns: process::monotonic_ns(),
                     pid: self.root_pid as u32,
                     tid: 0,
@@ -241,9 +494,79 @@ impl Session<'_> {
                         cause: name.to_string(),
                         total,
                     },
-                })?;
+                });
             }
         }
-        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::AllocFunc;
+
+    fn anon(len: u64) -> EventKind {
+        EventKind::Mmap {
+            addr: 0x7f00_0000_0000,
+            len,
+            prot: 3,
+            flags: map_bits::MAP_ANONYMOUS | 0x2,
+        }
+    }
+
+    #[test]
+    fn growth_without_allocator_events_warns() {
+        let mut g = Growth::default();
+        g.note(&EventKind::Exec {
+            filename: "/bin/stripped".into(),
+            argv: vec![],
+        });
+        g.note(&anon(8 << 20));
+        let w = g.warning(42).expect("a warning");
+        assert!(
+            w.contains("pid 42 (/bin/stripped)") && !w.contains('\n'),
+            "{w}"
+        );
+    }
+
+    #[test]
+    fn any_allocator_event_or_small_growth_is_no_warning() {
+        let mut g = Growth::default();
+        g.note(&anon(8 << 20));
+        g.note(&EventKind::Free {
+            func: AllocFunc::Free,
+            addr: 1,
+        });
+        assert!(g.warning(1).is_none());
+
+        let mut small = Growth::default();
+        small.note(&EventKind::Brk {
+            from: 0x1000,
+            to: 0x3000,
+        });
+        small.note(&anon(64 << 10));
+        assert!(
+            small.warning(1).is_none(),
+            "a static program's TLS, the loader's pages"
+        );
+
+        let mut shared = Growth::default();
+        shared.note(&EventKind::Mmap {
+            addr: 0,
+            len: 64 << 20,
+            prot: 3,
+            flags: map_bits::MAP_ANONYMOUS | map_bits::MAP_SHARED,
+        });
+        assert!(shared.warning(1).is_none(), "shared memory is not a heap");
+    }
+
+    #[test]
+    fn brk_growth_warns() {
+        let mut g = Growth::default();
+        g.note(&EventKind::Brk {
+            from: 0x1000,
+            to: 0x1000 + (132 << 10),
+        });
+        assert!(g.warning(7).is_some());
     }
 }

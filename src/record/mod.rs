@@ -1,12 +1,21 @@
 //! `memtrack record`: load the BPF programs, start the command inside the tracked tree, drain
 //! the ring buffer into the file until the whole tree is gone, and exit with the command's status.
 //!
-//! Flow: preflight → load (process.bpf.o, then alloc.bpf.o sharing its maps) → attach → open the
-//! output → spawn → drain loop (ring → decode → writer) → final drain → trailer.
+//! Flow: preflight → load (process.bpf.o, then the rss, discover, mmap and alloc objects sharing
+//! its maps) → attach (lifecycle, rss, discovery, mappings; the system's C library and dynamic
+//! loader) → open the output → control FIFOs (`--control`) → spawn → drain loop (ring → decode
+//! → writer; discovery stops → scan, attach, continue; control requests) → final drain →
+//! trailer.
 
 pub mod attach;
+pub mod catalogue;
 pub mod decode;
+pub mod discover;
 pub mod drain;
+pub mod foreground;
+pub mod identity;
+pub mod listen;
+pub mod progress;
 pub mod spawn;
 pub mod symbols;
 
@@ -14,7 +23,7 @@ use std::fs::File;
 use std::path::PathBuf;
 
 use crate::error::Error;
-use crate::format::Header;
+use crate::format::{Header, FEATURE_CONTROL, FEATURE_CONTROL_RUNNING};
 use crate::preflight;
 use crate::sys::bpf::{self, BpfError, LoadedObject, MapFd, OpenObject};
 use crate::sys::process;
@@ -36,8 +45,16 @@ pub struct RecordOptions {
     pub rss: bool,
     /// Attach empty programs at the allocator sites instead of the real ones (benchmarks).
     pub probe_floor: bool,
+    /// Record raw mappings (mmap, munmap, mremap, brk) from the syscall tracepoints.
+    pub mappings: bool,
     /// Print nothing but errors.
     pub quiet: bool,
+    /// `--user`: run the command as this user (name or uid) instead of SUDO_UID's.
+    pub user: Option<String>,
+    /// The control FIFO to make for the harness (`--control`), an absolute path.
+    pub control: Option<PathBuf>,
+    /// With `control`: record allocations from the start instead of waiting for `start`.
+    pub start_running: bool,
 }
 
 impl RecordOptions {
@@ -65,8 +82,33 @@ impl RecordOptions {
             command,
             rss,
             probe_floor: false,
+            mappings: true,
             quiet,
+            user: None,
+            control: None,
+            start_running: false,
         })
+    }
+
+    /// Adds `--control PATH` and `--start-running`.
+    pub fn with_control(
+        mut self,
+        control: Option<PathBuf>,
+        start_running: bool,
+    ) -> Result<RecordOptions, Error> {
+        if start_running && control.is_none() {
+            return Err(Error::Usage(
+                "--start-running only means something with --control PATH (without it, \
+                 everything is recorded)"
+                    .into(),
+            ));
+        }
+        // The command may change directory before it opens the FIFO.
+        self.control = control
+            .map(|p| std::path::absolute(&p).map_err(|e| Error::io(&p, e)))
+            .transpose()?;
+        self.start_running = start_running;
+        Ok(self)
     }
 }
 
@@ -98,7 +140,7 @@ fn load_alloc(process: &LoadedObject, classic: bool, floor: bool) -> Result<Load
         OpenObject::open("floor", raw::FLOOR_BPF_OBJECT).map_err(kernel_error)?
     } else {
         let mut alloc = OpenObject::open("alloc", raw::ALLOC_BPF_OBJECT).map_err(kernel_error)?;
-        for map in ["tracked", "events", "lost", "call_state"] {
+        for map in ["tracked", "events", "lost", "call_state", "gate"] {
             alloc.reuse_map(map, process).map_err(kernel_error)?;
         }
         alloc
@@ -124,14 +166,46 @@ fn load_rss(process: &LoadedObject) -> Result<LoadedObject, Error> {
     rss.load().map_err(kernel_error)
 }
 
+/// Load the discovery object (bpf/discover.bpf.c) on `process`'s maps.
+fn load_discover(process: &LoadedObject) -> Result<LoadedObject, Error> {
+    let mut discover =
+        OpenObject::open("discover", raw::DISCOVER_BPF_OBJECT).map_err(kernel_error)?;
+    for map in ["tracked", "events", "lost"] {
+        discover.reuse_map(map, process).map_err(kernel_error)?;
+    }
+    discover.load().map_err(kernel_error)
+}
+
+/// The programs of `bpf/mmap.bpf.c`.
+const MMAP_PROGRAMS: [&str; 2] = ["mmap_sys_enter", "mmap_sys_exit"];
+
+/// Load the raw-mapping object (bpf/mmap.bpf.c) on `process`'s maps.
+fn load_mmap(process: &LoadedObject) -> Result<LoadedObject, Error> {
+    let mut mmap = OpenObject::open("mmap", raw::MMAP_BPF_OBJECT).map_err(kernel_error)?;
+    for map in ["tracked", "events", "lost"] {
+        mmap.reuse_map(map, process).map_err(kernel_error)?;
+    }
+    mmap.load().map_err(kernel_error)
+}
+
 /// Record `opts.command` into `opts.output`; returns the command's exit code.
 pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
-    preflight::check_privileges()?;
-    preflight::check_btf()?;
     bpf::route_libbpf_logs();
+    preflight::require(&preflight::run_for_record())?;
+    let identity = identity::resolve(opts.user.as_deref(), &identity::Context::from_system())?;
+    if let Some(id) = &identity {
+        log::info!(
+            "the command runs as {} (uid {}, gid {})",
+            id.name,
+            id.uid,
+            id.gid
+        );
+    }
 
     let process_obj = load_process(opts)?;
     let rss_obj = opts.rss.then(|| load_rss(&process_obj)).transpose()?;
+    let discover_obj = load_discover(&process_obj)?;
+    let mmap_obj = opts.mappings.then(|| load_mmap(&process_obj)).transpose()?;
     let mut links = Vec::new();
     for prog in [
         "sched_process_fork",
@@ -148,50 +222,67 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
         }
         features.push("rss".to_string());
     }
-    let libc = match attach::find_libc() {
-        Some(path) => {
-            let symbols = symbols::ElfSymbols::read(&path).map_err(|e| {
-                Error::Internal(format!("cannot read the C library's symbols: {e}"))
-            })?;
-            Some((path, attach::glibc_sites(&symbols)))
+    // Discovery at exec comes after the Exec event (process.bpf.c) and the new image's
+    // resident values (rss.bpf.c) on the shared tracepoint.
+    links.push(
+        discover_obj
+            .attach(discover::DISCOVER_EXEC)
+            .map_err(kernel_error)?,
+    );
+    if let Some(mmap) = &mmap_obj {
+        for prog in MMAP_PROGRAMS {
+            links.push(mmap.attach(prog).map_err(kernel_error)?);
         }
-        None => {
-            log::warn!("no glibc found; allocations will not be recorded");
-            None
-        }
-    };
-    // uprobe_multi links (Linux 6.6+) attach and detach all sites at once; older kernels get
-    // one classic uprobe per site from a second load of the same object.
+        features.push("mappings".to_string());
+    }
+
+    // uprobe_multi links (Linux 6.6+) attach and detach all sites of a file at once; older
+    // kernels get one classic uprobe per site from a second load of the same object.
     let alloc_multi = load_alloc(&process_obj, false, opts.probe_floor)?;
     let alloc_classic;
-    let mut alloc_links = Vec::new();
-    if let Some((path, sites)) = &libc {
-        alloc_links = match attach::attach(&alloc_multi, path, sites, false) {
-            Ok(links) => links,
+    let mut discovery =
+        discover::Discovery::new(&alloc_multi, false, &discover_obj).map_err(kernel_error)?;
+    // The C library nearly every process maps is probed now rather than at each process's
+    // first stop; other files are probed as processes map them.
+    match attach::find_libc() {
+        Some(libc) => match discovery.probe_path(&libc) {
+            Ok(probes) => log::info!("{}: {probes} probes", libc.display()),
             Err(e) if e.errno == libc::EPERM || e.errno == libc::EACCES => {
                 return Err(kernel_error(e))
             }
             Err(e) => {
                 log::info!("uprobe_multi unavailable ({e}); attaching one uprobe per site");
                 alloc_classic = load_alloc(&process_obj, true, opts.probe_floor)?;
-                attach::attach(&alloc_classic, path, sites, true).map_err(kernel_error)?
+                discovery = discover::Discovery::new(&alloc_classic, true, &discover_obj)
+                    .map_err(kernel_error)?;
+                discovery.probe_path(&libc).map_err(kernel_error)?;
             }
-        };
-        log::info!(
-            "{}: probed {} ({} links)",
-            path.display(),
-            sites.functions.join(", "),
-            alloc_links.len()
-        );
-        features.push(
-            if opts.probe_floor {
-                "probe_floor"
-            } else {
-                "alloc"
-            }
-            .to_string(),
-        );
+        },
+        None => log::info!("no glibc at the usual paths; allocators are found as files are mapped"),
     }
+    match attach::find_loader() {
+        Some(loader) => {
+            if let Err(e) = discovery.probe_path(&loader) {
+                log::warn!(
+                    "cannot probe the dynamic loader {} ({e}); allocators of shared libraries \
+                     will not be recorded",
+                    loader.display()
+                );
+            }
+        }
+        None => log::warn!(
+            "no dynamic loader at the usual paths; allocators of shared libraries are found only \
+             in processes that execute a new loader"
+        ),
+    }
+    features.push(
+        if opts.probe_floor {
+            "probe_floor"
+        } else {
+            "alloc"
+        }
+        .to_string(),
+    );
 
     let tracked = MapFd::of(&process_obj, "tracked").map_err(kernel_error)?;
     let lost = MapFd::of(&process_obj, "lost").map_err(kernel_error)?;
@@ -205,11 +296,47 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
 
     // Validate the output path before the command runs: a typo must not cost a whole run.
     let file = File::create(&opts.output).map_err(|e| Error::io(&opts.output, e))?;
+    if let Some(id) = &identity {
+        // The recording belongs to the user it was made for, not to root.
+        if let Err(e) = std::os::unix::fs::chown(&opts.output, Some(id.uid), Some(id.gid)) {
+            log::warn!("cannot give {} to {}: {e}", opts.output.display(), id.name);
+        }
+    }
+
+    let control = match &opts.control {
+        Some(path) => {
+            // The FIFOs belong to the user the command runs as.
+            let owner = identity
+                .as_ref()
+                .map_or_else(process::user_ids, |id| (id.uid, id.gid));
+            let listener = listen::Listener::create(path, owner)?;
+            let gate = MapFd::of(&process_obj, "gate").map_err(kernel_error)?;
+            let control = listen::Control { listener, gate };
+            if opts.start_running {
+                features.push(FEATURE_CONTROL_RUNNING.to_string());
+            } else {
+                control.set_gate(false).map_err(Error::Kernel)?;
+                features.push(FEATURE_CONTROL.to_string());
+            }
+            Some(control)
+        }
+        None => None,
+    };
+    let env: Vec<(&str, &std::ffi::OsStr)> = opts
+        .control
+        .iter()
+        .map(|p| (crate::control::ENV_VAR, p.as_os_str()))
+        .collect();
 
     // Signals are taken synchronously by the drain loop; blocked before the child exists so
-    // none is missed (std's Command gives the child an empty mask again).
+    // none is missed, and unblocked around the spawn itself (`process::with_unblocked`).
     let signals = process::SignalSet::block(&drain::HANDLED_SIGNALS)
         .map_err(|e| Error::Internal(format!("cannot block signals: {e}")))?;
+    // While the command's group holds the terminal we are in the background: with SIGTTOU
+    // blocked, our stderr lines and taking the terminal back never stop us.
+    let background_writes = process::SignalSet::block(&[libc::SIGTTOU])
+        .map_err(|e| Error::Internal(format!("cannot block signals: {e}")))?;
+    let terminal = crate::sys::terminal::Terminal::foreground();
     process::become_subreaper().map_err(|e| {
         Error::Internal(format!(
             "cannot become the reaper of the command's tree: {e}"
@@ -222,17 +349,38 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
         .map_err(kernel_error)?;
     let start_monotonic_ns = process::monotonic_ns();
     let start_wall_ns = process::wall_ns();
-    let child = spawn::spawn(&opts.command);
+    // Unblocked around the spawn: the command must not inherit our blocked signals.
+    let mut blocked = drain::HANDLED_SIGNALS.to_vec();
+    blocked.push(libc::SIGTTOU);
+    let (child, caught) = process::with_unblocked(&blocked, || {
+        spawn::spawn(
+            &opts.command,
+            &env,
+            identity.as_ref(),
+            terminal.as_ref().map(|t| t.raw_fd()),
+        )
+    });
     tracked.delete_u32(me);
     let child = match child {
         Ok(c) => c,
         Err(e) => {
             drop(file);
             let _ = std::fs::remove_file(&opts.output);
+            // The child may have taken the terminal before its exec failed.
+            if let Some(t) = &terminal {
+                t.take_back();
+            }
+            background_writes.unblock();
             signals.unblock();
             return Err(e);
         }
     };
+    let group = foreground::CommandGroup::new(child.id() as i32, terminal);
+    for signal in caught {
+        if drain::FORWARDED_SIGNALS.contains(&signal) {
+            group.signal(signal);
+        }
+    }
 
     let (kernel_release, hostname) = process::uname();
     let header = Header {
@@ -253,18 +401,30 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
         signals: &signals,
         root_pid: child.id() as i32,
         output: &opts.output,
+        discovery,
+        group: &group,
+        progress: progress::Progress::for_stderr(opts.quiet),
+        control,
     };
-    let summary = session.run(file, &header)?;
+    let result = session.run(file, &header);
+    group.restore_terminal();
+    let (summary, discovery) = result?;
+    let allocators = discovery.summary();
     // The file is complete. Detaching the probes waits on kernel grace periods (about 0.15 s
     // here): a background child pays that after we exit, off the caller's clock.
     if !process::close_fds_after_exit() {
         log::debug!("cannot fork; detaching the probes before exiting");
     }
-    drop(alloc_links);
+    drop(discovery);
     drop(links);
+    background_writes.unblock();
     signals.unblock();
 
     if !opts.quiet {
+        eprintln!("memtrack: {allocators}");
+        for warning in &summary.unexplained_growth {
+            eprintln!("memtrack: warning: {warning}");
+        }
         eprintln!("memtrack: {summary}");
     }
     let usage = process::self_usage();

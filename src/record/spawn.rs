@@ -3,26 +3,49 @@
 //! The BPF side tracks every child of a process marked "spawner" from the instant the child is
 //! created (sched_process_fork), so we mark ourselves as spawner, fork+exec the command with
 //! std's `Command`, and unmark ourselves. Between fork and exec the child runs only std's
-//! prepared, allocation-free path; from exec on, the dynamic loader's first instruction is
+//! prepared, allocation-free path (and, under sudo or on a terminal, the async-signal-safe hook
+//! of `sys::process::prepare_child`); from exec on, the dynamic loader's first instruction is
 //! already covered.
+//!
+//! The command gets a process group of its own (see `foreground.rs`) and, when `identity` says
+//! so, runs as another user (see `identity.rs`), with that user's HOME, USER and LOGNAME; with
+//! `--control`, MEMTRACK_CONTROL too (`env`).
 
+use std::ffi::OsStr;
+use std::os::fd::RawFd;
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 
 use crate::error::Error;
+use crate::record::identity::Identity;
+use crate::sys::process;
 
-/// Spawn `argv` (program and arguments), inheriting stdio and environment.
-pub fn spawn(argv: &[String]) -> Result<Child, Error> {
+/// Spawn `argv` (program and arguments) in a new process group, inheriting stdio and
+/// environment with `env` added; as `identity` when given; taking the terminal `tty` for its
+/// group when given.
+pub fn spawn(
+    argv: &[String],
+    env: &[(&str, &OsStr)],
+    identity: Option<&Identity>,
+    tty: Option<RawFd>,
+) -> Result<Child, Error> {
     let (program, args) = argv.split_first().ok_or_else(|| {
         Error::Usage("no command given; usage: memtrack record -- CMD [ARGS...]".into())
     })?;
-    Command::new(program)
-        .args(args)
-        .spawn()
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => Error::CommandNotFound(program.clone()),
-            _ => Error::CannotExecute {
-                command: program.clone(),
-                source: e,
-            },
-        })
+    let mut cmd = Command::new(program);
+    cmd.args(args).envs(env.iter().copied()).process_group(0);
+    if let Some(id) = identity {
+        cmd.env("USER", &id.name).env("LOGNAME", &id.name);
+        if let Some(home) = &id.home {
+            cmd.env("HOME", home);
+        }
+    }
+    process::prepare_child(&mut cmd, identity.map(Identity::credentials), tty);
+    cmd.spawn().map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::CommandNotFound(program.clone()),
+        _ => Error::CannotExecute {
+            command: program.clone(),
+            source: e,
+        },
+    })
 }

@@ -14,6 +14,7 @@ const SHT_SYMTAB: u32 = 2;
 const SHT_DYNSYM: u32 = 11;
 const PT_LOAD: u32 = 1;
 const PF_X: u32 = 1;
+const STT_OBJECT: u8 = 1;
 const STT_FUNC: u8 = 2;
 const STT_GNU_IFUNC: u8 = 10;
 
@@ -32,41 +33,84 @@ impl fmt::Display for ElfError {
 
 impl std::error::Error for ElfError {}
 
-/// A function symbol: its file offset (for a uprobe) and size.
+/// A function symbol: its file offset (for a uprobe), address and size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FuncSymbol {
     /// Offset of the first instruction in the file.
     pub offset: u64,
     /// Size of the function in bytes (0 when the symbol does not say).
     pub size: u64,
+    /// Its virtual address in the file's own numbering (before the loader moves it).
+    pub vaddr: u64,
 }
 
-/// The defined function symbols of one ELF file, by name, and the file's bytes (to look at a
-/// function's first instructions).
+/// The defined function symbols of one ELF file, by name, its data objects' addresses, and
+/// the first bytes of each function (to look at its first instructions).
 #[derive(Debug, Default)]
 pub struct ElfSymbols {
     funcs: HashMap<String, FuncSymbol>,
-    data: Vec<u8>,
+    objects: HashMap<String, u64>,
+    /// The first bytes of each function, by file offset.
+    code: HashMap<u64, Vec<u8>>,
 }
+
+/// How many bytes of each kept function's code are read, for `ElfSymbols::code`.
+const CODE_BYTES: usize = 16;
 
 impl ElfSymbols {
     /// Read the function symbols of the ELF file at `path`.
     pub fn read(path: &Path) -> Result<ElfSymbols, ElfError> {
-        let data = std::fs::read(path).map_err(|e| ElfError {
-            path: path.to_path_buf(),
-            reason: e.to_string(),
-        })?;
-        let funcs = ElfSymbols::parse(&data).map_err(|reason| ElfError {
+        ElfSymbols::read_only(path, |_| true)
+    }
+
+    /// Read the symbols of the ELF file at `path` whose names `keep` accepts. A library defines
+    /// thousands of symbols and an allocator a few dozen: skipping the rest early is most of
+    /// the cost of scanning a file. Only the headers, the symbol and string tables and the first
+    /// bytes of each kept function are read, not the whole file (a compiler's cc1 is 30 MB).
+    pub fn read_only(path: &Path, keep: impl Fn(&str) -> bool) -> Result<ElfSymbols, ElfError> {
+        use std::os::unix::fs::FileExt;
+        let err = |reason: String| ElfError {
             path: path.to_path_buf(),
             reason,
-        })?;
-        Ok(ElfSymbols { data, ..funcs })
+        };
+        let file = std::fs::File::open(path).map_err(|e| err(e.to_string()))?;
+        let file_len = file.metadata().map_err(|e| err(e.to_string()))?.len();
+        let mut fetch = |at: usize, len: usize| -> Result<Vec<u8>, String> {
+            if (at as u64).saturating_add(len as u64) > file_len {
+                return Err(format!(
+                    "truncated ELF file (needs bytes {at}..{})",
+                    at.saturating_add(len)
+                ));
+            }
+            let mut buf = vec![0; len];
+            file.read_exact_at(&mut buf, at as u64)
+                .map_err(|e| format!("read bytes {at}..{}: {e}", at + len))?;
+            Ok(buf)
+        };
+        ElfSymbols::parse_with(&mut fetch, keep).map_err(err)
     }
 
     /// Parse the function symbols of the ELF image `data`.
     pub fn parse(data: &[u8]) -> Result<ElfSymbols, String> {
-        let b = Bytes(data);
-        if data.get(..4) != Some(b"\x7fELF".as_slice()) {
+        ElfSymbols::parse_only(data, |_| true)
+    }
+
+    /// Parse the symbols of the ELF image `data` whose names `keep` accepts.
+    pub fn parse_only(data: &[u8], keep: impl Fn(&str) -> bool) -> Result<ElfSymbols, String> {
+        let mut fetch = |at: usize, len: usize| -> Result<Vec<u8>, String> {
+            Bytes(data).slice(at, len).map(<[u8]>::to_vec)
+        };
+        ElfSymbols::parse_with(&mut fetch, keep)
+    }
+
+    /// The parser over `fetch(offset, len)`, which returns exactly those bytes of the image.
+    fn parse_with(
+        fetch: &mut dyn FnMut(usize, usize) -> Result<Vec<u8>, String>,
+        keep: impl Fn(&str) -> bool,
+    ) -> Result<ElfSymbols, String> {
+        let head = fetch(0, 64).map_err(|_| "not an ELF file".to_string())?;
+        let b = Bytes(&head);
+        if head.get(..4) != Some(b"\x7fELF".as_slice()) {
             return Err("not an ELF file".into());
         }
         if b.u8(4)? != 2 || b.u8(5)? != 1 {
@@ -79,30 +123,35 @@ impl ElfSymbols {
         let shentsize = b.u16(0x3a)? as usize;
         let shnum = b.u16(0x3c)? as usize;
 
+        let ph_table = fetch(phoff, phnum * phentsize)?;
+        let ph = Bytes(&ph_table);
         let mut segments = Vec::new();
         for i in 0..phnum {
-            let ph = phoff + i * phentsize;
-            if b.u32(ph)? == PT_LOAD && b.u32(ph + 4)? & PF_X != 0 {
+            let at = i * phentsize;
+            if ph.u32(at)? == PT_LOAD && ph.u32(at + 4)? & PF_X != 0 {
                 segments.push(Segment {
-                    offset: b.u64(ph + 8)?,
-                    vaddr: b.u64(ph + 16)?,
-                    filesz: b.u64(ph + 32)?,
+                    offset: ph.u64(at + 8)?,
+                    vaddr: ph.u64(at + 16)?,
+                    filesz: ph.u64(at + 32)?,
                 });
             }
         }
 
+        let sh_table = fetch(shoff, shnum * shentsize)?;
+        let sh = Bytes(&sh_table);
         let section = |i: usize| -> Result<Section, String> {
-            let sh = shoff + i * shentsize;
+            let at = i * shentsize;
             Ok(Section {
-                kind: b.u32(sh + 4)?,
-                offset: b.u64(sh + 24)? as usize,
-                size: b.u64(sh + 32)? as usize,
-                link: b.u32(sh + 40)? as usize,
-                entsize: b.u64(sh + 56)? as usize,
+                kind: sh.u32(at + 4)?,
+                offset: sh.u64(at + 24)? as usize,
+                size: sh.u64(at + 32)? as usize,
+                link: sh.u32(at + 40)? as usize,
+                entsize: sh.u64(at + 56)? as usize,
             })
         };
 
         let mut funcs = HashMap::new();
+        let mut objects = HashMap::new();
         for i in 0..shnum {
             let sec = section(i)?;
             if sec.kind != SHT_SYMTAB && sec.kind != SHT_DYNSYM {
@@ -115,34 +164,65 @@ impl ElfSymbols {
                 ));
             }
             let strtab = section(sec.link)?;
+            let syms = fetch(sec.offset, sec.size)?;
+            let strs = fetch(strtab.offset, strtab.size)?;
+            let b = Bytes(&syms);
+            let names = Bytes(&strs);
             let count = sec.size / sec.entsize;
             for s in 0..count {
-                let sym = sec.offset + s * sec.entsize;
+                let sym = s * sec.entsize;
                 let info = b.u8(sym + 4)?;
                 let shndx = b.u16(sym + 6)?;
                 let value = b.u64(sym + 8)?;
                 let kind = info & 0xf;
-                if (kind != STT_FUNC && kind != STT_GNU_IFUNC) || shndx == 0 || value == 0 {
+                let is_func = kind == STT_FUNC || kind == STT_GNU_IFUNC;
+                if (!is_func && kind != STT_OBJECT) || shndx == 0 || value == 0 {
                     continue;
                 }
-                let name = b.cstr(
-                    strtab.offset + b.u32(sym)? as usize,
-                    strtab.offset + strtab.size,
-                )?;
+                let name = names.cstr(b.u32(sym)? as usize, strs.len())?;
+                if !keep(name) {
+                    continue;
+                }
+                if !is_func {
+                    objects.entry(name.to_string()).or_insert(value);
+                    continue;
+                }
                 let Some(offset) = file_offset(&segments, value) else {
                     continue;
                 };
                 let size = b.u64(sym + 16)?;
                 // .symtab and .dynsym may both list a function; they agree, keep the first.
-                funcs
-                    .entry(name.to_string())
-                    .or_insert(FuncSymbol { offset, size });
+                funcs.entry(name.to_string()).or_insert(FuncSymbol {
+                    offset,
+                    size,
+                    vaddr: value,
+                });
             }
+        }
+        let mut code = HashMap::new();
+        for f in funcs.values() {
+            let len = if f.size > 0 {
+                (f.size as usize).min(CODE_BYTES)
+            } else {
+                CODE_BYTES
+            };
+            // Code near the end of the file may be shorter than CODE_BYTES: keep what there is.
+            let bytes = (1..=len)
+                .rev()
+                .find_map(|n| fetch(f.offset as usize, n).ok())
+                .unwrap_or_default();
+            code.insert(f.offset, bytes);
         }
         Ok(ElfSymbols {
             funcs,
-            data: Vec::new(),
+            objects,
+            code,
         })
+    }
+
+    /// The address (in the file's numbering) of the data object called `name`.
+    pub fn object(&self, name: &str) -> Option<u64> {
+        self.objects.get(name).copied()
     }
 
     /// The function called `name`, if the file defines it.
@@ -150,11 +230,10 @@ impl ElfSymbols {
         self.funcs.get(name).copied()
     }
 
-    /// Up to `len` bytes of the file's code starting at `sym` (empty when only parsed, not read).
+    /// Up to `len` bytes (at most 16) of the code of `sym`, a function of this file.
     pub fn code(&self, sym: FuncSymbol, len: usize) -> &[u8] {
-        let start = (sym.offset as usize).min(self.data.len());
-        let len = len.min(if sym.size > 0 { sym.size as usize } else { len });
-        &self.data[start..(start + len).min(self.data.len())]
+        let code = self.code.get(&sym.offset).map_or(&[][..], Vec::as_slice);
+        &code[..len.min(code.len())]
     }
 
     /// How many function symbols the file defines.
@@ -263,5 +342,22 @@ mod tests {
             let f = syms.get(name).unwrap_or_else(|| panic!("{name} missing"));
             assert!(f.offset > 0 && f.size > 0, "{name}: {f:?}");
         }
+    }
+
+    #[test]
+    fn finds_the_loaders_debugger_hook_and_r_debug() {
+        let Some(ld) = crate::record::attach::find_loader() else {
+            eprintln!("skipped: no dynamic loader found at the usual paths");
+            return;
+        };
+        let syms = ElfSymbols::read(&ld).unwrap();
+        let hook = syms
+            .get("_dl_debug_state")
+            .expect("_dl_debug_state in .dynsym");
+        let r_debug = syms.object("_r_debug").expect("_r_debug in .dynsym");
+        assert!(
+            hook.vaddr > 0 && r_debug > hook.vaddr,
+            "{hook:?} {r_debug:#x}"
+        );
     }
 }

@@ -18,11 +18,13 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use crate::format::{Event, EventKind, Header, LostCount, ReadEnd};
+use crate::format::{Event, EventKind, Header, LostCount, ReadEnd, FEATURE_CONTROL};
 
+use super::bench::Benchmarks;
+use super::mapped::{Calls, MappedSum, ProcMapped};
 use super::metrics::{
-    Blocks, Damage, ExitInfo, HeapMetrics, LostEvents, Metrics, ProcessMetrics, Report, RunInfo,
-    Scope, SizeBucket, SCHEMA_VERSION,
+    BenchmarkMetrics, Blocks, Damage, ExitInfo, FileCoverage, HeapMetrics, LostEvents, Metrics,
+    ProcessMetrics, Report, RunInfo, Scope, SizeBucket, SCHEMA_VERSION,
 };
 use super::resident::{ProcResident, ResidentSum, MEMBERS};
 
@@ -83,28 +85,29 @@ fn bucket_range(i: usize) -> (u64, u64) {
 }
 
 /// No process: the parent of a root, or an empty cache.
-const NONE: usize = usize::MAX;
+pub(super) const NONE: usize = usize::MAX;
 
-/// Counters of one process's heap, also summed into trees and the run at the end.
+/// Counters of one process's heap, also summed into trees and the run at the end; and of one
+/// benchmark (`bench.rs`).
 #[derive(Clone, Debug)]
-struct HeapCounters {
-    allocs: u64,
-    frees: u64,
-    bytes_allocated: u64,
-    bytes_freed: u64,
-    failed: u64,
-    temporary: u64,
-    reallocs: u64,
-    realloc_moves: u64,
-    unknown_frees: u64,
-    duplicate_allocs: u64,
-    live_bytes: u64,
-    peak_bytes: u64,
-    peak_ns: u64,
-    leaked: Blocks,
-    live_at_end: Blocks,
-    dropped_at_exec: Blocks,
-    histogram: [u64; BUCKETS],
+pub(super) struct HeapCounters {
+    pub(super) allocs: u64,
+    pub(super) frees: u64,
+    pub(super) bytes_allocated: u64,
+    pub(super) bytes_freed: u64,
+    pub(super) failed: u64,
+    pub(super) temporary: u64,
+    pub(super) reallocs: u64,
+    pub(super) realloc_moves: u64,
+    pub(super) unknown_frees: u64,
+    pub(super) duplicate_allocs: u64,
+    pub(super) live_bytes: u64,
+    pub(super) peak_bytes: u64,
+    pub(super) peak_ns: u64,
+    pub(super) leaked: Blocks,
+    pub(super) live_at_end: Blocks,
+    pub(super) dropped_at_exec: Blocks,
+    pub(super) histogram: [u64; BUCKETS],
 }
 
 impl Default for HeapCounters {
@@ -152,15 +155,24 @@ impl HeapCounters {
         }
     }
 
+    /// Raises the live heap by `bytes` at `ts`, and its peak with it.
+    pub(super) fn grow_live(&mut self, bytes: u64, ts: u64) {
+        self.live_bytes = self.live_bytes.saturating_add(bytes);
+        if self.live_bytes > self.peak_bytes {
+            self.peak_bytes = self.live_bytes;
+            self.peak_ns = ts;
+        }
+    }
+
     /// Counts one allocation of `size` bytes.
-    fn count_alloc(&mut self, size: u64) {
+    pub(super) fn count_alloc(&mut self, size: u64) {
         self.allocs += 1;
         self.bytes_allocated = self.bytes_allocated.saturating_add(size);
         self.histogram[bucket(size)] += 1;
     }
 
     /// The metrics form, with the peak of the scope (a process's own, or a tree's sum).
-    fn to_metrics(&self, peak: Peak, start_ns: u64) -> HeapMetrics {
+    pub(super) fn to_metrics(&self, peak: Peak, start_ns: u64) -> HeapMetrics {
         let average_alloc_bytes = if self.allocs == 0 {
             0.0
         } else {
@@ -251,6 +263,12 @@ struct Proc {
     last_alloc: IntMap<u32, u64>,
     heap: HeapCounters,
     resident: Option<Box<ProcResident>>,
+    mapped: Option<Box<ProcMapped>>,
+    /// Live blocks allocated inside a benchmark's window: address -> benchmark index.
+    bench_blocks: IntMap<u64, usize>,
+    /// Whether its current image is `memtrack ctl`, a control client that belongs to no
+    /// benchmark (see `is_control_client`).
+    control_client: bool,
 }
 
 impl Proc {
@@ -290,10 +308,15 @@ pub struct Accounting {
     cached_index: usize,
     run: TreeSum,
     run_resident: ResidentSum,
+    /// Parallel to `procs`: the mapped bytes of each process's tree.
+    mapped_trees: Vec<MappedSum>,
+    run_mapped: MappedSum,
+    files: Vec<FileCoverage>,
     lost: Vec<LostCount>,
     events: u64,
     ignored_events: u64,
     last_ts_ns: u64,
+    benches: Benchmarks,
 }
 
 impl Accounting {
@@ -313,10 +336,14 @@ impl Accounting {
                 peak: Peak::default(),
             },
             run_resident: ResidentSum::default(),
+            mapped_trees: Vec::new(),
+            run_mapped: MappedSum::default(),
+            files: Vec::new(),
             lost: Vec::new(),
             events: 0,
             ignored_events: 0,
             last_ts_ns: 0,
+            benches: Benchmarks::new(!header.features.iter().any(|f| f == FEATURE_CONTROL)),
         }
     }
 
@@ -329,7 +356,12 @@ impl Accounting {
             EventKind::Alloc { addr, size, .. } => {
                 let i = self.active(pid, ts);
                 self.procs[i].heap.count_alloc(*size);
-                self.insert_block(i, tid, *addr, *size, ts);
+                let bench = self.measured_in(i);
+                if let Some(b) = bench {
+                    self.benches.get(b).heap.count_alloc(*size);
+                }
+                let replaced = self.insert_block(i, tid, *addr, *size, ts);
+                self.bench_insert(i, *addr, *size, ts, bench, replaced);
             }
             EventKind::Free { addr, .. } => {
                 let i = match self.lookup(pid) {
@@ -350,30 +382,49 @@ impl Accounting {
                 ..
             } => {
                 let i = self.active(pid, ts);
-                let p = &mut self.procs[i];
-                p.heap.count_alloc(*size);
-                p.heap.reallocs += 1;
-                if addr != old_addr {
-                    p.heap.realloc_moves += 1;
+                let bench = self.measured_in(i);
+                let counters = std::iter::once(&mut self.procs[i].heap)
+                    .chain(bench.map(|b| &mut self.benches.get(b).heap));
+                for heap in counters {
+                    heap.count_alloc(*size);
+                    heap.reallocs += 1;
+                    if addr != old_addr {
+                        heap.realloc_moves += 1;
+                    }
                 }
                 // The old block goes first, so a realloc never counts both blocks at once.
+                let p = &mut self.procs[i];
                 match p.live.remove(old_addr) {
                     Some(old_size) => {
                         p.heap.frees += 1;
                         p.heap.bytes_freed = p.heap.bytes_freed.saturating_add(old_size);
+                        let owns = !p.bench_blocks.is_empty();
                         self.shrink(i, old_size);
+                        if owns || bench.is_some() {
+                            self.bench_free(i, *old_addr, old_size, false, bench);
+                        }
                     }
-                    None => p.heap.unknown_frees += 1,
+                    None => {
+                        p.heap.unknown_frees += 1;
+                        if let Some(b) = bench {
+                            self.benches.get(b).heap.unknown_frees += 1;
+                        }
+                    }
                 }
-                self.insert_block(i, tid, *addr, *size, ts);
+                let replaced = self.insert_block(i, tid, *addr, *size, ts);
+                self.bench_insert(i, *addr, *size, ts, bench, replaced);
             }
             EventKind::AllocFailed { .. } => {
                 let i = self.active(pid, ts);
                 self.procs[i].heap.failed += 1;
+                if let Some(b) = self.measured_in(i) {
+                    self.benches.get(b).heap.failed += 1;
+                }
             }
             EventKind::Fork { child } => self.fork(pid, *child, ts),
             EventKind::Exec { filename, argv } => {
                 let i = self.active(pid, ts);
+                self.drop_mapped(i, ts);
                 self.exec(i, filename, argv);
             }
             EventKind::Exit { status } => match self.lookup(pid) {
@@ -406,8 +457,152 @@ impl Accounting {
                     self.procs[i].acted = true;
                 }
                 self.resident_change(i, *member as usize, *delta_pages, *value_pages, ts);
+                if self.benches.window().is_some() {
+                    self.follow_bench_resident(ts);
+                }
             }
             EventKind::Lost { cause, total } => note_lost(&mut self.lost, cause, *total),
+            EventKind::Mmap { .. }
+            | EventKind::Munmap { .. }
+            | EventKind::Mremap { .. }
+            | EventKind::Brk { .. } => {
+                let i = self.active(pid, ts);
+                let page = match self.header.page_size_bytes {
+                    0 => 4096,
+                    n => u64::from(n),
+                };
+                let m = self.procs[i].mapped.get_or_insert_with(Box::default);
+                let old = m.live;
+                m.apply(&event.kind, page, ts);
+                let new = m.live;
+                self.set_mapped(i, old, new, ts);
+            }
+            EventKind::Coverage {
+                path,
+                allocator,
+                probes,
+            } => {
+                if !self.files.iter().any(|f| f.path == *path) {
+                    self.files.push(FileCoverage {
+                        path: path.clone(),
+                        allocator: allocator.clone(),
+                        probes: *probes,
+                    });
+                }
+            }
+            EventKind::Control { command } => {
+                let (by_pid, procs) = (&self.by_pid, &self.procs);
+                let alive = |pid| match by_pid.get(&pid) {
+                    Some(&i) if procs[i].is_alive() => i,
+                    _ => NONE,
+                };
+                if self.benches.control(command, ts, alive) {
+                    self.follow_bench_resident(ts);
+                }
+            }
+        }
+    }
+
+    /// The benchmark whose window is open, if process `i` is measured in it: `i` is the
+    /// benchmark's pid or descends from it, and is not a control client. Without an open
+    /// window (every event of a recording without control commands) this is one check.
+    #[inline(always)]
+    fn measured_in(&mut self, i: usize) -> Option<usize> {
+        let b = self.benches.window()?;
+        self.measured_in_window(i, b)
+    }
+
+    #[inline(never)]
+    fn measured_in_window(&mut self, i: usize, b: usize) -> Option<usize> {
+        if self.procs[i].control_client {
+            return None;
+        }
+        if self.benches.root_pid != 0 {
+            let root = self.bench_root()?;
+            if !self.is_ancestor(root, i) {
+                return None;
+            }
+        }
+        self.benches.count_process(b, i);
+        Some(b)
+    }
+
+    /// The process of the current benchmark's pid, once it is known: a pid the harness named
+    /// before any event of it arrived is looked up again later.
+    fn bench_root(&mut self) -> Option<usize> {
+        if self.benches.root == NONE {
+            match self.lookup(self.benches.root_pid) {
+                Lookup::Alive(r) => self.benches.root = r,
+                Lookup::Exited | Lookup::Absent => return None,
+            }
+        }
+        Some(self.benches.root)
+    }
+
+    /// Raises the open window's benchmark's resident peaks to its pid tree's sums now.
+    fn follow_bench_resident(&mut self, ts: u64) {
+        let Some(b) = self.benches.window() else {
+            return;
+        };
+        if self.resident_trees.is_empty() {
+            return; // no resident memory recorded (yet)
+        }
+        let live = if self.benches.root_pid == 0 {
+            self.run_resident.live
+        } else {
+            match self.bench_root() {
+                Some(root) => self.resident_trees[root].live,
+                None => return,
+            }
+        };
+        self.benches.get(b).follow_resident(&live, ts);
+    }
+
+    /// Process `i` released its live block `addr` of `size` bytes (`temporary` as the process
+    /// counted it): the benchmark that owns the block counts the free; otherwise the benchmark
+    /// measuring `i` now (`measured`), if any, counts an unknown free. Called only when `i`
+    /// holds benchmark blocks or is measured.
+    #[inline(never)]
+    fn bench_free(
+        &mut self,
+        i: usize,
+        addr: u64,
+        size: u64,
+        temporary: bool,
+        measured: Option<usize>,
+    ) {
+        match (self.procs[i].bench_blocks.remove(&addr), measured) {
+            (Some(b), _) => {
+                let bench = self.benches.get(b);
+                bench.heap.frees += 1;
+                bench.heap.bytes_freed = bench.heap.bytes_freed.saturating_add(size);
+                if temporary {
+                    bench.heap.temporary += 1;
+                }
+                bench.shrink(size);
+            }
+            (None, Some(b)) => self.benches.get(b).heap.unknown_frees += 1,
+            (None, None) => {}
+        }
+    }
+
+    /// Process `i`'s live heap goes away (at exec, or at exit when `at_exit`): the blocks
+    /// benchmarks own in it leave their live heaps as `dropped_at_exec` or `leaked`.
+    fn drop_bench_blocks(&mut self, i: usize, at_exit: bool) {
+        let p = &mut self.procs[i];
+        if p.bench_blocks.is_empty() {
+            return;
+        }
+        for (addr, b) in std::mem::take(&mut p.bench_blocks) {
+            let bytes = p.live.get(&addr).copied().unwrap_or(0);
+            let bench = self.benches.get(b);
+            bench.shrink(bytes);
+            let gone = if at_exit {
+                &mut bench.heap.leaked
+            } else {
+                &mut bench.heap.dropped_at_exec
+            };
+            *gone = gone.plus(Blocks { blocks: 1, bytes });
         }
     }
 
@@ -464,7 +659,11 @@ impl Accounting {
             last_alloc: IntMap::default(),
             heap: HeapCounters::default(),
             resident: None,
+            mapped: None,
+            bench_blocks: IntMap::default(),
+            control_client: false,
         });
+        self.mapped_trees.push(MappedSum::default());
         self.trees.push(TreeSum {
             parent,
             live: 0,
@@ -480,8 +679,12 @@ impl Accounting {
         i
     }
 
-    /// Adds a block at `addr` to process `i` as the thread's latest allocation.
-    fn insert_block(&mut self, i: usize, tid: u32, addr: u64, size: u64, ts: u64) {
+    /// Adds a block at `addr` to process `i` as the thread's latest allocation; returns the
+    /// size of the live block it replaced at the same address, if there was one. Inlined: the
+    /// hot path of every allocation (measured: without it, the report of a recording without
+    /// benchmarks ran 5% slower than before benchmark scoping).
+    #[inline(always)]
+    fn insert_block(&mut self, i: usize, tid: u32, addr: u64, size: u64, ts: u64) -> Option<u64> {
         let p = &mut self.procs[i];
         let replaced = p.live.insert(addr, size);
         p.last_alloc.insert(tid, addr);
@@ -490,33 +693,84 @@ impl Accounting {
             self.shrink(i, old_size);
         }
         self.grow(i, size, ts);
+        replaced
+    }
+
+    /// Process `i` allocated the block `addr` of `size` bytes, measured in benchmark `bench`
+    /// (if any), replacing a live block of `replaced` bytes at the same address (if any): the
+    /// replaced block leaves its benchmark, the new one joins `bench`.
+    #[inline(always)]
+    fn bench_insert(
+        &mut self,
+        i: usize,
+        addr: u64,
+        size: u64,
+        ts: u64,
+        bench: Option<usize>,
+        replaced: Option<u64>,
+    ) {
+        if bench.is_some() || (replaced.is_some() && !self.procs[i].bench_blocks.is_empty()) {
+            self.bench_block(i, addr, size, ts, bench, replaced);
+        }
+    }
+
+    #[inline(never)]
+    fn bench_block(
+        &mut self,
+        i: usize,
+        addr: u64,
+        size: u64,
+        ts: u64,
+        bench: Option<usize>,
+        replaced: Option<u64>,
+    ) {
+        let owned = &mut self.procs[i].bench_blocks;
+        if let Some(old_size) = replaced {
+            // Its free was not seen; the older block leaves its benchmark's live heap.
+            if let Some(old) = owned.remove(&addr) {
+                self.benches.get(old).shrink(old_size);
+            }
+            if let Some(b) = bench {
+                self.benches.get(b).heap.duplicate_allocs += 1;
+            }
+        }
+        if let Some(b) = bench {
+            self.procs[i].bench_blocks.insert(addr, b);
+            self.benches.get(b).grow(size, ts);
+        }
     }
 
     /// Releases `addr` in process `i`, or counts an unknown free.
     fn free(&mut self, i: usize, tid: u32, addr: u64) {
+        let measured = self.measured_in(i);
         let p = &mut self.procs[i];
         match p.live.remove(&addr) {
             Some(size) => {
                 p.heap.frees += 1;
                 p.heap.bytes_freed = p.heap.bytes_freed.saturating_add(size);
-                if p.last_alloc.get(&tid) == Some(&addr) {
+                let temporary = p.last_alloc.get(&tid) == Some(&addr);
+                if temporary {
                     p.heap.temporary += 1;
                     p.last_alloc.remove(&tid);
                 }
+                let owns = !p.bench_blocks.is_empty();
                 self.shrink(i, size);
+                if owns || measured.is_some() {
+                    self.bench_free(i, addr, size, temporary, measured);
+                }
             }
-            None => p.heap.unknown_frees += 1,
+            None => {
+                p.heap.unknown_frees += 1;
+                if let Some(b) = measured {
+                    self.benches.get(b).heap.unknown_frees += 1;
+                }
+            }
         }
     }
 
     /// Raises the live heap of process `i`, its trees and the run by `bytes`.
     fn grow(&mut self, i: usize, bytes: u64, ts: u64) {
-        let heap = &mut self.procs[i].heap;
-        heap.live_bytes = heap.live_bytes.saturating_add(bytes);
-        if heap.live_bytes > heap.peak_bytes {
-            heap.peak_bytes = heap.live_bytes;
-            heap.peak_ns = ts;
-        }
+        self.procs[i].heap.grow_live(bytes, ts);
         self.grow_trees_from(i, bytes, ts);
     }
 
@@ -618,6 +872,12 @@ impl Accounting {
             t.peak.raise(t.live, ts);
             k = t.parent;
         }
+        let carried = self.mapped_trees[c].live;
+        let mut k = parent;
+        while k != NONE {
+            self.mapped_trees[k].replace([0; 2], carried, ts);
+            k = self.trees[k].parent;
+        }
         if !self.resident_trees.is_empty() {
             let carried = self.resident_trees[c].live;
             let mut k = parent;
@@ -630,12 +890,14 @@ impl Accounting {
 
     /// Process `i` executed `filename`: its old heap and resident counters are gone.
     fn exec(&mut self, i: usize, filename: &str, argv: &[String]) {
+        self.drop_bench_blocks(i, false);
         let dropped = self.drop_live(i, true);
         let p = &mut self.procs[i];
         p.heap.dropped_at_exec = p.heap.dropped_at_exec.plus(dropped);
         p.exe = Some(filename.to_string());
         p.argv = argv.to_vec();
         p.execs = p.execs.saturating_add(1);
+        p.control_client = is_control_client(filename, argv);
         if let Some(r) = p.resident.as_deref_mut() {
             r.start_image();
             self.set_contribution(i, [0; 5], 0);
@@ -644,6 +906,8 @@ impl Accounting {
 
     /// Process `i` exited with `status`: what is live is leaked.
     fn exit(&mut self, i: usize, status: i32, ts: u64) {
+        self.drop_mapped(i, ts);
+        self.drop_bench_blocks(i, true);
         let leaked = self.drop_live(i, false);
         let p = &mut self.procs[i];
         p.heap.leaked = leaked;
@@ -672,6 +936,28 @@ impl Accounting {
         r.change(member, delta, value, filling, ts);
         let wanted = r.wanted_contribution();
         self.set_contribution(i, wanted, ts);
+    }
+
+    /// Process `i`'s mapped bytes went from `old` to `new`: update its trees and the run.
+    fn set_mapped(&mut self, i: usize, old: [u64; 2], new: [u64; 2], ts: u64) {
+        if old == new {
+            return;
+        }
+        let mut k = i;
+        while k != NONE {
+            self.mapped_trees[k].replace(old, new, ts);
+            k = self.trees[k].parent;
+        }
+        self.run_mapped.replace(old, new, ts);
+    }
+
+    /// Process `i` lost its address space (exec or exit): its mappings leave the sums.
+    fn drop_mapped(&mut self, i: usize, ts: u64) {
+        if let Some(m) = self.procs[i].mapped.as_deref_mut() {
+            let old = m.live;
+            m.clear();
+            self.set_mapped(i, old, [0; 2], ts);
+        }
     }
 
     /// Changes what process `i` contributes to the resident sums of its trees and the run.
@@ -705,8 +991,18 @@ impl Accounting {
                     blocks: p.live.len() as u64,
                     bytes: p.heap.live_bytes,
                 };
+                // A benchmark's blocks that no recorded free released are its leaks, whether
+                // or not their process is still running (bench.rs).
+                for (addr, &b) in &p.bench_blocks {
+                    let bytes = p.live.get(addr).copied().unwrap_or(0);
+                    let leaked = &mut self.benches.get(b).heap.leaked;
+                    *leaked = leaked.plus(Blocks { blocks: 1, bytes });
+                }
             }
         }
+        let end_ns = self.end_ns(end);
+        self.benches.finish(end_ns);
+        let benchmarks = self.benches.metrics(page, start);
 
         let order = self.tree_order();
         // Sum counters bottom-up: in reverse tree order every child comes before its parent.
@@ -719,6 +1015,11 @@ impl Accounting {
             .collect();
         let mut tree_has_resident: Vec<bool> =
             self.procs.iter().map(|p| p.resident.is_some()).collect();
+        let mut tree_calls: Vec<Option<Calls>> = self
+            .procs
+            .iter()
+            .map(|p| p.mapped.as_ref().map(|m| m.calls))
+            .collect();
         for &(i, _) in order.iter().rev() {
             let parent = self.trees[i].parent;
             if parent == NONE {
@@ -733,6 +1034,15 @@ impl Accounting {
                 *a = a.saturating_add(b);
             }
             tree_has_resident[parent] |= tree_has_resident[i];
+            if let Some(child) = tree_calls[i] {
+                tree_calls[parent]
+                    .get_or_insert_with(Calls::default)
+                    .add(&child);
+            }
+        }
+        let mut run_calls: Option<Calls> = None;
+        for m in self.procs.iter().filter_map(|p| p.mapped.as_deref()) {
+            run_calls.get_or_insert_with(Calls::default).add(&m.calls);
         }
 
         let mut run_heap = HeapCounters::default();
@@ -758,12 +1068,14 @@ impl Accounting {
                 processes: 1,
                 heap: p.heap.to_metrics(own_peak, start),
                 resident: p.resident.as_deref().map(|r| r.metrics(page, start)),
+                mapped: p.mapped.as_deref().map(|m| m.calls.metrics(m.peak, start)),
             };
             let tree = Metrics {
                 processes: tree_size[i],
                 heap: tree_heap[i].to_metrics(self.trees[i].peak, start),
                 resident: tree_has_resident[i]
                     .then(|| self.resident_trees[i].metrics(&tree_beyond[i], page, start)),
+                mapped: tree_calls[i].map(|c| c.metrics(self.mapped_trees[i].peak, start)),
             };
             let parent = self.trees[i].parent;
             processes.push(ProcessMetrics {
@@ -785,9 +1097,20 @@ impl Accounting {
             processes: self.procs.len() as u64,
             heap: run_heap.to_metrics(self.run.peak, start),
             resident: any_resident.then(|| self.run_resident.metrics(&run_beyond, page, start)),
+            mapped: run_calls.map(|c| c.metrics(self.run_mapped.peak, start)),
         };
 
-        self.completeness(end, totals, processes)
+        self.completeness(end, totals, processes, benchmarks)
+    }
+
+    /// When the recording ended: the trailer's end time, or the last event's time without one.
+    fn end_ns(&self, end: Option<&ReadEnd>) -> u64 {
+        match end {
+            Some(ReadEnd::Complete(t)) if t.end_monotonic_ns >= self.header.start_monotonic_ns => {
+                t.end_monotonic_ns
+            }
+            _ => self.last_ts_ns,
+        }
     }
 
     /// Processes in tree order (parents first, children in the order they appeared) with their
@@ -820,8 +1143,10 @@ impl Accounting {
         end: Option<&ReadEnd>,
         totals: Metrics,
         processes: Vec<ProcessMetrics>,
+        benchmarks: Vec<BenchmarkMetrics>,
     ) -> Report {
         let start = self.header.start_monotonic_ns;
+        let end_ns = self.end_ns(end);
         let mut lost = self.lost;
         let mut damage = None;
         let mut trailer = None;
@@ -862,10 +1187,6 @@ impl Accounting {
             ));
         }
 
-        let end_ns = match trailer {
-            Some(t) if t.end_monotonic_ns >= start => t.end_monotonic_ns,
-            _ => self.last_ts_ns,
-        };
         let root_exit = processes
             .iter()
             .find(|p| p.pid == self.header.root_pid)
@@ -884,6 +1205,7 @@ impl Accounting {
             events: self.events,
             ignored_events: self.ignored_events,
             features: self.header.features.clone(),
+            files: self.files,
         };
         Report {
             schema_version: SCHEMA_VERSION,
@@ -898,8 +1220,18 @@ impl Accounting {
             scope: Scope::Run,
             totals,
             processes,
+            benchmarks,
         }
     }
+}
+
+/// Whether an exec of `filename` with `argv` runs `memtrack ctl`: a control client of the
+/// harness, which belongs to no benchmark. A shell harness runs `memtrack ctl stop` as a child
+/// of the benchmark's pid while measuring, and the client's own start-up allocations must not
+/// count in the benchmark.
+fn is_control_client(filename: &str, argv: &[String]) -> bool {
+    let name = filename.rsplit('/').next().unwrap_or(filename);
+    name.starts_with("memtrack") && argv.get(1).is_some_and(|a| a == "ctl")
 }
 
 /// Runs the whole pass over `events`: the pure core of `report` and `check`.
@@ -920,6 +1252,102 @@ mod tests {
     use super::*;
     use crate::format::{AllocFunc, RssMember, Trailer};
     use crate::report::synthetic::*;
+
+    // --- raw mappings -----------------------------------------------------------------------
+
+    fn anon_mmap(addr: u64, len: u64) -> EventKind {
+        EventKind::Mmap {
+            addr,
+            len,
+            prot: 3,
+            flags: 0x22,
+        }
+    }
+
+    #[test]
+    fn mapped_peaks_of_a_tree_are_peaks_of_the_sum() {
+        let page = 4096;
+        let events = vec![
+            at(1, 1, 1, anon_mmap(0x10_0000, 8 * page)),
+            at(2, 1, 1, fork(2)),
+            at(3, 2, 2, anon_mmap(0x20_0000, 4 * page)),
+            at(
+                4,
+                1,
+                1,
+                EventKind::Munmap {
+                    addr: 0x10_0000,
+                    len: 8 * page,
+                },
+            ),
+            // The child unmaps what it inherited: not its own, nothing leaves its count.
+            at(
+                5,
+                2,
+                2,
+                EventKind::Munmap {
+                    addr: 0x10_0000,
+                    len: 8 * page,
+                },
+            ),
+            at(6, 2, 2, exit(0)),
+            at(7, 1, 1, exit(0)),
+        ];
+        let report = analyze(&header(), events, None);
+        let run = report.totals.mapped.as_ref().unwrap();
+        assert_eq!((run.peak_bytes, run.peak_at_ns), (12 * page, Some(3)));
+        assert_eq!(run.peak_anon_bytes, 12 * page);
+        assert_eq!((run.mmaps, run.munmaps), (2, 2));
+        let child = report.processes.iter().find(|p| p.pid == 2).unwrap();
+        assert_eq!(child.own.mapped.as_ref().unwrap().peak_bytes, 4 * page);
+        let root = &report.processes[0];
+        assert_eq!(root.own.mapped.as_ref().unwrap().peak_bytes, 8 * page);
+        assert_eq!(root.tree.mapped.as_ref().unwrap().peak_bytes, 12 * page);
+    }
+
+    #[test]
+    fn coverage_records_list_each_file_once() {
+        let cov = |path: &str, allocator: &str, probes| EventKind::Coverage {
+            path: path.into(),
+            allocator: allocator.into(),
+            probes,
+        };
+        let events = seq(vec![
+            cov("/lib/libc.so.6", "glibc", 17),
+            cov("/bin/prog", "none", 0),
+            cov("/lib/libc.so.6", "glibc", 17),
+        ]);
+        let report = analyze(&header(), events, None);
+        let files: Vec<(&str, &str, u32)> = report
+            .run
+            .files
+            .iter()
+            .map(|f| (f.path.as_str(), f.allocator.as_str(), f.probes))
+            .collect();
+        assert_eq!(
+            files,
+            [("/lib/libc.so.6", "glibc", 17), ("/bin/prog", "none", 0)]
+        );
+    }
+
+    #[test]
+    fn no_mapping_events_no_mapped_metrics() {
+        let report = analyze(&header(), seq(vec![malloc(0x10, 8)]), None);
+        assert!(report.totals.mapped.is_none());
+        assert!(report.processes[0].own.mapped.is_none());
+    }
+
+    #[test]
+    fn exec_gives_a_new_address_space() {
+        let events = seq(vec![
+            anon_mmap(0x10_0000, 4096),
+            exec("/bin/next"),
+            anon_mmap(0x20_0000, 8192),
+        ]);
+        let report = analyze(&header(), events, None);
+        let m = report.totals.mapped.as_ref().unwrap();
+        assert_eq!(m.peak_bytes, 8192, "the old mapping left at exec");
+    }
 
     // --- counts -----------------------------------------------------------------------------
 
@@ -1650,6 +2078,46 @@ mod tests {
         }
     }
 
+    #[test]
+    fn random_streams_with_control_commands_stay_consistent() {
+        use crate::format::{ControlCommand, MarkerKind};
+        for seed in 1..200u64 {
+            let mut rng = Random(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+            let events: Vec<Event> = (0..400)
+                .map(|t| {
+                    if rng.below(8) > 0 {
+                        return random_event(&mut rng, t);
+                    }
+                    let command = match rng.below(4) {
+                        0 => ControlCommand::Start,
+                        1 => ControlCommand::Stop,
+                        2 => ControlCommand::Bench {
+                            uri: format!("b{}", rng.below(3)),
+                            pid: rng.below(8) as u32,
+                        },
+                        _ => ControlCommand::Marker {
+                            kind: MarkerKind::ALL[rng.below(4) as usize],
+                        },
+                    };
+                    at(t, 0, 0, EventKind::Control { command })
+                })
+                .collect();
+            let r = analyze(&header(), events, None);
+            let bench_allocs: u64 = r.benchmarks.iter().map(|b| b.metrics.heap.allocs).sum();
+            assert!(bench_allocs <= r.totals.heap.allocs, "seed {seed}");
+            for b in &r.benchmarks {
+                let h = &b.metrics.heap;
+                let ended = h.frees + h.leaked.blocks + h.dropped_at_exec.blocks;
+                assert!(ended <= h.allocs, "seed {seed}: {b:?}");
+                assert!(
+                    h.peak_live_bytes <= r.totals.heap.peak_live_bytes,
+                    "seed {seed}"
+                );
+                assert!(b.metrics.processes <= r.totals.processes, "seed {seed}");
+            }
+        }
+    }
+
     // --- hasher ----------------------------------------------------------------------------
 
     #[test]
@@ -1675,8 +2143,13 @@ mod tests {
 
     /// 10 million synthetic events through `analyze` (see `synthetic::benchmark_events`).
     fn throughput(live: u64) {
+        throughput_of(live, Vec::new());
+    }
+
+    /// [`throughput`] with `prelude` (e.g. control events) before the benchmark's events.
+    fn throughput_of(live: u64, prelude: Vec<Event>) {
         const EVENTS: u64 = 10_000_000;
-        let events = benchmark_events(EVENTS, live);
+        let events = prelude.into_iter().chain(benchmark_events(EVENTS, live));
         let started = std::time::Instant::now();
         let report = analyze(&Header::default(), events, None);
         let elapsed = started.elapsed().as_secs_f64();
@@ -1690,10 +2163,11 @@ mod tests {
             .unwrap_or_default();
         println!(
             "{EVENTS} events, ~{} live blocks: {elapsed:.3} s, {:.1} M events/s; {hwm}; \
-             peak {} B",
+             peak {} B; benchmark allocations {:?}",
             12 * live,
             EVENTS as f64 / elapsed / 1e6,
-            report.totals.heap.peak_live_bytes
+            report.totals.heap.peak_live_bytes,
+            report.benchmarks.first().map(|b| b.metrics.heap.allocs)
         );
     }
 
@@ -1703,6 +2177,25 @@ mod tests {
     #[ignore]
     fn report_throughput_few_live() {
         throughput(64);
+    }
+
+    /// The same, every event inside the window of a benchmark of the whole tree: the most
+    /// benchmark scoping can cost.
+    #[test]
+    #[ignore]
+    fn report_throughput_few_live_in_a_benchmark() {
+        use crate::format::ControlCommand;
+        let control = |command| Event {
+            ts_ns: START,
+            pid: 0,
+            tid: 0,
+            kind: EventKind::Control { command },
+        };
+        let bench = ControlCommand::Bench {
+            uri: "all".into(),
+            pid: 1,
+        };
+        throughput_of(64, vec![control(bench), control(ControlCommand::Start)]);
     }
 
     /// The same with about 1.2 million live blocks, to see the cost of a large live set.

@@ -1,7 +1,7 @@
 //! `memtrack check`: compares a recording's metrics with limits, so CI can gate on memory.
 //!
-//! Flow: `run_check` builds the report (narrowed to `--tree` if given) the same way `report`
-//! does, then [`evaluate`] compares its totals with each limit and [`write_results`] prints one
+//! Flow: `run_check` builds the report (narrowed to `--tree` or `--bench` if given) the same
+//! way `report` does, then [`evaluate`] compares its totals with each limit and [`write_results`] prints one
 //! line per limit. The caller maps the outcome to an exit code: 0 all hold, 1 any fails, 2 a bad
 //! file or flag.
 
@@ -17,6 +17,8 @@ use super::metrics::Report;
 pub struct CheckOptions {
     /// Check the tree of this pid (the process and its descendants) instead of the whole run.
     pub tree: Option<u32>,
+    /// Check this benchmark (its pid tree inside its windows) instead of the whole run.
+    pub bench: Option<String>,
     /// Highest live heap, bytes (`--max-peak-heap`).
     pub max_peak_heap: Option<u64>,
     /// Successful allocations, reallocs included (`--max-allocs`).
@@ -183,6 +185,7 @@ mod tests {
     fn all(limit: u64) -> CheckOptions {
         CheckOptions {
             tree: None,
+            bench: None,
             max_peak_heap: Some(limit),
             max_allocs: Some(limit),
             max_bytes: Some(limit),

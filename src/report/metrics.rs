@@ -2,7 +2,8 @@
 //! check renderers read.
 //!
 //! Flow: `accounting` streams events into its state and, at the end, builds a [`Report`];
-//! `Report::narrow` cuts it to one process or tree; `text`, `json` and `check` only read it.
+//! `Report::narrow` cuts it to one process, tree or benchmark; `text`, `json` and `check` only
+//! read it.
 //! Field names and units here are the JSON schema (docs/report-schema.md): renaming or removing
 //! a field changes [`SCHEMA_VERSION`], adding one does not.
 
@@ -36,6 +37,9 @@ pub struct Report {
     /// The processes of the scope in tree order (each parent before its children, children in
     /// the order they appeared).
     pub processes: Vec<ProcessMetrics>,
+    /// One entry per benchmark URI the harness named, in the order they were first named; empty
+    /// for a recording without control commands. Not narrowed by `--pid` / `--tree`.
+    pub benchmarks: Vec<BenchmarkMetrics>,
 }
 
 /// Where reading a damaged file stopped.
@@ -85,10 +89,25 @@ pub struct RunInfo {
     pub ignored_events: u64,
     /// What the recorder captured (e.g. "alloc", "rss"), as the header says.
     pub features: Vec<String>,
+    /// Each executable file the recorded processes mapped, once, with the allocator the
+    /// recorder found in it and the probes it attached there (the file's coverage records).
+    pub files: Vec<FileCoverage>,
+}
+
+/// What the recorder found in one executable file.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FileCoverage {
+    /// The file, as the kernel named it when it was mapped.
+    pub path: String,
+    /// The allocator families found ("glibc", "jemalloc", "c++", several joined by "+"), or
+    /// "none".
+    pub allocator: String,
+    /// Probes attached to the file; 0 when it defines no allocator or attaching failed.
+    pub probes: u32,
 }
 
 /// What a report covers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Scope {
     /// Every process of the recording.
@@ -103,6 +122,11 @@ pub enum Scope {
         /// The pid at the root of the tree.
         pid: u32,
     },
+    /// One benchmark: its pid trees inside its measuring windows (`check --bench`).
+    Benchmark {
+        /// The benchmark's URI.
+        uri: String,
+    },
 }
 
 /// Heap and resident metrics of one scope: a process alone, a process tree, or the run.
@@ -114,6 +138,33 @@ pub struct Metrics {
     pub heap: HeapMetrics,
     /// Resident memory; absent when the scope saw no resident-memory events.
     pub resident: Option<ResidentMetrics>,
+    /// Raw mappings (mmap, munmap, mremap, brk), apart from the heap; absent when the scope
+    /// saw no mapping events.
+    pub mapped: Option<MappedMetrics>,
+}
+
+/// Raw mapping metrics (`mappings` feature): what processes mapped with syscalls themselves,
+/// allocators' own arenas included, apart from the heap. Only ranges mapped during the
+/// recording count; lengths are rounded up to pages, the break is counted as brk moved it. For
+/// a tree or the run, peaks are peaks of the sum at one moment.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct MappedMetrics {
+    /// Successful mmap calls.
+    pub mmaps: u64,
+    /// Successful munmap calls.
+    pub munmaps: u64,
+    /// Successful mremap calls.
+    pub mremaps: u64,
+    /// brk calls that moved the break.
+    pub brks: u64,
+    /// Highest mapped bytes (files and anonymous).
+    pub peak_bytes: u64,
+    /// When `peak_bytes` was first reached.
+    pub peak_at_ns: Option<u64>,
+    /// Highest anonymous mapped bytes (MAP_ANONYMOUS mappings and the brk heap).
+    pub peak_anon_bytes: u64,
+    /// When `peak_anon_bytes` was first reached.
+    pub peak_anon_at_ns: Option<u64>,
 }
 
 /// Heap allocation metrics. Counts are events, sizes bytes, times nanoseconds since the start of
@@ -234,6 +285,40 @@ pub struct MemberResident {
     pub removes_beyond_baseline_bytes: u64,
 }
 
+/// One benchmark: a URI the harness named with `bench URI PID`, measured in its pid and that
+/// pid's descendants inside its windows (from `start`, or from the `bench` command while
+/// measuring, to `stop` or to the next `bench`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BenchmarkMetrics {
+    /// The URI, as the harness sent it.
+    pub uri: String,
+    /// The pids named for it, in the order they were named; 0 means every process.
+    pub pids: Vec<u32>,
+    /// How many measuring windows it had.
+    pub windows: u64,
+    /// Time spent inside its windows, nanoseconds. A window still open at the end of the
+    /// recording (the harness never sent `stop`) ends with the recording.
+    pub measured_ns: u64,
+    /// Markers the harness sent while it was the current benchmark.
+    pub markers: MarkerCounts,
+    /// Heap and resident metrics inside its windows. `processes` counts the processes whose
+    /// allocator events were counted; see docs/report-schema.md for what `leaked` means here.
+    pub metrics: Metrics,
+}
+
+/// How many markers of each kind a benchmark received.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct MarkerCounts {
+    /// `marker sample_start`.
+    pub sample_start: u64,
+    /// `marker sample_end`.
+    pub sample_end: u64,
+    /// `marker round_start`.
+    pub round_start: u64,
+    /// `marker round_end`.
+    pub round_end: u64,
+}
+
 /// One process (one pid for one lifetime; a reused pid is another process).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ProcessMetrics {
@@ -295,27 +380,48 @@ impl ExitInfo {
     }
 }
 
-/// A `--pid` or `--tree` that names no process of the recording.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct UnknownPid(pub u32);
+/// A scope that names nothing in the recording.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unknown {
+    /// A `--pid` or `--tree` that names no process.
+    Pid(u32),
+    /// A `--bench` that names no benchmark.
+    Benchmark(String),
+}
 
 impl Report {
+    /// The report cut to the benchmark `uri`: `totals` become its metrics, `benchmarks` lists
+    /// only it and `processes` is empty (a benchmark's numbers are not per process).
+    fn narrow_to_benchmark(mut self, uri: String) -> Result<Report, Unknown> {
+        let Some(i) = self.benchmarks.iter().position(|b| b.uri == uri) else {
+            return Err(Unknown::Benchmark(uri));
+        };
+        let bench = self.benchmarks.swap_remove(i);
+        self.totals = bench.metrics.clone();
+        self.benchmarks = vec![bench];
+        self.processes = Vec::new();
+        self.scope = Scope::Benchmark { uri };
+        Ok(self)
+    }
+
     /// The report cut to `scope`: `totals` become the process's (or tree's) metrics and
     /// `processes` lists only it (or its tree, depths counted from its root). A pid reused
-    /// during the recording names its first process.
-    pub fn narrow(mut self, scope: Scope) -> Result<Report, UnknownPid> {
+    /// during the recording names its first process. For a benchmark, see
+    /// `narrow_to_benchmark`.
+    pub fn narrow(mut self, scope: Scope) -> Result<Report, Unknown> {
         let pid = match scope {
             Scope::Run => {
                 self.scope = Scope::Run;
                 return Ok(self);
             }
+            Scope::Benchmark { uri } => return self.narrow_to_benchmark(uri),
             Scope::Process { pid } | Scope::Tree { pid } => pid,
         };
         let start = self
             .processes
             .iter()
             .position(|p| p.pid == pid)
-            .ok_or(UnknownPid(pid))?;
+            .ok_or(Unknown::Pid(pid))?;
         let processes = std::mem::take(&mut self.processes);
         let root_depth = processes[start].depth;
         let end = match scope {
@@ -356,6 +462,7 @@ mod tests {
                 ..HeapMetrics::default()
             },
             resident: None,
+            mapped: None,
         };
         ProcessMetrics {
             pid,
@@ -391,6 +498,26 @@ mod tests {
                 process(4, 1, 40),
                 process(5, 0, 50),
             ],
+            benchmarks: vec![bench("a", 7), bench("b b", 8)],
+        }
+    }
+
+    fn bench(uri: &str, allocs: u64) -> BenchmarkMetrics {
+        BenchmarkMetrics {
+            uri: uri.to_string(),
+            pids: vec![1],
+            windows: 1,
+            measured_ns: 5,
+            markers: MarkerCounts::default(),
+            metrics: Metrics {
+                processes: 1,
+                heap: HeapMetrics {
+                    allocs,
+                    ..HeapMetrics::default()
+                },
+                resident: None,
+                mapped: None,
+            },
         }
     }
 
@@ -435,7 +562,7 @@ mod tests {
     fn narrow_unknown_pid() {
         assert_eq!(
             report().narrow(Scope::Tree { pid: 99 }),
-            Err(UnknownPid(99))
+            Err(Unknown::Pid(99))
         );
     }
 
@@ -443,6 +570,35 @@ mod tests {
     fn narrow_records_scope() {
         let r = report().narrow(Scope::Process { pid: 4 }).unwrap();
         assert_eq!(r.scope, Scope::Process { pid: 4 });
+    }
+
+    fn benchmark(uri: &str) -> Scope {
+        Scope::Benchmark {
+            uri: uri.to_string(),
+        }
+    }
+
+    #[test]
+    fn narrow_to_benchmark_takes_its_metrics() {
+        let r = report().narrow(benchmark("b b")).unwrap();
+        assert_eq!(r.totals.heap.allocs, 8);
+        assert_eq!(r.benchmarks.len(), 1);
+        assert!(r.processes.is_empty());
+        assert_eq!(r.scope, benchmark("b b"));
+    }
+
+    #[test]
+    fn narrow_to_unknown_benchmark() {
+        assert_eq!(
+            report().narrow(benchmark("c")),
+            Err(Unknown::Benchmark("c".to_string()))
+        );
+    }
+
+    #[test]
+    fn narrow_to_process_keeps_benchmarks() {
+        let r = report().narrow(Scope::Process { pid: 2 }).unwrap();
+        assert_eq!(r.benchmarks.len(), 2);
     }
 
     #[test]

@@ -7,8 +7,10 @@
 //! `json` or `check`. [`analyze`] is the pure core, for tests and other commands.
 
 pub mod accounting;
+mod bench;
 pub mod check;
 pub mod json;
+mod mapped;
 pub mod metrics;
 mod resident;
 #[cfg(test)]
@@ -24,7 +26,7 @@ use crate::format::Reader;
 
 pub use accounting::{analyze, Accounting};
 pub use check::CheckOptions;
-pub use metrics::{MemberResident, ProcessMetrics, Report, ResidentMetrics, Scope};
+pub use metrics::{MemberResident, ProcessMetrics, Report, ResidentMetrics, Scope, Unknown};
 
 /// How `report` prints.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -48,6 +50,16 @@ impl FromStr for OutputFormat {
     }
 }
 
+/// What the rows of the text form are (`--by`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Rows {
+    /// One row per process, as a tree.
+    #[default]
+    Processes,
+    /// One row per benchmark the harness named.
+    Benchmarks,
+}
+
 /// What `memtrack report` was asked for.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ReportOptions {
@@ -57,6 +69,8 @@ pub struct ReportOptions {
     pub pid: Option<u32>,
     /// Show only this process and its descendants (`--tree`).
     pub tree: Option<u32>,
+    /// Rows of the text form (`--by`); JSON always has processes and benchmarks.
+    pub rows: Rows,
 }
 
 /// Reads the recording at `path` and writes its report to `out`. A damaged or lossy file still
@@ -75,15 +89,22 @@ pub fn run_report(path: &Path, opts: &ReportOptions, out: &mut dyn Write) -> Res
         (None, None) => Scope::Run,
     };
     let report = narrow(read_report(path)?, scope, path)?;
-    write_report(&report, opts.format, out)
+    write_report(&report, opts.format, opts.rows, out)
 }
 
-/// Writes `report` in `format` to `out`, buffered; a closed pipe ends quietly.
-pub fn write_report(report: &Report, format: OutputFormat, out: &mut dyn Write) -> Result<()> {
+/// Writes `report` in `format` (with `rows` for text) to `out`, buffered; a closed pipe ends
+/// quietly.
+pub fn write_report(
+    report: &Report,
+    format: OutputFormat,
+    rows: Rows,
+    out: &mut dyn Write,
+) -> Result<()> {
     let mut out = BufWriter::new(out);
-    let written = match format {
-        OutputFormat::Text => text::write_text(report, &mut out),
-        OutputFormat::Json => json::write_json(report, &mut out),
+    let written = match (format, rows) {
+        (OutputFormat::Text, Rows::Processes) => text::write_text(report, &mut out),
+        (OutputFormat::Text, Rows::Benchmarks) => text::write_benchmarks_text(report, &mut out),
+        (OutputFormat::Json, _) => json::write_json(report, &mut out),
     };
     output_result(written.and_then(|()| out.flush()))
 }
@@ -99,7 +120,17 @@ pub fn run_check(path: &Path, opts: &CheckOptions, out: &mut dyn Write) -> Resul
             check::LIMIT_FLAGS
         )));
     }
-    let scope = opts.tree.map_or(Scope::Run, |pid| Scope::Tree { pid });
+    let scope =
+        match (opts.tree, &opts.bench) {
+            (Some(_), Some(_)) => return Err(Error::Usage(
+                "--tree and --bench cannot be used together: --bench already names the pid tree \
+                 the harness gave the benchmark"
+                    .to_string(),
+            )),
+            (Some(pid), None) => Scope::Tree { pid },
+            (None, Some(uri)) => Scope::Benchmark { uri: uri.clone() },
+            (None, None) => Scope::Run,
+        };
     let report = narrow(read_report(path)?, scope, path)?;
     if opts.max_peak_rss.is_some() && report.totals.resident.is_none() {
         return Err(Error::Usage(format!(
@@ -142,15 +173,21 @@ fn read_report(path: &Path) -> Result<Report> {
     Ok(accounting.finish(reader.end()))
 }
 
-/// Narrows `report` to `scope`, turning an unknown pid into a usage error that says how to list
-/// the recording's processes.
+/// Narrows `report` to `scope`, turning an unknown pid or benchmark into a usage error that
+/// says how to list what the recording has.
 fn narrow(report: Report, scope: Scope, path: &Path) -> Result<Report> {
     report.narrow(scope).map_err(|unknown| {
-        Error::Usage(format!(
-            "pid {} is not in the recording; `memtrack report {}` lists its processes",
-            unknown.0,
-            path.display()
-        ))
+        Error::Usage(match unknown {
+            Unknown::Pid(pid) => format!(
+                "pid {pid} is not in the recording; `memtrack report {}` lists its processes",
+                path.display()
+            ),
+            Unknown::Benchmark(uri) => format!(
+                "benchmark '{uri}' is not in the recording; `memtrack report {} --by bench` \
+                 lists its benchmarks",
+                path.display()
+            ),
+        })
     })
 }
 
@@ -230,6 +267,7 @@ mod tests {
             format: OutputFormat::Text,
             pid: Some(1),
             tree: Some(1),
+            ..ReportOptions::default()
         };
         let e = run_report(Path::new("x.mt"), &opts, &mut Vec::new()).unwrap_err();
         assert!(matches!(e, Error::Usage(_)), "{e}");
@@ -295,6 +333,7 @@ mod tests {
             format: OutputFormat::Json,
             pid,
             tree,
+            ..ReportOptions::default()
         };
         let mut out = Vec::new();
         run_report(path, &opts, &mut out).unwrap();
@@ -468,14 +507,27 @@ mod tests {
     #[test]
     fn closed_pipe_ends_quietly() {
         let report = analyze(&Default::default(), Vec::new(), None);
-        assert!(write_report(&report, OutputFormat::Text, &mut ClosedPipe).is_ok());
-        assert!(write_report(&report, OutputFormat::Json, &mut ClosedPipe).is_ok());
+        assert!(write_report(
+            &report,
+            OutputFormat::Text,
+            Rows::Processes,
+            &mut ClosedPipe
+        )
+        .is_ok());
+        assert!(write_report(
+            &report,
+            OutputFormat::Json,
+            Rows::Processes,
+            &mut ClosedPipe
+        )
+        .is_ok());
     }
 
     #[test]
     fn full_disk_is_an_error() {
         let report = analyze(&Default::default(), Vec::new(), None);
-        let e = write_report(&report, OutputFormat::Json, &mut FullDisk).unwrap_err();
+        let e =
+            write_report(&report, OutputFormat::Json, Rows::Processes, &mut FullDisk).unwrap_err();
         assert!(matches!(e, Error::Io { .. }));
     }
 }

@@ -200,6 +200,15 @@ impl ResidentSum {
         }
     }
 
+    /// Takes `live` as the current sums at `ts_ns` (a benchmark following its pid tree's sums
+    /// while it is measured), raising the peaks.
+    pub(super) fn follow(&mut self, live: &[u64; MEMBERS + 1], ts_ns: u64) {
+        self.live = *live;
+        for (peak, &value) in self.peak.iter_mut().zip(live) {
+            peak.raise(value, ts_ns);
+        }
+    }
+
     /// The metrics form, with the scope's summed `beyond` pages.
     pub(super) fn metrics(
         &self,

@@ -3,7 +3,7 @@
 //!
 //! Test-only (`#[cfg(test)]` in `report/mod.rs`); nothing outside the tests sees it.
 
-use crate::format::{AllocFunc, Event, EventKind, Header, RssMember};
+use crate::format::{AllocFunc, ControlCommand, Event, EventKind, Header, MarkerKind, RssMember};
 
 use super::accounting::analyze;
 use super::metrics::{HeapMetrics, ProcessMetrics, Report};
@@ -112,6 +112,37 @@ pub fn lost(cause: &str, total: u64) -> EventKind {
         cause: cause.into(),
         total,
     }
+}
+
+/// A control command as the recorder writes it: at `t`, from pid 0.
+pub fn control(t: u64, command: ControlCommand) -> Event {
+    at(t, 0, 0, EventKind::Control { command })
+}
+
+/// `start` at `t`.
+pub fn start(t: u64) -> Event {
+    control(t, ControlCommand::Start)
+}
+
+/// `stop` at `t`.
+pub fn stop(t: u64) -> Event {
+    control(t, ControlCommand::Stop)
+}
+
+/// `bench URI PID` at `t`.
+pub fn bench(t: u64, uri: &str, pid: u32) -> Event {
+    control(
+        t,
+        ControlCommand::Bench {
+            uri: uri.into(),
+            pid,
+        },
+    )
+}
+
+/// `marker KIND` at `t`.
+pub fn marker(t: u64, kind: MarkerKind) -> Event {
+    control(t, ControlCommand::Marker { kind })
 }
 
 /// The report of `events` under [`header`], with no end information.

@@ -1,5 +1,6 @@
 //! The human form of a report: the run, a summary of the scope, the allocation sizes, then one
-//! aligned row per process, indented as a tree.
+//! aligned row per process, indented as a tree; or, with `--by bench`, the run and one row per
+//! benchmark.
 //!
 //! Flow: `run_report` builds a narrowed [`Report`] and hands it here with `--format text` (the
 //! default). This module only reads the report; every number it shows is in the JSON form too.
@@ -9,7 +10,9 @@ use std::io::{self, Write};
 
 use crate::units::{format_bytes, format_duration_ns};
 
-use super::metrics::{HeapMetrics, Metrics, ProcessMetrics, Report, ResidentMetrics, Scope};
+use super::metrics::{
+    HeapMetrics, Metrics, ProcessMetrics, Report, ResidentMetrics, RunInfo, Scope,
+};
 
 /// Width of the label column of the summary.
 const LABEL_WIDTH: usize = 18;
@@ -27,7 +30,51 @@ pub fn write_text(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     write_summary(report, out)?;
     write_histogram(&report.totals.heap, out)?;
     write_processes(report, out)?;
+    if !report.benchmarks.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{}: `memtrack report FILE --by bench` shows them",
+            counted(report.benchmarks.len() as u64, "benchmark", "benchmarks")
+        )?;
+    }
     Ok(())
+}
+
+/// Which allocator the recorder found where, so that a run without allocations says why.
+fn write_files(run: &RunInfo, out: &mut dyn Write) -> io::Result<()> {
+    if run.files.is_empty() {
+        return Ok(());
+    }
+    let name = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
+    let found: Vec<String> = run
+        .files
+        .iter()
+        .filter(|f| f.allocator != "none")
+        .map(|f| {
+            format!(
+                "{} in {} ({} probes)",
+                clean(&f.allocator),
+                clean(&name(&f.path)),
+                f.probes
+            )
+        })
+        .collect();
+    let others = run.files.len() - found.len();
+    let found = if found.is_empty() {
+        "none found".to_string()
+    } else {
+        found.join(", ")
+    };
+    writeln!(
+        out,
+        "  allocators: {found}; {} without one",
+        counted(
+            others as u64,
+            "other executable file",
+            "other executable files"
+        )
+    )
 }
 
 /// The recording: command, root, duration, exit code, where it was made.
@@ -54,6 +101,7 @@ fn write_run(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             clean(&run.memtrack_version),
         )?;
     }
+    write_files(run, out)?;
     let lost = &report.lost_events;
     if lost.total == 0 {
         writeln!(
@@ -102,10 +150,11 @@ fn write_summary(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let t: &Metrics = &report.totals;
     let h = &t.heap;
     writeln!(out)?;
-    let title = match report.scope {
+    let title = match &report.scope {
         Scope::Run => format!("whole run ({})", processes(t.processes)),
         Scope::Process { pid } => format!("process {pid}"),
         Scope::Tree { pid } => format!("tree of process {pid} ({})", processes(t.processes)),
+        Scope::Benchmark { uri } => format!("benchmark {}", clean(uri)),
     };
     writeln!(out, "{title}")?;
     let line = |out: &mut dyn Write, label: &str, value: String| -> io::Result<()> {
@@ -166,6 +215,25 @@ fn write_summary(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     }
     if let Some(r) = &t.resident {
         write_resident(r, out)?;
+    }
+    if let Some(m) = &t.mapped {
+        line(
+            out,
+            "peak mapped",
+            format!(
+                "{} (anonymous {}; apart from the heap)",
+                peak(m.peak_bytes, m.peak_at_ns),
+                peak(m.peak_anon_bytes, m.peak_anon_at_ns)
+            ),
+        )?;
+        line(
+            out,
+            "mapping calls",
+            format!(
+                "{} mmap, {} munmap, {} mremap, {} brk",
+                m.mmaps, m.munmaps, m.mremaps, m.brks
+            ),
+        )?;
     }
     Ok(())
 }
@@ -272,19 +340,38 @@ fn write_processes(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     header.push(("EXIT", Align::Right));
     header.push(("COMMAND", Align::Left));
 
-    let mut rows: Vec<Vec<String>> = vec![header.iter().map(|(h, _)| h.to_string()).collect()];
-    let mut any_running = false;
-    for p in &report.processes {
-        any_running |= p.exit.is_none();
-        rows.push(process_row(p, with_resident));
+    let rows: Vec<Vec<String>> = report
+        .processes
+        .iter()
+        .map(|p| process_row(p, with_resident))
+        .collect();
+    write_table("processes", &header, rows, out)?;
+    if report.processes.iter().any(|p| p.exit.is_none()) {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "  * still running when the recording ended: LEAKED shows its live heap at the end"
+        )?;
     }
+    Ok(())
+}
+
+/// `title`, then a table: the `header` row and `rows`, columns aligned as the header says.
+fn write_table(
+    title: &str,
+    header: &[(&str, Align)],
+    body: Vec<Vec<String>>,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let mut rows: Vec<Vec<String>> = vec![header.iter().map(|(h, _)| h.to_string()).collect()];
+    rows.extend(body);
     let aligns: Vec<Align> = header.iter().map(|&(_, a)| a).collect();
     let widths: Vec<usize> = (0..header.len())
         .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
         .collect();
 
     writeln!(out)?;
-    writeln!(out, "processes")?;
+    writeln!(out, "{title}")?;
     for row in &rows {
         let mut line = String::from(" ");
         for (c, cell) in row.iter().enumerate() {
@@ -307,13 +394,78 @@ fn write_processes(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         }
         writeln!(out, "{}", line.trim_end())?;
     }
-    if any_running {
+    Ok(())
+}
+
+/// Writes `report` for people with one row per benchmark (`report --by bench`).
+pub fn write_benchmarks_text(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    write_run(report, out)?;
+    write_incomplete(report, out)?;
+    if report.benchmarks.is_empty() {
         writeln!(out)?;
         writeln!(
             out,
-            "  * still running when the recording ended: LEAKED shows its live heap at the end"
+            "no benchmarks: the harness named none (record it with --control PATH and have it \
+             send `bench URI PID`; see docs/control-protocol.md)"
         )?;
+        return Ok(());
     }
+    let with_resident = report
+        .benchmarks
+        .iter()
+        .any(|b| b.metrics.resident.is_some());
+    let mut header = vec![
+        ("PID", Align::Left),
+        ("WINDOWS", Align::Right),
+        ("MEASURED", Align::Right),
+        ("ALLOCS", Align::Right),
+        ("FREES", Align::Right),
+        ("ALLOCATED", Align::Right),
+        ("PEAK HEAP", Align::Right),
+        ("LEAKED", Align::Right),
+        ("FAILED", Align::Right),
+    ];
+    if with_resident {
+        header.push(("PEAK RSS", Align::Right));
+    }
+    header.push(("BENCHMARK", Align::Left));
+    let rows = report
+        .benchmarks
+        .iter()
+        .map(|b| {
+            let h = &b.metrics.heap;
+            let pids: Vec<String> = b.pids.iter().map(u32::to_string).collect();
+            let mut row = vec![
+                pids.join(","),
+                b.windows.to_string(),
+                format_duration_ns(b.measured_ns),
+                h.allocs.to_string(),
+                h.frees.to_string(),
+                format_bytes(h.bytes_allocated),
+                format_bytes(h.peak_live_bytes),
+                format_bytes(h.leaked.bytes),
+                h.failed_allocs.to_string(),
+            ];
+            if with_resident {
+                row.push(
+                    b.metrics
+                        .resident
+                        .as_ref()
+                        .map_or_else(|| "-".to_string(), |r| format_bytes(r.peak_bytes)),
+                );
+            }
+            row.push(shorten(&clean(&b.uri)));
+            row
+        })
+        .collect();
+    let title = format!("benchmarks ({})", report.benchmarks.len());
+    write_table(&title, &header, rows, out)?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "  inside each benchmark's windows, in its pid and descendants; LEAKED: not freed while \
+         measured"
+    )?;
     Ok(())
 }
 
@@ -370,9 +522,13 @@ fn command(p: &ProcessMetrics) -> String {
     } else {
         "?".to_string()
     };
-    let text = clean(&text);
+    shorten(&clean(&text))
+}
+
+/// `text` cut to [`COMMAND_WIDTH`] characters, ending with "…" when cut.
+fn shorten(text: &str) -> String {
     if text.chars().count() <= COMMAND_WIDTH {
-        return text;
+        return text.to_string();
     }
     let mut short: String = text.chars().take(COMMAND_WIDTH - 1).collect();
     short.push('…');
@@ -596,6 +752,70 @@ mod tests {
         let text = render(&report);
         assert!(text.contains("\nprocess 10\n"), "{text}");
         assert_eq!(text.matches("./bench --fast").count(), 2, "{text}");
+    }
+
+    /// Root 10 runs benchmark "parse small" in child 11, with noise from child 12.
+    fn with_benchmarks() -> Report {
+        use crate::report::synthetic::{bench, start, stop};
+        let events = vec![
+            at(0, 10, 10, fork(11)),
+            at(1, 10, 10, fork(12)),
+            bench(2, "parse small", 11),
+            start(3),
+            at(1_000, 11, 11, malloc(0x10, 3000)),
+            at(1_500, 12, 12, malloc(0x10, 999)),
+            stop(2_003),
+        ];
+        analyze(&header(), events, None)
+    }
+
+    fn render_benchmarks(report: &Report) -> String {
+        let mut out = Vec::new();
+        write_benchmarks_text(report, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn benchmark_rows() {
+        let text = render_benchmarks(&with_benchmarks());
+        assert!(text.contains("\nbenchmarks (1)\n"), "{text}");
+        let header = text.lines().find(|l| l.contains("WINDOWS")).unwrap();
+        assert!(header.trim_start().starts_with("PID"), "{text}");
+        assert!(header.ends_with("BENCHMARK"), "{text}");
+        let row = text.lines().find(|l| l.ends_with("parse small")).unwrap();
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cells[..4], ["11", "1", "2.0", "µs"], "{text}");
+        assert!(row.contains("2.9 KiB"), "{text}");
+        assert!(!text.contains("999"), "{text}");
+    }
+
+    #[test]
+    fn no_benchmarks_says_how_to_get_them() {
+        let text = render_benchmarks(&sample());
+        assert!(
+            text.contains("no benchmarks: the harness named none"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn process_report_points_to_the_benchmarks() {
+        let text = render(&with_benchmarks());
+        assert!(
+            text.contains("\n1 benchmark: `memtrack report FILE --by bench`"),
+            "{text}"
+        );
+        assert!(!render(&sample()).contains("--by bench"));
+    }
+
+    #[test]
+    fn benchmark_scope_title() {
+        let report = with_benchmarks()
+            .narrow(Scope::Benchmark {
+                uri: "parse small".into(),
+            })
+            .unwrap();
+        assert!(render(&report).contains("\nbenchmark parse small\n"));
     }
 
     #[test]

@@ -29,6 +29,11 @@ impl BpfError {
         }
     }
 
+    /// An I/O failure on the way to a BPF call (reading the file to probe, say).
+    pub fn io(what: impl Into<String>, e: std::io::Error) -> BpfError {
+        BpfError::new(what, e.raw_os_error().unwrap_or(libc::EIO))
+    }
+
     /// The last errno, for calls that return NULL and set errno.
     fn last(what: impl Into<String>) -> BpfError {
         let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
@@ -199,21 +204,34 @@ pub struct LoadedObject {
 impl LoadedObject {
     /// The fd of map `map`, valid while this object lives.
     pub fn map_fd(&self, map: &str) -> Result<c_int, BpfError> {
-        let cname = cstring(map);
-        // SAFETY: live object, NUL-terminated name.
-        let m = unsafe { sys::bpf_object__find_map_by_name(self.ptr.as_ptr(), cname.as_ptr()) };
-        if m.is_null() {
-            return Err(BpfError::new(
-                format!("find map {map} in {}", self.name),
-                libc::ENOENT,
-            ));
-        }
+        let m = self.map(map)?;
         // SAFETY: m is a map of this loaded object.
-        let fd = unsafe { sys::bpf_map__fd(m) };
+        let fd = unsafe { sys::bpf_map__fd(m.as_ptr()) };
         if fd < 0 {
             return Err(BpfError::new(format!("map {map} has no fd"), fd));
         }
         Ok(fd)
+    }
+
+    /// The key and value sizes of map `map`, bytes.
+    fn map_sizes(&self, map: &str) -> Result<(usize, usize), BpfError> {
+        let m = self.map(map)?;
+        // SAFETY: m is a map of this loaded object.
+        let sizes = unsafe {
+            (
+                sys::bpf_map__key_size(m.as_ptr()),
+                sys::bpf_map__value_size(m.as_ptr()),
+            )
+        };
+        Ok((sizes.0 as usize, sizes.1 as usize))
+    }
+
+    fn map(&self, map: &str) -> Result<NonNull<sys::bpf_map>, BpfError> {
+        let cname = cstring(map);
+        // SAFETY: live object, NUL-terminated name.
+        let m = unsafe { sys::bpf_object__find_map_by_name(self.ptr.as_ptr(), cname.as_ptr()) };
+        NonNull::new(m)
+            .ok_or_else(|| BpfError::new(format!("find map {map} in {}", self.name), libc::ENOENT))
     }
 
     fn program(&self, prog: &str) -> Result<NonNull<sys::bpf_program>, BpfError> {
@@ -363,15 +381,20 @@ fn check(rc: c_int, what: impl FnOnce() -> String) -> Result<(), BpfError> {
 pub struct MapFd<'obj> {
     fd: c_int,
     name: &'static str,
+    key_size: usize,
+    value_size: usize,
     _obj: PhantomData<&'obj LoadedObject>,
 }
 
 impl<'obj> MapFd<'obj> {
     /// The map `name` of `obj`.
     pub fn of(obj: &'obj LoadedObject, name: &'static str) -> Result<MapFd<'obj>, BpfError> {
+        let (key_size, value_size) = obj.map_sizes(name)?;
         Ok(MapFd {
             fd: obj.map_fd(name)?,
             name,
+            key_size,
+            value_size,
             _obj: PhantomData,
         })
     }
@@ -379,6 +402,34 @@ impl<'obj> MapFd<'obj> {
     /// The raw fd, for mmap (the ring buffer).
     pub fn fd(&self) -> c_int {
         self.fd
+    }
+
+    /// Set the key whose bytes are `key` to the value whose bytes are `value`; both must be
+    /// exactly the map's sizes (the layouts of the BPF side's key and value structs).
+    pub fn update_bytes(&self, key: &[u8], value: &[u8]) -> Result<(), BpfError> {
+        if key.len() != self.key_size || value.len() != self.value_size {
+            return Err(BpfError::new(
+                format!(
+                    "update map {}: {}-byte key and {}-byte value given, the map has {} and {}",
+                    self.name,
+                    key.len(),
+                    value.len(),
+                    self.key_size,
+                    self.value_size
+                ),
+                libc::EINVAL,
+            ));
+        }
+        // SAFETY: key and value hold exactly the map's key and value sizes (checked above).
+        let rc = unsafe {
+            sys::bpf_map_update_elem(
+                self.fd,
+                key.as_ptr() as *const c_void,
+                value.as_ptr() as *const c_void,
+                sys::BPF_ANY as u64,
+            )
+        };
+        check(rc, || format!("update map {}", self.name))
     }
 
     /// Set `key` to `value`.

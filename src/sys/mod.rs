@@ -3,6 +3,9 @@
 //! layer is safe Rust.
 
 pub mod bpf;
+pub mod fifo;
+pub mod probe;
 pub mod process;
 pub mod raw;
 pub mod ring;
+pub mod terminal;

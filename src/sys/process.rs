@@ -2,11 +2,18 @@
 //! reaping children, clocks, and facts about the machine.
 
 use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// A set of signals blocked in this thread, to be taken with [`SignalSet::wait`] instead of
-/// interrupting us asynchronously. Children get an empty mask (std's `Command` resets it).
-pub struct SignalSet(libc::sigset_t);
+/// interrupting us asynchronously. Children inherit the mask (std's `Command` keeps it, in
+/// both its posix_spawn and fork paths), so spawn them inside [`with_unblocked`]. The signals
+/// are also readable from a signalfd, so that [`SignalSet::wait_or_readable`] can wait for them
+/// and for another fd at once.
+pub struct SignalSet(libc::sigset_t, OwnedFd);
 
 impl SignalSet {
     /// Block `signals` in the calling thread and return them as a set.
@@ -23,7 +30,56 @@ impl SignalSet {
                 return Err(io::Error::last_os_error());
             }
         }
-        Ok(SignalSet(set))
+        // SAFETY: set is initialised; -1 asks for a new fd.
+        let fd = unsafe { libc::signalfd(-1, &set, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: signalfd returned a new fd that nothing else owns.
+        Ok(SignalSet(set, unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    /// Wait up to `timeout` for one of the signals or for one of `fds` (at most three) to become
+    /// readable (a BPF ring buffer with a record that asked for a wake-up, the control FIFO);
+    /// `None` on timeout or when an fd is ready.
+    pub fn wait_or_readable(&self, fds: &[RawFd], timeout: Duration) -> Option<Received> {
+        let idle = libc::pollfd {
+            fd: -1, // poll ignores negative fds
+            events: 0,
+            revents: 0,
+        };
+        let mut polled = [idle; 4];
+        polled[0] = libc::pollfd {
+            fd: self.1.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        for (p, &fd) in polled[1..].iter_mut().zip(fds) {
+            p.fd = fd;
+            p.events = libc::POLLIN;
+        }
+        let count = 1 + fds.len().min(3);
+        let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
+        // SAFETY: polled holds `count` valid pollfds, on fds the caller keeps open.
+        let n = unsafe { libc::poll(polled.as_mut_ptr(), count as libc::nfds_t, ms) };
+        if n <= 0 || polled[0].revents & libc::POLLIN == 0 {
+            return None;
+        }
+        // SAFETY: signalfd_siginfo is plain data the kernel fills.
+        let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
+        let size = std::mem::size_of::<libc::signalfd_siginfo>();
+        // SAFETY: info is writable for `size` bytes; the fd is non-blocking.
+        let got = unsafe {
+            libc::read(
+                self.1.as_raw_fd(),
+                &mut info as *mut libc::signalfd_siginfo as *mut libc::c_void,
+                size,
+            )
+        };
+        (got == size as isize).then_some(Received {
+            signal: info.ssi_signo as i32,
+            from_process: info.ssi_code <= 0,
+        })
     }
 
     /// Wait up to `timeout` for one of the signals; `None` on timeout.
@@ -52,6 +108,58 @@ impl SignalSet {
     }
 }
 
+/// Signals caught by [`note_signal`] while [`with_unblocked`] runs, one bit per number.
+/// Written by the handler, read and cleared once `with_unblocked` has blocked them again.
+static CAUGHT: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn note_signal(signal: libc::c_int) {
+    if (1..64).contains(&signal) {
+        CAUGHT.fetch_or(1 << signal, Ordering::SeqCst);
+    }
+}
+
+/// Run `f` (a spawn) with `signals` unblocked, so that the child it starts inherits none of
+/// them blocked, and block them again. A signal that arrives meanwhile is caught by a handler
+/// that only notes it, instead of taking its default action (ending memtrack mid-recording);
+/// the numbers caught are returned with `f`'s result, for the caller to act on. The handler
+/// never reaches the command: posix_spawn's child and exec reset caught signals to SIG_DFL.
+pub fn with_unblocked<T>(signals: &[i32], f: impl FnOnce() -> T) -> (T, Vec<i32>) {
+    // SAFETY: sigset_t and sigaction are plain data, initialised by sigemptyset and field by
+    // field; note_signal is async-signal-safe (one atomic OR); `old` holds each signal's
+    // previous action, restored below.
+    let mut old: Vec<libc::sigaction> = Vec::with_capacity(signals.len());
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    unsafe {
+        libc::sigemptyset(&mut set);
+        for &sig in signals {
+            libc::sigaddset(&mut set, sig);
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = note_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            libc::sigemptyset(&mut action.sa_mask);
+            action.sa_flags = libc::SA_RESTART;
+            let mut previous: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(sig, &action, &mut previous);
+            old.push(previous);
+        }
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+    }
+    let result = f();
+    // SAFETY: as above; the set and the saved actions are initialised.
+    unsafe {
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        for (&sig, previous) in signals.iter().zip(&old) {
+            libc::sigaction(sig, previous, std::ptr::null_mut());
+        }
+    }
+    let caught = CAUGHT.swap(0, Ordering::SeqCst);
+    let caught = signals
+        .iter()
+        .copied()
+        .filter(|&sig| (1..64).contains(&sig) && caught & (1 << sig) != 0)
+        .collect();
+    (result, caught)
+}
+
 /// A signal taken by [`SignalSet::wait`].
 pub struct Received {
     /// The signal number.
@@ -65,19 +173,32 @@ pub struct Received {
 pub enum Reaped {
     /// Child `pid` ended with wait status `status`.
     Child { pid: i32, status: i32 },
+    /// Child `pid` was stopped by `signal` (job control: ^Z, or reading the terminal from the
+    /// background).
+    Stopped { pid: i32, signal: i32 },
     /// Children remain, none has ended yet.
     Running,
     /// No children are left.
     NoChildren,
 }
 
-/// Reap one ended child, if any, without blocking.
+/// Reap one ended child, if any, without blocking; a child that stopped is reported once.
 pub fn reap_one() -> Reaped {
     let mut status = 0;
     // SAFETY: status is a valid out pointer.
-    let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG | libc::__WALL) };
+    let pid = unsafe {
+        libc::waitpid(
+            -1,
+            &mut status,
+            libc::WNOHANG | libc::WUNTRACED | libc::__WALL,
+        )
+    };
     match pid {
         0 => Reaped::Running,
+        p if p > 0 && libc::WIFSTOPPED(status) => Reaped::Stopped {
+            pid: p,
+            signal: libc::WSTOPSIG(status),
+        },
         p if p > 0 => Reaped::Child { pid: p, status },
         _ => match io::Error::last_os_error().raw_os_error() {
             Some(libc::EINTR) => Reaped::Running,
@@ -112,6 +233,73 @@ pub fn kill(pid: i32, signal: i32) {
     // SAFETY: kill has no memory preconditions.
     unsafe {
         libc::kill(pid, signal);
+    }
+}
+
+/// Send `signal` to every process of process group `pgid`.
+pub fn kill_group(pgid: i32, signal: i32) {
+    // SAFETY: killpg has no memory preconditions.
+    unsafe {
+        libc::killpg(pgid, signal);
+    }
+}
+
+/// Stop this process as ^Z would (SIGTSTP), returning once something continues it (a shell's
+/// `fg` or `bg`). The kernel drops the signal when our process group is orphaned: then no shell
+/// could continue us, and this returns at once.
+pub fn stop_self() {
+    kill(getpid() as i32, libc::SIGTSTP);
+}
+
+/// The user and groups a child takes on before it execs.
+#[derive(Clone, Debug)]
+pub struct Credentials {
+    /// Set with setuid, last.
+    pub uid: u32,
+    /// Set with setgid, after the groups.
+    pub gid: u32,
+    /// Supplementary groups (the primary group included, as getgrouplist gives them).
+    pub groups: Vec<u32>,
+}
+
+/// Make `cmd`'s child, between fork and exec: take the terminal `tty` for its process group
+/// (set with `Command::process_group(0)`) and drop to `creds`. Everything here is computed
+/// before the fork; the child only makes async-signal-safe calls. Without either, `cmd` is left
+/// untouched (std may then spawn with posix_spawn).
+pub fn prepare_child(cmd: &mut Command, creds: Option<Credentials>, tty: Option<RawFd>) {
+    if creds.is_none() && tty.is_none() {
+        return;
+    }
+    let groups: Vec<libc::gid_t> = creds
+        .as_ref()
+        .map(|c| c.groups.iter().map(|&g| g as libc::gid_t).collect())
+        .unwrap_or_default();
+    let hook = move || -> io::Result<()> {
+        if let Some(fd) = tty {
+            // Here too, not only in the parent: the command may read the terminal before the
+            // parent gets to it, and would be stopped with SIGTTIN.
+            // SAFETY: getpid is async-signal-safe.
+            crate::sys::terminal::set_foreground(fd, unsafe { libc::getpid() });
+        }
+        if let Some(c) = &creds {
+            // Groups first and uid last: each later step gives up the right to do the earlier.
+            // SAFETY: groups is a live slice of gid_t of the given length; setgid and setuid
+            // take plain values. All three are async-signal-safe.
+            unsafe {
+                if libc::setgroups(groups.len(), groups.as_ptr()) != 0
+                    || libc::setgid(c.gid as libc::gid_t) != 0
+                    || libc::setuid(c.uid as libc::uid_t) != 0
+                {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+        }
+        Ok(())
+    };
+    // SAFETY: the hook allocates nothing and makes only async-signal-safe calls (see above), as
+    // code between fork and exec of a multi-threaded process must.
+    unsafe {
+        cmd.pre_exec(hook);
     }
 }
 
@@ -159,6 +347,19 @@ pub fn getpid() -> u32 {
     std::process::id()
 }
 
+/// Our real user and group ids: whom the recorded command runs as when no other user is
+/// given (it inherits them).
+pub fn user_ids() -> (u32, u32) {
+    // SAFETY: getuid and getgid cannot fail and have no memory preconditions.
+    unsafe { (libc::getuid(), libc::getgid()) }
+}
+
+/// Our effective user id.
+pub fn geteuid() -> u32 {
+    // SAFETY: geteuid cannot fail and has no memory preconditions.
+    unsafe { libc::geteuid() }
+}
+
 /// The name of the background process [`close_fds_after_exit`] leaves behind (15 bytes, the
 /// most a task name holds), so that `ps` and scripts can tell it apart: scripts/bench.sh waits
 /// for it to end before timing the next run.
@@ -176,20 +377,32 @@ pub const LINGER_NAME: &std::ffi::CStr = c"memtrack-detach";
 /// Ctrl-C does not reach it and a caller reading our output through a pipe sees its end when
 /// we exit, not when the child does.
 pub fn close_fds_after_exit() -> bool {
-    let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: fds is a valid array of two ints for pipe2 to fill.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+    let mut exit_pipe = [0 as libc::c_int; 2];
+    let mut ready_pipe = [0 as libc::c_int; 2];
+    // SAFETY: each array is two ints for pipe2 to fill.
+    if unsafe { libc::pipe2(exit_pipe.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         return false;
     }
-    let [read_end, write_end] = fds;
+    // SAFETY: as above.
+    if unsafe { libc::pipe2(ready_pipe.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        // SAFETY: both fds are ours and open.
+        unsafe {
+            libc::close(exit_pipe[0]);
+            libc::close(exit_pipe[1]);
+        }
+        return false;
+    }
+    let [exit_read, exit_write] = exit_pipe;
+    let [ready_read, ready_write] = ready_pipe;
     // SAFETY: memtrack's recorder is single-threaded, so the child may run ordinary code; it
     // only makes the system calls below and leaves with _exit, running no destructors.
     match unsafe { libc::fork() } {
         -1 => {
-            // SAFETY: both fds are ours and open.
+            // SAFETY: all four fds are ours and open.
             unsafe {
-                libc::close(read_end);
-                libc::close(write_end);
+                for fd in [exit_read, exit_write, ready_read, ready_write] {
+                    libc::close(fd);
+                }
             }
             false
         }
@@ -197,7 +410,8 @@ pub fn close_fds_after_exit() -> bool {
             // SAFETY: plain system calls on fds we own and NUL-terminated constants; the loop
             // only reads into a local byte.
             unsafe {
-                libc::close(write_end);
+                libc::close(exit_write);
+                libc::close(ready_read);
                 libc::setsid();
                 libc::prctl(libc::PR_SET_NAME, LINGER_NAME.as_ptr(), 0, 0, 0);
                 let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
@@ -207,17 +421,29 @@ pub fn close_fds_after_exit() -> bool {
                     }
                     libc::close(null);
                 }
+                // Our copies of the caller's streams are gone: the parent may exit now.
+                libc::close(ready_write);
                 let mut byte = 0u8;
-                while libc::read(read_end, (&mut byte as *mut u8).cast(), 1) < 0
+                while libc::read(exit_read, (&mut byte as *mut u8).cast(), 1) < 0
                     && *libc::__errno_location() == libc::EINTR
                 {}
                 libc::_exit(0)
             }
         }
         _ => {
-            // The write end stays open until we exit: that is the child's signal.
-            // SAFETY: the read end is ours and open.
-            unsafe { libc::close(read_end) };
+            // The exit pipe's write end stays open until we exit: that is the child's signal.
+            // Wait for the child to let go of our standard streams (end of file on the ready
+            // pipe), or a caller reading them to their end would wait for the child too.
+            // SAFETY: fds we own; the loop reads into a local byte.
+            unsafe {
+                libc::close(exit_read);
+                libc::close(ready_write);
+                let mut byte = 0u8;
+                while libc::read(ready_read, (&mut byte as *mut u8).cast(), 1) < 0
+                    && *libc::__errno_location() == libc::EINTR
+                {}
+                libc::close(ready_read);
+            }
             true
         }
     }

@@ -10,6 +10,10 @@ pub static PROCESS_BPF_OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "
 pub static RSS_BPF_OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/rss.bpf.o"));
 /// Empty programs at the allocator sites, the cost floor (bpf/floor.bpf.c).
 pub static FLOOR_BPF_OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/floor.bpf.o"));
+/// Stops at exec and at the dynamic loader's hook, for discovery (bpf/discover.bpf.c).
+pub static DISCOVER_BPF_OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/discover.bpf.o"));
+/// Raw mappings from the syscall tracepoints (bpf/mmap.bpf.c).
+pub static MMAP_BPF_OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/mmap.bpf.o"));
 /// Allocator uprobes (bpf/alloc.bpf.c).
 pub static ALLOC_BPF_OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/alloc.bpf.o"));
 

@@ -18,6 +18,7 @@ use memmap2::{Mmap, MmapMut, MmapOptions};
 /// A mapped ring buffer. It borrows nothing: the mappings keep the kernel's ring alive even if
 /// the map fd is closed first.
 pub struct RingBuffer {
+    fd: c_int,
     consumer: MmapMut,
     producer: Mmap,
     data_offset: usize,
@@ -42,11 +43,18 @@ impl RingBuffer {
                 .map(fd)?
         };
         Ok(RingBuffer {
+            fd,
             consumer,
             producer,
             data_offset: page,
             mask: size_bytes as u64 - 1,
         })
+    }
+
+    /// The map fd, to poll for a record that asked for a wake-up. Valid while the map's owner
+    /// lives (the caller keeps the BPF object alive for the whole loop).
+    pub fn fd(&self) -> c_int {
+        self.fd
     }
 
     fn consumer_pos(&self) -> &AtomicU64 {
@@ -61,9 +69,28 @@ impl RingBuffer {
         unsafe { AtomicU64::from_ptr(self.producer.as_ptr() as *mut u64) }
     }
 
+    /// Where the producer is now: every record reserved so far ends at or before it.
+    pub fn producer_position(&self) -> u64 {
+        self.producer_pos().load(Ordering::Acquire)
+    }
+
+    /// Whether every record that ends at or before `pos` has been handed out by `drain`.
+    pub fn consumed_through(&self, pos: u64) -> bool {
+        self.consumer_pos().load(Ordering::Relaxed) >= pos // only we write it
+    }
+
     /// Hand every committed record to `f`, in order, and return how many there were. Stops at
     /// the first record still being written; it is picked up by the next call.
     pub fn drain(&mut self, mut f: impl FnMut(&[u8])) -> usize {
+        self.drain_while(|record| {
+            f(record);
+            true
+        })
+    }
+
+    /// As [`RingBuffer::drain`], but stops after the first record for which `f` returns false
+    /// (that record is consumed), so the caller can act on it before reading on.
+    pub fn drain_while(&mut self, mut f: impl FnMut(&[u8]) -> bool) -> usize {
         let data = self.producer.as_ptr().wrapping_add(self.data_offset);
         let mut cons = self.consumer_pos().load(Ordering::Relaxed); // only we write it
         let mut count = 0;
@@ -89,11 +116,17 @@ impl RingBuffer {
                     let record = unsafe {
                         std::slice::from_raw_parts(data.add(at + BPF_RINGBUF_HDR_SZ as usize), size)
                     };
-                    f(record);
+                    let go_on = f(record);
                     count += 1;
+                    cons += round_up_8(size + BPF_RINGBUF_HDR_SZ as usize) as u64;
+                    // Release: the kernel may reuse the space once it sees the new position.
+                    self.consumer_pos().store(cons, Ordering::Release);
+                    if !go_on {
+                        return count;
+                    }
+                    continue;
                 }
                 cons += round_up_8(size + BPF_RINGBUF_HDR_SZ as usize) as u64;
-                // Release: the kernel may reuse the space once it sees the new position.
                 self.consumer_pos().store(cons, Ordering::Release);
             }
         }

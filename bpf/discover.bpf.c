@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: (MIT OR Apache-2.0)
+/*
+ * Discovery: stop a tracked process at the moments it maps executable files it has not run yet,
+ * so that user space can find the allocator entry points those files define and attach to them
+ * before a single instruction of theirs runs (src/record/discover.rs).
+ *
+ * Two moments (KERNEL-FACTS.md, "Attach mechanisms"):
+ * - exec: the new executable and its dynamic loader are mapped and nothing of them has run.
+ *   Needed for statically linked programs, whose allocator is in the executable; skipped when
+ *   user space has scanned that executable already (the `scanned` map).
+ * - the dynamic loader's debugger hook `_dl_debug_state`, called with `_r_debug.r_state` set to
+ *   RT_CONSISTENT once the libraries of the start-up or of a dlopen are mapped, before their
+ *   relocation and initialisers. The RT_ADD and RT_DELETE calls need no stop, and neither does
+ *   RT_CONSISTENT when every executable file mapping of the process is of a file user space has
+ *   scanned already (the start-up of a program run before, a dlopen of a known library): the
+ *   probe walks the process's mappings with the task VMA iterator to find out.
+ *
+ * The stop is bpf_send_signal(SIGSTOP): the whole process stops before it returns to user
+ * space; user space sends SIGCONT when it is done. The record is reserved before the signal is
+ * sent, so a full ring never leaves a process stopped with nobody to continue it.
+ */
+#include "common.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+/* Signal number of SIGSTOP on x86, arm64, riscv, s390 and powerpc (asm-generic). */
+#define SIGSTOP 19
+/* struct r_debug { int r_version; struct link_map *r_map; ElfW(Addr) r_brk; enum r_state; } */
+#define R_STATE_OFFSET 24
+#define RT_CONSISTENT 0
+
+struct file_key {
+	__u64 ino;
+	__u32 dev; /* the kernel's encoding: major << 20 | minor */
+	__u32 _pad;
+};
+
+/* Executable files user space has scanned and probed (SCANNED), and whose coverage record it
+ * has written (REPORTED, once a stopped process was seen mapping the file): their exec needs no
+ * stop, nor does a dynamic loader event when every executable mapping is of a REPORTED file. */
+#define SCANNED 1
+#define REPORTED 2
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct file_key);
+	__type(value, __u8);
+} scanned SEC(".maps");
+
+extern int bpf_iter_task_vma_new(struct bpf_iter_task_vma *it, struct task_struct *task,
+				 __u64 addr) __weak __ksym;
+extern struct vm_area_struct *bpf_iter_task_vma_next(struct bpf_iter_task_vma *it) __weak __ksym;
+extern void bpf_iter_task_vma_destroy(struct bpf_iter_task_vma *it) __weak __ksym;
+
+#define VM_EXEC 0x4
+
+static __always_inline void file_key_of(struct file *f, struct file_key *key)
+{
+	key->ino = BPF_CORE_READ(f, f_inode, i_ino);
+	key->dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+	key->_pad = 0;
+}
+
+/* Whether every executable file mapping of the current process is of a reported file. The loop
+ * keeps no counter: the iterator ends by itself, and a counter would keep the verifier from
+ * seeing that one pass through the loop body is like the next. */
+static __always_inline bool all_mappings_scanned(void)
+{
+	struct bpf_iter_task_vma it;
+	struct vm_area_struct *vma;
+	struct file_key key;
+	bool all = true;
+	__u8 *state;
+
+	/* Before Linux 6.7 there is no VMA iterator: stop every time. */
+	if (!bpf_ksym_exists(bpf_iter_task_vma_new))
+		return false;
+	if (bpf_iter_task_vma_new(&it, bpf_get_current_task_btf(), 0)) {
+		bpf_iter_task_vma_destroy(&it);
+		return false;
+	}
+	while ((vma = bpf_iter_task_vma_next(&it))) {
+		if (!(vma->vm_flags & VM_EXEC) || !vma->vm_file)
+			continue;
+		file_key_of(vma->vm_file, &key);
+		state = bpf_map_lookup_elem(&scanned, &key);
+		if (!state || *state != REPORTED) {
+			all = false;
+			break;
+		}
+	}
+	bpf_iter_task_vma_destroy(&it);
+	return all;
+}
+
+static __always_inline void stop(__u32 tgid, __u32 tid, __u32 reason)
+{
+	struct stop_event *e = reserve(sizeof(*e), LOST_STOP);
+
+	if (!e)
+		return;
+	fill_header(&e->h, EV_STOP, tgid, tid);
+	e->reason = reason;
+	e->_pad = 0;
+	if (bpf_send_signal(SIGSTOP)) {
+		bpf_ringbuf_discard(e, 0);
+		return;
+	}
+	/* User space is waiting for this one: wake it at once (the rest are polled). */
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+}
+
+/* Attached after process.bpf.c's sched_process_exec, so the Exec event comes first. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(discover_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid);
+	struct file_key key = {};
+
+	if (tracked_state(tgid) != TRACK_PROCESS)
+		return 0;
+	file_key_of(BPF_CORE_READ(bprm, file), &key);
+	if (bpf_map_lookup_elem(&scanned, &key))
+		return 0;
+	stop(tgid, BPF_CORE_READ(p, pid), STOP_EXEC);
+	return 0;
+}
+
+/*
+ * At the entry of `_dl_debug_state` (a bare `ret`). The cookie is the distance from this
+ * function to `_r_debug` in the loader's image, so the probe reads r_state without knowing
+ * where the loader was mapped; 0 when the loader has no `_r_debug` symbol: then every call
+ * stops the process.
+ */
+SEC("uprobe")
+int discover_dl_debug_state(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__s64 delta = (__s64)bpf_get_attach_cookie(ctx);
+	int state = -1;
+
+	if (tracked_state(id >> 32) != TRACK_PROCESS)
+		return 0;
+	if (delta &&
+	    !bpf_probe_read_user(&state, sizeof(state),
+				 (void *)(PT_REGS_IP(ctx) + delta + R_STATE_OFFSET)) &&
+	    state != RT_CONSISTENT)
+		return 0;
+	if (all_mappings_scanned())
+		return 0;
+	stop(id >> 32, (__u32)id, STOP_DL);
+	return 0;
+}

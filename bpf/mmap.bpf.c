@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: (MIT OR Apache-2.0)
+/*
+ * Raw mappings: mmap, munmap, mremap and brk made by tracked processes, from the raw syscall
+ * tracepoints (tp_btf sys_enter/sys_exit; fentry is refused here, KERNEL-FACTS.md). The entry
+ * keeps the arguments per thread, the exit reports the call only when it succeeded. These are
+ * every mapping the process makes itself, allocators' own arenas included; the report keeps
+ * them apart from the heap.
+ *
+ * The tracepoints fire for every syscall on the machine, so both programs look at the syscall
+ * number before anything else.
+ */
+#include "common.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+#if defined(__TARGET_ARCH_x86)
+#define NR_MMAP 9
+#define NR_MUNMAP 11
+#define NR_BRK 12
+#define NR_MREMAP 25
+#define SYSCALL_NR(regs) BPF_CORE_READ(regs, orig_ax)
+#elif defined(__TARGET_ARCH_arm64) || defined(__TARGET_ARCH_riscv)
+#define NR_MMAP 222
+#define NR_MUNMAP 215
+#define NR_BRK 214
+#define NR_MREMAP 216
+#define SYSCALL_NR(regs) BPF_CORE_READ((struct user_pt_regs *)(regs), regs[8])
+#else
+#error "mmap.bpf.c: syscall numbers of this architecture are not known"
+#endif
+
+/* The arguments of a mapping call in progress. */
+struct map_call {
+	__u64 a1, a2, a3, a4; /* the syscall's first four arguments */
+	__u64 old_brk;        /* brk: the break before the call */
+	__u32 nr;
+	__u32 _pad;
+};
+
+/* tid -> the mapping call it is in. LRU: a thread killed inside a call leaves no entry for
+ * good. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, MAX_TRACKED);
+	__type(key, __u32);
+	__type(value, struct map_call);
+} map_calls SEC(".maps");
+
+static __always_inline int is_mapping_call(long nr)
+{
+	return nr == NR_MMAP || nr == NR_MUNMAP || nr == NR_BRK || nr == NR_MREMAP;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(mmap_sys_enter, struct pt_regs *regs, long id)
+{
+	__u64 pid_tgid;
+	__u32 tid;
+	struct map_call call = {};
+
+	if (!is_mapping_call(id))
+		return 0;
+	pid_tgid = bpf_get_current_pid_tgid();
+	if (tracked_state(pid_tgid >> 32) != TRACK_PROCESS)
+		return 0;
+	tid = (__u32)pid_tgid;
+	call.nr = id;
+	call.a1 = PT_REGS_PARM1_CORE_SYSCALL(regs);
+	call.a2 = PT_REGS_PARM2_CORE_SYSCALL(regs);
+	call.a3 = PT_REGS_PARM3_CORE_SYSCALL(regs);
+	call.a4 = PT_REGS_PARM4_CORE_SYSCALL(regs);
+	if (id == NR_BRK)
+		call.old_brk = BPF_CORE_READ(bpf_get_current_task_btf(), mm, brk);
+	bpf_map_update_elem(&map_calls, &tid, &call, BPF_ANY);
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(mmap_sys_exit, struct pt_regs *regs, long ret)
+{
+	long nr = SYSCALL_NR(regs);
+	__u64 pid_tgid;
+	__u32 tid, kind;
+	struct map_call *call;
+	struct map_event *e;
+
+	if (!is_mapping_call(nr))
+		return 0;
+	pid_tgid = bpf_get_current_pid_tgid();
+	tid = (__u32)pid_tgid;
+	call = bpf_map_lookup_elem(&map_calls, &tid);
+	if (!call)
+		return 0;
+	if (call->nr != nr) {
+		bpf_map_delete_elem(&map_calls, &tid);
+		return 0;
+	}
+	switch (nr) {
+	case NR_MMAP:
+	case NR_MREMAP:
+		kind = nr == NR_MMAP ? EV_MMAP : EV_MREMAP;
+		if (ret < 0 && ret >= -4095)
+			goto done; /* an error number */
+		break;
+	case NR_MUNMAP:
+		kind = EV_MUNMAP;
+		if (ret != 0)
+			goto done;
+		break;
+	default:
+		/* brk returns the new break, or the old one when it could not move it. */
+		kind = EV_BRK;
+		if ((__u64)ret == call->old_brk)
+			goto done;
+		break;
+	}
+	e = reserve(sizeof(*e), LOST_RING_MAP);
+	if (!e)
+		goto done;
+	fill_header(&e->h, kind, pid_tgid >> 32, tid);
+	e->prot = 0;
+	e->flags = 0;
+	e->old_addr = 0;
+	e->old_len = 0;
+	switch (kind) {
+	case EV_MMAP:
+		e->addr = ret;
+		e->len = call->a2;
+		e->prot = call->a3;
+		e->flags = call->a4;
+		break;
+	case EV_MUNMAP:
+		e->addr = call->a1;
+		e->len = call->a2;
+		break;
+	case EV_MREMAP:
+		e->addr = ret;
+		e->len = call->a3;
+		e->old_addr = call->a1;
+		e->old_len = call->a2;
+		e->flags = call->a4;
+		break;
+	default:
+		e->addr = ret;
+		e->len = 0;
+		e->old_addr = call->old_brk;
+		break;
+	}
+	submit(e);
+done:
+	bpf_map_delete_elem(&map_calls, &tid);
+	return 0;
+}

@@ -1,0 +1,422 @@
+//! Discovery: find the allocators of every executable file a tracked process maps, probe each
+//! file once, and let the process go on.
+//!
+//! The kernel side (bpf/discover.bpf.c) stops a tracked process with SIGSTOP when it executes a
+//! file not scanned yet, and when the dynamic loader has mapped the libraries of its start-up or
+//! of a dlopen (`_dl_debug_state` with RT_CONSISTENT), and hands us a stop record. The drain loop
+//! passes each to [`Discovery::handle_stop`], which reads `/proc/PID/maps`, scans every
+//! executable file mapping it has not seen (by device and inode), plans its probes from the
+//! catalogue, attaches them, and sends SIGCONT. Nothing of a new file has run before its probes
+//! are in place: the first allocation after dlopen returns, and the first of a statically linked
+//! program, are recorded.
+//!
+//! Files are read and attached through `/proc/PID/map_files/`, which names exactly the mapped
+//! file (also when it was deleted or replaced since). A uprobe belongs to the file's inode, so
+//! one attach covers every process that maps it, before or after.
+//!
+//! A stopped process must never be left stopped: every path through `handle_stop` ends with
+//! SIGCONT, and a failure to scan or attach a file is logged and recorded in the file's coverage
+//! record (0 probes), never returned.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Instant;
+
+use crate::format::{Event, EventKind};
+use crate::record::attach;
+use crate::record::catalogue;
+use crate::record::decode::Stop;
+use crate::record::symbols::ElfSymbols;
+use crate::sys::bpf::{BpfError, Link, LoadedObject, MapFd};
+use crate::sys::process;
+
+/// The BPF program at the dynamic loader's `_dl_debug_state` (bpf/discover.bpf.c).
+pub const DL_DEBUG_STATE: &str = "discover_dl_debug_state";
+/// The BPF program at exec (bpf/discover.bpf.c).
+pub const DISCOVER_EXEC: &str = "discover_exec";
+
+/// Values of the `scanned` map (bpf/discover.bpf.c): the file is probed; its coverage record
+/// is written too.
+const SCANNED: u8 = 1;
+const REPORTED: u8 = 2;
+
+/// A file as the kernel names it: device (major << 20 | minor, the kernel's encoding, which
+/// bpf/discover.bpf.c reads from the inode) and inode number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FileKey {
+    /// The device, kernel encoding.
+    pub dev: u32,
+    /// The inode number.
+    pub ino: u64,
+}
+
+impl FileKey {
+    /// The key of the `scanned` map: `struct file_key { u64 ino; u32 dev; u32 pad; }`.
+    fn bytes(self) -> [u8; 16] {
+        let mut b = [0u8; 16];
+        b[..8].copy_from_slice(&self.ino.to_ne_bytes());
+        b[8..12].copy_from_slice(&self.dev.to_ne_bytes());
+        b
+    }
+}
+
+/// One executable mapping of `/proc/PID/maps`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExecMapping {
+    /// Start address.
+    pub start: u64,
+    /// End address (exclusive).
+    pub end: u64,
+    /// The file.
+    pub key: FileKey,
+    /// Its path as the kernel shows it, without a " (deleted)" mark.
+    pub path: String,
+}
+
+/// The executable file mappings of a `/proc/PID/maps` text.
+pub fn exec_mappings(maps: &str) -> Vec<ExecMapping> {
+    let mut out = Vec::new();
+    for line in maps.lines() {
+        let mut fields = line.splitn(6, ' ');
+        let (Some(range), Some(perms), Some(_offset), Some(dev), Some(ino)) = (
+            fields.next(),
+            fields.next(),
+            fields.next(),
+            fields.next(),
+            fields.next(),
+        ) else {
+            continue;
+        };
+        let path = fields.next().unwrap_or("").trim_start();
+        if perms.as_bytes().get(2) != Some(&b'x') || path.is_empty() {
+            continue;
+        }
+        let Ok(ino) = ino.parse::<u64>() else {
+            continue;
+        };
+        let (Some((start, end)), Some((major, minor))) =
+            (range.split_once('-'), dev.split_once(':'))
+        else {
+            continue;
+        };
+        let hex = |s: &str| u64::from_str_radix(s, 16).ok();
+        let (Some(start), Some(end), Some(major), Some(minor)) =
+            (hex(start), hex(end), hex(major), hex(minor))
+        else {
+            continue;
+        };
+        if ino == 0 {
+            continue; // [vdso], anonymous code
+        }
+        out.push(ExecMapping {
+            start,
+            end,
+            key: FileKey {
+                dev: ((major as u32) << 20) | (minor as u32 & 0xfffff),
+                ino,
+            },
+            path: path.strip_suffix(" (deleted)").unwrap_or(path).to_string(),
+        });
+    }
+    out
+}
+
+/// What became of one file.
+#[derive(Debug)]
+struct Probed {
+    path: String,
+    allocator: String,
+    probes: u32,
+    /// Whether its coverage record was written (when a tracked process was first seen with it).
+    reported: bool,
+}
+
+/// How long tracked processes stood stopped for discovery.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StopStats {
+    /// Stops handled.
+    pub stops: u64,
+    /// Sum of the times from the stop (BPF timestamp) to SIGCONT, ns.
+    pub total_ns: u64,
+    /// The longest of them, ns.
+    pub max_ns: u64,
+}
+
+/// The registry of probed files and the means to probe more.
+pub struct Discovery<'obj> {
+    alloc: &'obj LoadedObject,
+    classic: bool,
+    discover: &'obj LoadedObject,
+    scanned: MapFd<'obj>,
+    files: HashMap<FileKey, Probed>,
+    links: Vec<Link<'obj>>,
+    stats: StopStats,
+}
+
+impl<'obj> Discovery<'obj> {
+    /// A registry that attaches allocator sites with `alloc`'s programs (`classic`: one perf
+    /// uprobe per site, for kernels without uprobe_multi) and the loader hook with `discover`'s.
+    pub fn new(
+        alloc: &'obj LoadedObject,
+        classic: bool,
+        discover: &'obj LoadedObject,
+    ) -> Result<Discovery<'obj>, BpfError> {
+        Ok(Discovery {
+            alloc,
+            classic,
+            discover,
+            scanned: MapFd::of(discover, "scanned")?,
+            files: HashMap::new(),
+            links: Vec::new(),
+            stats: StopStats::default(),
+        })
+    }
+
+    /// Probe the file at `path` before any tracked process maps it (the system's C library and
+    /// dynamic loader, which nearly every process maps). Returns the probes attached.
+    pub fn probe_path(&mut self, path: &Path) -> Result<u32, BpfError> {
+        let meta = std::fs::metadata(path)
+            .map_err(|e| BpfError::io(format!("stat {}", path.display()), e))?;
+        let key = key_of(&meta);
+        if let Some(p) = self.files.get(&key) {
+            return Ok(p.probes);
+        }
+        let shown = path.display().to_string();
+        self.probe(key, path, &shown).map(|p| p.probes)
+    }
+
+    /// A tracked process stopped: scan what it maps, probe the new files, continue it. Coverage
+    /// records of files this run had not reported yet go to `out`.
+    pub fn handle_stop(&mut self, stop: Stop, out: &mut Vec<Event>) {
+        let pid = stop.pid;
+        match std::fs::read_to_string(format!("/proc/{pid}/maps")) {
+            Ok(maps) => {
+                for m in exec_mappings(&maps) {
+                    self.note_mapping(pid, &m, out);
+                }
+            }
+            // The process was killed while stopped: nothing to scan, nobody to continue.
+            Err(e) => log::debug!("cannot read the mappings of pid {pid}: {e}"),
+        }
+        process::kill(pid as i32, libc::SIGCONT);
+        let waited = process::monotonic_ns().saturating_sub(stop.ts_ns);
+        self.stats.stops += 1;
+        self.stats.total_ns += waited;
+        self.stats.max_ns = self.stats.max_ns.max(waited);
+        log::trace!(
+            "pid {pid} stopped at {} for {} µs",
+            if stop.at_exec { "exec" } else { "dl" },
+            waited / 1000
+        );
+    }
+
+    /// Scan and probe `m` if it is new; report its coverage if not reported yet.
+    fn note_mapping(&mut self, pid: u32, m: &ExecMapping, out: &mut Vec<Event>) {
+        if !self.files.contains_key(&m.key) {
+            let through = format!("/proc/{pid}/map_files/{:x}-{:x}", m.start, m.end);
+            let started = Instant::now();
+            if let Err(e) = self.probe(m.key, Path::new(&through), &m.path) {
+                log::warn!("{}: {e}; its allocations will not be recorded", m.path);
+            }
+            log::debug!("scanned {} in {} µs", m.path, started.elapsed().as_micros());
+        }
+        let Some(p) = self.files.get_mut(&m.key) else {
+            return;
+        };
+        if !p.reported {
+            p.reported = true;
+            // The kernel side may now let processes that map only such files go unstopped.
+            if let Err(e) = self.scanned.update_bytes(&m.key.bytes(), &[REPORTED]) {
+                log::debug!("{e}");
+            }
+            out.push(Event {
+                ts_ns: process::monotonic_ns(),
+                pid,
+                tid: 0,
+                kind: EventKind::Coverage {
+                    path: p.path.clone(),
+                    allocator: p.allocator.clone(),
+                    probes: p.probes,
+                },
+            });
+        }
+    }
+
+    /// Scan the file `key` through `path` and attach its sites. The file is registered whatever
+    /// happens, so it is never scanned twice.
+    fn probe(&mut self, key: FileKey, path: &Path, shown: &str) -> Result<&Probed, BpfError> {
+        let mut entry = Probed {
+            path: shown.to_string(),
+            allocator: "none".to_string(),
+            probes: 0,
+            reported: false,
+        };
+        let result = self.scan_and_attach(path, &mut entry);
+        if let Err(e) = self.scanned.update_bytes(&key.bytes(), &[SCANNED]) {
+            log::debug!("{e}");
+        }
+        let probed = self.files.entry(key).or_insert(entry);
+        result.map(|()| &*probed)
+    }
+
+    fn scan_and_attach(&mut self, path: &Path, entry: &mut Probed) -> Result<(), BpfError> {
+        let symbols = match ElfSymbols::read_only(path, catalogue::wants) {
+            Ok(s) => s,
+            Err(e) => {
+                // Not an ELF file (a JIT's memfd, say): nothing to probe.
+                log::debug!("{}: {e}", entry.path);
+                return Ok(());
+            }
+        };
+        let plan = catalogue::plan(&symbols);
+        entry.allocator = plan.allocator;
+        if let Some(hook) = symbols.get("_dl_debug_state") {
+            // The dynamic loader: stop its processes once each set of libraries is mapped.
+            let delta = symbols
+                .object("_r_debug")
+                .map_or(0, |r| r.wrapping_sub(hook.vaddr));
+            let link = self.discover.attach_uprobe(
+                DL_DEBUG_STATE,
+                false,
+                -1,
+                &path.to_string_lossy(),
+                hook.offset,
+                delta,
+            )?;
+            self.links.push(link);
+        }
+        if plan.sites.probes() == 0 {
+            return Ok(());
+        }
+        let links = attach::attach(self.alloc, path, &plan.sites, self.classic)?;
+        self.links.extend(links);
+        entry.probes = plan.sites.probes() as u32;
+        log::debug!(
+            "{}: {} probes on {}",
+            entry.path,
+            entry.probes,
+            plan.sites.functions.join(", ")
+        );
+        Ok(())
+    }
+
+    /// How long processes stood stopped.
+    pub fn stop_stats(&self) -> StopStats {
+        self.stats
+    }
+
+    /// One line on what was found where, for the end of `record`: each file with an allocator
+    /// that a tracked process mapped, and how many mapped files had none.
+    pub fn summary(&self) -> String {
+        let mut found: Vec<&Probed> = self
+            .files
+            .values()
+            .filter(|p| p.reported && p.allocator != "none")
+            .collect();
+        found.sort_by(|a, b| a.path.cmp(&b.path));
+        let without = self
+            .files
+            .values()
+            .filter(|p| p.reported && p.allocator == "none")
+            .count();
+        let mut line = String::from("allocators: ");
+        let plural = |n: usize| if n == 1 { "" } else { "s" };
+        if found.is_empty() {
+            line.push_str(&format!(
+                "none found in {without} executable file{}",
+                plural(without)
+            ));
+        } else {
+            let listed: Vec<String> = found
+                .iter()
+                .map(|p| {
+                    let name = Path::new(&p.path)
+                        .file_name()
+                        .map_or(p.path.clone(), |n| n.to_string_lossy().into_owned());
+                    format!("{} in {name} ({} probes)", p.allocator, p.probes)
+                })
+                .collect();
+            line.push_str(&listed.join(", "));
+            if without > 0 {
+                line.push_str(&format!(
+                    "; {without} other executable file{} without one",
+                    plural(without)
+                ));
+            }
+        }
+        if self.stats.stops > 0 {
+            line.push_str(&format!(
+                "; {} discovery stop{}, {} µs on average",
+                self.stats.stops,
+                if self.stats.stops == 1 { "" } else { "s" },
+                self.stats.total_ns / self.stats.stops / 1000
+            ));
+        }
+        line
+    }
+}
+
+/// The kernel's key for the file `meta` describes.
+fn key_of(meta: &std::fs::Metadata) -> FileKey {
+    use std::os::unix::fs::MetadataExt;
+    let dev = meta.dev();
+    // st_dev is the C library's encoding; the kernel's is major << 20 | minor.
+    let major = ((dev >> 32) & 0xffff_f000) | ((dev >> 8) & 0xfff);
+    let minor = ((dev >> 12) & 0xffff_ff00) | (dev & 0xff);
+    FileKey {
+        dev: ((major as u32) << 20) | (minor as u32 & 0xfffff),
+        ino: meta.ino(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MAPS: &str = "\
+55d0c8a00000-55d0c8a02000 r--p 00000000 08:01 1234       /usr/bin/cat
+55d0c8a02000-55d0c8a07000 r-xp 00002000 08:01 1234       /usr/bin/cat
+7f1e2c000000-7f1e2c021000 rw-p 00000000 00:00 0 
+7f1e2c400000-7f1e2c555000 r-xp 00028000 fe:1a 99         /usr/lib/libc.so.6
+7f1e2c600000-7f1e2c601000 r-xp 00000000 00:05 4242       /memfd:jit (deleted)
+7ffd5a7f0000-7ffd5a7f2000 r-xp 00000000 00:00 0          [vdso]
+";
+
+    #[test]
+    fn keeps_executable_file_mappings_only() {
+        let m = exec_mappings(MAPS);
+        assert_eq!(m.len(), 3, "{m:?}");
+        assert_eq!(m[0].path, "/usr/bin/cat");
+        assert_eq!((m[0].start, m[0].end), (0x55d0c8a02000, 0x55d0c8a07000));
+        assert_eq!(
+            m[0].key,
+            FileKey {
+                dev: 8 << 20 | 1,
+                ino: 1234
+            }
+        );
+        assert_eq!(m[1].key.dev, 0xfe << 20 | 0x1a);
+        assert_eq!(m[2].path, "/memfd:jit", "the deleted mark is dropped");
+    }
+
+    #[test]
+    fn odd_lines_are_skipped_not_fatal() {
+        assert!(exec_mappings("garbage\n\n1-2 r-xp 0 zz:01 5 /x\n").is_empty());
+    }
+
+    #[test]
+    fn file_key_of_a_real_file_matches_its_maps_line() {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let exe = std::fs::read_link("/proc/self/exe").unwrap();
+        let meta = std::fs::metadata(&exe).unwrap();
+        let mine = exec_mappings(&maps)
+            .into_iter()
+            .find(|m| Path::new(&m.path) == exe)
+            .expect("the test binary is mapped executable");
+        assert_eq!(key_of(&meta), mine.key);
+        assert_eq!(
+            FileKey { dev: 1, ino: 2 }.bytes()[..9],
+            [2, 0, 0, 0, 0, 0, 0, 0, 1]
+        );
+    }
+}

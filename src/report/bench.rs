@@ -1,0 +1,735 @@
+//! Benchmark scoping, part of the accounting pass: whether the harness is measuring, which
+//! benchmark is current and in which pid, and each benchmark's own counters.
+//!
+//! Flow: `accounting` hands every `Control` event to [`Benchmarks::control`]; for each
+//! allocator event it asks [`Benchmarks::window`] which benchmark (if any) is being measured,
+//! checks that the event's process descends from the benchmark's pid, and then counts the event
+//! in that benchmark's [`Bench`] as well as in the process. At the end, [`Benchmarks::metrics`]
+//! turns them into `metrics::BenchmarkMetrics`.
+//!
+//! The rules (also in docs/report-schema.md, "Benchmarks"):
+//! - a benchmark is a URI; `bench URI PID` makes it current, in PID and its descendants through
+//!   recorded forks (forks are recorded while paused too, so a child forked before `start` still
+//!   counts). PID 0 means every process;
+//! - a window is a stretch of the stream where measuring is on (between `start` and `stop`) and
+//!   the benchmark is current: `bench` while measuring ends the previous benchmark's window and
+//!   opens one for the new one; a window still open at the end ends with the recording;
+//! - a block allocated inside a window belongs to that benchmark until a recorded free releases
+//!   it (whenever that free comes); a free inside a window of a block the benchmark does not own
+//!   is one of its `unknown_frees`;
+//! - frees are only recorded while measuring, so a benchmark's `leaked` blocks are those no
+//!   recorded free released: still live when their process exited, or at the end of the
+//!   recording. In other words, live at the end of the benchmark's windows.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::format::{ControlCommand, MarkerKind};
+
+use super::accounting::{HeapCounters, Peak, NONE};
+use super::metrics::{BenchmarkMetrics, MarkerCounts, Metrics};
+use super::resident::{ResidentSum, MEMBERS};
+
+/// One benchmark's counters.
+#[derive(Debug, Default)]
+pub(super) struct Bench {
+    uri: String,
+    pids: Vec<u32>,
+    windows: u64,
+    measured_ns: u64,
+    markers: MarkerCounts,
+    /// Heap counters inside its windows; `live_bytes` and the peak are those of its own blocks.
+    pub(super) heap: HeapCounters,
+    /// Process indexes whose allocator events were counted.
+    counted: HashSet<usize>,
+    /// Its pid tree's resident sums, followed while a window is open; `None` until resident
+    /// memory was seen inside a window.
+    resident: Option<ResidentSum>,
+}
+
+impl Bench {
+    /// Its blocks grew by `bytes` at `ts`.
+    pub(super) fn grow(&mut self, bytes: u64, ts: u64) {
+        self.heap.grow_live(bytes, ts);
+    }
+
+    /// One of its blocks of `bytes` left the live heap.
+    pub(super) fn shrink(&mut self, bytes: u64) {
+        self.heap.live_bytes = self.heap.live_bytes.saturating_sub(bytes);
+    }
+
+    /// Its pid tree's resident sums are `live` (pages, per member and total) at `ts`.
+    pub(super) fn follow_resident(&mut self, live: &[u64; MEMBERS + 1], ts: u64) {
+        self.resident
+            .get_or_insert_with(ResidentSum::default)
+            .follow(live, ts);
+    }
+}
+
+/// The scoping state of the stream and every benchmark seen so far.
+#[derive(Debug)]
+pub(super) struct Benchmarks {
+    list: Vec<Bench>,
+    by_uri: HashMap<String, usize>,
+    /// Whether the harness is measuring (the gate is open).
+    measuring: bool,
+    /// Index of the current benchmark, [`NONE`] before the first `bench`.
+    current: usize,
+    /// The pid the current benchmark runs in (0: every process).
+    pub(super) root_pid: u32,
+    /// The process index of `root_pid`, [`NONE`] until it is known.
+    pub(super) root: usize,
+    /// When the open window started, if one is open.
+    window_start_ns: Option<u64>,
+    /// The (benchmark, process) last passed to `count_process`: consecutive events mostly
+    /// share them.
+    last_counted: (usize, usize),
+}
+
+impl Benchmarks {
+    /// No benchmark yet; `measuring` is the gate at the start of the recording.
+    pub(super) fn new(measuring: bool) -> Benchmarks {
+        Benchmarks {
+            list: Vec::new(),
+            by_uri: HashMap::new(),
+            measuring,
+            current: NONE,
+            root_pid: 0,
+            root: NONE,
+            window_start_ns: None,
+            last_counted: (NONE, NONE),
+        }
+    }
+
+    /// Notes that process `i` had an event counted in benchmark `b`.
+    #[inline]
+    pub(super) fn count_process(&mut self, b: usize, i: usize) {
+        if self.last_counted != (b, i) {
+            self.last_counted = (b, i);
+            self.list[b].counted.insert(i);
+        }
+    }
+
+    /// The benchmark whose window is open, if one is.
+    #[inline]
+    pub(super) fn window(&self) -> Option<usize> {
+        self.window_start_ns.map(|_| self.current)
+    }
+
+    /// Benchmark `b`.
+    pub(super) fn get(&mut self, b: usize) -> &mut Bench {
+        &mut self.list[b]
+    }
+
+    /// Applies a control command seen at `ts`. `alive` gives the process index of a live pid
+    /// ([`NONE`] if there is none). Returns whether a window opened, so the caller can take
+    /// the benchmark's resident memory at its start.
+    pub(super) fn control(
+        &mut self,
+        command: &ControlCommand,
+        ts: u64,
+        alive: impl FnOnce(u32) -> usize,
+    ) -> bool {
+        match command {
+            ControlCommand::Start => {
+                if self.measuring {
+                    return false;
+                }
+                self.measuring = true;
+                self.open_window(ts)
+            }
+            ControlCommand::Stop => {
+                self.close_window(ts);
+                self.measuring = false;
+                false
+            }
+            ControlCommand::Bench { uri, pid } => {
+                self.close_window(ts);
+                let b = match self.by_uri.get(uri) {
+                    Some(&b) => b,
+                    None => {
+                        self.list.push(Bench {
+                            uri: uri.clone(),
+                            ..Bench::default()
+                        });
+                        self.by_uri.insert(uri.clone(), self.list.len() - 1);
+                        self.list.len() - 1
+                    }
+                };
+                let bench = &mut self.list[b];
+                if !bench.pids.contains(pid) {
+                    bench.pids.push(*pid);
+                }
+                self.current = b;
+                self.root_pid = *pid;
+                self.root = if *pid == 0 { NONE } else { alive(*pid) };
+                self.measuring && self.open_window(ts)
+            }
+            ControlCommand::Marker { kind } => {
+                if let Some(bench) = self.list.get_mut(self.current) {
+                    let m = &mut bench.markers;
+                    let n = match kind {
+                        MarkerKind::SampleStart => &mut m.sample_start,
+                        MarkerKind::SampleEnd => &mut m.sample_end,
+                        MarkerKind::RoundStart => &mut m.round_start,
+                        MarkerKind::RoundEnd => &mut m.round_end,
+                    };
+                    *n = n.saturating_add(1);
+                }
+                false
+            }
+        }
+    }
+
+    /// Opens a window for the current benchmark at `ts`, if there is one.
+    fn open_window(&mut self, ts: u64) -> bool {
+        let Some(bench) = self.list.get_mut(self.current) else {
+            return false;
+        };
+        bench.windows += 1;
+        self.window_start_ns = Some(ts);
+        true
+    }
+
+    /// Closes the open window, if any, at `ts`.
+    fn close_window(&mut self, ts: u64) {
+        if let Some(start) = self.window_start_ns.take() {
+            let bench = &mut self.list[self.current];
+            bench.measured_ns = bench.measured_ns.saturating_add(ts.saturating_sub(start));
+        }
+    }
+
+    /// Ends the pass at `end_ns`: a window still open (no `stop` ever came) ends there.
+    pub(super) fn finish(&mut self, end_ns: u64) {
+        self.close_window(end_ns);
+    }
+
+    /// The metrics of every benchmark, in the order they were first named.
+    pub(super) fn metrics(&self, page_bytes: u64, start_ns: u64) -> Vec<BenchmarkMetrics> {
+        self.list
+            .iter()
+            .map(|b| {
+                let peak = Peak {
+                    value: b.heap.peak_bytes,
+                    at_ns: b.heap.peak_ns,
+                };
+                BenchmarkMetrics {
+                    uri: b.uri.clone(),
+                    pids: b.pids.clone(),
+                    windows: b.windows,
+                    measured_ns: b.measured_ns,
+                    markers: b.markers,
+                    metrics: Metrics {
+                        processes: b.counted.len() as u64,
+                        heap: b.heap.to_metrics(peak, start_ns),
+                        resident: b
+                            .resident
+                            .as_ref()
+                            .map(|r| r.metrics(&[0; MEMBERS], page_bytes, start_ns)),
+                        // Raw mappings are not scoped to benchmarks (yet).
+                        mapped: None,
+                    },
+                }
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bench(uri: &str, pid: u32) -> ControlCommand {
+        ControlCommand::Bench {
+            uri: uri.into(),
+            pid,
+        }
+    }
+
+    fn apply(b: &mut Benchmarks, command: ControlCommand, ts: u64) -> bool {
+        b.control(&command, ts, |_| NONE)
+    }
+
+    #[test]
+    fn no_window_before_a_bench() {
+        let mut b = Benchmarks::new(false);
+        assert!(!apply(&mut b, ControlCommand::Start, 1));
+        assert_eq!(b.window(), None);
+        assert!(apply(&mut b, bench("a", 5), 2));
+        assert_eq!(b.window(), Some(0));
+    }
+
+    #[test]
+    fn start_stop_opens_and_closes() {
+        let mut b = Benchmarks::new(false);
+        apply(&mut b, bench("a", 5), 1);
+        assert_eq!(b.window(), None);
+        assert!(apply(&mut b, ControlCommand::Start, 10));
+        assert!(!apply(&mut b, ControlCommand::Start, 15));
+        apply(&mut b, ControlCommand::Stop, 30);
+        apply(&mut b, ControlCommand::Stop, 40);
+        assert_eq!(b.window(), None);
+        let m = b.metrics(4096, 0);
+        assert_eq!((m[0].windows, m[0].measured_ns), (1, 20));
+    }
+
+    #[test]
+    fn bench_while_measuring_switches_windows() {
+        let mut b = Benchmarks::new(true);
+        apply(&mut b, bench("a", 5), 10);
+        apply(&mut b, bench("b", 6), 25);
+        assert_eq!(b.window(), Some(1));
+        apply(&mut b, bench("a", 7), 30);
+        b.finish(100);
+        let m = b.metrics(4096, 0);
+        assert_eq!(m.len(), 2);
+        assert_eq!((m[0].windows, m[0].measured_ns), (2, 15 + 70));
+        assert_eq!(m[0].pids, vec![5, 7]);
+        assert_eq!((m[1].windows, m[1].measured_ns), (1, 5));
+        assert_eq!(b.root_pid, 7);
+    }
+
+    #[test]
+    fn open_window_ends_with_the_recording() {
+        let mut b = Benchmarks::new(false);
+        apply(&mut b, bench("a", 5), 10);
+        apply(&mut b, ControlCommand::Start, 20);
+        b.finish(50);
+        assert_eq!(b.metrics(4096, 0)[0].measured_ns, 30);
+    }
+
+    #[test]
+    fn markers_count_for_the_current_benchmark() {
+        let mut b = Benchmarks::new(false);
+        let marker = |kind| ControlCommand::Marker { kind };
+        apply(&mut b, marker(MarkerKind::RoundStart), 1);
+        apply(&mut b, bench("a", 5), 2);
+        apply(&mut b, marker(MarkerKind::SampleStart), 3);
+        apply(&mut b, marker(MarkerKind::SampleEnd), 4);
+        apply(&mut b, marker(MarkerKind::SampleStart), 5);
+        apply(&mut b, marker(MarkerKind::RoundEnd), 6);
+        let m = b.metrics(4096, 0)[0].markers;
+        assert_eq!(
+            m,
+            MarkerCounts {
+                sample_start: 2,
+                sample_end: 1,
+                round_start: 0,
+                round_end: 1,
+            }
+        );
+    }
+
+    #[test]
+    fn root_is_resolved_at_the_bench_command() {
+        let mut b = Benchmarks::new(false);
+        b.control(&bench("a", 5), 1, |pid| pid as usize * 10);
+        assert_eq!((b.root_pid, b.root), (5, 50));
+        b.control(&bench("all", 0), 2, |_| panic!("pid 0 names no process"));
+        assert_eq!((b.root_pid, b.root), (0, NONE));
+    }
+}
+
+/// The rules on synthetic streams through the whole accounting pass.
+#[cfg(test)]
+mod stream_tests {
+    use crate::format::{EventKind, Header, MarkerKind, RssMember, FEATURE_CONTROL};
+    use crate::report::accounting::analyze;
+    use crate::report::metrics::{BenchmarkMetrics, Blocks, Report};
+    use crate::report::synthetic::*;
+
+    /// A header of a `record --control` recording: measuring starts paused.
+    fn paused() -> Header {
+        Header {
+            features: vec!["alloc".into(), FEATURE_CONTROL.into()],
+            ..header()
+        }
+    }
+
+    fn report(events: Vec<crate::format::Event>) -> Report {
+        analyze(&paused(), events, None)
+    }
+
+    fn bench_of<'a>(r: &'a Report, uri: &str) -> &'a BenchmarkMetrics {
+        r.benchmarks
+            .iter()
+            .find(|b| b.uri == uri)
+            .unwrap_or_else(|| panic!("no benchmark {uri} in {:?}", r.benchmarks))
+    }
+
+    /// (allocs, bytes_allocated, frees, bytes_freed) of benchmark `uri`.
+    fn counts(r: &Report, uri: &str) -> (u64, u64, u64, u64) {
+        let h = &bench_of(r, uri).metrics.heap;
+        (h.allocs, h.bytes_allocated, h.frees, h.bytes_freed)
+    }
+
+    #[test]
+    fn only_allocations_inside_the_window_count() {
+        let r = report(vec![
+            bench(0, "a", 1),
+            at(1, 1, 1, malloc(0x10, 5)),
+            start(2),
+            at(3, 1, 1, malloc(0x20, 100)),
+            at(4, 1, 1, malloc(0x30, 10)),
+            at(5, 1, 1, free(0x30)),
+            stop(6),
+            at(7, 1, 1, malloc(0x40, 7)),
+        ]);
+        assert_eq!(counts(&r, "a"), (2, 110, 1, 10));
+        let b = bench_of(&r, "a");
+        assert_eq!((b.windows, b.measured_ns, b.pids.clone()), (1, 4, vec![1]));
+        assert_eq!(b.metrics.processes, 1);
+        // The run and the process still count everything in the file.
+        assert_eq!(r.totals.heap.allocs, 4);
+    }
+
+    #[test]
+    fn processes_outside_the_pid_tree_are_excluded_while_measuring() {
+        // Root 1 forks the benchmark process 2 and a noise process 3, its sibling.
+        let r = report(vec![
+            at(0, 1, 1, fork(2)),
+            at(1, 1, 1, fork(3)),
+            bench(2, "a", 2),
+            start(3),
+            at(4, 2, 2, malloc(0x10, 100)),
+            at(5, 3, 3, malloc(0x10, 13001)),
+            at(6, 1, 1, malloc(0x10, 13002)),
+            at(7, 3, 3, free(0x10)),
+            stop(8),
+        ]);
+        assert_eq!(counts(&r, "a"), (1, 100, 0, 0));
+        assert_eq!(bench_of(&r, "a").metrics.processes, 1);
+    }
+
+    #[test]
+    fn child_forked_while_paused_counts() {
+        let r = report(vec![
+            bench(0, "b", 2),
+            at(1, 2, 2, fork(3)),
+            at(2, 3, 3, fork(4)),
+            start(3),
+            at(4, 3, 3, malloc(0x10, 22001)),
+            at(5, 4, 4, malloc(0x10, 22002)),
+            stop(6),
+        ]);
+        assert_eq!(counts(&r, "b"), (2, 44003, 0, 0));
+        assert_eq!(bench_of(&r, "b").metrics.processes, 2);
+    }
+
+    #[test]
+    fn exec_in_a_child_counts_and_drops_its_blocks() {
+        let r = report(vec![
+            bench(0, "c", 2),
+            start(1),
+            at(2, 2, 2, fork(3)),
+            at(3, 3, 3, malloc(0x10, 40)),
+            at(4, 3, 3, exec("/bin/worker")),
+            at(5, 3, 3, malloc(0x10, 23001)),
+            at(6, 3, 3, exit(0)),
+            stop(7),
+        ]);
+        assert_eq!(counts(&r, "c"), (2, 23041, 0, 0));
+        let h = &bench_of(&r, "c").metrics.heap;
+        assert_eq!(
+            h.dropped_at_exec,
+            Blocks {
+                blocks: 1,
+                bytes: 40
+            }
+        );
+        assert_eq!(
+            h.leaked,
+            Blocks {
+                blocks: 1,
+                bytes: 23001
+            }
+        );
+    }
+
+    #[test]
+    fn leaked_is_live_at_the_end_of_the_windows() {
+        let r = report(vec![
+            bench(0, "a", 1),
+            start(1),
+            at(2, 1, 1, malloc(0x10, 100)),
+            at(3, 1, 1, malloc(0x20, 200)),
+            at(4, 1, 1, malloc(0x30, 300)),
+            stop(5),
+            // Freed while paused: the recorder never sees it, so the report cannot either.
+            start(6),
+            at(7, 1, 1, free(0x20)), // a later window of the same benchmark frees it
+            stop(8),
+        ]);
+        let h = &bench_of(&r, "a").metrics.heap;
+        assert_eq!(
+            h.leaked,
+            Blocks {
+                blocks: 2,
+                bytes: 400
+            }
+        );
+        assert_eq!(h.live_at_end, Blocks::default());
+        assert_eq!((h.frees, h.bytes_freed), (1, 200));
+        assert_eq!(h.peak_live_bytes, 600);
+        assert_eq!(bench_of(&r, "a").windows, 2);
+    }
+
+    #[test]
+    fn leaks_at_exit_are_leaked_too() {
+        let r = report(vec![
+            bench(0, "a", 2),
+            at(1, 1, 1, fork(2)),
+            start(2),
+            at(3, 2, 2, malloc(0x10, 100)),
+            stop(4),
+            at(5, 2, 2, exit(0)),
+        ]);
+        let h = &bench_of(&r, "a").metrics.heap;
+        assert_eq!(
+            h.leaked,
+            Blocks {
+                blocks: 1,
+                bytes: 100
+            }
+        );
+    }
+
+    #[test]
+    fn freeing_older_blocks_inside_a_window_is_an_unknown_free() {
+        let r = analyze(
+            &header(), // measuring from the start: setup allocations are recorded
+            vec![
+                at(0, 1, 1, malloc(0x10, 64)),
+                stop(1),
+                bench(2, "a", 1),
+                start(3),
+                at(4, 1, 1, free(0x10)),
+                at(5, 1, 1, free(0x99)),
+                stop(6),
+            ],
+            None,
+        );
+        let h = &bench_of(&r, "a").metrics.heap;
+        assert_eq!((h.frees, h.unknown_frees), (0, 2));
+        assert_eq!(r.totals.heap.frees, 1);
+    }
+
+    #[test]
+    fn bench_while_measuring_splits_the_window() {
+        let r = report(vec![
+            at(0, 1, 1, fork(2)),
+            at(1, 1, 1, fork(3)),
+            start(2),
+            bench(3, "a", 2),
+            at(4, 2, 2, malloc(0x10, 10)),
+            at(5, 3, 3, malloc(0x10, 20)),
+            bench(6, "b", 3),
+            at(7, 2, 2, malloc(0x20, 30)),
+            at(8, 3, 3, malloc(0x20, 40)),
+            at(9, 3, 3, free(0x10)),
+            stop(10),
+        ]);
+        assert_eq!(counts(&r, "a"), (1, 10, 0, 0));
+        // b's free of a block it did not allocate is unknown to it.
+        assert_eq!(counts(&r, "b"), (1, 40, 0, 0));
+        assert_eq!(bench_of(&r, "b").metrics.heap.unknown_frees, 1);
+    }
+
+    #[test]
+    fn a_block_freed_in_another_benchmark_window_leaves_its_owner() {
+        let r = report(vec![
+            start(0),
+            bench(1, "a", 1),
+            at(2, 1, 1, malloc(0x10, 10)),
+            bench(3, "b", 1),
+            at(4, 1, 1, free(0x10)),
+            stop(5),
+        ]);
+        let a = &bench_of(&r, "a").metrics.heap;
+        assert_eq!((a.frees, a.leaked.blocks), (1, 0));
+        assert_eq!(bench_of(&r, "b").metrics.heap.unknown_frees, 0);
+    }
+
+    #[test]
+    fn pid_zero_means_every_process() {
+        let r = report(vec![
+            bench(0, "all", 0),
+            start(1),
+            at(2, 5, 5, malloc(0x10, 1)),
+            at(3, 6, 6, malloc(0x10, 2)),
+            stop(4),
+        ]);
+        assert_eq!(counts(&r, "all"), (2, 3, 0, 0));
+        assert_eq!(bench_of(&r, "all").metrics.heap.peak_live_bytes, 3);
+    }
+
+    #[test]
+    fn pid_named_before_its_first_event_is_found_later() {
+        let r = report(vec![
+            bench(0, "a", 7),
+            start(1),
+            at(2, 7, 7, malloc(0x10, 70)),
+            stop(3),
+        ]);
+        assert_eq!(counts(&r, "a"), (1, 70, 0, 0));
+    }
+
+    #[test]
+    fn a_reused_pid_is_not_the_benchmark() {
+        let r = report(vec![
+            at(0, 1, 1, fork(2)),
+            bench(1, "a", 2),
+            start(2),
+            at(3, 2, 2, malloc(0x10, 10)),
+            at(4, 2, 2, exit(0)),
+            at(5, 1, 1, fork(2)), // another process, same pid, not a descendant of the first
+            at(6, 2, 2, malloc(0x10, 20)),
+            stop(7),
+        ]);
+        assert_eq!(counts(&r, "a"), (1, 10, 0, 0));
+    }
+
+    #[test]
+    fn memtrack_ctl_clients_belong_to_no_benchmark() {
+        let ctl = EventKind::Exec {
+            filename: "/usr/local/bin/memtrack".into(),
+            argv: vec!["memtrack".into(), "ctl".into(), "stop".into()],
+        };
+        let r = report(vec![
+            bench(0, "a", 1),
+            start(1),
+            at(2, 1, 1, malloc(0x10, 10)),
+            at(3, 1, 1, fork(2)),
+            at(4, 2, 2, ctl),
+            at(5, 2, 2, malloc(0x10, 999)),
+            stop(6),
+            at(7, 2, 2, exit(0)),
+        ]);
+        assert_eq!(counts(&r, "a"), (1, 10, 0, 0));
+    }
+
+    #[test]
+    fn the_peak_is_of_the_tree_sum_inside_windows() {
+        let r = report(vec![
+            bench(0, "a", 1),
+            at(1, 1, 1, fork(2)),
+            start(2),
+            at(3, 1, 1, malloc(0x10, 50)),
+            at(4, 2, 2, malloc(0x10, 100)),
+            at(5, 1, 1, free(0x10)),
+            at(6, 2, 2, malloc(0x20, 30)),
+            stop(7),
+        ]);
+        let h = &bench_of(&r, "a").metrics.heap;
+        assert_eq!(h.peak_live_bytes, 150);
+        assert_eq!(h.peak_live_at_ns, Some(4));
+    }
+
+    #[test]
+    fn without_the_control_feature_measuring_starts_on() {
+        let r = analyze(
+            &header(),
+            vec![bench(0, "a", 1), at(1, 1, 1, malloc(0x10, 10)), stop(2)],
+            None,
+        );
+        assert_eq!(counts(&r, "a"), (1, 10, 0, 0));
+    }
+
+    #[test]
+    fn with_the_control_feature_measuring_starts_paused() {
+        let r = report(vec![bench(0, "a", 1), at(1, 1, 1, malloc(0x10, 10))]);
+        assert_eq!(counts(&r, "a"), (0, 0, 0, 0));
+        assert_eq!(bench_of(&r, "a").windows, 0);
+    }
+
+    #[test]
+    fn a_window_never_stopped_ends_with_the_recording() {
+        let r = report(vec![
+            bench(0, "a", 1),
+            start(10),
+            at(15, 1, 1, malloc(0x10, 10)),
+            at(40, 1, 1, exit(0)),
+        ]);
+        let b = bench_of(&r, "a");
+        assert_eq!((b.windows, b.measured_ns), (1, 30));
+        assert_eq!(b.metrics.heap.leaked.bytes, 10);
+    }
+
+    #[test]
+    fn realloc_moves_ownership() {
+        let r = report(vec![
+            bench(0, "a", 1),
+            start(1),
+            at(2, 1, 1, malloc(0x10, 10)),
+            at(3, 1, 1, realloc(0x10, 0x20, 30)),
+            stop(4),
+            start(5),
+            at(6, 1, 1, free(0x20)),
+            stop(7),
+        ]);
+        let h = &bench_of(&r, "a").metrics.heap;
+        assert_eq!((h.allocs, h.reallocs, h.realloc_moves), (2, 1, 1));
+        assert_eq!((h.frees, h.bytes_freed), (2, 40));
+        assert_eq!(h.leaked, Blocks::default());
+        assert_eq!(h.peak_live_bytes, 30);
+    }
+
+    #[test]
+    fn temporary_and_failed_allocations_count() {
+        let r = report(vec![
+            bench(0, "a", 1),
+            start(1),
+            at(2, 1, 1, malloc(0x10, 10)),
+            at(3, 1, 1, free(0x10)),
+            at(4, 1, 1, failed(1 << 40)),
+            stop(5),
+        ]);
+        let h = &bench_of(&r, "a").metrics.heap;
+        assert_eq!((h.temporary_allocs, h.failed_allocs), (1, 1));
+    }
+
+    #[test]
+    fn markers_and_order_of_benchmarks() {
+        let r = report(vec![
+            bench(0, "z", 1),
+            marker(1, MarkerKind::RoundStart),
+            bench(2, "a", 1),
+            marker(3, MarkerKind::SampleEnd),
+        ]);
+        let uris: Vec<&str> = r.benchmarks.iter().map(|b| b.uri.as_str()).collect();
+        assert_eq!(uris, ["z", "a"]);
+        assert_eq!(bench_of(&r, "z").markers.round_start, 1);
+        assert_eq!(bench_of(&r, "a").markers.sample_end, 1);
+    }
+
+    #[test]
+    fn resident_peak_of_the_pid_tree_inside_windows() {
+        let r = report(vec![
+            at(0, 1, 1, fork(2)),
+            at(1, 1, 1, fork(3)),
+            at(2, 2, 2, rss(RssMember::Anon, 10, 10, true)),
+            bench(3, "a", 2),
+            at(4, 2, 2, rss(RssMember::Anon, 20, 30, true)), // paused: not a peak of a
+            at(5, 2, 2, rss(RssMember::Anon, -25, 5, true)),
+            start(6),
+            at(7, 2, 2, rss(RssMember::Anon, 3, 8, true)),
+            at(8, 3, 3, rss(RssMember::Anon, 500, 500, true)), // noise
+            stop(9),
+            at(10, 2, 2, rss(RssMember::Anon, 100, 108, true)),
+        ]);
+        let res = bench_of(&r, "a").metrics.resident.as_ref().unwrap();
+        assert_eq!(res.peak_bytes, 8 * 4096);
+        assert_eq!(res.peak_at_ns, Some(7));
+    }
+
+    #[test]
+    fn no_resident_events_means_no_benchmark_resident() {
+        let r = report(vec![bench(0, "a", 1), start(1), at(2, 1, 1, malloc(1, 1))]);
+        assert!(bench_of(&r, "a").metrics.resident.is_none());
+    }
+
+    #[test]
+    fn a_file_without_control_events_has_no_benchmarks() {
+        let r = analyze(&header(), vec![at(0, 1, 1, malloc(1, 1))], None);
+        assert!(r.benchmarks.is_empty());
+    }
+}

@@ -1,0 +1,212 @@
+//! Cheap questions to the kernel about what it lets us do, for `preflight` (which both
+//! `doctor` and `record` run): create a map of a kind, load a two-instruction program of a
+//! kind and attach it where memtrack's real programs go. Every program here returns 0 and
+//! touches nothing; each fd is closed before the probe returns, which detaches what it attached.
+
+use std::ffi::CString;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::raw::{c_int, c_ulong};
+use std::ptr::NonNull;
+
+use libbpf_sys as sys;
+
+use crate::sys::bpf::BpfError;
+
+/// `r0 = 0; exit`, as raw `struct bpf_insn`s (8 bytes each, little-endian on our targets):
+/// BPF_ALU64|BPF_MOV|BPF_K (0xb7) to r0 with imm 0, then BPF_JMP|BPF_EXIT (0x95).
+const RETURN_ZERO: [u64; 2] = [0xb7, 0x95];
+
+/// The error of a libbpf call that returns a negative errno (or -1 and errno).
+fn last_error(what: &str, rc: c_int) -> BpfError {
+    let errno = if rc == -1 {
+        std::io::Error::last_os_error().raw_os_error().unwrap_or(1)
+    } else {
+        -rc
+    };
+    BpfError {
+        what: what.to_string(),
+        errno,
+    }
+}
+
+/// Take ownership of `fd` if it is one, so it is closed when dropped.
+fn own(fd: c_int, what: &str) -> Result<OwnedFd, BpfError> {
+    if fd < 0 {
+        return Err(last_error(what, fd));
+    }
+    // SAFETY: libbpf returned a new fd that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Create (and close again) a BPF map of `map_type` with `max_entries` entries.
+fn create_map(
+    map_type: sys::bpf_map_type,
+    key_size: u32,
+    value_size: u32,
+    max_entries: u32,
+    what: &str,
+) -> Result<(), BpfError> {
+    let name = CString::new("memtrack_probe").unwrap_or_default();
+    // SAFETY: the name is NUL-terminated; NULL opts means libbpf's defaults.
+    let fd = unsafe {
+        sys::bpf_map_create(
+            map_type,
+            name.as_ptr(),
+            key_size,
+            value_size,
+            max_entries,
+            std::ptr::null(),
+        )
+    };
+    own(fd, what).map(drop)
+}
+
+/// Whether the bpf() syscall works for us at all: create a one-entry array map.
+pub fn bpf_syscall() -> Result<(), BpfError> {
+    create_map(sys::BPF_MAP_TYPE_ARRAY, 4, 4, 1, "bpf()")
+}
+
+/// Whether BPF ring buffers exist (Linux 5.8): create the smallest one.
+pub fn ring_buffer(page_size: u32) -> Result<(), BpfError> {
+    create_map(
+        sys::BPF_MAP_TYPE_RINGBUF,
+        0,
+        0,
+        page_size,
+        "BPF_MAP_TYPE_RINGBUF",
+    )
+}
+
+/// Load the two-instruction program as `prog_type` with the given attach type and target.
+fn load(
+    prog_type: sys::bpf_prog_type,
+    attach_type: sys::bpf_attach_type,
+    attach_btf_id: u32,
+    what: &str,
+) -> Result<OwnedFd, BpfError> {
+    let name = CString::new("memtrack_probe").unwrap_or_default();
+    let license = CString::new("GPL").unwrap_or_default();
+    let mut opts = sys::bpf_prog_load_opts {
+        sz: std::mem::size_of::<sys::bpf_prog_load_opts>() as sys::size_t,
+        expected_attach_type: attach_type,
+        attach_btf_id,
+        ..Default::default()
+    };
+    // SAFETY: RETURN_ZERO is two valid 8-byte bpf_insn records (bpf_insn is repr(C), 8 bytes,
+    // align 4 < align of u64); the strings are NUL-terminated; opts has sz set.
+    let fd = unsafe {
+        sys::bpf_prog_load(
+            prog_type,
+            name.as_ptr(),
+            license.as_ptr(),
+            RETURN_ZERO.as_ptr() as *const sys::bpf_insn,
+            RETURN_ZERO.len() as sys::size_t,
+            &mut opts,
+        )
+    };
+    own(fd, what)
+}
+
+/// The kernel's own BTF, parsed once for the probes that name a kernel function or tracepoint.
+pub struct VmlinuxBtf {
+    ptr: NonNull<sys::btf>,
+}
+
+impl VmlinuxBtf {
+    /// Parse /sys/kernel/btf/vmlinux (or wherever libbpf finds the running kernel's BTF).
+    pub fn load() -> Result<VmlinuxBtf, BpfError> {
+        // SAFETY: no arguments; returns NULL and sets errno on failure.
+        let ptr = unsafe { sys::btf__load_vmlinux_btf() };
+        NonNull::new(ptr)
+            .map(|ptr| VmlinuxBtf { ptr })
+            .ok_or_else(|| last_error("the kernel's BTF", -1))
+    }
+
+    fn find(&self, name: &str, kind: u32) -> Result<u32, BpfError> {
+        let cname = CString::new(name).unwrap_or_default();
+        // SAFETY: self.ptr is a live btf; the name is NUL-terminated.
+        let id = unsafe { sys::btf__find_by_name_kind(self.ptr.as_ptr(), cname.as_ptr(), kind) };
+        if id <= 0 {
+            // errno 0: not a refusal, the kernel simply has no such thing.
+            return Err(BpfError {
+                what: format!("{name} is not in the kernel's BTF"),
+                errno: 0,
+            });
+        }
+        Ok(id as u32)
+    }
+
+    /// Load a tp_btf program for the raw tracepoint `tracepoint` and attach it (then detach).
+    pub fn tp_btf(&self, tracepoint: &str) -> Result<(), BpfError> {
+        let id = self.find(&format!("btf_trace_{tracepoint}"), sys::BTF_KIND_TYPEDEF)?;
+        let prog = load(
+            sys::BPF_PROG_TYPE_TRACING,
+            sys::BPF_TRACE_RAW_TP,
+            id,
+            &format!("tp_btf/{tracepoint}"),
+        )?;
+        attach_tracing(&prog, &format!("tp_btf/{tracepoint} attach"))
+    }
+
+    /// Load an fentry program on the kernel function `function` and attach it (then detach).
+    pub fn fentry(&self, function: &str) -> Result<(), BpfError> {
+        let id = self.find(function, sys::BTF_KIND_FUNC)?;
+        let prog = load(
+            sys::BPF_PROG_TYPE_TRACING,
+            sys::BPF_TRACE_FENTRY,
+            id,
+            &format!("fentry/{function}"),
+        )?;
+        attach_tracing(&prog, &format!("fentry/{function} attach"))
+    }
+}
+
+impl Drop for VmlinuxBtf {
+    fn drop(&mut self) {
+        // SAFETY: we own the btf.
+        unsafe { sys::btf__free(self.ptr.as_ptr()) }
+    }
+}
+
+/// Attach a loaded tracing program where its attach_btf_id says; the link closes on return.
+fn attach_tracing(prog: &OwnedFd, what: &str) -> Result<(), BpfError> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: prog is a live program fd; a NULL name means "the program's own target".
+    let fd = unsafe { sys::bpf_raw_tracepoint_open(std::ptr::null(), prog.as_raw_fd()) };
+    own(fd, what).map(drop)
+}
+
+/// Whether uprobe programs load (BPF_PROG_TYPE_KPROBE, which uprobes use).
+pub fn uprobe_program() -> Result<(), BpfError> {
+    load(sys::BPF_PROG_TYPE_KPROBE, 0, 0, "uprobe program").map(drop)
+}
+
+/// Attach a uprobe_multi link (Linux 6.6) at `offset` of the file `path`, for this process
+/// only, and detach it again.
+pub fn uprobe_multi(path: &str, offset: u64) -> Result<(), BpfError> {
+    use std::os::fd::AsRawFd;
+    let prog = load(
+        sys::BPF_PROG_TYPE_KPROBE,
+        sys::BPF_TRACE_UPROBE_MULTI,
+        0,
+        "uprobe_multi program",
+    )?;
+    let cpath = CString::new(path).unwrap_or_default();
+    let offsets: [c_ulong; 1] = [offset as c_ulong];
+    let mut opts = sys::bpf_link_create_opts {
+        sz: std::mem::size_of::<sys::bpf_link_create_opts>() as sys::size_t,
+        ..Default::default()
+    };
+    opts.__bindgen_anon_1.uprobe_multi = sys::bpf_link_create_opts__bindgen_ty_1__bindgen_ty_3 {
+        cnt: 1,
+        path: cpath.as_ptr(),
+        offsets: offsets.as_ptr(),
+        pid: std::process::id(),
+        ..Default::default()
+    };
+    // SAFETY: prog is a live program fd; path and offsets outlive the call, cnt matches; the
+    // union member set is the one BPF_TRACE_UPROBE_MULTI reads.
+    let fd =
+        unsafe { sys::bpf_link_create(prog.as_raw_fd(), 0, sys::BPF_TRACE_UPROBE_MULTI, &opts) };
+    own(fd, &format!("uprobe_multi link on {path}")).map(drop)
+}

@@ -1,0 +1,79 @@
+//! The controlling terminal and its foreground process group, the way a shell handles them:
+//! the recorded command gets its own process group, and when memtrack is in the terminal's
+//! foreground the command's group gets the terminal (so ^C, ^Z and terminal reads reach the
+//! command as if the shell had started it); memtrack takes it back afterwards.
+
+use std::ffi::CStr;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+/// The controlling terminal of this process, opened while memtrack is in its foreground group.
+pub struct Terminal {
+    fd: OwnedFd,
+    /// Our own process group, the terminal's foreground when we started.
+    our_pgrp: libc::pid_t,
+}
+
+impl Terminal {
+    /// The controlling terminal, if there is one and our process group is its foreground.
+    pub fn foreground() -> Option<Terminal> {
+        let path: &CStr = c"/dev/tty";
+        // SAFETY: path is NUL-terminated; O_NOCTTY so that opening never acquires a terminal.
+        let fd = unsafe {
+            libc::open(
+                path.as_ptr(),
+                libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return None; // no controlling terminal (CI, cron, setsid)
+        }
+        // SAFETY: open returned a new fd nobody else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        // SAFETY: getpgrp cannot fail; tcgetpgrp only reads the terminal's state.
+        let (ours, fg) = unsafe { (libc::getpgrp(), libc::tcgetpgrp(fd.as_raw_fd())) };
+        (fg == ours).then_some(Terminal { fd, our_pgrp: ours })
+    }
+
+    /// The fd, for the child to make its own group the foreground before it execs.
+    pub fn raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    /// The terminal's foreground process group now.
+    pub fn foreground_group(&self) -> libc::pid_t {
+        // SAFETY: tcgetpgrp only reads the terminal's state.
+        unsafe { libc::tcgetpgrp(self.fd.as_raw_fd()) }
+    }
+
+    /// Whether our own group is the terminal's foreground (false after a shell's `bg`).
+    pub fn is_ours(&self) -> bool {
+        self.foreground_group() == self.our_pgrp
+    }
+
+    /// Make process group `pgrp` the terminal's foreground.
+    pub fn give_to(&self, pgrp: libc::pid_t) {
+        set_foreground(self.fd.as_raw_fd(), pgrp);
+    }
+
+    /// Make our own group the foreground again.
+    pub fn take_back(&self) {
+        set_foreground(self.fd.as_raw_fd(), self.our_pgrp);
+    }
+}
+
+/// tcsetpgrp with SIGTTOU blocked: a process outside the foreground group may only change it
+/// then (otherwise the kernel stops it with SIGTTOU). Async-signal-safe, so a child may call it
+/// between fork and exec. Failures are ignored: the terminal may be gone (a hangup).
+pub fn set_foreground(fd: RawFd, pgrp: libc::pid_t) {
+    // SAFETY: sigset_t is plain data initialised by sigemptyset; sigprocmask and tcsetpgrp are
+    // async-signal-safe and take valid pointers or plain values.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGTTOU);
+        libc::sigprocmask(libc::SIG_BLOCK, &set, &mut old);
+        libc::tcsetpgrp(fd, pgrp);
+        libc::sigprocmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+    }
+}
