@@ -12,25 +12,12 @@
 
 int main(int argc, char **argv)
 {
-	static char block[1 << 20];
 	size_t size = 32 * MiB;
-	int fd;
-	char *p;
-	long sum = 0;
 	pid_t parent = getpid(), pid;
+	char *p;
 
 	CHECK(argc > 1);
-	fd = open(argv[1], O_RDWR | O_CREAT | O_TRUNC, 0600);
-	CHECK(fd >= 0);
-	memset(block, 3, sizeof(block));
-	for (size_t n = 0; n < size; n += sizeof(block))
-		CHECK(write(fd, block, sizeof(block)) == (ssize_t)sizeof(block));
-	CHECK(fsync(fd) == 0);
-	p = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
-	CHECK(p != MAP_FAILED);
-	for (size_t i = 0; i < size; i += 4096)
-		sum += p[i];
-	CHECK(sum == 3L * (long)(size / 4096));
+	p = map_written_file(argv[1], size, 3);
 	checkpoint("parent-mapped");
 	pid = fork();
 	CHECK(pid >= 0);

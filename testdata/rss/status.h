@@ -66,4 +66,26 @@ static inline char *touch_anon(size_t bytes)
 	return p;
 }
 
+/* Write `bytes` of `fill` to a new file at `path` (on disk, not tmpfs, so its pages are file
+ * pages), map it shared and read every page: `bytes` of resident file memory. */
+static inline char *map_written_file(const char *path, size_t bytes, char fill)
+{
+	static char block[1 << 20];
+	long sum = 0;
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	char *p;
+
+	CHECK(fd >= 0);
+	memset(block, fill, sizeof(block));
+	for (size_t done = 0; done < bytes; done += sizeof(block))
+		CHECK(write(fd, block, sizeof(block)) == (ssize_t)sizeof(block));
+	CHECK(fsync(fd) == 0);
+	p = mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0);
+	CHECK(p != MAP_FAILED);
+	for (size_t i = 0; i < bytes; i += 4096)
+		sum += p[i];
+	CHECK(sum == (long)fill * (long)(bytes / 4096));
+	return p;
+}
+
 #endif
