@@ -16,3 +16,5 @@ pub mod report;
 pub mod units;
 
 mod sys;
+#[cfg(test)]
+mod xorshift;

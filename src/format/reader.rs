@@ -512,21 +512,7 @@ mod tests {
         }
     }
 
-    /// A small xorshift generator, so the damage tests are reproducible without a crate.
-    struct XorShift(u64);
-
-    impl XorShift {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
+    use crate::xorshift::XorShift;
 
     /// `n` malloc/free-like events from a few threads, for the damage tests.
     fn busy_events(n: usize) -> Vec<Event> {

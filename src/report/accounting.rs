@@ -1999,21 +1999,7 @@ mod tests {
         assert!(process(&r, 1).own.resident.is_some());
     }
 
-    /// A small deterministic generator (xorshift) for the random streams below.
-    struct Random(u64);
-
-    impl Random {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
+    use crate::xorshift::XorShift as Random;
 
     fn random_event(rng: &mut Random, t: u64) -> Event {
         let pid = rng.below(8) as u32;
