@@ -2,15 +2,18 @@
 //! stop when the whole tree is gone.
 //!
 //! The BPF side submits records without wake-ups (a wake-up per event costs about 3 µs,
-//! KERNEL-FACTS.md), so the loop polls: it drains until the ring is empty, then sleeps in
-//! `sigtimedwait` for at most `POLL_INTERVAL`, waking at once for a child's exit or a signal.
+//! KERNEL-FACTS.md), so the loop polls: it drains what the ring holds, then sleeps for
+//! `POLL_INTERVAL`, waking at once for a signal (a child's exit among them), a control request,
+//! or a discovery stop (the one record submitted with a wake-up). It sleeps even when records
+//! keep coming: draining on the producer's heels cost a CPU and made every record dearer to the
+//! program being recorded (sys/wait.rs). Only a stopped process or a ring filling faster than
+//! the timer empties it keeps it awake.
 //! Because memtrack is the subreaper of the tree, "no children left" means every process of the
 //! tree has ended, and so has every record it could produce: one last drain then gets them all.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -27,6 +30,7 @@ use crate::record::progress::{Counts, Progress};
 use crate::sys::bpf::MapFd;
 use crate::sys::process::{self, Reaped, SignalSet};
 use crate::sys::ring::RingBuffer;
+use crate::sys::wait::{Trigger, Waiter};
 
 /// Signals the loop takes synchronously: a child ended, or someone asks us to stop.
 pub const HANDLED_SIGNALS: [i32; 5] = [
@@ -40,8 +44,14 @@ pub const HANDLED_SIGNALS: [i32; 5] = [
 /// The signals of [`HANDLED_SIGNALS`] that are passed on to the command's process group.
 pub const FORWARDED_SIGNALS: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
 
-/// Longest sleep between two drains while the ring is empty.
+/// Sleep between two drains. At a few million records a second this is a few MiB of ring.
 const POLL_INTERVAL: Duration = Duration::from_millis(4);
+/// The tokens of what wakes the loop (sys/wait.rs).
+const WAKE_SIGNAL: u32 = 0;
+const WAKE_RING: u32 = 1;
+const WAKE_CONTROL: u32 = 2;
+/// Drain again at once, without sleeping, while more than this share of the ring is unread.
+const BACKLOG_SHARE: u64 = 8;
 /// A killed recorder leaves a file readable up to its last chunk: write one at least this often.
 const FLUSH_INTERVAL: Duration = Duration::from_secs(1);
 /// Before a control command is written, the ring is drained up to where the producer was; a
@@ -223,10 +233,17 @@ impl<'a> Session<'a> {
         };
         let mut root_status: Option<i32> = None;
         let mut last_flush = Instant::now();
+        let waiter = self.waiter().map_err(|e| {
+            Error::Internal(format!(
+                "cannot wait for the ring, signals and control: {e}"
+            ))
+        })?;
 
         loop {
-            let drained = self.drain_into(&mut sink);
-            // Stopped processes first: they wait for us, whatever else went wrong.
+            self.drain_into(&mut sink);
+            // Stopped processes first: they wait for us, whatever else went wrong. A stop
+            // pauses the drain, so the rest of the ring is read right after.
+            let paused_at_stop = !sink.stops.is_empty();
             self.continue_stopped(&mut sink);
             // On a write failure the command goes on without us; the file holds what was
             // written so far.
@@ -270,23 +287,16 @@ impl<'a> Session<'a> {
             if tree_gone {
                 break;
             }
-            if drained == 0 {
-                // Discovery stops wake us through the ring at once, and so does a control
-                // request (the harness waits for its reply); the rest is polled.
-                let ring = self.ring.fd();
-                let both;
-                let fds = match &self.control {
-                    Some(c) => {
-                        both = [ring, c.listener.fd().as_raw_fd()];
-                        &both[..]
-                    }
-                    None => std::slice::from_ref(&ring),
-                };
-                if let Some(got) = self.signals.wait_or_readable(fds, POLL_INTERVAL) {
-                    // A terminal's ^C reaches the command's group directly when it holds the
-                    // terminal, and then never us; whatever does reach us (kill(2), or ^C when
-                    // the command does not hold the terminal) is passed on to its group. Either
-                    // way we go on until the tree is gone, and finish the file.
+            let backlog = self.ring.unread_bytes() > self.ring.capacity() / BACKLOG_SHARE;
+            if paused_at_stop || backlog {
+                continue;
+            }
+            // A terminal's ^C reaches the command's group directly when it holds the terminal,
+            // and then never us; whatever does reach us (kill(2), or ^C when the command does
+            // not hold the terminal) is passed on to its group. Either way we go on until the
+            // tree is gone, and finish the file.
+            if waiter.wait(POLL_INTERVAL) & (1 << WAKE_SIGNAL) != 0 {
+                while let Some(got) = self.signals.take() {
                     if FORWARDED_SIGNALS.contains(&got.signal) {
                         self.group.signal(got.signal);
                     }
@@ -354,6 +364,18 @@ impl<'a> Session<'a> {
                 .map(|c| (c.listener.accepted, c.listener.refused)),
         };
         Ok((summary, self.discovery))
+    }
+
+    /// What the loop sleeps on: signals, discovery stops (the ring's wake-ups), and control
+    /// requests.
+    fn waiter(&self) -> std::io::Result<Waiter> {
+        let waiter = Waiter::new()?;
+        waiter.watch(self.signals.fd(), WAKE_SIGNAL, Trigger::Readable)?;
+        waiter.watch(self.ring.fd(), WAKE_RING, Trigger::WakeUp)?;
+        if let Some(c) = &self.control {
+            waiter.watch(c.listener.fd(), WAKE_CONTROL, Trigger::Readable)?;
+        }
+        Ok(waiter)
     }
 
     /// Probe what each stopped process mapped, continue it, and write the coverage records of

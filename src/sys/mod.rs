@@ -9,3 +9,4 @@ pub mod process;
 pub mod raw;
 pub mod ring;
 pub mod terminal;
+pub mod wait;

@@ -2,7 +2,7 @@
 //! reaping children, clocks, and facts about the machine.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,8 +11,8 @@ use std::time::Duration;
 /// A set of signals blocked in this thread, to be taken with [`SignalSet::wait`] instead of
 /// interrupting us asynchronously. Children inherit the mask (std's `Command` keeps it, in
 /// both its posix_spawn and fork paths), so spawn them inside [`with_unblocked`]. The signals
-/// are also readable from a signalfd, so that [`SignalSet::wait_or_readable`] can wait for them
-/// and for another fd at once.
+/// are also readable from a signalfd ([`SignalSet::fd`]), so that the recorder can wait for them
+/// and for other fds at once.
 pub struct SignalSet(libc::sigset_t, OwnedFd);
 
 impl SignalSet {
@@ -39,32 +39,14 @@ impl SignalSet {
         Ok(SignalSet(set, unsafe { OwnedFd::from_raw_fd(fd) }))
     }
 
-    /// Wait up to `timeout` for one of the signals or for one of `fds` (at most three) to become
-    /// readable (a BPF ring buffer with a record that asked for a wake-up, the control FIFO);
-    /// `None` on timeout or when an fd is ready.
-    pub fn wait_or_readable(&self, fds: &[RawFd], timeout: Duration) -> Option<Received> {
-        let idle = libc::pollfd {
-            fd: -1, // poll ignores negative fds
-            events: 0,
-            revents: 0,
-        };
-        let mut polled = [idle; 4];
-        polled[0] = libc::pollfd {
-            fd: self.1.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        for (p, &fd) in polled[1..].iter_mut().zip(fds) {
-            p.fd = fd;
-            p.events = libc::POLLIN;
-        }
-        let count = 1 + fds.len().min(3);
-        let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
-        // SAFETY: polled holds `count` valid pollfds, on fds the caller keeps open.
-        let n = unsafe { libc::poll(polled.as_mut_ptr(), count as libc::nfds_t, ms) };
-        if n <= 0 || polled[0].revents & libc::POLLIN == 0 {
-            return None;
-        }
+    /// The signalfd, readable while one of the signals is pending (to wait on with
+    /// [`crate::sys::wait::Waiter`]).
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.1.as_fd()
+    }
+
+    /// Take one pending signal, if there is one; never blocks.
+    pub fn take(&self) -> Option<Received> {
         // SAFETY: signalfd_siginfo is plain data the kernel fills.
         let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
         let size = std::mem::size_of::<libc::signalfd_siginfo>();

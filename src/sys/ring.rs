@@ -6,9 +6,12 @@
 //! Each record starts with an 8-byte header: a u32 length whose top bits say "still being
 //! written" (busy) or "discarded", and a u32 the kernel uses internally. We follow libbpf's
 //! `ringbuf_process_ring`: acquire the producer position, acquire each header, stop at a busy
-//! record, skip a discarded one, and release the consumer position after each record so the
-//! kernel can reuse its space at once.
+//! record, skip a discarded one. Unlike libbpf we release the consumer position once per drain,
+//! not per record, and a drain stops at the producer position it found on entry instead of
+//! chasing the producer: the producer reads the consumer position on every reservation, and a
+//! consumer at its heels pulls the cache lines it is writing across CPUs.
 
+use std::os::fd::BorrowedFd;
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -51,10 +54,11 @@ impl RingBuffer {
         })
     }
 
-    /// The map fd, to poll for a record that asked for a wake-up. Valid while the map's owner
+    /// The map fd, to wait for a record that asked for a wake-up. Valid while the map's owner
     /// lives (the caller keeps the BPF object alive for the whole loop).
-    pub fn fd(&self) -> c_int {
-        self.fd
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        // SAFETY: the map's owner outlives the ring (see above), so the fd stays open.
+        unsafe { BorrowedFd::borrow_raw(self.fd) }
     }
 
     fn consumer_pos(&self) -> &AtomicU64 {
@@ -79,8 +83,20 @@ impl RingBuffer {
         self.consumer_pos().load(Ordering::Relaxed) >= pos // only we write it
     }
 
-    /// Hand every committed record to `f`, in order, and return how many there were. Stops at
-    /// the first record still being written; it is picked up by the next call.
+    /// Bytes reserved by the producer and not yet consumed.
+    pub fn unread_bytes(&self) -> u64 {
+        let cons = self.consumer_pos().load(Ordering::Relaxed); // only we write it
+        self.producer_position().saturating_sub(cons)
+    }
+
+    /// The size of the data area.
+    pub fn capacity(&self) -> u64 {
+        self.mask + 1
+    }
+
+    /// Hand every record committed up to the producer's position at entry to `f`, in order,
+    /// and return how many there were. Stops at the first record still being written; it is
+    /// picked up by the next call.
     pub fn drain(&mut self, mut f: impl FnMut(&[u8])) -> usize {
         self.drain_while(|record| {
             f(record);
@@ -92,44 +108,40 @@ impl RingBuffer {
     /// (that record is consumed), so the caller can act on it before reading on.
     pub fn drain_while(&mut self, mut f: impl FnMut(&[u8]) -> bool) -> usize {
         let data = self.producer.as_ptr().wrapping_add(self.data_offset);
-        let mut cons = self.consumer_pos().load(Ordering::Relaxed); // only we write it
+        let start = self.consumer_pos().load(Ordering::Relaxed); // only we write it
+        let prod = self.producer_pos().load(Ordering::Acquire);
+        let mut cons = start;
         let mut count = 0;
-        loop {
-            let prod = self.producer_pos().load(Ordering::Acquire);
-            if cons >= prod {
-                return count;
+        while cons < prod {
+            let at = (cons & self.mask) as usize;
+            // SAFETY: `at` is inside the first copy of the data area and 8-aligned (every
+            // record length is rounded up to 8); the header is written by the kernel with
+            // release semantics when the record is committed or discarded.
+            let header = unsafe { AtomicU32::from_ptr(data.add(at) as *mut u32) };
+            let len = header.load(Ordering::Acquire);
+            if len & BPF_RINGBUF_BUSY_BIT != 0 {
+                break;
             }
-            while cons < prod {
-                let at = (cons & self.mask) as usize;
-                // SAFETY: `at` is inside the first copy of the data area and 8-aligned (every
-                // record length is rounded up to 8); the header is written by the kernel with
-                // release semantics when the record is committed or discarded.
-                let header = unsafe { AtomicU32::from_ptr(data.add(at) as *mut u32) };
-                let len = header.load(Ordering::Acquire);
-                if len & BPF_RINGBUF_BUSY_BIT != 0 {
-                    return count;
-                }
-                let size = (len & !(BPF_RINGBUF_BUSY_BIT | BPF_RINGBUF_DISCARD_BIT)) as usize;
-                if len & BPF_RINGBUF_DISCARD_BIT == 0 {
-                    // SAFETY: a committed record of `size` bytes follows its header; it may run
-                    // past the end of the first copy, into the second mapping of the same pages.
-                    let record = unsafe {
-                        std::slice::from_raw_parts(data.add(at + BPF_RINGBUF_HDR_SZ as usize), size)
-                    };
-                    let go_on = f(record);
-                    count += 1;
-                    cons += round_up_8(size + BPF_RINGBUF_HDR_SZ as usize) as u64;
-                    // Release: the kernel may reuse the space once it sees the new position.
-                    self.consumer_pos().store(cons, Ordering::Release);
-                    if !go_on {
-                        return count;
-                    }
-                    continue;
-                }
-                cons += round_up_8(size + BPF_RINGBUF_HDR_SZ as usize) as u64;
-                self.consumer_pos().store(cons, Ordering::Release);
+            let size = (len & !(BPF_RINGBUF_BUSY_BIT | BPF_RINGBUF_DISCARD_BIT)) as usize;
+            cons += round_up_8(size + BPF_RINGBUF_HDR_SZ as usize) as u64;
+            if len & BPF_RINGBUF_DISCARD_BIT != 0 {
+                continue;
+            }
+            // SAFETY: a committed record of `size` bytes follows its header; it may run past
+            // the end of the first copy, into the second mapping of the same pages.
+            let record = unsafe {
+                std::slice::from_raw_parts(data.add(at + BPF_RINGBUF_HDR_SZ as usize), size)
+            };
+            count += 1;
+            if !f(record) {
+                break;
             }
         }
+        if cons != start {
+            // Release: the kernel may reuse the space once it sees the new position.
+            self.consumer_pos().store(cons, Ordering::Release);
+        }
+        count
     }
 }
 
