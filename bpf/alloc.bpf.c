@@ -43,6 +43,50 @@
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
+/* Per thread: the outermost allocator call in progress (see above). */
+struct call_state {
+	__u64 sp;       /* stack pointer at the outermost call's entry */
+	__u64 size;     /* requested bytes */
+	__u64 arg;      /* realloc: the old pointer; posix_memalign: where the result is stored */
+	__u32 depth;    /* allocator calls in progress on this thread; 0 when idle */
+	__u32 func;     /* enum alloc_func of the outermost call */
+	__u32 layout;   /* enum alloc_layout of the outermost call */
+	__u32 label;    /* enum alloc_func of a LAYOUT_LABEL entry in progress, 0 when none */
+	__u64 label_sp; /* the stack pointer at that entry */
+	__u64 label_size; /* the bytes it was asked for */
+	__u64 free_ptr; /* the last block a free-like entry point reported, 0 once anything allocates */
+	__u64 free_sp;  /* the stack pointer at that entry */
+};
+
+/* Kept in the thread's own task storage, which the kernel frees with the thread: a lookup is a
+ * pointer or two away, where a hash map keyed by tid cost a hash and a bucket walk on every
+ * call. Only threads of tracked processes get one, so it also stands for the tracked check:
+ * the hash map of tracked processes is looked up once per thread, at its first call, instead
+ * of at every call (a process's tracked state never changes while it lives). Threads of other
+ * processes find no state and pay that lookup on each call, as before. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct call_state);
+} call_state SEC(".maps");
+
+/* This thread's state if its process is tracked, created on its first call; NULL otherwise. */
+static __always_inline struct call_state *thread_state(__u32 tgid)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct call_state *st = bpf_task_storage_get(&call_state, task, 0, 0);
+
+	if (st)
+		return st;
+	if (tracked_state(tgid) != TRACK_PROCESS)
+		return 0;
+	st = bpf_task_storage_get(&call_state, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!st)
+		count_lost(LOST_STATE_FULL);
+	return st;
+}
+
 static __always_inline __u64 mul_saturating(__u64 a, __u64 b)
 {
 	__u64 limit;
@@ -58,51 +102,38 @@ static __always_inline __u64 mul_saturating(__u64 a, __u64 b)
 static __always_inline int call_enter(struct pt_regs *ctx, __u32 func, __u32 layout, __u64 size,
 				      __u64 arg)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)id;
 	__u64 sp = PT_REGS_SP(ctx);
-	struct call_state *st;
+	struct call_state *st = thread_state(bpf_get_current_pid_tgid() >> 32);
 
-	if (tracked_state(id >> 32) != TRACK_PROCESS)
+	if (!st)
 		return 0;
-	st = bpf_map_lookup_elem(&call_state, &tid);
-	if (st) {
-		if (st->depth && sp <= st->sp) {
-			st->depth++; /* nested inside an allocator call: internal */
-			return 0;
-		}
-		if (!gate_open()) {
-			/* Not recorded; a stale call, label or remembered free goes with it. */
-			st->depth = 0;
-			st->label = 0;
-			st->free_ptr = 0;
-			return 0;
-		}
-		if (st->label) {
-			if (sp <= st->label_sp) {
-				/* The block operator new asked for (aligned new rounds the size it
-				 * passes on to aligned_alloc up). */
-				func = st->label;
-				size = st->label_size;
-			}
-			st->label = 0;
-		}
-		st->sp = sp;
-		st->size = size;
-		st->arg = arg;
-		st->depth = 1;
-		st->func = func;
-		st->layout = layout;
+	if (st->depth && sp <= st->sp) {
+		st->depth++; /* nested inside an allocator call: internal */
+		return 0;
+	}
+	if (!gate_open()) {
+		/* Not recorded; a stale call, label or remembered free goes with it. */
+		st->depth = 0;
+		st->label = 0;
 		st->free_ptr = 0;
 		return 0;
 	}
-	if (!gate_open())
-		return 0;
-	struct call_state fresh = {
-		.sp = sp, .size = size, .arg = arg, .depth = 1, .func = func, .layout = layout,
-	};
-	if (bpf_map_update_elem(&call_state, &tid, &fresh, BPF_NOEXIST))
-		count_lost(LOST_STATE_FULL);
+	if (st->label) {
+		if (sp <= st->label_sp) {
+			/* The block operator new asked for (aligned new rounds the size it passes on
+			 * to aligned_alloc up). */
+			func = st->label;
+			size = st->label_size;
+		}
+		st->label = 0;
+	}
+	st->sp = sp;
+	st->size = size;
+	st->arg = arg;
+	st->depth = 1;
+	st->func = func;
+	st->layout = layout;
+	st->free_ptr = 0;
 	return 0;
 }
 
@@ -110,21 +141,11 @@ static __always_inline int call_enter(struct pt_regs *ctx, __u32 func, __u32 lay
  * label wins: operator new[] calling operator new reports new[]. */
 static __always_inline int label_enter(struct pt_regs *ctx, __u32 func, __u64 size)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)id;
 	__u64 sp = PT_REGS_SP(ctx);
-	struct call_state *st;
+	struct call_state *st = thread_state(bpf_get_current_pid_tgid() >> 32);
 
-	if (tracked_state(id >> 32) != TRACK_PROCESS)
+	if (!st)
 		return 0;
-	st = bpf_map_lookup_elem(&call_state, &tid);
-	if (!st) {
-		struct call_state fresh = { .label = func, .label_sp = sp, .label_size = size };
-
-		if (bpf_map_update_elem(&call_state, &tid, &fresh, BPF_NOEXIST))
-			count_lost(LOST_STATE_FULL);
-		return 0;
-	}
 	if (st->depth) {
 		if (sp <= st->sp)
 			return 0; /* inside an allocator call already */
@@ -157,8 +178,7 @@ static __always_inline void emit(__u32 kind, __u32 func, __u64 addr, __u64 size,
 /* The outermost call returned `ret`; say what it did. */
 static __always_inline int call_exit(struct pt_regs *ctx, __u64 ret)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct call_state *st = bpf_map_lookup_elem(&call_state, &tid);
+	struct call_state *st = bpf_task_storage_get(&call_state, bpf_get_current_task_btf(), 0, 0);
 	__u64 addr = ret;
 	__u32 func;
 
@@ -241,30 +261,23 @@ int BPF_URETPROBE(alloc_exit, __u64 ret)
 SEC("uprobe.multi")
 int BPF_UPROBE(free_enter, void *ptr)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)id;
 	__u64 sp = PT_REGS_SP(ctx);
 	struct call_state *st;
 
-	if (!ptr || tracked_state(id >> 32) != TRACK_PROCESS)
+	if (!ptr)
 		return 0;
-	st = bpf_map_lookup_elem(&call_state, &tid);
-	if (st) {
-		if (st->depth) {
-			if (sp <= st->sp)
-				return 0;
-			st->depth = 0; /* a stale call whose return was never seen */
-		}
-		if (st->free_ptr == (__u64)ptr && sp <= st->free_sp)
+	st = thread_state(bpf_get_current_pid_tgid() >> 32);
+	if (!st)
+		return 0;
+	if (st->depth) {
+		if (sp <= st->sp)
 			return 0;
-		st->free_ptr = (__u64)ptr;
-		st->free_sp = sp;
-	} else {
-		struct call_state fresh = { .free_ptr = (__u64)ptr, .free_sp = sp };
-
-		if (bpf_map_update_elem(&call_state, &tid, &fresh, BPF_NOEXIST))
-			count_lost(LOST_STATE_FULL);
+		st->depth = 0; /* a stale call whose return was never seen */
 	}
+	if (st->free_ptr == (__u64)ptr && sp <= st->free_sp)
+		return 0;
+	st->free_ptr = (__u64)ptr;
+	st->free_sp = sp;
 	if (!gate_open())
 		return 0;
 	emit(EV_FREE, bpf_get_attach_cookie(ctx) & COOKIE_FUNC_MASK, (__u64)ptr, 0, 0);

@@ -56,30 +56,6 @@ struct {
 	__type(value, __u32);
 } gate SEC(".maps");
 
-/* Per thread: the outermost allocator call in progress (see alloc.bpf.c). Shared so that the
- * exit program can drop a thread's entry when the thread ends. */
-struct call_state {
-	__u64 sp;       /* stack pointer at the outermost call's entry */
-	__u64 size;     /* requested bytes */
-	__u64 arg;      /* realloc: the old pointer; posix_memalign: where the result is stored */
-	__u32 depth;    /* allocator calls in progress on this thread; 0 when idle */
-	__u32 func;     /* enum alloc_func of the outermost call */
-	__u32 layout;   /* enum alloc_layout of the outermost call */
-	__u32 label;    /* enum alloc_func of a LAYOUT_LABEL entry in progress, 0 when none */
-	__u64 label_sp; /* the stack pointer at that entry */
-	__u64 label_size; /* the bytes it was asked for */
-	__u64 free_ptr; /* the last block a free-like entry point reported, 0 once anything allocates */
-	__u64 free_sp;  /* the stack pointer at that entry */
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, MAX_TRACKED);
-	__type(key, __u32);
-	__type(value, struct call_state);
-} call_state SEC(".maps");
-
 static __always_inline void count_lost(__u32 cause)
 {
 	__u64 *n = bpf_map_lookup_elem(&lost, &cause);

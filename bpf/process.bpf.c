@@ -84,7 +84,6 @@ int BPF_PROG(sched_process_exit, struct task_struct *p, bool group_dead)
 
 	if (tracked_state(tgid) != TRACK_PROCESS)
 		return 0;
-	bpf_map_delete_elem(&call_state, &tid);
 	if (!group_dead)
 		return 0;
 	e = reserve(sizeof(*e), LOST_RING_LIFECYCLE);

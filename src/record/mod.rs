@@ -140,7 +140,7 @@ fn load_alloc(process: &LoadedObject, classic: bool, floor: bool) -> Result<Load
         OpenObject::open("floor", raw::FLOOR_BPF_OBJECT).map_err(kernel_error)?
     } else {
         let mut alloc = OpenObject::open("alloc", raw::ALLOC_BPF_OBJECT).map_err(kernel_error)?;
-        for map in ["tracked", "events", "lost", "call_state", "gate"] {
+        for map in ["tracked", "events", "lost", "gate"] {
             alloc.reuse_map(map, process).map_err(kernel_error)?;
         }
         alloc
