@@ -60,10 +60,10 @@ pub struct RecordArgs {
     /// the recording to write (default: memtrack.mt)
     #[argh(option, short = 'o', default = "PathBuf::from(\"memtrack.mt\")")]
     pub output: PathBuf,
-    /// size of the kernel ring buffer in MiB, a power of two (default: 64); raise it if events
-    /// are lost
-    #[argh(option, default = "memtrack::record::DEFAULT_RING_SIZE_MIB")]
-    pub ring_size: u32,
+    /// size of the kernel ring buffer in MiB, a power of two (default: 2 per CPU, 16 to 256);
+    /// raise it if events are lost
+    #[argh(option)]
+    pub ring_size: Option<u32>,
     /// do not record resident memory (rss_stat), only allocations and the process tree
     #[argh(switch)]
     pub no_rss: bool,

@@ -236,7 +236,7 @@ def main():
     p("")
     p("Events and processes of one run (median), lost events (the most in any run), bytes per "
       "event on disk (file size / events), and the recorder's own CPU time (user + system) and "
-      "peak resident memory (its 64 MiB ring buffer, mapped twice, is most of it).")
+      "peak resident memory (its ring buffer, 16 MiB here, mapped twice, is most of it).")
     p("")
     rows = []
     for w in workloads:
