@@ -104,13 +104,26 @@ impl Sites {
     }
 }
 
-/// Attach `sites` of the file at `path`: with one uprobe_multi link per program, or, with
-/// `classic`, one perf-event uprobe per site (kernels before 6.6).
+/// Attach `sites` of the file at `path` for every process: with one uprobe_multi link per
+/// program, or, with `classic`, one perf-event uprobe per site (kernels before 6.6).
 pub fn attach<'obj>(
     obj: &'obj LoadedObject,
     path: &Path,
     sites: &Sites,
     classic: bool,
+) -> Result<Vec<Link<'obj>>, BpfError> {
+    attach_scoped(obj, path, sites, classic, -1)
+}
+
+/// As [`attach`], for process `pid` alone (-1: every process). Pid-scoped links cost nothing to
+/// other processes, but each new process would need its own, attached while it is held stopped;
+/// `pid_scoped_attach_cost` below measures what that costs.
+fn attach_scoped<'obj>(
+    obj: &'obj LoadedObject,
+    path: &Path,
+    sites: &Sites,
+    classic: bool,
+    pid: i32,
 ) -> Result<Vec<Link<'obj>>, BpfError> {
     let path = path.to_string_lossy();
     let groups = [
@@ -125,10 +138,10 @@ pub fn attach<'obj>(
         }
         if classic {
             for &(offset, cookie) in group.iter() {
-                links.push(obj.attach_uprobe(prog, retprobe, -1, &path, offset, cookie)?);
+                links.push(obj.attach_uprobe(prog, retprobe, pid, &path, offset, cookie)?);
             }
         } else {
-            links.push(obj.attach_uprobe_multi(prog, retprobe, -1, &path, group)?);
+            links.push(obj.attach_uprobe_multi(prog, retprobe, pid, &path, group)?);
         }
     }
     Ok(links)
@@ -166,6 +179,84 @@ mod tests {
     #[test]
     fn test_with_memory_operand_is_not_skipped() {
         assert_eq!(probe_site(&[0x48, 0x85, 0x07, 0x74, 0x00]), 0); // test %rax,(%rdi)
+    }
+
+    /// The lever "pid-scoped versus machine-wide attach" of issue #7, measured with memtrack's
+    /// real link set for glibc (empty programs): attaching and detaching it once for the
+    /// machine, and once per process for processes that already run. Root only:
+    /// `cargo test --release --lib -- --ignored --nocapture pid_scoped_attach_cost`.
+    #[test]
+    #[ignore]
+    fn pid_scoped_attach_cost() {
+        use crate::record::{catalogue, symbols::ElfSymbols};
+        use crate::sys::{bpf::OpenObject, raw};
+        use std::time::{Duration, Instant};
+
+        const PROCESSES: usize = 40;
+        if crate::sys::process::geteuid() != 0 {
+            eprintln!("pid_scoped_attach_cost: SKIPPED, needs root to attach uprobes");
+            return;
+        }
+        let libc = find_libc().expect("no glibc");
+        let symbols = ElfSymbols::read_only(&libc, catalogue::wants).unwrap();
+        let sites = catalogue::plan(&symbols).sites;
+        let floor = OpenObject::open("floor", raw::FLOOR_BPF_OBJECT)
+            .unwrap()
+            .load()
+            .unwrap();
+        let median = |mut v: Vec<Duration>| {
+            v.sort();
+            format!(
+                "{:.2?} (min {:.2?}, max {:.2?})",
+                v[v.len() / 2],
+                v[0],
+                v[v.len() - 1]
+            )
+        };
+        let timed = |pid: i32| {
+            let start = Instant::now();
+            let links = attach_scoped(&floor, &libc, &sites, false, pid).unwrap();
+            let attached = start.elapsed();
+            let start = Instant::now();
+            drop(links);
+            (attached, start.elapsed())
+        };
+        let (mut wide_attach, mut wide_detach) = (Vec::new(), Vec::new());
+        for _ in 0..5 {
+            let (a, d) = timed(-1);
+            wide_attach.push(a);
+            wide_detach.push(d);
+        }
+        let mut children: Vec<_> = (0..PROCESSES)
+            .map(|_| {
+                std::process::Command::new("sleep")
+                    .arg("60")
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(200)); // each has mapped libc
+        let (mut attach, mut detach) = (Vec::new(), Vec::new());
+        for child in &children {
+            let (a, d) = timed(child.id() as i32);
+            attach.push(a);
+            detach.push(d);
+        }
+        for child in &mut children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        eprintln!(
+            "glibc, {} sites in 3 links; machine-wide: attach {}, detach {}",
+            sites.probes(),
+            median(wide_attach),
+            median(wide_detach)
+        );
+        eprintln!(
+            "per process ({PROCESSES} processes): attach {}, detach {}",
+            median(attach),
+            median(detach)
+        );
     }
 
     #[test]
