@@ -202,7 +202,10 @@ run_one() { # WORKLOAD TOOL RUN
     foreign=$(foreign_probes)
     status=0
     "$TIMEIT" -o "$RUN/time" -- "${FULL[@]}" >"$log" 2>&1 </dev/null || status=$?
-    after=$(foreign_probes) # before and after: a run overlapping someone's recording is noted
+    # Before and after: a run overlapping someone's recording is noted. After our own
+    # memtrack-detach has let go of this run's links, or they would count as someone's.
+    settle
+    after=$(foreign_probes)
     ((after <= foreign)) || foreign=$after
     # Valgrind reads the code it runs from memory, so it meets the int3 of any uprobe that
     # someone attached machine-wide and dies of SIGTRAP (128+5): try again a little later.
@@ -216,7 +219,6 @@ run_one() { # WORKLOAD TOOL RUN
   if ((status != 0)); then
     say "$w under $tool exited with $status (log: $log)"
   fi
-  settle
 }
 
 # --- the run -----------------------------------------------------------------------------------
