@@ -58,11 +58,11 @@ fn main() {
         .header("bpf/event.h")
         .allowlist_type("(alloc|fork|exec|exit|rss|stop|map)_event|event_header")
         .allowlist_type(
-            "event_kind|alloc_func|alloc_layout|lost_cause|tracked_state|stop_reason|gate_state",
+            "event_kind|alloc_func|alloc_layout|arg_reg|lost_cause|tracked_state|stop_reason|gate_state",
         )
         .allowlist_var("EXEC_.*|COOKIE_.*")
         .rustified_enum(
-            "event_kind|alloc_func|alloc_layout|lost_cause|tracked_state|stop_reason|gate_state",
+            "event_kind|alloc_func|alloc_layout|arg_reg|lost_cause|tracked_state|stop_reason|gate_state",
         )
         .derive_default(true)
         .layout_tests(true)

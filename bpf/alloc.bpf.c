@@ -214,11 +214,55 @@ static __always_inline int call_exit(struct pt_regs *ctx, __u64 ret)
 	return 0;
 }
 
+/* Argument `i` (0-based) of the function whose probe fired, where the cookie says the
+ * function's first instructions copied it before the site (enum arg_reg,
+ * src/record/placement.rs), or `own` (its ABI register) when they did not. `regs` is a copy of
+ * the context on the stack: the verifier allows only constant offsets into the context, and
+ * clang turns a switch over context fields into one load at a computed offset. */
+static __always_inline __u64 arg_at(const struct pt_regs *regs, __u64 cookie, int i, __u64 own)
+{
+	switch ((cookie >> (COOKIE_ARGS_SHIFT + i * COOKIE_ARG_BITS)) & 0xf) {
+	case ARG_RDI: return regs->di;
+	case ARG_RSI: return regs->si;
+	case ARG_RDX: return regs->dx;
+	case ARG_RCX: return regs->cx;
+	case ARG_R8: return regs->r8;
+	case ARG_R9: return regs->r9;
+	case ARG_RAX: return regs->ax;
+	case ARG_R10: return regs->r10;
+	case ARG_R11: return regs->r11;
+	case ARG_RBX: return regs->bx;
+	case ARG_RBP: return regs->bp;
+	case ARG_R12: return regs->r12;
+	case ARG_R13: return regs->r13;
+	case ARG_R14: return regs->r14;
+	case ARG_R15: return regs->r15;
+	default: return own; /* ARG_OWN_REG */
+	}
+}
+
+/* The first three arguments at the site, in a[0..2] (see arg_at). Most sites read them from
+ * their own registers and skip the copy. */
+static __always_inline void args_at(struct pt_regs *ctx, __u64 cookie, __u64 a[3])
+{
+	struct pt_regs regs;
+
+	a[0] = PT_REGS_PARM1(ctx);
+	a[1] = PT_REGS_PARM2(ctx);
+	a[2] = PT_REGS_PARM3(ctx);
+	if (!(cookie >> COOKIE_ARGS_SHIFT))
+		return;
+	__builtin_memcpy(&regs, ctx, sizeof(regs));
+	a[0] = arg_at(&regs, cookie, 0, a[0]);
+	a[1] = arg_at(&regs, cookie, 1, a[1]);
+	a[2] = arg_at(&regs, cookie, 2, a[2]);
+}
+
 /*
  * One entry program serves every entry point that returns a block: the attach cookie holds the
- * enum alloc_func the site reports and the enum alloc_layout that says how to read its
- * arguments. One program means one uprobe_multi link per file for all of them, and one kernel
- * grace period to detach them all.
+ * enum alloc_func the site reports, the enum alloc_layout that says how to read its arguments,
+ * and where they are. One program means one uprobe_multi link per file for all of them, and one
+ * kernel grace period to detach them all.
  */
 SEC("uprobe.multi")
 int alloc_enter(struct pt_regs *ctx)
@@ -226,7 +270,12 @@ int alloc_enter(struct pt_regs *ctx)
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u32 func = cookie & COOKIE_FUNC_MASK;
 	__u32 layout = (cookie >> COOKIE_LAYOUT_SHIFT) & 0xff;
-	__u64 a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx), a3 = PT_REGS_PARM3(ctx);
+	__u64 a[3], a1, a2, a3;
+
+	args_at(ctx, cookie, a);
+	a1 = a[0];
+	a2 = a[1];
+	a3 = a[2];
 
 	switch (layout) {
 	case LAYOUT_NMEMB_SIZE:
@@ -254,15 +303,21 @@ int BPF_URETPROBE(alloc_exit, __u64 ret)
 }
 
 /* Free-like entry points (free, operator delete, dallocx, mi_free, ...) need no return probe;
- * the cookie is the enum alloc_func they report. A free inside another allocator call
+ * the cookie is the enum alloc_func they report, and where their argument is. A free inside another allocator call
  * (realloc(p, 0) reaching free) is internal: the outer call reports it. A free of the block
  * this thread just reported, in the same frame or deeper, is that release passed on (operator
  * delete to free). */
 SEC("uprobe.multi")
-int BPF_UPROBE(free_enter, void *ptr)
+int free_enter(struct pt_regs *ctx)
 {
+	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u64 sp = PT_REGS_SP(ctx);
 	struct call_state *st;
+	__u64 a[3];
+	void *ptr;
+
+	args_at(ctx, cookie, a);
+	ptr = (void *)a[0];
 
 	if (!ptr)
 		return 0;
@@ -280,6 +335,6 @@ int BPF_UPROBE(free_enter, void *ptr)
 	st->free_sp = sp;
 	if (!gate_open())
 		return 0;
-	emit(EV_FREE, bpf_get_attach_cookie(ctx) & COOKIE_FUNC_MASK, (__u64)ptr, 0, 0);
+	emit(EV_FREE, cookie & COOKIE_FUNC_MASK, (__u64)ptr, 0, 0);
 	return 0;
 }

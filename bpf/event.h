@@ -69,6 +69,35 @@ enum alloc_layout {
 #define COOKIE_FUNC_MASK 0xffff
 #define COOKIE_LAYOUT_SHIFT 16
 
+/*
+ * Where each of the first three integer arguments is at a probe site that was moved past the
+ * function's first instructions (src/record/placement.rs): 4 bits per argument from bit 24 of
+ * the cookie, argument 1 lowest. ARG_OWN_REG (0) means the register the ABI passes it in
+ * (rdi, rsi, rdx); otherwise the register a plain `mov` copied it to before the site
+ * (mimalloc's malloc moves its size to rsi to call its heap function).
+ */
+enum arg_reg {
+	ARG_OWN_REG = 0,
+	ARG_RDI = 1,
+	ARG_RSI = 2,
+	ARG_RDX = 3,
+	ARG_RCX = 4,
+	ARG_R8 = 5,
+	ARG_R9 = 6,
+	ARG_RAX = 7,
+	ARG_R10 = 8,
+	ARG_R11 = 9,
+	ARG_RBX = 10,
+	ARG_RBP = 11,
+	ARG_R12 = 12,
+	ARG_R13 = 13,
+	ARG_R14 = 14,
+	ARG_R15 = 15,
+};
+
+#define COOKIE_ARGS_SHIFT 24
+#define COOKIE_ARG_BITS 4
+
 /* Why a process was stopped (struct stop_event). */
 enum stop_reason {
 	STOP_EXEC = 1, /* it executed a file not yet scanned */

@@ -92,6 +92,28 @@ fn assert_each_once(rec: &Recording, pid: u32, sizes: &[u64], count: usize) {
 fn assert_ran(rec: &Recording) {
     check!(rec, rec.code() == 0, "exit code");
     check!(rec, rec.lost() == 0, "no lost events");
+    let stepped = single_stepped(rec);
+    check!(
+        rec,
+        stepped
+            .as_ref()
+            .is_some_and(|s| s.iter().all(|s| s == "reallocarray in libc.so.6")),
+        "every probe site is on an instruction the kernel emulates (issue 12), but glibc's \
+         reallocarray, whose `mul` writes its third argument first: {stepped:?}"
+    );
+}
+
+/// The probe sites the recorder says the kernel single-steps, as "FUNCTION in FILE", from its
+/// summary line ("...; 2 probe sites single-stepped (a in x.so, b in y.so); ..."); None
+/// without that line.
+fn single_stepped(rec: &Recording) -> Option<Vec<String>> {
+    let stderr = String::from_utf8_lossy(&rec.output.stderr);
+    let line = stderr.lines().find(|l| l.contains("allocators: "))?;
+    let Some((_, listed)) = line.split_once(" single-stepped (") else {
+        return Some(Vec::new());
+    };
+    let listed = listed.split(')').next().unwrap_or("");
+    Some(listed.split(", ").map(str::to_string).collect())
 }
 
 /// The coverage record of the file whose name starts with `file`, as (allocator, probes).

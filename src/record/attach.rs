@@ -54,47 +54,30 @@ fn first_existing(paths: &[&str]) -> Option<PathBuf> {
         .and_then(|p| std::fs::canonicalize(p).ok())
 }
 
-/// Where to probe a function so that the kernel can emulate the probed instruction instead of
-/// single-stepping it (about 1 µs against 10 µs here, KERNEL-FACTS.md), while the argument
-/// registers and the stack pointer are still as they were at entry.
-///
-/// Skips leading instructions that read registers or memory and change neither (only the
-/// flags): `test r64, r64` and `cmpb $imm8, disp32(%rip)`, glibc's usual first instructions of
-/// free and of the aligned allocators. When unsure, the entry itself. x86_64 only.
-pub fn probe_site(code: &[u8]) -> usize {
-    if !cfg!(target_arch = "x86_64") {
-        return 0;
-    }
-    let mut at = 0;
-    for _ in 0..2 {
-        let rest = &code[at.min(code.len())..];
-        let len = match rest {
-            // REX.W test r/m64, r64 with both operands registers (mod = 11).
-            [0x48 | 0x49 | 0x4c | 0x4d, 0x85, modrm, ..] if modrm >> 6 == 0b11 => 3,
-            // cmpb $imm8, disp32(%rip): opcode 80 /7, modrm 00 111 101.
-            [0x80, 0x3d, _, _, _, _, _, ..] => 7,
-            _ => break,
-        };
-        // Only skip when what follows is known code, so the site is an instruction boundary.
-        if rest.len() <= len {
-            break;
-        }
-        at += len;
-    }
-    at
-}
-
 /// The sites to probe in one file: (file offset, cookie) pairs.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Sites {
     /// Entry sites of functions that return a block (alloc_enter, and alloc_exit on return).
     pub enter: Vec<(u64, u64)>,
-    /// Function entry offsets for the return probes (a return probe must sit at the entry).
+    /// Sites of the return probes: the entry sites again, where `[rsp]` still holds the return
+    /// address (`placement.rs`), so that one breakpoint serves both.
     pub exit: Vec<(u64, u64)>,
     /// Sites of the functions that release a block (free_enter).
     pub free: Vec<(u64, u64)>,
     /// Functions found, for the log.
     pub functions: Vec<&'static str>,
+    /// The sites the kernel must single-step (no emulated instruction could be reached).
+    pub stepped: Vec<Stepped>,
+}
+
+/// A site whose instruction the kernel single-steps at each hit, about ten times the cost of an
+/// emulated one (KERNEL-FACTS.md).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stepped {
+    /// The function.
+    pub function: &'static str,
+    /// The instruction probed, at the function's entry.
+    pub instruction: String,
 }
 
 impl Sites {
@@ -150,36 +133,6 @@ fn attach_scoped<'obj>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn skips_glibc_free_test_instruction() {
-        // test %rdi,%rdi; je ...
-        assert_eq!(
-            probe_site(&[0x48, 0x85, 0xff, 0x0f, 0x84, 0xbf, 0, 0, 0]),
-            3
-        );
-    }
-
-    #[test]
-    fn skips_rip_relative_cmpb() {
-        // cmpb $0x0,0x140201(%rip); push %r12
-        assert_eq!(
-            probe_site(&[0x80, 0x3d, 0x01, 0x02, 0x14, 0x00, 0x00, 0x41, 0x54]),
-            7
-        );
-    }
-
-    #[test]
-    fn stays_at_entry_for_push_and_unknown_code() {
-        assert_eq!(probe_site(&[0x41, 0x54, 0x55]), 0); // push %r12: emulated already
-        assert_eq!(probe_site(&[0x48, 0x89, 0xf0]), 0); // mov: not known to be safe to skip
-        assert_eq!(probe_site(&[]), 0);
-    }
-
-    #[test]
-    fn test_with_memory_operand_is_not_skipped() {
-        assert_eq!(probe_site(&[0x48, 0x85, 0x07, 0x74, 0x00]), 0); // test %rax,(%rdi)
-    }
 
     /// The lever "pid-scoped versus machine-wide attach" of issue #7, measured with memtrack's
     /// real link set for glibc (empty programs): attaching and detaching it once for the
@@ -257,11 +210,5 @@ mod tests {
             median(attach),
             median(detach)
         );
-    }
-
-    #[test]
-    fn never_skips_past_the_known_code() {
-        assert_eq!(probe_site(&[0x48, 0x85, 0xff]), 0);
-        assert_eq!(probe_site(&[0x80, 0x3d, 1, 2, 3, 4, 0]), 0);
     }
 }

@@ -12,8 +12,9 @@
 
 use std::collections::HashSet;
 
-use crate::record::attach::{probe_site, Sites};
-use crate::record::symbols::{ElfSymbols, FuncSymbol};
+use crate::record::attach::{Sites, Stepped};
+use crate::record::placement;
+use crate::record::symbols::ElfSymbols;
 use crate::sys::raw::{alloc_func, alloc_layout, COOKIE_LAYOUT_SHIFT};
 
 use alloc_func::*;
@@ -311,7 +312,6 @@ pub fn cookie(func: alloc_func, layout: alloc_layout) -> u64 {
 pub fn plan(symbols: &ElfSymbols) -> Plan {
     let mut sites = Sites::default();
     let mut seen = HashSet::new();
-    let site = |sym: FuncSymbol| sym.offset + probe_site(symbols.code(sym, 16)) as u64;
     let allocator = families(symbols);
     let own_new = FAMILIES.iter().any(|(name, _)| allocator.contains(name));
     for entry in TABLES.iter().flat_map(|t| t.iter()) {
@@ -327,20 +327,57 @@ pub fn plan(symbols: &ElfSymbols) -> Plan {
             Role::Alloc(_) if is_cxx_new && !own_new => Role::Label,
             role => role,
         };
+        let (code, complete) = symbols.code(sym);
+        let placed = placement::place(code, sym.vaddr, complete, needs(role));
+        let site = sym.offset + placed.skip;
+        log::debug!(
+            "site {}+{}: {}{}",
+            entry.name,
+            placed.skip,
+            placed.instruction(),
+            if placed.emulated {
+                ""
+            } else {
+                ", single-stepped"
+            }
+        );
+        if !placed.emulated {
+            sites.stepped.push(Stepped {
+                function: entry.name,
+                instruction: placed.instruction(),
+            });
+        }
+        let args = placed.cookie_bits();
         match role {
             Role::Label => sites
                 .enter
-                .push((site(sym), cookie(entry.func, LAYOUT_LABEL))),
+                .push((site, cookie(entry.func, LAYOUT_LABEL) | args)),
             Role::Alloc(layout) => {
-                let cookie = cookie(entry.func, layout);
-                sites.enter.push((site(sym), cookie));
-                sites.exit.push((sym.offset, cookie));
+                let cookie = cookie(entry.func, layout) | args;
+                sites.enter.push((site, cookie));
+                sites.exit.push((site, cookie));
             }
-            Role::Free => sites.free.push((site(sym), entry.func as u64)),
+            Role::Free => sites.free.push((site, entry.func as u64 | args)),
         }
         sites.functions.push(entry.name);
     }
     Plan { allocator, sites }
+}
+
+/// What the BPF program at the site of an entry point in `role` relies on (`alloc_enter`,
+/// `alloc_exit` and `free_enter` of bpf/alloc.bpf.c): the integer arguments it reads, and the
+/// entry's stack pointer, which a label alone does not need (`label_enter` only compares
+/// deeper calls with it).
+fn needs(role: Role) -> placement::Needs {
+    let args = match role {
+        Role::Label | Role::Free | Role::Alloc(LAYOUT_SIZE) => 1,
+        Role::Alloc(LAYOUT_PTR_NMEMB_SIZE | LAYOUT_MEMPTR_ALIGN_SIZE) => 3,
+        Role::Alloc(_) => 2,
+    };
+    placement::Needs {
+        args,
+        entry_sp: role != Role::Label,
+    }
 }
 
 /// The allocator families `symbols` defines, joined by `+`, or "none".
@@ -429,7 +466,7 @@ mod tests {
             .sites
             .enter
             .iter()
-            .all(|s| s.1 >> COOKIE_LAYOUT_SHIFT == LAYOUT_LABEL as u64));
+            .all(|s| (s.1 >> COOKIE_LAYOUT_SHIFT) & 0xff == LAYOUT_LABEL as u64));
         assert_eq!(plan.sites.free.len(), 12, "{:?}", plan.sites.functions);
     }
 
@@ -457,6 +494,34 @@ mod tests {
             assert_eq!(plan.allocator, "mimalloc");
             assert!(plan.sites.functions.contains(&"mi_zalloc"));
             assert!(offsets_unique(&plan));
+        }
+    }
+
+    /// Every site of the allocator libraries installed here reaches an instruction the kernel
+    /// emulates (issue 12), but glibc's reallocarray: it starts `mov %rsi,%rax; mul %rdx`, and
+    /// `mul` writes rdx, its third argument, before any emulated instruction.
+    #[test]
+    fn installed_allocators_single_step_nowhere() {
+        let libraries = [
+            "/usr/lib/x86_64-linux-gnu/libc.so.6",
+            "/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
+            "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
+            "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2",
+            "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4",
+            "/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4",
+        ];
+        for lib in libraries {
+            let Some(plan) = plan_of(lib) else {
+                continue;
+            };
+            assert!(plan.sites.probes() > 0, "{lib}: no probes");
+            let stepped: Vec<&str> = plan.sites.stepped.iter().map(|s| s.function).collect();
+            let expected: &[&str] = if lib.ends_with("/libc.so.6") {
+                &["reallocarray"]
+            } else {
+                &[]
+            };
+            assert_eq!(stepped, expected, "{lib}: {:?}", plan.sites.stepped);
         }
     }
 }

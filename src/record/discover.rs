@@ -127,6 +127,8 @@ struct Probed {
     path: String,
     allocator: String,
     probes: u32,
+    /// The functions whose probe the kernel single-steps (`attach::Stepped`).
+    stepped: Vec<&'static str>,
     /// Whether its coverage record was written (when a tracked process was first seen with it).
     reported: bool,
 }
@@ -249,6 +251,7 @@ impl<'obj> Discovery<'obj> {
             path: shown.to_string(),
             allocator: "none".to_string(),
             probes: 0,
+            stepped: Vec::new(),
             reported: false,
         };
         let result = self.scan_and_attach(path, &mut entry);
@@ -291,6 +294,22 @@ impl<'obj> Discovery<'obj> {
         let links = attach::attach(self.alloc, path, &plan.sites, self.classic)?;
         self.links.extend(links);
         entry.probes = plan.sites.probes() as u32;
+        entry.stepped = plan.sites.stepped.iter().map(|s| s.function).collect();
+        if !plan.sites.stepped.is_empty() {
+            let listed: Vec<String> = plan
+                .sites
+                .stepped
+                .iter()
+                .map(|s| format!("{} ({})", s.function, s.instruction))
+                .collect();
+            log::info!(
+                "{}: {} probe site{} single-stepped, about ten times the cost of the others: {}",
+                entry.path,
+                listed.len(),
+                if listed.len() == 1 { "" } else { "s" },
+                listed.join(", ")
+            );
+        }
         log::debug!(
             "{}: {} probes on {}",
             entry.path,
@@ -330,10 +349,12 @@ impl<'obj> Discovery<'obj> {
             let listed: Vec<String> = found
                 .iter()
                 .map(|p| {
-                    let name = Path::new(&p.path)
-                        .file_name()
-                        .map_or(p.path.clone(), |n| n.to_string_lossy().into_owned());
-                    format!("{} in {name} ({} probes)", p.allocator, p.probes)
+                    format!(
+                        "{} in {} ({} probes)",
+                        p.allocator,
+                        file_name(&p.path),
+                        p.probes
+                    )
                 })
                 .collect();
             line.push_str(&listed.join(", "));
@@ -343,6 +364,21 @@ impl<'obj> Discovery<'obj> {
                     plural(without)
                 ));
             }
+        }
+        let stepped: Vec<String> = found
+            .iter()
+            .flat_map(|p| {
+                let name = file_name(&p.path);
+                p.stepped.iter().map(move |f| format!("{f} in {name}"))
+            })
+            .collect();
+        if !stepped.is_empty() {
+            line.push_str(&format!(
+                "; {} probe site{} single-stepped ({})",
+                stepped.len(),
+                plural(stepped.len()),
+                stepped.join(", ")
+            ));
         }
         if self.stats.stops > 0 {
             line.push_str(&format!(
@@ -354,6 +390,13 @@ impl<'obj> Discovery<'obj> {
         }
         line
     }
+}
+
+/// The last component of `path`, for the summary line.
+fn file_name(path: &str) -> String {
+    Path::new(path)
+        .file_name()
+        .map_or(path.to_string(), |n| n.to_string_lossy().into_owned())
 }
 
 /// The kernel's key for the file `meta` describes.

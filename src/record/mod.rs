@@ -15,6 +15,7 @@ pub mod drain;
 pub mod foreground;
 pub mod identity;
 pub mod listen;
+pub mod placement;
 pub mod progress;
 pub mod spawn;
 pub mod symbols;

@@ -50,12 +50,15 @@ pub struct FuncSymbol {
 pub struct ElfSymbols {
     funcs: HashMap<String, FuncSymbol>,
     objects: HashMap<String, u64>,
-    /// The first bytes of each function, by file offset.
+    /// The code of each kept function, by file offset (see `CODE_BYTES`).
     code: HashMap<u64, Vec<u8>>,
 }
 
-/// How many bytes of each kept function's code are read, for `ElfSymbols::code`.
-const CODE_BYTES: usize = 16;
+/// How many bytes of each kept function's code are read, for `ElfSymbols::code`: the whole
+/// function up to this size (probe placement looks for branches into its prologue), or this
+/// many when the symbol gives no size.
+const CODE_BYTES: usize = crate::record::placement::SCAN_BYTES;
+const CODE_BYTES_UNSIZED: usize = 64;
 
 impl ElfSymbols {
     /// Read the function symbols of the ELF file at `path`.
@@ -204,11 +207,11 @@ impl ElfSymbols {
             let len = if f.size > 0 {
                 (f.size as usize).min(CODE_BYTES)
             } else {
-                CODE_BYTES
+                CODE_BYTES_UNSIZED
             };
-            // Code near the end of the file may be shorter than CODE_BYTES: keep what there is.
-            let bytes = (1..=len)
-                .rev()
+            // Code near the end of the file may be shorter: keep what there is.
+            let bytes = std::iter::successors(Some(len), |n| Some(n / 2))
+                .take_while(|&n| n > 0)
                 .find_map(|n| fetch(f.offset as usize, n).ok())
                 .unwrap_or_default();
             code.insert(f.offset, bytes);
@@ -230,10 +233,11 @@ impl ElfSymbols {
         self.funcs.get(name).copied()
     }
 
-    /// Up to `len` bytes (at most 16) of the code of `sym`, a function of this file.
-    pub fn code(&self, sym: FuncSymbol, len: usize) -> &[u8] {
+    /// The code of `sym`, a function of this file, from its entry: the whole function when
+    /// the second value is true, else the first bytes read of it.
+    pub fn code(&self, sym: FuncSymbol) -> (&[u8], bool) {
         let code = self.code.get(&sym.offset).map_or(&[][..], Vec::as_slice);
-        &code[..len.min(code.len())]
+        (code, sym.size > 0 && code.len() as u64 == sym.size)
     }
 
     /// How many function symbols the file defines.
