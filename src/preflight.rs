@@ -9,8 +9,8 @@
 use std::path::Path;
 
 use crate::error::Error;
-use crate::record::attach;
 use crate::record::symbols::ElfSymbols;
+use crate::record::{attach, catalogue};
 use crate::sys::bpf::BpfError;
 use crate::sys::{probe, process};
 
@@ -160,7 +160,62 @@ fn run_checks(attach_uprobe: bool) -> Vec<Check> {
         checks.push(fentry(&vmlinux));
     }
     checks.push(tracefs());
+    if attach_uprobe {
+        checks.push(probe_sites());
+    }
     checks
+}
+
+/// The allocator libraries `probe_sites` looks at, where Debian-like systems keep them.
+const ALLOCATOR_LIBRARIES: [&str; 5] = [
+    "/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
+    "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
+    "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2",
+    "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4",
+    "/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4",
+];
+
+/// Where `record` would put its probes in the system's allocator libraries, and how many of
+/// those sites the kernel must single-step (`record::placement`): doctor only, as `record`
+/// says the same of the files it probes. Never blocks: a single-stepped site still records,
+/// at about ten times the cost per call of an emulated one.
+fn probe_sites() -> Check {
+    const NAME: &str = "probe sites";
+    const COST: &str = "nothing; a single-stepped site costs about 10x an emulated one per call";
+    let libraries = attach::find_libc()
+        .into_iter()
+        .chain(
+            ALLOCATOR_LIBRARIES
+                .iter()
+                .map(|p| Path::new(p).to_path_buf()),
+        )
+        .filter(|p| p.exists());
+    let (mut files, mut sites, mut stepped) = (0, 0, Vec::new());
+    for lib in libraries {
+        let Ok(symbols) = ElfSymbols::read_only(&lib, catalogue::wants) else {
+            continue;
+        };
+        let plan = catalogue::plan(&symbols).sites;
+        let name = lib
+            .file_name()
+            .map_or(String::new(), |n| n.to_string_lossy().into_owned());
+        files += 1;
+        sites += plan.probes();
+        stepped.extend(
+            plan.stepped
+                .iter()
+                .map(|s| format!("{} in {name}", s.function)),
+        );
+    }
+    let found = match (files, stepped.len()) {
+        (0, _) => "no allocator library found at the usual paths".to_string(),
+        (_, 0) => format!("all {sites} in {files} allocator libraries emulated"),
+        (_, n) => format!(
+            "{n} of {sites} in {files} allocator libraries single-stepped: {}",
+            stepped.join(", ")
+        ),
+    };
+    Check::ok(NAME, false, found, COST)
 }
 
 /// Fail with the first blocking check's line, as `record` does before loading anything. Items

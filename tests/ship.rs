@@ -19,7 +19,7 @@ use common::{can_record, fixture, memtrack, read_recording, scratch_dir, send_si
 use memtrack::format::{EventKind, ReadEnd};
 
 /// The rows of `memtrack doctor`, in order.
-const DOCTOR_ROWS: [&str; 9] = [
+const DOCTOR_ROWS: [&str; 10] = [
     "kernel",
     "BTF",
     "privileges",
@@ -29,6 +29,7 @@ const DOCTOR_ROWS: [&str; 9] = [
     "tp_btf",
     "fentry",
     "tracefs",
+    "probe sites",
 ];
 
 fn run(cmd: &mut Command) -> (i32, String, String) {
@@ -79,6 +80,17 @@ fn doctor_lists_every_check_and_says_record_can_work() {
     let fentry = rows[7];
     assert!(
         fentry.ends_with("rmap hooks (resident memory uses rss_stat instead)"),
+        "{out}"
+    );
+    // Issue 12: where the probes would go in the allocator libraries, and what single-steps.
+    let sites = rows[9];
+    assert!(sites.contains("allocator libraries"), "{out}");
+    if let Some((_, stepped)) = sites.split_once("single-stepped: ") {
+        let stepped = stepped.split("  ").next().unwrap_or("");
+        assert_eq!(stepped, "reallocarray in libc.so.6", "{out}");
+    }
+    assert!(
+        sites.ends_with("a single-stepped site costs about 10x an emulated one per call"),
         "{out}"
     );
     assert!(out.contains("\nrecord can work here"), "{out}");

@@ -26,8 +26,21 @@ TOOL_NAMES = {
     "dhat": "DHAT",
     "bpftrace": "bpftrace",
 }
-WORKLOADS = ["churn", "mixed", "storm", "python", "xz", "gcc", "sort", "git", "true"]
-REAL = ["python", "xz", "gcc", "sort", "git"]
+WORKLOADS = ["churn", "cet", "new", "newarr", "jemalloc", "mimalloc", "tcmalloc", "rust", "mixed",
+             "storm", "python", "xz", "gcc", "gxx", "sort", "git", "true"]
+REAL = ["python", "xz", "gcc", "gxx", "sort", "git"]
+# The churn of each allocator family (issue 12), CHURN_PAIRS alloc+free pairs each, and what
+# it allocates with.
+FAMILIES = [
+    ("churn", "glibc malloc+free"),
+    ("cet", "malloc+free built with -fcf-protection=full (endbr64)"),
+    ("new", "C++ new+delete (libstdc++ over glibc)"),
+    ("newarr", "C++ new[]+delete[] (libstdc++ over glibc)"),
+    ("jemalloc", "jemalloc malloc+free"),
+    ("mimalloc", "mimalloc malloc+free"),
+    ("tcmalloc", "tcmalloc malloc+free"),
+    ("rust", "Rust Box with the mimalloc crate"),
+]
 MEMTRACKS = ["memtrack", "memtrack-rss"]
 
 
@@ -231,6 +244,36 @@ def main():
     p(table(["memtrack", "workload", "/ floor", "/ heaptrack"], ratios))
     p("")
 
+    # --- per allocator family -----------------------------------------------------------------
+    fam_cost = {}
+    fam_rows = []
+    for w, what in FAMILIES:
+        if (w, "untraced") not in runs:
+            continue
+        row = [w, what]
+        for t in ["memtrack", "floor", "heaptrack"]:
+            c = per_call(w, t, churn_n) if churn_n and (w, t) in runs else None
+            fam_cost[(w, t)] = c
+            row.append("%.3f us" % (c * 1e6) if c is not None else "-")
+        fam_rows.append(row)
+    glibc = fam_cost.get(("churn", "memtrack"))
+    if fam_rows:
+        p("### Per allocator family")
+        p("")
+        p("Added time per alloc+free pair of each family's churn (%s pairs of 64 bytes), as in "
+          "\"Cost per call\", and memtrack's cost relative to glibc's malloc+free in the same "
+          "run (target: at most 1.25x). The floor is empty BPF programs on exactly memtrack's "
+          "sites; C++ pairs hit more sites than a malloc+free pair (operator new, then malloc; "
+          "operator delete, then free), so their floor is higher too." % meta.get("churn_pairs"))
+        p("")
+        for row, (w, _) in zip(fam_rows, [f for f in FAMILIES if (f[0], "untraced") in runs]):
+            c, fl = fam_cost.get((w, "memtrack")), fam_cost.get((w, "floor"))
+            row.append("%.2fx" % (c / glibc) if c and glibc else "-")
+            row.append("%.2f" % (c / fl) if c and fl else "-")
+        p(table(["workload", "allocates with", "memtrack", "floor", "heaptrack",
+                 "memtrack / glibc's", "memtrack / floor"], fam_rows))
+        p("")
+
     # --- memtrack's own figures ----------------------------------------------------------------
     p("### memtrack's recordings")
     p("")
@@ -352,6 +395,19 @@ def main():
         rows.append(["churn: cost per pair <= 1.25 x floor",
                      "%.3f / %.3f us = %.2f" % (c_mt * 1e6, c_fl * 1e6, r),
                      "holds" if r <= 1.25 else "**fails**"])
+    for w, what in FAMILIES[1:]:
+        c = fam_cost.get((w, "memtrack"))
+        if c and glibc:
+            r = c / glibc
+            rows.append(["%s: cost per pair <= 1.25 x glibc's" % w,
+                         "%.3f / %.3f us = %.2f" % (c * 1e6, glibc * 1e6, r),
+                         "holds" if r <= 1.25 else "**fails**"])
+    for w in ["gcc", "gxx"]:
+        m, u, h = med_wall(w, "memtrack"), med_wall(w, "untraced"), med_wall(w, "heaptrack")
+        if m and u:
+            rows.append(["%s -O2 -c: slowdown <= 3x, whole tree" % ("gcc" if w == "gcc" else "g++"),
+                         "%.2fx (heaptrack %s)" % (m / u, "%.2fx" % (h / u) if h else "-"),
+                         "holds" if m / u <= 3 else "**fails**"])
     for t in MEMTRACKS:
         rs = runs.get(("true", t))
         if rs and base is not None:

@@ -68,6 +68,8 @@ pub struct Sites {
     pub functions: Vec<&'static str>,
     /// The sites the kernel must single-step (no emulated instruction could be reached).
     pub stepped: Vec<Stepped>,
+    /// Release functions left unprobed: they only jump to another that reports the same.
+    pub forwarded: Vec<&'static str>,
 }
 
 /// A site whose instruction the kernel single-steps at each hit, about ten times the cost of an

@@ -14,7 +14,7 @@ use std::collections::HashSet;
 
 use crate::record::attach::{Sites, Stepped};
 use crate::record::placement;
-use crate::record::symbols::ElfSymbols;
+use crate::record::symbols::{ElfSymbols, FuncSymbol};
 use crate::sys::raw::{alloc_func, alloc_layout, COOKIE_LAYOUT_SHIFT};
 
 use alloc_func::*;
@@ -322,6 +322,11 @@ pub fn plan(symbols: &ElfSymbols) -> Plan {
             log::trace!("{} shares its address with another entry point", entry.name);
             continue;
         }
+        if let Some(to) = forwarded_release(symbols, sym, entry) {
+            log::debug!("{} only jumps to {to}, whose probe reports it", entry.name);
+            sites.forwarded.push(entry.name);
+            continue;
+        }
         let is_cxx_new = CXX.iter().any(|e| e.name == entry.name);
         let role = match entry.role {
             Role::Alloc(_) if is_cxx_new && !own_new => Role::Label,
@@ -362,6 +367,25 @@ pub fn plan(symbols: &ElfSymbols) -> Plan {
         sites.functions.push(entry.name);
     }
     Plan { allocator, sites }
+}
+
+/// The release function `sym` (the entry point `entry`) only jumps to, when that one is a
+/// release of the same label: libstdc++'s sized `operator delete` jumps to the unsized one, which
+/// is probed wherever it is defined and reports the same block under the same label, with the
+/// caller's arguments and stack. A probe on the forwarder would add a trap and nothing else.
+/// Allocating entry points keep theirs: their labels differ (new[] jumps to new).
+fn forwarded_release(symbols: &ElfSymbols, sym: FuncSymbol, entry: &Entry) -> Option<&'static str> {
+    if entry.role != Role::Free {
+        return None;
+    }
+    let to = symbols.forwards_to(sym)?;
+    TABLES
+        .iter()
+        .flat_map(|t| t.iter())
+        .find(|e| {
+            e.name == to && e.role == Role::Free && e.func == entry.func && e.name != entry.name
+        })
+        .map(|e| e.name)
 }
 
 /// What the BPF program at the site of an entry point in `role` relies on (`alloc_enter`,
@@ -467,7 +491,22 @@ mod tests {
             .enter
             .iter()
             .all(|s| (s.1 >> COOKIE_LAYOUT_SHIFT) & 0xff == LAYOUT_LABEL as u64));
-        assert_eq!(plan.sites.free.len(), 12, "{:?}", plan.sites.functions);
+        // Six of the twelve deletes only jump to another of the same label (issue 12): the
+        // sized and nothrow forms to the plain ones, which report their blocks.
+        assert_eq!(plan.sites.free.len(), 6, "{:?}", plan.sites.functions);
+        let mut forwarded = plan.sites.forwarded.clone();
+        forwarded.sort_unstable();
+        assert_eq!(
+            forwarded,
+            [
+                "_ZdaPvRKSt9nothrow_t",
+                "_ZdaPvSt11align_val_tRKSt9nothrow_t",
+                "_ZdaPvm",
+                "_ZdlPvRKSt9nothrow_t",
+                "_ZdlPvSt11align_val_tRKSt9nothrow_t",
+                "_ZdlPvm",
+            ]
+        );
     }
 
     #[test]

@@ -229,6 +229,48 @@ pub fn place(code: &[u8], vaddr: u64, complete: bool, needs: Needs) -> Site {
     entry(first)
 }
 
+/// Where a function that only forwards its call jumps to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TailJump {
+    /// `jmp TARGET`: to the function or PLT stub at this address.
+    Direct(u64),
+    /// `jmp *SLOT(%rip)`: to the address the GOT slot at this address holds (a PLT stub, or a
+    /// call built with `-fno-plt`).
+    Slot(u64),
+}
+
+/// Whether the code `code` at `vaddr` does nothing but jump elsewhere, leaving every register
+/// and the stack as its caller set them (`endbr64` and nops before the jump at most): libstdc++'s
+/// sized `operator delete` is `endbr64; jmp _ZdlPv@plt`, and that PLT stub `endbr64; bnd jmp
+/// *GOT(%rip)`. Such a function's probe adds a trap and nothing else when its target, probed
+/// itself, reports the same.
+pub fn tail_jump(code: &[u8], vaddr: u64) -> Option<TailJump> {
+    if !cfg!(target_arch = "x86_64") {
+        return None;
+    }
+    let mut decoder = Decoder::with_ip(64, code, vaddr, DecoderOptions::NONE);
+    let mut insn = Instruction::default();
+    for _ in 0..4 {
+        if !decoder.can_decode() {
+            return None;
+        }
+        decoder.decode_out(&mut insn);
+        match insn.mnemonic() {
+            Mnemonic::Endbr64 | Mnemonic::Nop => continue,
+            Mnemonic::Jmp if insn.op0_kind() == OpKind::NearBranch64 => {
+                return Some(TailJump::Direct(insn.near_branch_target()));
+            }
+            Mnemonic::Jmp
+                if insn.op0_kind() == OpKind::Memory && insn.is_ip_rel_memory_operand() =>
+            {
+                return Some(TailJump::Slot(insn.ip_rel_memory_address()));
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
 /// Whether the kernel emulates `insn` (encoded as `bytes`) instead of single-stepping it:
 /// Linux's `push_setup_xol_ops` and `branch_setup_xol_ops` (arch/x86/kernel/uprobes.c, the
 /// same from 4.x to 6.18): push of a 64-bit register (no prefix but REX.B), jmp, call and jcc
@@ -506,6 +548,28 @@ mod tests {
         assert!(!site(&[0x40, 0x41, 0x54], 1).1);
         // callw (66 e8): not emulated.
         assert!(!site(&[0x66, 0xe8, 0, 0], 1).1);
+    }
+
+    #[test]
+    fn forwarding_functions_are_told_apart() {
+        // endbr64; jmp -0xded9 (libstdc++'s _ZdlPvm to _ZdlPv@plt)
+        let code = [0xf3, 0x0f, 0x1e, 0xfa, 0xe9, 0x27, 0x21, 0xff, 0xff];
+        assert_eq!(
+            tail_jump(&code, 0xa78e0),
+            Some(TailJump::Direct(0xa78e9 - 0xded9))
+        );
+        // endbr64; bnd jmp *0x1f7a42(%rip) (a .plt.sec stub)
+        let code = [
+            0xf3, 0x0f, 0x1e, 0xfa, 0xf2, 0xff, 0x25, 0x42, 0x7a, 0x1f, 0x00,
+        ];
+        assert_eq!(
+            tail_jump(&code, 0x9a000),
+            Some(TailJump::Slot(0x9a00b + 0x1f7a42))
+        );
+        // A function that does something first, or jumps through a register, is none.
+        assert_eq!(tail_jump(&[0x48, 0x85, 0xff, 0xe9, 0, 0, 0, 0], AT), None);
+        assert_eq!(tail_jump(&[0xff, 0xe0], AT), None);
+        assert_eq!(tail_jump(&[], AT), None);
     }
 
     #[test]

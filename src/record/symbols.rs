@@ -10,8 +10,13 @@ use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use crate::record::placement::{self, TailJump};
+
 const SHT_SYMTAB: u32 = 2;
+const SHT_RELA: u32 = 4;
 const SHT_DYNSYM: u32 = 11;
+const R_X86_64_GLOB_DAT: u32 = 6;
+const R_X86_64_JUMP_SLOT: u32 = 7;
 const PT_LOAD: u32 = 1;
 const PF_X: u32 = 1;
 const STT_OBJECT: u8 = 1;
@@ -52,6 +57,9 @@ pub struct ElfSymbols {
     objects: HashMap<String, u64>,
     /// The code of each kept function, by file offset (see `CODE_BYTES`).
     code: HashMap<u64, Vec<u8>>,
+    /// For each kept function that only jumps to another kept function (directly, or through
+    /// the PLT or GOT), by file offset: the name of that function.
+    forwards: HashMap<u64, String>,
 }
 
 /// How many bytes of each kept function's code are read, for `ElfSymbols::code`: the whole
@@ -216,10 +224,46 @@ impl ElfSymbols {
                 .unwrap_or_default();
             code.insert(f.offset, bytes);
         }
+        let slots = got_slots(fetch, &section, shnum, &keep)?;
+        let by_vaddr: HashMap<u64, &str> =
+            funcs.iter().map(|(n, f)| (f.vaddr, n.as_str())).collect();
+        let mut forwards = HashMap::new();
+        for f in funcs.values() {
+            let Some(mut jump) = code
+                .get(&f.offset)
+                .and_then(|c| placement::tail_jump(c, f.vaddr))
+            else {
+                continue;
+            };
+            // At most two steps: a jump to a PLT stub, which jumps through its GOT slot.
+            for _ in 0..2 {
+                let target = match jump {
+                    TailJump::Slot(slot) => slots.get(&slot).cloned(),
+                    TailJump::Direct(to) => by_vaddr.get(&to).map(|n| n.to_string()),
+                };
+                if let Some(name) = target {
+                    forwards.insert(f.offset, name);
+                    break;
+                }
+                let TailJump::Direct(to) = jump else {
+                    break;
+                };
+                let Some(stub) =
+                    file_offset(&segments, to).and_then(|at| fetch(at as usize, 16).ok())
+                else {
+                    break;
+                };
+                match placement::tail_jump(&stub, to) {
+                    Some(next) => jump = next,
+                    None => break,
+                }
+            }
+        }
         Ok(ElfSymbols {
             funcs,
             objects,
             code,
+            forwards,
         })
     }
 
@@ -240,6 +284,12 @@ impl ElfSymbols {
         (code, sym.size > 0 && code.len() as u64 == sym.size)
     }
 
+    /// The kept function `sym` only jumps to, leaving its arguments as they are, if it does
+    /// (`placement::tail_jump`).
+    pub fn forwards_to(&self, sym: FuncSymbol) -> Option<&str> {
+        self.forwards.get(&sym.offset).map(String::as_str)
+    }
+
     /// How many function symbols the file defines.
     pub fn len(&self) -> usize {
         self.funcs.len()
@@ -249,6 +299,47 @@ impl ElfSymbols {
     pub fn is_empty(&self) -> bool {
         self.funcs.is_empty()
     }
+}
+
+/// The GOT slots the dynamic loader fills with the address of a kept function (JUMP_SLOT
+/// relocations of the PLT, GLOB_DAT ones of `-fno-plt` calls), by the slot's address.
+fn got_slots(
+    fetch: &mut dyn FnMut(usize, usize) -> Result<Vec<u8>, String>,
+    section: &dyn Fn(usize) -> Result<Section, String>,
+    shnum: usize,
+    keep: &dyn Fn(&str) -> bool,
+) -> Result<HashMap<u64, String>, String> {
+    let mut slots = HashMap::new();
+    for i in 0..shnum {
+        let rela = section(i)?;
+        if rela.kind != SHT_RELA || rela.entsize < 24 {
+            continue;
+        }
+        let symtab = section(rela.link)?;
+        if symtab.kind != SHT_DYNSYM || symtab.entsize < 24 {
+            continue;
+        }
+        let strtab = section(symtab.link)?;
+        let (relocs, syms, strs) = (
+            fetch(rela.offset, rela.size)?,
+            fetch(symtab.offset, symtab.size)?,
+            fetch(strtab.offset, strtab.size)?,
+        );
+        let (r, b, names) = (Bytes(&relocs), Bytes(&syms), Bytes(&strs));
+        for e in 0..rela.size / rela.entsize {
+            let at = e * rela.entsize;
+            let info = r.u64(at + 8)?;
+            if !matches!(info as u32, R_X86_64_JUMP_SLOT | R_X86_64_GLOB_DAT) {
+                continue;
+            }
+            let sym = (info >> 32) as usize * symtab.entsize;
+            let name = names.cstr(b.u32(sym)? as usize, strs.len())?;
+            if keep(name) {
+                slots.insert(r.u64(at)?, name.to_string());
+            }
+        }
+    }
+    Ok(slots)
 }
 
 struct Segment {
