@@ -19,6 +19,7 @@ pub mod progress;
 pub mod spawn;
 pub mod symbols;
 
+use std::ffi::OsString;
 use std::fs::File;
 use std::path::PathBuf;
 
@@ -46,8 +47,8 @@ pub struct RecordOptions {
     pub output: PathBuf,
     /// Size of the kernel ring buffer, bytes (a power of two, at least one page).
     pub ring_size_bytes: u64,
-    /// The command and its arguments.
-    pub command: Vec<String>,
+    /// The command and its arguments, exactly as given (not necessarily UTF-8).
+    pub command: Vec<OsString>,
     /// Record resident memory (rss_stat) as well as allocations.
     pub rss: bool,
     /// Attach empty programs at the allocator sites instead of the real ones (benchmarks).
@@ -69,7 +70,7 @@ impl RecordOptions {
     pub fn new(
         output: PathBuf,
         ring_size_mib: Option<u32>,
-        command: Vec<String>,
+        command: Vec<OsString>,
         rss: bool,
         quiet: bool,
     ) -> Result<RecordOptions, Error> {
@@ -398,7 +399,11 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
         kernel_release,
         hostname,
         page_size_bytes: crate::sys::ring::page_size() as u32,
-        argv: opts.command.clone(),
+        argv: opts
+            .command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
         root_pid: child.id(),
         start_monotonic_ns,
         start_wall_ns,

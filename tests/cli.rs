@@ -1,0 +1,194 @@
+//! The command line itself (issue 13, items 3 and 11): a bad flag exits 2 (125 for `record`)
+//! with one line that says what to do, `--help`, `-h` and `--version` print on stdout and exit
+//! 0, and the recorded command's arguments reach it byte for byte, UTF-8 or not.
+
+mod common;
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::process::Command;
+
+use common::{can_record, memtrack, scratch_dir};
+
+/// Run the memtrack binary; returns (exit code, stdout, stderr).
+fn run<S: AsRef<OsStr>>(args: &[S]) -> (i32, String, String) {
+    let out = Command::new(memtrack()).args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn sample() -> &'static str {
+    concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/testdata/compat/v1-malloc_free.mt"
+    )
+}
+
+/// Asserts that `args` fails with `code` and one stderr line containing each of `want`.
+fn assert_bad(args: &[&str], code: i32, want: &[&str]) {
+    let (got, stdout, stderr) = run(args);
+    assert_eq!(got, code, "{args:?}: stdout {stdout} stderr {stderr}");
+    assert_eq!(stdout, "", "{args:?}: nothing on stdout");
+    assert_eq!(
+        stderr.trim_end().lines().count(),
+        1,
+        "{args:?}: one line: {stderr}"
+    );
+    for w in want {
+        assert!(stderr.contains(w), "{args:?}: {w:?} missing from {stderr}");
+    }
+}
+
+#[test]
+fn bad_flags_exit_2_with_one_line_that_says_what_to_do() {
+    let s = sample();
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &["check", s, "--max-allocs", "1.5k"],
+            &[
+                "--max-allocs 1.5k",
+                "give a whole number",
+                "memtrack check --help",
+            ],
+        ),
+        (
+            &["check", s, "--bogus", "--max-allocs", "1"],
+            &["unknown argument '--bogus'", "memtrack check --help"],
+        ),
+        (
+            &["check", s, "--max-allocs", "1", "--max-allocs", "2"],
+            &["--max-allocs was given twice", "give it once"],
+        ),
+        (
+            &["check", s, "--tree", "x", "--max-allocs", "1"],
+            &["--tree x", "process id"],
+        ),
+        (&["report"], &["missing file", "memtrack report --help"]),
+        (&["report", s, "--pid", "-1"], &["process id"]),
+        (&["report", s, "--nope"], &["unknown argument '--nope'"]),
+        (&["dump"], &["missing file", "memtrack dump --help"]),
+        (&["dump", s, "extra"], &["unknown argument 'extra'"]),
+        (
+            &["doctor", "--x"],
+            &["unknown argument '--x'", "memtrack doctor --help"],
+        ),
+        (
+            &["ctl"],
+            &["give one of: hello, start, stop, bench, marker"],
+        ),
+        (
+            &["ctl", "bench", "u", "--pid", "me"],
+            &["--pid me", "memtrack ctl --help"],
+        ),
+        (&["ctl", "frob"], &["unknown argument 'frob'"]),
+        (&[], &["give a command: record, report"]),
+        (&["frob"], &["unknown argument 'frob'", "memtrack --help"]),
+    ];
+    for (args, want) in cases {
+        assert_bad(args, 2, want);
+    }
+}
+
+/// 1 is "a limit was exceeded" for `check`, and a command's own status for `record`: a bad
+/// flag must never look like either.
+#[test]
+fn bad_record_flags_exit_125() {
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &["record", "--bogus", "--", "true"],
+            &["unknown argument '--bogus'", "memtrack record --help"],
+        ),
+        (
+            &["record", "--ring-size", "x", "--", "true"],
+            &["--ring-size x", "power of two"],
+        ),
+        (
+            &["record", "--ring-size", "3", "--", "true"],
+            &["--ring-size 3", "power of two"],
+        ),
+        (
+            &["record", "-o", "a.mt", "-o", "b.mt", "--", "true"],
+            &["-o was given twice"],
+        ),
+        (
+            &["-v", "record", "--user"],
+            &["--user", "memtrack record --help"],
+        ),
+    ];
+    for (args, want) in cases {
+        assert_bad(args, 125, want);
+    }
+}
+
+#[test]
+fn help_and_version_print_on_stdout_and_exit_0() {
+    for args in [
+        &["--help"][..],
+        &["-h"],
+        &["help"],
+        &["record", "--help"],
+        &["record", "-h"],
+        &["check", "-h"],
+        &["report", "-h"],
+        &["dump", "-h"],
+        &["doctor", "-h"],
+        &["ctl", "-h"],
+        &["ctl", "hello", "-h"],
+        &["ctl", "bench", "--help"],
+    ] {
+        let (code, stdout, stderr) = run(args);
+        assert_eq!(code, 0, "{args:?}: {stderr}");
+        assert!(stdout.starts_with("Usage: memtrack"), "{args:?}: {stdout}");
+        assert_eq!(stderr, "", "{args:?}");
+    }
+    let (_, top, _) = run(&["--help"]);
+    assert!(top.contains("--version"), "{top}");
+    assert!(top.contains("-h, --help"), "{top}");
+    for args in [&["--version"][..], &["-V"]] {
+        let (code, stdout, stderr) = run(args);
+        assert_eq!(code, 0, "{args:?}: {stderr}");
+        assert_eq!(stdout, format!("memtrack {}\n", env!("CARGO_PKG_VERSION")));
+    }
+}
+
+#[test]
+fn a_non_utf8_flag_of_memtrack_is_refused_in_one_line() {
+    let (code, _, stderr) = run(&[OsStr::new("report"), OsStr::from_bytes(b"run-\xff.mt")]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("not valid UTF-8"), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+}
+
+/// The recorded command gets its arguments byte for byte: 0xff is not UTF-8, and argh's own
+/// `from_env` refused the whole command line for it (exit 1).
+#[test]
+fn non_utf8_arguments_reach_the_recorded_command_untouched() {
+    if !can_record("non_utf8_arguments_reach_the_recorded_command_untouched") {
+        return;
+    }
+    let dir = scratch_dir();
+    let rec = dir.join("cli-non-utf8.mt");
+    let out = dir.join("cli-non-utf8.out");
+    let _ = std::fs::remove_file(&out);
+    let arg = b"a\xffb\xc3(";
+    let script = format!("printf '%s' \"$1\" > '{}'", out.display());
+    let status = Command::new(memtrack())
+        .args(["record", "-q", "-o"])
+        .arg(&rec)
+        .args(["--", "sh", "-c", &script, "sh"])
+        .arg(OsStr::from_bytes(arg))
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "{status}");
+    assert_eq!(std::fs::read(&out).unwrap(), arg);
+    // The header keeps a readable form of the command line.
+    let header = memtrack::format::Reader::open(&rec)
+        .unwrap()
+        .header()
+        .clone();
+    assert_eq!(header.argv[..4], ["sh", "-c", script.as_str(), "sh"]);
+    assert_eq!(header.argv[4], "a\u{fffd}b\u{fffd}(");
+}
