@@ -166,6 +166,10 @@ pub struct CheckArgs {
     /// highest allowed peak resident memory, anon + file + shmem (SIZE)
     #[argh(option)]
     pub max_peak_rss: Option<String>,
+    /// check a recording that lost events or is damaged on what it holds (by default it is
+    /// refused with exit 2, since its numbers may be wrong either way)
+    #[argh(switch)]
+    pub allow_incomplete: bool,
 }
 
 /// Talk to a running `memtrack record --control PATH` from a harness: start or stop measuring,

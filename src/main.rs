@@ -111,6 +111,7 @@ fn run(command: cli::Command, record_command: Vec<std::ffi::OsString>) -> Result
                 max_bytes: size("max-bytes", a.max_bytes)?,
                 max_leaked: size("max-leaked", a.max_leaked)?,
                 max_peak_rss: size("max-peak-rss", a.max_peak_rss)?,
+                allow_incomplete: a.allow_incomplete,
             };
             let ok = report::run_check(&a.file, &opts, &mut std::io::stdout().lock())?;
             Ok(if ok { 0 } else { 1 })
