@@ -192,3 +192,140 @@ fn non_utf8_arguments_reach_the_recorded_command_untouched() {
     assert_eq!(header.argv[..4], ["sh", "-c", script.as_str(), "sh"]);
     assert_eq!(header.argv[4], "a\u{fffd}b\u{fffd}(");
 }
+
+/// A record that cannot start keeps the previous recording at `-o` (issue 13, item 8), and
+/// says on one line what went wrong and what to do.
+#[test]
+fn a_failed_record_keeps_the_previous_recording() {
+    if !can_record("a_failed_record_keeps_the_previous_recording") {
+        return;
+    }
+    let dir = scratch_dir().join("cli-keep");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("run.mt");
+    std::fs::write(&path, b"the previous recording").unwrap();
+    let script = dir.join("script.sh");
+    std::fs::write(&script, b"#!/nonexistent/interpreter\necho hi\n").unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let p = path.to_str().unwrap();
+    let cases: &[(&[&str], i32, &str)] = &[
+        (
+            &["record", "-q", "-o", p, "--", "/nonexistent/command-xyz"],
+            127,
+            "command not found: /nonexistent/command-xyz",
+        ),
+        (
+            &["record", "-q", "-o", p, "--", script.to_str().unwrap()],
+            126,
+            "its interpreter /nonexistent/interpreter (from its #! line) does not exist; install \
+             it or fix the #! line",
+        ),
+    ];
+    for (args, code, want) in cases {
+        let (got, _, stderr) = run(args);
+        assert_eq!(got, *code, "{args:?}: {stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            b"the previous recording",
+            "{args:?}"
+        );
+        // No temporary file left behind either.
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+    }
+    // A command that starts replaces it.
+    let (code, _, stderr) = run(&["record", "-q", "-o", p, "--", "true"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(memtrack::format::Reader::open(&path).is_ok());
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2);
+}
+
+#[test]
+fn bad_output_and_control_paths_are_one_line_errors() {
+    let missing = scratch_dir().join("cli-no-such-dir/x.mt");
+    let missing = missing.to_str().unwrap();
+    let dir = scratch_dir();
+    let dir = dir.to_str().unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (&["record", "-o", missing, "--", "true"], "the directory"),
+        (
+            &["record", "-o", dir, "--", "true"],
+            "that is a directory; give a file name",
+        ),
+        (
+            &["record", "--control", "", "--", "true"],
+            "--control needs a path for the FIFO",
+        ),
+        (
+            &["record", "--control", missing, "--", "true"],
+            "does not exist; create it first",
+        ),
+    ];
+    for (args, want) in cases {
+        assert_bad(args, 125, &[want]);
+    }
+    let (_, _, stderr) = run(&["record", "-o", missing, "--", "true"]);
+    assert!(
+        stderr.contains("does not exist; create it first"),
+        "{stderr}"
+    );
+}
+
+/// A recording still being written is not "damaged": report, check and dump say to wait; once
+/// the recorder has finished, the same file reads in full (issue 13, item 8).
+#[test]
+fn a_recording_still_being_written_says_to_wait() {
+    if !can_record("a_recording_still_being_written_says_to_wait") {
+        return;
+    }
+    let dir = scratch_dir();
+    let path = dir.join("cli-live.mt");
+    let go = dir.join("cli-live.go");
+    let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(&go);
+    let script = format!("while [ ! -e '{}' ]; do sleep 0.02; done", go.display());
+    let mut recorder = Command::new(memtrack())
+        .args(["record", "-q", "-o"])
+        .arg(&path)
+        .args(["--", "sh", "-c", &script])
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !path.exists() {
+        assert!(
+            started.elapsed().as_secs() < 20,
+            "the recording never appeared at -o"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let p = path.to_str().unwrap();
+    for args in [
+        &["report", p][..],
+        &["check", p, "--max-allocs", "1"],
+        &["dump", p],
+    ] {
+        let (code, stdout, stderr) = run(args);
+        assert_eq!(code, 2, "{args:?}: {stdout} {stderr}");
+        assert!(
+            stderr.contains("the recording is still being written")
+                && stderr.contains("wait for memtrack record to finish"),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains("damaged"), "{stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    }
+    std::fs::write(&go, b"").unwrap();
+    assert!(recorder.wait().unwrap().success());
+    let (code, stdout, stderr) = run(&["report", p, "--format", "json"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("\"complete\":true") || stdout.contains("\"complete\": true"),
+        "{stdout}"
+    );
+}

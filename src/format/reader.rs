@@ -25,6 +25,11 @@ use super::wire::{ChunkDecoder, DecodeFault};
 use super::{FormatError, FORMAT_VERSION, MAGIC, OLDEST_FORMAT_VERSION};
 use crate::error::Error;
 
+/// Why `Reader::open` refuses a file whose recorder still writes it.
+pub const STILL_BEING_WRITTEN: &str = "the recording is still being written (memtrack record \
+     holds it and has not written its trailer yet); wait for memtrack record to finish, then \
+     run this again";
+
 /// The tags a frame after the header may carry.
 const BODY_TAGS: [u8; 2] = [TAG_CHUNK, TAG_TRAILER];
 
@@ -151,9 +156,17 @@ pub struct Reader<R: Read> {
 
 impl Reader<BufReader<File>> {
     /// Opens the recording at `path` and reads its header. Fails with `Error::Io` if the file
-    /// cannot be opened or read, and `Error::BadFile` if it is not a readable recording.
+    /// cannot be opened or read, and `Error::BadFile` if it is not a readable recording or is
+    /// still being written: `record` holds a lock on it until the trailer is written
+    /// (`sys::lock`), so a file without a trailer whose recorder still runs is not called damaged.
     pub fn open(path: &Path) -> Result<Self, Error> {
         let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        if crate::sys::lock::is_locked_by_another(&file).unwrap_or(false) {
+            return Err(Error::BadFile {
+                path: path.to_path_buf(),
+                message: STILL_BEING_WRITTEN.to_string(),
+            });
+        }
         Reader::new(BufReader::with_capacity(1 << 16, file)).map_err(|e| e.into_error(path))
     }
 }
@@ -1336,6 +1349,26 @@ mod tests {
             Err(e) => panic!("expected BadFile, got {e:?}"),
             Ok(_) => panic!("opened a PNG"),
         }
+    }
+
+    #[test]
+    fn open_refuses_a_file_its_recorder_still_writes() {
+        let path = std::env::temp_dir().join(format!("memtrack-live-{}.mt", std::process::id()));
+        let file = File::create(&path).unwrap();
+        assert!(crate::sys::lock::try_lock_exclusive(&file).unwrap());
+        let mut w = Writer::new(file, &header()).unwrap();
+        w.flush_chunk().unwrap();
+        match Reader::open(&path) {
+            Err(Error::BadFile { message, .. }) => assert_eq!(message, STILL_BEING_WRITTEN),
+            Err(e) => panic!("expected BadFile, got {e:?}"),
+            Ok(_) => panic!("read a file still being written"),
+        }
+        // Once the recorder is gone (finished or killed), the same bytes read as cut short.
+        drop(w);
+        let mut r = Reader::open(&path).unwrap();
+        assert_eq!(r.by_ref().count(), 0);
+        assert!(reason(r.end().unwrap()).contains("without a trailer"));
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]

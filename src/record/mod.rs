@@ -15,12 +15,13 @@ pub mod drain;
 pub mod foreground;
 pub mod identity;
 pub mod listen;
+pub mod output;
 pub mod progress;
+pub mod resolve;
 pub mod spawn;
 pub mod symbols;
 
 use std::ffi::OsString;
-use std::fs::File;
 use std::path::PathBuf;
 
 use crate::error::Error;
@@ -79,6 +80,7 @@ impl RecordOptions {
                 "no command given; usage: memtrack record [-o FILE] -- CMD [ARGS...]".into(),
             ));
         }
+        output::validate(&output)?;
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         let ring_size_mib = ring_size_mib.unwrap_or_else(|| default_ring_size_mib(cpus));
         if ring_size_mib == 0 || !ring_size_mib.is_power_of_two() || ring_size_mib > 1024 {
@@ -112,6 +114,24 @@ impl RecordOptions {
                  everything is recorded)"
                     .into(),
             ));
+        }
+        if let Some(p) = &control {
+            if p.as_os_str().is_empty() {
+                return Err(Error::Usage(
+                    "--control needs a path for the FIFO, e.g. --control /tmp/bench.ctl; an \
+                     empty one names no file"
+                        .into(),
+                ));
+            }
+            let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
+            if let Some(dir) = dir.filter(|d| !d.is_dir()) {
+                return Err(Error::Usage(format!(
+                    "--control {}: the directory {} does not exist; create it first, or give a \
+                     path in an existing directory",
+                    p.display(),
+                    dir.display()
+                )));
+            }
         }
         // The command may change directory before it opens the FIFO.
         self.control = control
@@ -305,14 +325,10 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
     )
     .map_err(|e| Error::Kernel(format!("cannot map the BPF ring buffer: {e}")))?;
 
-    // Validate the output path before the command runs: a typo must not cost a whole run.
-    let file = File::create(&opts.output).map_err(|e| Error::io(&opts.output, e))?;
-    if let Some(id) = &identity {
-        // The recording belongs to the user it was made for, not to root.
-        if let Err(e) = std::os::unix::fs::chown(&opts.output, Some(id.uid), Some(id.gid)) {
-            log::warn!("cannot give {} to {}: {e}", opts.output.display(), id.name);
-        }
-    }
+    // Created before the command runs (a typo must not cost a whole run), under a temporary
+    // name until it has started (a failed start keeps a previous recording at -o).
+    let pending =
+        output::PendingOutput::create(&opts.output, identity.as_ref().map(|id| (id.uid, id.gid)))?;
 
     let control = match &opts.control {
         Some(path) => {
@@ -375,8 +391,7 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
     let child = match child {
         Ok(c) => c,
         Err(e) => {
-            drop(file);
-            let _ = std::fs::remove_file(&opts.output);
+            drop(pending);
             // The child may have taken the terminal before its exec failed.
             if let Some(t) = &terminal {
                 t.take_back();
@@ -386,6 +401,7 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
             return Err(e);
         }
     };
+    let file = pending.commit();
     let group = foreground::CommandGroup::new(child.id() as i32, terminal);
     for signal in caught {
         if drain::FORWARDED_SIGNALS.contains(&signal) {

@@ -42,9 +42,7 @@ pub fn spawn(
     }
     process::prepare_child(&mut cmd, identity.map(Identity::credentials), tty);
     cmd.spawn().map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => {
-            Error::CommandNotFound(program.to_string_lossy().into_owned())
-        }
+        std::io::ErrorKind::NotFound => crate::record::resolve::not_found(program),
         _ => Error::CannotExecute {
             command: program.to_string_lossy().into_owned(),
             source: e,
