@@ -42,7 +42,8 @@ pub enum Command {
 
 /// Run a command and record its allocations, and those of every process it starts, into a file.
 /// Exits with the command's status (128+N if a signal N killed it), 127 if the command does not
-/// exist, 125 if memtrack itself fails. Needs root (or CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN).
+/// exist, 126 if it cannot be executed, 125 if memtrack itself fails or a flag is wrong. Needs
+/// root (or CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN).
 #[derive(FromArgs, Debug)]
 #[argh(
     subcommand,
@@ -66,8 +67,8 @@ pub struct RecordArgs {
     /// the recording to write (default: memtrack.mt)
     #[argh(option, short = 'o', default = "PathBuf::from(\"memtrack.mt\")")]
     pub output: PathBuf,
-    /// size of the kernel ring buffer in MiB, a power of two (default: 2 per CPU, 16 to 256);
-    /// raise it if events are lost
+    /// size of the kernel ring buffer in MiB, a power of two from 1 to 1024 (default: 2 per
+    /// CPU, at least 16 and at most 256); raise it if events are lost
     #[argh(option, from_str_fn(parse_ring_size))]
     pub ring_size: Option<u32>,
     /// do not record resident memory (rss_stat), only allocations and the process tree
@@ -79,7 +80,8 @@ pub struct RecordArgs {
     #[argh(switch)]
     pub no_mappings: bool,
     /// benchmarks only: attach empty programs at the allocator sites and record no
-    /// allocations, to measure the kernel's own cost of the probes (scripts/bench.sh)
+    /// allocations, to measure the kernel's own cost of the probes (scripts/bench.sh); every
+    /// report of the file says so, and check refuses it
     #[argh(switch)]
     pub probe_floor: bool,
     /// under sudo the command runs as the invoking user (SUDO_UID); run it as this user
@@ -133,7 +135,9 @@ pub struct ReportArgs {
 }
 
 /// Fail (exit 1) when a recording exceeds memory limits; exit 0 when all hold, 2 on a bad file
-/// or flag. SIZE takes plain bytes or units: 64MiB, 1.5GB, 512k.
+/// or flag, and 2 on a recording that lost events or is damaged (its numbers may be wrong
+/// either way) unless --allow-incomplete, or a limit fails that more events could not make
+/// pass. SIZE takes plain bytes or units: 64MiB, 1.5GB, 512k.
 #[derive(FromArgs, Debug)]
 #[argh(
     subcommand,
@@ -172,9 +176,10 @@ pub struct CheckArgs {
     pub allow_incomplete: bool,
 }
 
-/// Talk to a running `memtrack record --control PATH` from a harness: start or stop measuring,
-/// name the benchmark and the pid it runs in, or mark a point of the harness's loop. Exits 0
-/// when the recorder acknowledged, 1 when it refused or could not be reached, 2 on a bad flag.
+/// Talk to a running `memtrack record --control PATH` from a harness: check that it listens
+/// (hello), start or stop measuring, name the benchmark and the pid it runs in, or mark a point
+/// of the harness's loop. Exits 0 when the recorder acknowledged, 1 when it refused or could not
+/// be reached, 2 on a bad flag or when no control FIFO is given.
 #[derive(FromArgs, Debug)]
 #[argh(
     subcommand,
@@ -202,7 +207,8 @@ pub enum CtlAction {
     Marker(CtlMarker),
 }
 
-/// Check that a recorder listens, and print its protocol version.
+/// Check that a recorder listens and speaks this memtrack's protocol; prints `memtrack control
+/// protocol N`.
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "hello", help_triggers("-h", "--help", "help"))]
 pub struct CtlHello {}
@@ -239,7 +245,9 @@ pub struct CtlMarker {
     pub kind: String,
 }
 
-/// Print every event of a recording as one JSON object per line.
+/// Print every event of a recording as one JSON object per line: the header, the events (times
+/// are absolute CLOCK_MONOTONIC ns), then the trailer or where the damage is
+/// (docs/dump-format.md lists every field and its unit).
 #[derive(FromArgs, Debug)]
 #[argh(
     subcommand,

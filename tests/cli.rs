@@ -329,3 +329,173 @@ fn a_recording_still_being_written_says_to_wait() {
         "{stdout}"
     );
 }
+
+/// `--ring-size` takes what its help and the README say: a power of two from 1 to 1024.
+#[test]
+fn ring_size_range_is_what_the_help_says() {
+    let (_, help, _) = run(&["record", "--help"]);
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(help.contains("a power of two from 1 to 1024"), "{help}");
+    for bad in ["0", "2048", "3"] {
+        assert_bad(
+            &["record", "--ring-size", bad, "--", "true"],
+            125,
+            &["power of two between 1 and 1024"],
+        );
+    }
+}
+
+/// docs/dump-format.md names every event type and field `memtrack dump` prints (issue 13,
+/// item 11): one event of every kind, serialised as dump does.
+#[test]
+fn the_dump_format_doc_names_every_field() {
+    use memtrack::format::{
+        AllocFunc, ControlCommand, Event, EventKind, Header, MarkerKind, RssMember, Skipped,
+        Trailer,
+    };
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/dump-format.md"))
+        .unwrap();
+    let f = AllocFunc::Malloc;
+    let kinds = vec![
+        EventKind::Alloc {
+            func: f,
+            addr: 1,
+            size: 2,
+            stack_id: 0,
+        },
+        EventKind::Free { func: f, addr: 1 },
+        EventKind::Realloc {
+            func: f,
+            old_addr: 1,
+            addr: 2,
+            size: 3,
+            stack_id: 0,
+        },
+        EventKind::AllocFailed { func: f, size: 1 },
+        EventKind::Fork { child: 2 },
+        EventKind::Exec {
+            filename: "x".into(),
+            argv: vec![],
+        },
+        EventKind::Exit { status: 0 },
+        EventKind::Rss {
+            member: RssMember::Anon,
+            delta_pages: 1,
+            value_pages: 1,
+            by_owner: true,
+        },
+        EventKind::Lost {
+            cause: "ring_full_alloc".into(),
+            total: 1,
+        },
+        EventKind::Mmap {
+            addr: 1,
+            len: 2,
+            prot: 3,
+            flags: 4,
+        },
+        EventKind::Munmap { addr: 1, len: 2 },
+        EventKind::Mremap {
+            old_addr: 1,
+            old_len: 2,
+            addr: 3,
+            len: 4,
+        },
+        EventKind::Brk { from: 1, to: 2 },
+        EventKind::Coverage {
+            path: "p".into(),
+            allocator: "glibc".into(),
+            probes: 1,
+        },
+        EventKind::Control {
+            command: ControlCommand::Start,
+        },
+        EventKind::Control {
+            command: ControlCommand::Stop,
+        },
+        EventKind::Control {
+            command: ControlCommand::Bench {
+                uri: "u".into(),
+                pid: 0,
+            },
+        },
+        EventKind::Control {
+            command: ControlCommand::Marker {
+                kind: MarkerKind::RoundEnd,
+            },
+        },
+    ];
+    let mut missing = Vec::new();
+    let mut want = |name: &str| {
+        if !doc.contains(&format!("`{name}`")) && !doc.contains(&format!("\"{name}\"")) {
+            missing.push(name.to_string());
+        }
+    };
+    fn keys(v: &serde_json::Value, out: &mut Vec<String>) {
+        if let Some(map) = v.as_object() {
+            for (k, v) in map {
+                out.push(k.clone());
+                keys(v, out);
+            }
+        }
+    }
+    let mut names = Vec::new();
+    for kind in kinds {
+        let v = serde_json::to_value(Event {
+            ts_ns: 1,
+            pid: 1,
+            tid: 1,
+            kind,
+        })
+        .unwrap();
+        names.push(v["kind"]["type"].as_str().unwrap().to_string());
+        if let Some(name) = v["kind"]["command"]["name"].as_str() {
+            names.push(name.to_string());
+        }
+        keys(&v, &mut names);
+    }
+    keys(
+        &serde_json::to_value(Header::default()).unwrap(),
+        &mut names,
+    );
+    keys(
+        &serde_json::to_value(Trailer::default()).unwrap(),
+        &mut names,
+    );
+    let skipped = Skipped {
+        offset_bytes: 1,
+        size_bytes: 2,
+        reason: "r".into(),
+    };
+    keys(&serde_json::to_value(skipped).unwrap(), &mut names);
+    for f in AllocFunc::ALL {
+        names.push(
+            serde_json::to_value(f)
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
+    }
+    for m in RssMember::ALL {
+        names.push(
+            serde_json::to_value(m)
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
+    }
+    for k in MarkerKind::ALL {
+        names.push(k.name().to_string());
+    }
+    names.sort();
+    names.dedup();
+    for n in &names {
+        want(n);
+    }
+    assert!(
+        missing.is_empty(),
+        "docs/dump-format.md does not name: {missing:?}"
+    );
+}
