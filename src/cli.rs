@@ -360,7 +360,8 @@ pub fn parse(argv: &[OsString]) -> Parsed {
     };
     // A greedy positional takes every argument after its first, so the recorded command is
     // exactly the last `tail` arguments.
-    let (flags, command) = argv[1..].split_at(argv.len() - 1 - tail);
+    let rest = argv.get(1..).unwrap_or_default();
+    let (flags, command) = rest.split_at(rest.len() - tail);
     if let Some(bad) = flags.iter().find(|a| a.to_str().is_none()) {
         return fail(format!(
             "argument '{}' is not valid UTF-8: memtrack's own flags and file names must be \

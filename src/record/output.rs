@@ -79,11 +79,17 @@ impl PendingOutput {
             path: path.to_path_buf(),
         };
         let file = pending.file.as_ref().expect("just created");
-        if !lock::try_lock_exclusive(file).map_err(|e| Error::io(&pending.temp, e))? {
-            return Err(Error::Internal(format!(
-                "{}: another process locked memtrack's new temporary file",
-                pending.temp.display()
-            )));
+        match lock::try_lock_exclusive(file) {
+            Ok(true) => {}
+            Ok(false) => {
+                return Err(Error::Internal(format!(
+                    "{}: another process locked memtrack's new temporary file; record again",
+                    pending.temp.display()
+                )))
+            }
+            // Some file systems have no flock: record anyway; only a report made while the
+            // recording runs then calls it cut short instead of still being written.
+            Err(e) => log::info!("cannot lock {}: {e}", pending.temp.display()),
         }
         if let Some((uid, gid)) = owner {
             // The recording belongs to the user it was made for, not to root.
