@@ -499,3 +499,25 @@ fn the_dump_format_doc_names_every_field() {
         "docs/dump-format.md does not name: {missing:?}"
     );
 }
+
+/// Writing under a temporary name must never rename a file over a device: `-o /dev/null`
+/// records into the device, which stays one.
+#[test]
+fn recording_to_dev_null_leaves_the_device_alone() {
+    if !can_record("recording_to_dev_null_leaves_the_device_alone") {
+        return;
+    }
+    use std::os::unix::fs::FileTypeExt;
+    let (code, _, stderr) = run(&["record", "-q", "-o", "/dev/null", "--", "true"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(std::fs::metadata("/dev/null")
+        .unwrap()
+        .file_type()
+        .is_char_device());
+    let leftovers: Vec<_> = std::fs::read_dir("/dev")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains(".memtrack-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}

@@ -1,7 +1,10 @@
 //! The file `record` writes. It is created under a temporary name in the directory of `-o`,
 //! locked (`sys::lock`: readers then know it is still being written), and renamed over `-o`
 //! only once the command has started; a command that cannot start, or a failure before it,
-//! removes the temporary file and leaves a previous recording at `-o` as it was.
+//! removes the temporary file and leaves a previous recording at `-o` as it was. A symbolic
+//! link at `-o` is followed (the recording replaces its target), and what is not a regular file
+//! (`/dev/null`, a FIFO, `/dev/stdout`) is written directly: renaming over it would replace a
+//! device with a file.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -44,10 +47,11 @@ fn directory_of(path: &Path) -> &Path {
     }
 }
 
-/// A recording being created: written under `temp` until `commit` moves it to `path`.
+/// A recording being created: written under `temp` until `commit` moves it to `path` (no
+/// `temp` when `-o` is not a regular file, which is written directly).
 pub struct PendingOutput {
     file: Option<File>,
-    temp: PathBuf,
+    temp: Option<PathBuf>,
     path: PathBuf,
 }
 
@@ -56,6 +60,25 @@ impl PendingOutput {
     /// given, as the recording will be.
     pub fn create(path: &Path, owner: Option<(u32, u32)>) -> Result<PendingOutput, Error> {
         validate(path)?;
+        match std::fs::metadata(path) {
+            Ok(m) if !m.is_file() => {
+                let file = File::options()
+                    .write(true)
+                    .open(path)
+                    .map_err(|e| create_error(path, e))?;
+                return Ok(PendingOutput {
+                    file: Some(file),
+                    temp: None,
+                    path: path.to_path_buf(),
+                });
+            }
+            // The recording replaces the link's target, as writing through the link would.
+            Ok(_) if path.is_symlink() => {
+                let target = std::fs::canonicalize(path).map_err(|e| create_error(path, e))?;
+                return PendingOutput::create(&target, owner);
+            }
+            _ => {}
+        }
         let name = path.file_name().ok_or_else(|| {
             Error::Usage(format!(
                 "-o {}: give a file name, e.g. -o run.mt",
@@ -75,7 +98,7 @@ impl PendingOutput {
             .map_err(|e| create_error(path, e))?;
         let pending = PendingOutput {
             file: Some(file),
-            temp,
+            temp: Some(temp.clone()),
             path: path.to_path_buf(),
         };
         let file = pending.file.as_ref().expect("just created");
@@ -84,12 +107,12 @@ impl PendingOutput {
             Ok(false) => {
                 return Err(Error::Internal(format!(
                     "{}: another process locked memtrack's new temporary file; record again",
-                    pending.temp.display()
+                    temp.display()
                 )))
             }
             // Some file systems have no flock: record anyway; only a report made while the
             // recording runs then calls it cut short instead of still being written.
-            Err(e) => log::info!("cannot lock {}: {e}", pending.temp.display()),
+            Err(e) => log::info!("cannot lock {}: {e}", temp.display()),
         }
         if let Some((uid, gid)) = owner {
             // The recording belongs to the user it was made for, not to root.
@@ -105,12 +128,14 @@ impl PendingOutput {
     /// temporary name, which a warning gives.
     pub fn commit(mut self) -> File {
         let file = self.file.take().expect("committed once");
-        if let Err(e) = std::fs::rename(&self.temp, &self.path) {
-            log::warn!(
-                "cannot move the recording to {} ({e}); it is written to {} instead",
-                self.path.display(),
-                self.temp.display()
-            );
+        if let Some(temp) = &self.temp {
+            if let Err(e) = std::fs::rename(temp, &self.path) {
+                log::warn!(
+                    "cannot move the recording to {} ({e}); it is written to {} instead",
+                    self.path.display(),
+                    temp.display()
+                );
+            }
         }
         file
     }
@@ -119,8 +144,8 @@ impl PendingOutput {
 impl Drop for PendingOutput {
     /// Not committed: the command never started, so the temporary file goes.
     fn drop(&mut self) {
-        if self.file.take().is_some() {
-            let _ = std::fs::remove_file(&self.temp);
+        if let (Some(_), Some(temp)) = (self.file.take(), &self.temp) {
+            let _ = std::fs::remove_file(temp);
         }
     }
 }
@@ -189,6 +214,32 @@ mod tests {
         drop(file);
         assert!(!lock::is_locked_by_another(&File::open(&path).unwrap()).unwrap());
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_device_is_written_directly_never_replaced() {
+        use std::os::unix::fs::FileTypeExt;
+        let mut file = PendingOutput::create(Path::new("/dev/null"), None)
+            .unwrap()
+            .commit();
+        file.write_all(b"recording").unwrap();
+        let meta = std::fs::metadata("/dev/null").unwrap();
+        assert!(meta.file_type().is_char_device());
+    }
+
+    #[test]
+    fn a_symbolic_link_is_followed() {
+        let dir = scratch("link");
+        let target = dir.join("target.mt");
+        let link = dir.join("link.mt");
+        std::fs::write(&target, b"old").unwrap();
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let mut file = PendingOutput::create(&link, None).unwrap().commit();
+        file.write_all(b"new").unwrap();
+        assert!(link.is_symlink());
+        assert_eq!(std::fs::read(&target).unwrap(), b"new");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
