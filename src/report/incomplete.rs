@@ -88,12 +88,15 @@ pub fn skipped_reason(skipped: &[Skipped], written: Option<u64>, read: u64) -> S
         Some(w) => format!("{} events", w.saturating_sub(read)),
         None => "the events".to_string(),
     };
+    let (ranges_word, after) = match skipped.len() {
+        1 => ("range", "it"),
+        _ => ("ranges", "each"),
+    };
     format!(
-        "the file is damaged: {} range{} ({bytes} bytes) skipped, reading on after each ({}); \
-         {lost} in them are not counted: counts may be too low, and a skipped free leaves its \
-         block live (peak heap and leaked may be too HIGH)",
+        "the file is damaged: {} {ranges_word} ({bytes} bytes) skipped, reading on after \
+         {after} ({}); {lost} in them are not counted: counts may be too low, and a skipped \
+         free leaves its block live (peak heap and leaked may be too HIGH)",
         skipped.len(),
-        if skipped.len() == 1 { "" } else { "s" },
         ranges.join("; ")
     )
 }
