@@ -1,6 +1,7 @@
 //! The command line as typed: one argh struct per subcommand. Doc comments are the --help text.
 //! `main` turns these into the validated options each subcommand runs on.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use argh::FromArgs;
@@ -9,6 +10,7 @@ use argh::FromArgs;
 /// descendants with eBPF, and report on the recording.
 #[derive(FromArgs, Debug)]
 #[argh(
+    help_triggers("-h", "--help", "help"),
     example = "sudo memtrack doctor",
     example = "sudo memtrack record -o run.mt -- cargo bench",
     example = "memtrack report run.mt",
@@ -19,8 +21,11 @@ pub struct Cli {
     /// print more (repeat for libbpf's own log); RUST_LOG overrides
     #[argh(switch, short = 'v')]
     pub verbose: u8,
+    /// print memtrack's version and exit
+    #[argh(switch, short = 'V')]
+    pub version: bool,
     #[argh(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 /// The subcommands.
@@ -37,10 +42,12 @@ pub enum Command {
 
 /// Run a command and record its allocations, and those of every process it starts, into a file.
 /// Exits with the command's status (128+N if a signal N killed it), 127 if the command does not
-/// exist, 125 if memtrack itself fails. Needs root (or CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN).
+/// exist, 126 if it cannot be executed, 125 if memtrack itself fails or a flag is wrong. Needs
+/// root (or CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN).
 #[derive(FromArgs, Debug)]
 #[argh(
     subcommand,
+    help_triggers("-h", "--help", "help"),
     name = "record",
     example = "sudo memtrack record -o run.mt -- cargo bench",
     example = "sudo memtrack record -q --user ci -o run.mt -- make -j8",
@@ -60,9 +67,9 @@ pub struct RecordArgs {
     /// the recording to write (default: memtrack.mt)
     #[argh(option, short = 'o', default = "PathBuf::from(\"memtrack.mt\")")]
     pub output: PathBuf,
-    /// size of the kernel ring buffer in MiB, a power of two (default: 2 per CPU, 16 to 256);
-    /// raise it if events are lost
-    #[argh(option)]
+    /// size of the kernel ring buffer in MiB, a power of two from 1 to 1024 (default: 2 per
+    /// CPU, at least 16 and at most 256); raise it if events are lost
+    #[argh(option, from_str_fn(parse_ring_size))]
     pub ring_size: Option<u32>,
     /// do not record resident memory (rss_stat), only allocations and the process tree
     #[argh(switch)]
@@ -73,7 +80,8 @@ pub struct RecordArgs {
     #[argh(switch)]
     pub no_mappings: bool,
     /// benchmarks only: attach empty programs at the allocator sites and record no
-    /// allocations, to measure the kernel's own cost of the probes (scripts/bench.sh)
+    /// allocations, to measure the kernel's own cost of the probes (scripts/bench.sh); every
+    /// report of the file says so, and check refuses it
     #[argh(switch)]
     pub probe_floor: bool,
     /// under sudo the command runs as the invoking user (SUDO_UID); run it as this user
@@ -103,6 +111,7 @@ pub struct RecordArgs {
 #[derive(FromArgs, Debug)]
 #[argh(
     subcommand,
+    help_triggers("-h", "--help", "help"),
     name = "report",
     example = "memtrack report run.mt --format json"
 )]
@@ -114,10 +123,10 @@ pub struct ReportArgs {
     #[argh(option, default = "String::from(\"text\")")]
     pub format: String,
     /// only this process
-    #[argh(option)]
+    #[argh(option, from_str_fn(parse_pid))]
     pub pid: Option<u32>,
     /// only this process and its descendants
-    #[argh(option)]
+    #[argh(option, from_str_fn(parse_pid))]
     pub tree: Option<u32>,
     /// rows of the text form: process (default) or bench (one row per benchmark the harness
     /// named; JSON always has both)
@@ -126,10 +135,13 @@ pub struct ReportArgs {
 }
 
 /// Fail (exit 1) when a recording exceeds memory limits; exit 0 when all hold, 2 on a bad file
-/// or flag. SIZE takes plain bytes or units: 64MiB, 1.5GB, 512k.
+/// or flag, and 2 on a recording that lost events or is damaged (its numbers may be wrong
+/// either way) unless --allow-incomplete, or a limit fails that more events could not make
+/// pass. SIZE takes plain bytes or units: 64MiB, 1.5GB, 512k.
 #[derive(FromArgs, Debug)]
 #[argh(
     subcommand,
+    help_triggers("-h", "--help", "help"),
     name = "check",
     example = "memtrack check run.mt --max-peak-heap 64MiB --max-leaked 0"
 )]
@@ -138,7 +150,7 @@ pub struct CheckArgs {
     #[argh(positional)]
     pub file: PathBuf,
     /// check only this process and its descendants (default: the whole run)
-    #[argh(option)]
+    #[argh(option, from_str_fn(parse_pid))]
     pub tree: Option<u32>,
     /// check only this benchmark: its pid tree inside its measuring windows
     #[argh(option)]
@@ -147,7 +159,7 @@ pub struct CheckArgs {
     #[argh(option)]
     pub max_peak_heap: Option<String>,
     /// highest allowed number of allocations
-    #[argh(option)]
+    #[argh(option, from_str_fn(parse_count))]
     pub max_allocs: Option<u64>,
     /// highest allowed total of bytes allocated (SIZE)
     #[argh(option)]
@@ -158,14 +170,20 @@ pub struct CheckArgs {
     /// highest allowed peak resident memory, anon + file + shmem (SIZE)
     #[argh(option)]
     pub max_peak_rss: Option<String>,
+    /// check a recording that lost events or is damaged on what it holds (by default it is
+    /// refused with exit 2, since its numbers may be wrong either way)
+    #[argh(switch)]
+    pub allow_incomplete: bool,
 }
 
-/// Talk to a running `memtrack record --control PATH` from a harness: start or stop measuring,
-/// name the benchmark and the pid it runs in, or mark a point of the harness's loop. Exits 0
-/// when the recorder acknowledged, 1 when it refused or could not be reached, 2 on a bad flag.
+/// Talk to a running `memtrack record --control PATH` from a harness: check that it listens
+/// (hello), start or stop measuring, name the benchmark and the pid it runs in, or mark a point
+/// of the harness's loop. Exits 0 when the recorder acknowledged, 1 when it refused or could not
+/// be reached, 2 on a bad flag or when no control FIFO is given.
 #[derive(FromArgs, Debug)]
 #[argh(
     subcommand,
+    help_triggers("-h", "--help", "help"),
     name = "ctl",
     example = "memtrack ctl bench 'parse::small' --pid $$ && memtrack ctl start",
     example = "memtrack ctl stop"
@@ -189,46 +207,54 @@ pub enum CtlAction {
     Marker(CtlMarker),
 }
 
-/// Check that a recorder listens, and print its protocol version.
+/// Check that a recorder listens and speaks this memtrack's protocol; prints `memtrack control
+/// protocol N`.
 #[derive(FromArgs, Debug)]
-#[argh(subcommand, name = "hello")]
+#[argh(subcommand, name = "hello", help_triggers("-h", "--help", "help"))]
 pub struct CtlHello {}
 
 /// Start measuring: once this returns, allocator calls are recorded.
 #[derive(FromArgs, Debug)]
-#[argh(subcommand, name = "start")]
+#[argh(subcommand, name = "start", help_triggers("-h", "--help", "help"))]
 pub struct CtlStart {}
 
 /// Stop measuring: once this returns, allocator calls are not recorded.
 #[derive(FromArgs, Debug)]
-#[argh(subcommand, name = "stop")]
+#[argh(subcommand, name = "stop", help_triggers("-h", "--help", "help"))]
 pub struct CtlStop {}
 
 /// Name the benchmark that runs from now on, and the pid it runs in (with its descendants).
 #[derive(FromArgs, Debug)]
-#[argh(subcommand, name = "bench")]
+#[argh(subcommand, name = "bench", help_triggers("-h", "--help", "help"))]
 pub struct CtlBench {
     /// the benchmark's URI (any text without control characters)
     #[argh(positional)]
     pub uri: String,
     /// the pid the benchmark runs in (default: the process that runs memtrack ctl, e.g. the
     /// harness shell; 0: every process)
-    #[argh(option)]
+    #[argh(option, from_str_fn(parse_pid))]
     pub pid: Option<u32>,
 }
 
 /// Mark a point of the harness's loop: sample_start, sample_end, round_start or round_end.
 #[derive(FromArgs, Debug)]
-#[argh(subcommand, name = "marker")]
+#[argh(subcommand, name = "marker", help_triggers("-h", "--help", "help"))]
 pub struct CtlMarker {
     /// the kind of marker
     #[argh(positional)]
     pub kind: String,
 }
 
-/// Print every event of a recording as one JSON object per line.
+/// Print every event of a recording as one JSON object per line: the header, the events (times
+/// are absolute CLOCK_MONOTONIC ns), then the trailer or where the damage is
+/// (docs/dump-format.md lists every field and its unit).
 #[derive(FromArgs, Debug)]
-#[argh(subcommand, name = "dump", example = "memtrack dump run.mt | head")]
+#[argh(
+    subcommand,
+    name = "dump",
+    help_triggers("-h", "--help", "help"),
+    example = "memtrack dump run.mt | head"
+)]
 pub struct DumpArgs {
     /// the recording to read
     #[argh(positional)]
@@ -240,6 +266,7 @@ pub struct DumpArgs {
 #[derive(FromArgs, Debug)]
 #[argh(
     subcommand,
+    help_triggers("-h", "--help", "help"),
     name = "doctor",
     example = "sudo memtrack doctor",
     note = "Each line is ok, missing, or unknown (not checked: it needs what is missing above),
@@ -248,3 +275,153 @@ line when a required one is missing.",
     error_code(1, "record cannot work here")
 )]
 pub struct DoctorArgs {}
+
+/// `--max-allocs N`: a plain count.
+fn parse_count(value: &str) -> Result<u64, String> {
+    value.parse().map_err(|_| {
+        "give a whole number, e.g. 1500 (unit suffixes such as 1.5k are for the SIZE flags)".into()
+    })
+}
+
+/// `--pid`, `--tree`: a process id.
+fn parse_pid(value: &str) -> Result<u32, String> {
+    value
+        .parse()
+        .map_err(|_| "give a process id (a whole number, as `memtrack report FILE` lists)".into())
+}
+
+/// `--ring-size`: MiB; `RecordOptions` checks the range.
+fn parse_ring_size(value: &str) -> Result<u32, String> {
+    value
+        .parse()
+        .map_err(|_| "give a power of two between 1 and 1024 (MiB), e.g. 64".into())
+}
+
+/// What the command line asks for, once parsed.
+#[derive(Debug)]
+pub enum Parsed {
+    /// Run a subcommand. For `record`, `command` is the recorded command exactly as given (any
+    /// bytes, not only UTF-8), replacing `RecordArgs::command`.
+    Run {
+        cli: Cli,
+        command: Option<Vec<OsString>>,
+    },
+    /// Print this on stdout and exit 0 (`--help`, `-h`, `help`, `--version`).
+    Print(String),
+    /// Print this one line on stderr and exit with `code`: 2, or 125 for `record`.
+    Fail { message: String, code: u8 },
+}
+
+/// The name of the subcommand `args` (without the program name) asks for, if any: the first
+/// argument that is not a flag. Top-level flags take no value, so nothing else can come first.
+fn subcommand_of(args: &[String]) -> Option<&str> {
+    args.iter()
+        .map(String::as_str)
+        .find(|a| !a.starts_with('-'))
+}
+
+/// Parses `argv` (program name first). Every argument but the recorded command's must be UTF-8;
+/// the recorded command's are passed through untouched.
+pub fn parse(argv: &[OsString]) -> Parsed {
+    let args: Vec<String> = argv
+        .iter()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let sub = subcommand_of(&args).map(str::to_string);
+    let code = if sub.as_deref() == Some("record") {
+        EXIT_RECORD_USAGE
+    } else {
+        EXIT_USAGE
+    };
+    let help = match &sub {
+        Some(s) if is_subcommand(s) => format!("`memtrack {s} --help`"),
+        _ => "`memtrack --help`".to_string(),
+    };
+    let fail = |what: String| Parsed::Fail {
+        message: format!("memtrack: {what}; {help} lists what it takes"),
+        code,
+    };
+    let strs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let cli = match Cli::from_args(&["memtrack"], &strs) {
+        Ok(cli) => cli,
+        Err(early) if early.status.is_ok() => return Parsed::Print(early.output),
+        Err(early) => return fail(argh_message(&early.output)),
+    };
+    if cli.version {
+        return Parsed::Print(format!("memtrack {}", env!("CARGO_PKG_VERSION")));
+    }
+    let tail = match &cli.command {
+        Some(Command::Record(r)) => r.command.len(),
+        Some(_) => 0,
+        None => {
+            return fail("give a command: record, report, check, dump, doctor or ctl".to_string())
+        }
+    };
+    // A greedy positional takes every argument after its first, so the recorded command is
+    // exactly the last `tail` arguments.
+    let rest = argv.get(1..).unwrap_or_default();
+    let (flags, command) = rest.split_at(rest.len() - tail);
+    if let Some(bad) = flags.iter().find(|a| a.to_str().is_none()) {
+        return fail(format!(
+            "argument '{}' is not valid UTF-8: memtrack's own flags and file names must be \
+             (the recorded command's arguments, after --, may be any bytes)",
+            bad.to_string_lossy()
+        ));
+    }
+    let command = (tail > 0).then(|| command.to_vec());
+    Parsed::Run { cli, command }
+}
+
+/// Exit code of a bad flag of `report`, `check`, `dump`, `ctl` and `doctor`.
+const EXIT_USAGE: u8 = 2;
+/// Exit code of a bad flag of `record`, whose other codes are the command's.
+const EXIT_RECORD_USAGE: u8 = 125;
+
+fn is_subcommand(name: &str) -> bool {
+    ["record", "report", "check", "dump", "doctor", "ctl"].contains(&name)
+}
+
+/// argh's error text on one line, in our words where we know its form.
+fn argh_message(output: &str) -> String {
+    let lines: Vec<&str> = output
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let first = lines.first().copied().unwrap_or("bad arguments");
+    if let Some(rest) = first.strip_prefix("Error parsing option '") {
+        // "Error parsing option '--max-allocs' with value '1.5k': invalid digit found in string"
+        if let Some((flag, rest)) = rest.split_once("' with value '") {
+            if let Some((value, why)) = rest.split_once("': ") {
+                if why == "duplicate values provided" {
+                    return format!(
+                        "{flag} was given twice ({value} the second time); give it once"
+                    );
+                }
+                return format!("{flag} {value}: {why}");
+            }
+        }
+    }
+    if let Some(arg) = first.strip_prefix("Unrecognized argument: ") {
+        let hint = lines
+            .get(1)
+            .map(|l| format!(" ({})", l.trim_end_matches('?').to_lowercase() + "?"))
+            .unwrap_or_default();
+        return format!("unknown argument '{arg}'{hint}");
+    }
+    if first.starts_with("Required positional arguments not provided")
+        || first.starts_with("Required options not provided")
+    {
+        return format!("missing {}", lines[1..].join(", "));
+    }
+    if first.starts_with("One of the following subcommands must be present") {
+        let names: Vec<&str> = lines[1..]
+            .iter()
+            .copied()
+            .filter(|l| *l != "help")
+            .collect();
+        return format!("give one of: {}", names.join(", "));
+    }
+    lines.join(" ")
+}

@@ -3,7 +3,10 @@
 //!
 //! One object per line: `{"header": {...}}` first, then one per event in file order (the logical
 //! `Event`, absolute values), then `{"trailer": {...}}` or, if the file is damaged,
-//! `{"damaged": {"offset": N, "reason": "..."}}`. It reads through `format::Reader`, so it streams.
+//! `{"damaged": {"offset": N, "reason": "..."}}`. A damaged range the reader skipped, reading on
+//! after it, is a `{"skipped": {"offset_bytes": N, "size_bytes": N, "reason": "..."}}` line where
+//! it was found. It reads through `format::Reader`, so it streams. docs/dump-format.md describes
+//! every field.
 
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
@@ -11,7 +14,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::format::{Header, ReadEnd, Reader, Trailer};
+use crate::format::{Header, ReadEnd, Reader, Skipped, Trailer};
 
 /// The `reason` of the `ReadEnd::Damaged` that `run` returns when its output was closed before
 /// the end (as in `memtrack dump run.mt | head`): the file itself may be fine, so callers should
@@ -28,6 +31,7 @@ enum Line<'a> {
     Header(&'a Header),
     Trailer(&'a Trailer),
     Damaged { offset: u64, reason: &'a str },
+    Skipped(&'a Skipped),
 }
 
 /// Writes the recording at `path` to `out` as JSON lines and returns how reading ended.
@@ -68,8 +72,17 @@ fn write_all_lines<R: io::Read>(
 ) -> std::result::Result<ReadEnd, Failure> {
     let header = reader.header().clone();
     write_line(out, line, &Line::Header(&header))?;
-    for ev in reader.by_ref() {
+    let mut skipped = 0;
+    while let Some(ev) = reader.next() {
+        // The reader skips damage while looking for the next event: say so before it.
+        for s in &reader.skipped()[skipped..] {
+            write_line(out, line, &Line::Skipped(s))?;
+        }
+        skipped = reader.skipped().len();
         write_line(out, line, &ev)?;
+    }
+    for s in &reader.skipped()[skipped..] {
+        write_line(out, line, &Line::Skipped(s))?;
     }
     let end = reader.end().cloned().unwrap_or_else(|| ReadEnd::Damaged {
         offset: reader.offset(),
@@ -188,6 +201,26 @@ mod tests {
             .as_str()
             .unwrap()
             .contains("without a trailer"));
+    }
+
+    #[test]
+    fn skipped_damage_is_a_line_where_it_was_found() {
+        let rec = TempRecording::new("skipped", 3, true);
+        let mut bytes = std::fs::read(&rec.0).unwrap();
+        // The only chunk's first payload byte: its checksum fails, the trailer still reads.
+        let header_end = {
+            let r = Reader::open(&rec.0).unwrap();
+            r.offset() as usize
+        };
+        bytes[header_end + 13] ^= 1;
+        std::fs::write(&rec.0, &bytes).unwrap();
+        let mut out = Vec::new();
+        run(&rec.0, &mut out).unwrap();
+        let lines = lines(&out);
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        assert_eq!(lines[1]["skipped"]["offset_bytes"], header_end);
+        assert!(lines[1]["skipped"]["size_bytes"].as_u64().unwrap() > 13);
+        assert!(lines[2]["trailer"].is_object(), "{lines:?}");
     }
 
     /// An output whose reader went away after `left` bytes.

@@ -12,13 +12,27 @@ use memtrack::report::{CheckOptions, OutputFormat, ReportOptions, Rows};
 use memtrack::{control, doctor, dump, record, report, units};
 
 fn main() -> ExitCode {
-    let args: cli::Cli = argh::from_env();
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let (args, command) = match cli::parse(&argv) {
+        cli::Parsed::Run { cli, command } => (cli, command),
+        cli::Parsed::Print(text) => {
+            println!("{text}");
+            return ExitCode::SUCCESS;
+        }
+        cli::Parsed::Fail { message, code } => {
+            eprintln!("{message}");
+            return ExitCode::from(code);
+        }
+    };
     init_logging(&args);
-    let subcommand = match args.command {
+    let Some(subcommand_args) = args.command else {
+        unreachable!("cli::parse fails without a subcommand")
+    };
+    let subcommand = match subcommand_args {
         cli::Command::Record(_) => Subcommand::Record,
         _ => Subcommand::Other,
     };
-    match run(args.command) {
+    match run(subcommand_args, command.unwrap_or_default()) {
         Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
         Err(e) => {
             eprintln!("memtrack: {e}");
@@ -29,7 +43,7 @@ fn main() -> ExitCode {
 
 fn init_logging(args: &cli::Cli) {
     let (quiet, verbose) = match &args.command {
-        cli::Command::Record(r) => (r.quiet, args.verbose + r.verbose),
+        Some(cli::Command::Record(r)) => (r.quiet, args.verbose + r.verbose),
         _ => (false, args.verbose),
     };
     let level = match (quiet, verbose) {
@@ -45,12 +59,18 @@ fn init_logging(args: &cli::Cli) {
         .init();
 }
 
-fn run(command: cli::Command) -> Result<i32, Error> {
+/// Runs `command`; `record_command` is what `record` runs, exactly as given.
+fn run(command: cli::Command, record_command: Vec<std::ffi::OsString>) -> Result<i32, Error> {
     match command {
         cli::Command::Record(a) => {
-            let mut opts =
-                record::RecordOptions::new(a.output, a.ring_size, a.command, !a.no_rss, a.quiet)?
-                    .with_control(a.control, a.start_running)?;
+            let mut opts = record::RecordOptions::new(
+                a.output,
+                a.ring_size,
+                record_command,
+                !a.no_rss,
+                a.quiet,
+            )?
+            .with_control(a.control, a.start_running)?;
             opts.probe_floor = a.probe_floor;
             opts.mappings = !a.no_mappings;
             opts.user = a.user;
@@ -91,6 +111,7 @@ fn run(command: cli::Command) -> Result<i32, Error> {
                 max_bytes: size("max-bytes", a.max_bytes)?,
                 max_leaked: size("max-leaked", a.max_leaked)?,
                 max_peak_rss: size("max-peak-rss", a.max_peak_rss)?,
+                allow_incomplete: a.allow_incomplete,
             };
             let ok = report::run_check(&a.file, &opts, &mut std::io::stdout().lock())?;
             Ok(if ok { 0 } else { 1 })

@@ -205,3 +205,154 @@ fn check_and_report_reject_bad_input_with_exit_2() {
         );
     }
 }
+
+/// Records the storm fixture into a 1 MiB ring until events are lost (issue 13, item 4). The
+/// recorder shares 2 CPUs with 8 allocating processes: the first try loses thousands here.
+fn lossy_recording(name: &str) -> common::Recording {
+    let storm = common::build_fixture("bench/storm.c", "storm", &["-O2"]).unwrap();
+    for ops in ["200000", "800000", "3000000"] {
+        let rec = record(
+            name,
+            &["-q", "--ring-size", "1"],
+            &[storm.to_str().unwrap(), "8", ops],
+        );
+        assert_eq!(rec.code(), 0, "{}", rec.describe());
+        if rec.lost() > 0 {
+            return rec;
+        }
+    }
+    panic!("a 1 MiB ring lost nothing under 8 x 3M allocator calls: cannot test a lossy check");
+}
+
+#[test]
+fn check_refuses_a_lossy_recording_unless_allowed() {
+    if !can_record("check_refuses_a_lossy_recording_unless_allowed") {
+        return;
+    }
+    let rec = lossy_recording("check_lossy");
+    let path = rec.path.to_str().unwrap();
+    let lost = rec.lost();
+    // The limits hold on what was read, but lost frees may hide behind them: exit 2, naming
+    // the cause and the way out.
+    let (code, stdout, stderr) = run(&[
+        "check",
+        path,
+        "--max-leaked",
+        "1TiB",
+        "--max-allocs",
+        "1000000000",
+    ]);
+    assert_eq!(code, 2, "stdout {stdout} stderr {stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("the recording is incomplete"), "{stderr}");
+    assert!(stderr.contains(&format!("{lost} events lost")), "{stderr}");
+    assert!(stderr.contains("ring_full"), "{stderr}");
+    assert!(stderr.contains("--allow-incomplete"), "{stderr}");
+    // The warning says which way each number may be wrong.
+    assert!(stdout.contains("incomplete: "), "{stdout}");
+    assert!(
+        stdout.contains("too HIGH (a lost free leaves its block live)"),
+        "{stdout}"
+    );
+    // A failed leak limit proves nothing either: lost frees make leaks too high.
+    let (code, _, stderr) = run(&["check", path, "--max-leaked", "0"]);
+    assert_eq!(code, 2, "{stderr}");
+    // Allocations can only be too low: a failed count is certain.
+    let (code, stdout, _) = run(&["check", path, "--max-allocs", "1"]);
+    assert_eq!(code, 1, "{stdout}");
+    // Told to, check judges what was read.
+    let (code, stdout, stderr) = run(&[
+        "check",
+        path,
+        "--max-leaked",
+        "1TiB",
+        "--max-allocs",
+        "1000000000",
+        "--allow-incomplete",
+    ]);
+    assert_eq!(code, 0, "stdout {stdout} stderr {stderr}");
+    let r = json_report(path, &[]);
+    assert_eq!(r["complete"], false);
+    assert_eq!(r["lost_events"]["total"], lost);
+    let reasons = r["incomplete_reasons"].to_string();
+    assert!(
+        reasons.contains("allocations, frees and bytes allocated may be too low"),
+        "{reasons}"
+    );
+    assert!(!reasons.contains("may be low\""), "{reasons}");
+}
+
+#[test]
+fn check_refuses_a_truncated_recording_unless_allowed() {
+    if !can_record("check_refuses_a_truncated_recording_unless_allowed") {
+        return;
+    }
+    let exe = fixture("malloc_free");
+    let rec = record("check_truncated", &[], &[exe.to_str().unwrap(), "20000"]);
+    let bytes = std::fs::read(&rec.path).unwrap();
+    let cut = scratch_dir().join("check_truncated_cut.mt");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let cut = cut.to_str().unwrap();
+    let (code, _, stderr) = run(&["check", cut, "--max-allocs", "1000000"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("damaged at byte offset"), "{stderr}");
+    assert!(stderr.contains("cut short"), "{stderr}");
+    let (code, _, stderr) = run(&[
+        "check",
+        cut,
+        "--max-allocs",
+        "1000000",
+        "--allow-incomplete",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    // Cut short, every value can only grow with the missing events: a failure is certain.
+    let (code, _, _) = run(&["check", cut, "--max-peak-heap", "1"]);
+    assert_eq!(code, 1);
+}
+
+/// A `--probe-floor` recording has no allocations: every report says so and `check` refuses it
+/// (issue 13, item 11).
+#[test]
+fn probe_floor_recordings_say_so_and_check_refuses_them() {
+    if !can_record("probe_floor_recordings_say_so_and_check_refuses_them") {
+        return;
+    }
+    let exe = fixture("malloc_free");
+    let rec = record(
+        "probe_floor",
+        &["-q", "--probe-floor"],
+        &[exe.to_str().unwrap(), "10"],
+    );
+    assert_eq!(rec.code(), 0, "{}", rec.describe());
+    let path = rec.path.to_str().unwrap();
+    let r = json_report(path, &[]);
+    assert_eq!(r["complete"], false, "{r:#}");
+    assert!(
+        r["incomplete_reasons"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("recorded with --probe-floor: allocations were not recorded"),
+        "{r:#}"
+    );
+    assert_eq!(r["totals"]["heap"]["allocs"], 0);
+    let (code, text, _) = run(&["report", path]);
+    assert_eq!(code, 0);
+    assert!(
+        text.contains("INCOMPLETE: recorded with --probe-floor"),
+        "{text}"
+    );
+    let pid = rec.header.root_pid.to_string();
+    let (_, text, _) = run(&["report", path, "--pid", &pid]);
+    assert!(
+        text.contains("INCOMPLETE: recorded with --probe-floor"),
+        "{text}"
+    );
+    for extra in [&[][..], &["--allow-incomplete"]] {
+        let mut args = vec!["check", path, "--max-allocs", "100"];
+        args.extend(extra);
+        let (code, stdout, stderr) = run(&args);
+        assert_eq!(code, 2, "{args:?}: {stdout} {stderr}");
+        assert!(stderr.contains("recorded with --probe-floor"), "{stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    }
+}

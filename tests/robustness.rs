@@ -67,14 +67,27 @@ fn mutate(data: &[u8], rng: &mut Rng) -> Vec<u8> {
     d
 }
 
-/// Read and account `data`; the case passes when this returns without panicking.
-fn read_all(data: Vec<u8>) -> Option<ReadEnd> {
+/// Read and account `data`; the case passes when this returns without panicking. Returns how
+/// reading ended and whether damage was skipped on the way.
+fn read_all(data: Vec<u8>) -> Option<(ReadEnd, bool)> {
     let mut reader = Reader::new(Cursor::new(data)).ok()?;
     let header = reader.header().clone();
     let events: Vec<_> = reader.by_ref().collect();
-    let report = analyze(&header, events, reader.end());
+    let mut accounting = memtrack::report::Accounting::new(&header);
+    for e in &events {
+        accounting.apply(e);
+    }
+    accounting.note_skipped(reader.skipped());
+    let report = accounting.finish(reader.end());
     assert_eq!(report.complete, report.incomplete_reasons.is_empty());
-    reader.end().cloned()
+    assert_eq!(report.skipped, reader.skipped());
+    if !reader.skipped().is_empty() {
+        assert!(!report.complete);
+    }
+    // The pure core agrees on everything but the skipped ranges it is not told about.
+    let plain = analyze(&header, events, reader.end());
+    assert_eq!(plain.totals, report.totals);
+    Some((reader.end().cloned()?, !reader.skipped().is_empty()))
 }
 
 #[test]
@@ -89,8 +102,8 @@ fn thousands_of_damaged_files_report_or_fail_cleanly() {
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ case.wrapping_mul(0x1000_0000_01b3) | 1);
         let mutated = mutate(&data, &mut rng);
         match catch_unwind(AssertUnwindSafe(|| read_all(mutated))) {
-            Ok(Some(ReadEnd::Complete(_))) => complete += 1,
-            Ok(Some(ReadEnd::Damaged { .. })) => damaged += 1,
+            Ok(Some((ReadEnd::Complete(_), false))) => complete += 1,
+            Ok(Some((ReadEnd::Complete(_), true) | (ReadEnd::Damaged { .. }, _))) => damaged += 1,
             Ok(None) => refused += 1,
             Err(_) => panic!("case {case} panicked (replay with this case number)"),
         }
@@ -131,4 +144,103 @@ fn the_binary_never_crashes_on_damaged_files() {
             );
         }
     }
+}
+
+/// One corrupt chunk in the middle of a real recording (issue 13, item 9): the reader skips it,
+/// names the range, and counts every event after it.
+#[test]
+fn a_corrupt_chunk_in_a_real_recording_is_skipped_and_the_rest_counted() {
+    if !common::can_record("a_corrupt_chunk_in_a_real_recording_is_skipped_and_the_rest_counted") {
+        return;
+    }
+    let exe = common::fixture("malloc_free");
+    let rec = common::record("resync", &["-q"], &[exe.to_str().unwrap(), "30000"]);
+    assert_eq!(rec.code(), 0, "{}", rec.describe());
+    // Each event with the offset its chunk ends at (the reader yields a chunk's events once it
+    // has read the whole frame).
+    let mut reader = Reader::open(&rec.path).unwrap();
+    let mut chunk_of = Vec::new();
+    while let Some(ev) = reader.next() {
+        chunk_of.push((reader.offset(), ev));
+    }
+    let mut ends: Vec<u64> = chunk_of.iter().map(|(end, _)| *end).collect();
+    ends.dedup();
+    assert!(
+        ends.len() >= 4,
+        "{} chunks: too few to damage one in the middle",
+        ends.len()
+    );
+    let (start, end) = (ends[ends.len() / 2 - 1], ends[ends.len() / 2]);
+    let mut bytes = std::fs::read(&rec.path).unwrap();
+    bytes[(start + (end - start) / 2) as usize] ^= 0x10;
+    let damaged = common::scratch_dir().join("resync-damaged.mt");
+    std::fs::write(&damaged, &bytes).unwrap();
+
+    let is_alloc =
+        |e: &memtrack::format::Event| matches!(e.kind, memtrack::format::EventKind::Alloc { .. });
+    let total_allocs = chunk_of.iter().filter(|(_, e)| is_alloc(e)).count();
+    let lost_allocs = chunk_of
+        .iter()
+        .filter(|(c, e)| *c == end && is_alloc(e))
+        .count();
+    assert!(lost_allocs > 0);
+    let out = Command::new(common::memtrack())
+        .args(["report", damaged.to_str().unwrap(), "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["complete"], false);
+    assert_eq!(r["damage"], serde_json::Value::Null, "{:#}", r["damage"]);
+    assert_eq!(
+        r["skipped"].as_array().unwrap().len(),
+        1,
+        "{:#}",
+        r["skipped"]
+    );
+    assert_eq!(r["skipped"][0]["offset_bytes"], start);
+    assert_eq!(r["skipped"][0]["size_bytes"], end - start);
+    assert!(r["skipped"][0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("checksum mismatch"));
+    // Everything after the damage is counted: the allocations of every other chunk, the leak
+    // at the end, the exit.
+    assert_eq!(
+        r["totals"]["heap"]["allocs"],
+        (total_allocs - lost_allocs) as u64
+    );
+    assert_eq!(r["run"]["exit_code"], 0);
+    let root = r["processes"][0].clone();
+    assert!(root["exit"].is_object(), "{root:#}");
+    let reason = r["incomplete_reasons"][0].as_str().unwrap();
+    assert!(
+        reason.contains(&format!("{} bytes at byte offset {start}", end - start)),
+        "{reason}"
+    );
+    // The text report says the same, and check refuses the file unless allowed.
+    let out = Command::new(common::memtrack())
+        .args(["report", damaged.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!(
+            "INCOMPLETE: the file is damaged: 1 range ({} bytes) skipped",
+            end - start
+        )),
+        "{text}"
+    );
+    let out = Command::new(common::memtrack())
+        .args(["check", damaged.to_str().unwrap(), "--max-leaked", "1GiB"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "1 damaged range skipped, the first at byte offset {start}"
+        )),
+        "{stderr}"
+    );
 }

@@ -160,15 +160,18 @@ pub fn read_full<R: Read>(r: &mut R, buf: &mut [u8]) -> io::Result<usize> {
 /// Reads one frame: its head, then its payload into `payload` (cleared first, capacity kept).
 ///
 /// Returns `Ok(None)` when the input ends exactly where a frame would start. `allowed` lists the
-/// tags acceptable here. `consumed` grows by every byte taken from `r`, whatever the outcome.
+/// tags acceptable here. `consumed` grows by every byte taken from `r`, whatever the outcome;
+/// those bytes are `head_bytes` (as far as they went) followed by `payload`, so a reader that
+/// resynchronises after a fault can scan them again.
 pub fn read_frame<R: Read>(
     r: &mut R,
     allowed: &[u8],
+    head_bytes: &mut [u8; FRAME_HEAD_BYTES],
     payload: &mut Vec<u8>,
     consumed: &mut u64,
 ) -> Result<Option<FrameHead>, FrameFault> {
-    let mut head_bytes = [0u8; FRAME_HEAD_BYTES];
-    let got = read_full(r, &mut head_bytes).map_err(FrameFault::Io)?;
+    payload.clear();
+    let got = read_full(r, head_bytes).map_err(FrameFault::Io)?;
     *consumed += got as u64;
     if got == 0 {
         return Ok(None);
@@ -176,7 +179,7 @@ pub fn read_frame<R: Read>(
     if got < FRAME_HEAD_BYTES {
         return Err(FrameFault::TornHead { got });
     }
-    let head = FrameHead::from_bytes(&head_bytes);
+    let head = FrameHead::from_bytes(head_bytes);
     if !allowed.contains(&head.tag) {
         return Err(FrameFault::UnexpectedTag { tag: head.tag });
     }
@@ -187,7 +190,6 @@ pub fn read_frame<R: Read>(
     }
     // `take` + `read_to_end` grows the buffer only as far as the file really goes, so a damaged
     // length in a short file does not allocate 16 MiB.
-    payload.clear();
     let got = r
         .by_ref()
         .take(u64::from(head.payload_len))
@@ -208,6 +210,48 @@ pub fn read_frame<R: Read>(
         });
     }
     Ok(Some(head))
+}
+
+/// What the bytes at some position of a file are, to a reader looking for the next intact frame
+/// after damage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameProbe {
+    /// No intact frame of the wanted tags starts here.
+    No,
+    /// Perhaps one does; `bytes` from here are needed to tell.
+    NeedBytes(usize),
+    /// An intact frame starts here (its checksum matches).
+    Frame(FrameHead),
+}
+
+/// Whether `window` starts with an intact frame whose tag is one of `tags`. A chunk must claim
+/// between 1 and `payload_len` events (every record takes a byte at least) and a trailer none,
+/// which rules out most stray tag bytes before any checksum is computed.
+pub fn probe_frame(window: &[u8], tags: &[u8]) -> FrameProbe {
+    let Some(first) = window.first() else {
+        return FrameProbe::NeedBytes(FRAME_HEAD_BYTES);
+    };
+    if !tags.contains(first) {
+        return FrameProbe::No;
+    }
+    let Some(head_bytes) = window.get(..FRAME_HEAD_BYTES) else {
+        return FrameProbe::NeedBytes(FRAME_HEAD_BYTES);
+    };
+    let head = FrameHead::from_bytes(head_bytes.try_into().expect("13 bytes"));
+    let plausible = head.payload_len <= MAX_PAYLOAD_BYTES
+        && match head.tag {
+            TAG_CHUNK => head.event_count >= 1 && head.event_count <= head.payload_len,
+            _ => head.event_count == 0,
+        };
+    if !plausible {
+        return FrameProbe::No;
+    }
+    let len = FRAME_HEAD_BYTES + head.payload_len as usize;
+    match window.get(FRAME_HEAD_BYTES..len) {
+        None => FrameProbe::NeedBytes(len),
+        Some(payload) if head.checksum(payload) == head.crc => FrameProbe::Frame(head),
+        Some(_) => FrameProbe::No,
+    }
 }
 
 /// Writes `head` and `payload` to `out`; returns the bytes written.
@@ -232,7 +276,8 @@ mod tests {
     fn read(bytes: &[u8]) -> (Result<Option<FrameHead>, FrameFault>, Vec<u8>, u64) {
         let mut payload = Vec::new();
         let mut consumed = 0;
-        let r = read_frame(&mut &bytes[..], ALL, &mut payload, &mut consumed);
+        let mut head = [0u8; FRAME_HEAD_BYTES];
+        let r = read_frame(&mut &bytes[..], ALL, &mut head, &mut payload, &mut consumed);
         (r, payload, consumed)
     }
 
@@ -322,6 +367,53 @@ mod tests {
         bytes[5] ^= 1;
         let (r, _, _) = read(&bytes);
         assert!(matches!(r, Err(FrameFault::BadChecksum { .. })));
+    }
+
+    #[test]
+    fn probe_finds_an_intact_frame_and_says_how_much_it_needs() {
+        let bytes = framed(TAG_CHUNK, 2, b"abcd");
+        assert_eq!(
+            probe_frame(&bytes, ALL),
+            FrameProbe::Frame(FrameHead::for_payload(TAG_CHUNK, 2, b"abcd"))
+        );
+        assert_eq!(
+            probe_frame(&bytes[..5], ALL),
+            FrameProbe::NeedBytes(FRAME_HEAD_BYTES)
+        );
+        assert_eq!(
+            probe_frame(&bytes[..15], ALL),
+            FrameProbe::NeedBytes(bytes.len())
+        );
+        assert_eq!(probe_frame(&bytes, &[TAG_TRAILER]), FrameProbe::No);
+        assert_eq!(probe_frame(&bytes[1..], ALL), FrameProbe::No);
+        assert_eq!(
+            probe_frame(&[], ALL),
+            FrameProbe::NeedBytes(FRAME_HEAD_BYTES)
+        );
+    }
+
+    #[test]
+    fn probe_refuses_damage_and_implausible_heads() {
+        let mut bytes = framed(TAG_CHUNK, 2, b"abcd");
+        bytes[14] ^= 1;
+        assert_eq!(probe_frame(&bytes, ALL), FrameProbe::No);
+        // More events than payload bytes, a chunk of none, a trailer with some: all refused
+        // before any checksum, however they are framed.
+        assert_eq!(
+            probe_frame(&framed(TAG_CHUNK, 5, b"abcd"), ALL),
+            FrameProbe::No
+        );
+        assert_eq!(
+            probe_frame(&framed(TAG_CHUNK, 0, b"abcd"), ALL),
+            FrameProbe::No
+        );
+        assert_eq!(
+            probe_frame(&framed(TAG_TRAILER, 1, b"abcd"), ALL),
+            FrameProbe::No
+        );
+        let mut long = framed(TAG_CHUNK, 1, b"x");
+        long[1..5].copy_from_slice(&(MAX_PAYLOAD_BYTES + 1).to_le_bytes());
+        assert_eq!(probe_frame(&long, ALL), FrameProbe::No);
     }
 
     #[test]

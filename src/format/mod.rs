@@ -42,7 +42,7 @@ pub mod writer;
 
 pub use error::FormatError;
 pub use event::*;
-pub use reader::Reader;
+pub use reader::{Reader, Skipped};
 pub use writer::{Writer, CHUNK_TARGET_BYTES};
 
 /// The first 8 bytes of every recording.

@@ -2,26 +2,136 @@
 //!
 //! `Reader::new` checks the magic, the format version and the header, and fails with a
 //! `FormatError` if the file cannot be read at all. Events are then decoded lazily, one chunk at
-//! a time in a reused buffer, so memory does not grow with the file. Damage does not stop a
-//! report: iteration ends early and `end()` says where and why (`ReadEnd::Damaged`), after every
-//! event of the chunks before the damage was yielded. A chunk's events are only decoded once its
-//! checksum matched.
+//! a time in a reused buffer, so memory does not grow with the file. A chunk's events are only
+//! decoded once its checksum matched.
+//!
+//! Damage in the middle does not end reading: every chunk decodes alone, so the reader skips
+//! the damaged bytes, looks for the next intact frame (a chunk or trailer tag, a plausible head,
+//! a matching checksum: `chunk::probe_frame`) and reads on from there; `skipped()` lists each
+//! range it skipped, with its offset, size and why. Reading ends early only where nothing
+//! intact follows (a file cut short, a damaged trailer): then `end()` says where and why
+//! (`ReadEnd::Damaged`), after every event before the damage was yielded.
 
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::{self, BufReader, Read};
 use std::path::Path;
 
 use super::chunk::{
-    read_frame, read_full, FrameFault, FRAME_HEAD_BYTES, TAG_CHUNK, TAG_HEADER, TAG_TRAILER,
+    probe_frame, read_frame, read_full, FrameFault, FrameProbe, FRAME_HEAD_BYTES, TAG_CHUNK,
+    TAG_HEADER, TAG_TRAILER,
 };
 use super::event::{Event, Header, ReadEnd, Trailer};
 use super::wire::{ChunkDecoder, DecodeFault};
 use super::{FormatError, FORMAT_VERSION, MAGIC, OLDEST_FORMAT_VERSION};
 use crate::error::Error;
 
+/// Why `Reader::open` refuses a file whose recorder still writes it.
+pub const STILL_BEING_WRITTEN: &str = "the recording is still being written (memtrack record \
+     holds it and has not written its trailer yet); wait for memtrack record to finish, then \
+     run this again";
+
+/// The tags a frame after the header may carry.
+const BODY_TAGS: [u8; 2] = [TAG_CHUNK, TAG_TRAILER];
+
+/// A range of the file the reader skipped because it was damaged, and read on after.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Skipped {
+    /// Byte offset in the file where the damaged range starts (a frame that failed its check).
+    pub offset_bytes: u64,
+    /// Bytes skipped, up to the next intact frame.
+    pub size_bytes: u64,
+    /// What was wrong at `offset_bytes`.
+    pub reason: String,
+}
+
+/// The file, with room to give bytes back: after a frame fails its check, the bytes it took
+/// are scanned again for the next intact frame. Reads come from the given-back bytes first.
+struct Source<R> {
+    inner: R,
+    /// Bytes given back or read ahead; `buf[pos..]` is what comes next.
+    buf: Vec<u8>,
+    pos: usize,
+    eof: bool,
+}
+
+impl<R: Read> Read for Source<R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if self.pos < self.buf.len() {
+            let n = out.len().min(self.buf.len() - self.pos);
+            out[..n].copy_from_slice(&self.buf[self.pos..self.pos + n]);
+            self.pos += n;
+            if self.pos == self.buf.len() {
+                self.buf.clear();
+                self.pos = 0;
+            }
+            return Ok(n);
+        }
+        self.inner.read(out)
+    }
+}
+
+impl<R: Read> Source<R> {
+    fn new(inner: R) -> Self {
+        Source {
+            inner,
+            buf: Vec::new(),
+            pos: 0,
+            eof: false,
+        }
+    }
+
+    /// Puts `bytes` back in front of what comes next.
+    fn give_back(&mut self, bytes: &[u8]) {
+        let rest = self.buf.split_off(self.pos);
+        self.buf.clear();
+        self.pos = 0;
+        self.buf.extend_from_slice(bytes);
+        self.buf.extend_from_slice(&rest);
+    }
+
+    /// Reads ahead until `n` bytes come next; false when the input ends first.
+    fn fill_to(&mut self, n: usize) -> io::Result<bool> {
+        let have = self.buf.len() - self.pos;
+        if have >= n {
+            return Ok(true);
+        }
+        if self.eof {
+            return Ok(false);
+        }
+        let want = (n - have).max(4096) as u64;
+        let got = self.inner.by_ref().take(want).read_to_end(&mut self.buf)?;
+        if (got as u64) < want {
+            self.eof = true;
+        }
+        Ok(self.buf.len() - self.pos >= n)
+    }
+
+    /// Drops bytes until an intact frame with one of `tags` comes next; returns how many were
+    /// dropped, or `None` when the input ends first (everything was dropped). Memory holds at
+    /// most one frame ahead of the scan position.
+    fn skip_to_frame(&mut self, tags: &[u8]) -> io::Result<Option<u64>> {
+        let mut dropped = 0u64;
+        loop {
+            match probe_frame(&self.buf[self.pos..], tags) {
+                FrameProbe::Frame(_) => return Ok(Some(dropped)),
+                FrameProbe::NeedBytes(n) if self.fill_to(n)? => continue,
+                FrameProbe::NeedBytes(_) if self.pos == self.buf.len() => return Ok(None),
+                FrameProbe::No | FrameProbe::NeedBytes(_) => {
+                    self.pos += 1;
+                    dropped += 1;
+                    if self.pos >= 1 << 20 {
+                        self.buf.drain(..self.pos);
+                        self.pos = 0;
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Reads one recording from `R`, yielding its events in the order they were written.
 pub struct Reader<R: Read> {
-    src: R,
+    src: Source<R>,
     version: u16,
     header: Header,
     /// Bytes consumed from `src`.
@@ -38,21 +148,33 @@ pub struct Reader<R: Read> {
     decoder: ChunkDecoder,
     events_read: u64,
     chunks_read: u64,
+    /// The current frame's head as read, for giving it back when the frame is damaged.
+    head_bytes: [u8; FRAME_HEAD_BYTES],
+    skipped: Vec<Skipped>,
     end: Option<ReadEnd>,
 }
 
 impl Reader<BufReader<File>> {
     /// Opens the recording at `path` and reads its header. Fails with `Error::Io` if the file
-    /// cannot be opened or read, and `Error::BadFile` if it is not a readable recording.
+    /// cannot be opened or read, and `Error::BadFile` if it is not a readable recording or is
+    /// still being written: `record` holds a lock on it until the trailer is written
+    /// (`sys::lock`), so a file without a trailer whose recorder still runs is not called damaged.
     pub fn open(path: &Path) -> Result<Self, Error> {
         let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        if crate::sys::lock::is_locked_by_another(&file).unwrap_or(false) {
+            return Err(Error::BadFile {
+                path: path.to_path_buf(),
+                message: STILL_BEING_WRITTEN.to_string(),
+            });
+        }
         Reader::new(BufReader::with_capacity(1 << 16, file)).map_err(|e| e.into_error(path))
     }
 }
 
 impl<R: Read> Reader<R> {
     /// Reads and checks the magic, the format version and the header from `src`.
-    pub fn new(mut src: R) -> Result<Self, FormatError> {
+    pub fn new(src: R) -> Result<Self, FormatError> {
+        let mut src = Source::new(src);
         let mut offset = 0u64;
         let mut magic = [0u8; MAGIC.len()];
         let got = read_full(&mut src, &mut magic)?;
@@ -92,7 +214,14 @@ impl<R: Read> Reader<R> {
             reason,
         };
         let mut payload = Vec::new();
-        let head = match read_frame(&mut src, &[TAG_HEADER], &mut payload, &mut offset) {
+        let mut head_bytes = [0u8; FRAME_HEAD_BYTES];
+        let head = match read_frame(
+            &mut src,
+            &[TAG_HEADER],
+            &mut head_bytes,
+            &mut payload,
+            &mut offset,
+        ) {
             Ok(Some(head)) => head,
             Ok(None) | Err(FrameFault::TornHead { .. } | FrameFault::TornPayload { .. }) => {
                 return Err(FormatError::Truncated {
@@ -129,6 +258,8 @@ impl<R: Read> Reader<R> {
             decoder: ChunkDecoder::default(),
             events_read: 0,
             chunks_read: 0,
+            head_bytes,
+            skipped: Vec::new(),
             end: None,
         })
     }
@@ -158,44 +289,91 @@ impl<R: Read> Reader<R> {
         self.end = Some(ReadEnd::Damaged { offset, reason });
     }
 
-    /// Ends reading because the current chunk's records do not decode.
+    /// The damaged ranges skipped so far, in file order.
+    pub fn skipped(&self) -> &[Skipped] {
+        &self.skipped
+    }
+
+    /// Skips the rest of the current chunk, whose frame is intact but whose records are not
+    /// what its head claims (`why`, at byte `at`); reading goes on with the next frame.
+    fn skip_rest_of_chunk(&mut self, why: String) {
+        self.skipped.push(Skipped {
+            offset_bytes: self.chunk_start,
+            size_bytes: self.offset - self.chunk_start,
+            reason: format!("chunk at byte {}: {why}", self.chunk_start),
+        });
+        self.pos = self.payload.len();
+        self.chunk_events_left = 0;
+    }
+
+    /// Skips the rest of the current chunk because its records do not decode.
     fn damaged_chunk(&mut self, fault: DecodeFault) {
         let at = self.chunk_start + FRAME_HEAD_BYTES as u64 + self.pos as u64;
         let n = self.chunk_events;
         let k = n - self.chunk_events_left + 1;
-        let reason = format!(
-            "chunk at byte {}: {fault} at byte {at} (event {k} of {n})",
-            self.chunk_start
-        );
-        self.damaged(self.chunk_start, reason);
+        self.skip_rest_of_chunk(format!("{fault} at byte {at} (event {k} of {n})"));
     }
 
-    /// Reads the next frame: a chunk becomes current, a trailer ends reading.
+    /// Reads the next frame: a chunk becomes current, a trailer ends reading. A damaged frame
+    /// is skipped up to the next intact one.
     fn read_next_frame(&mut self) {
-        let start = self.offset;
-        self.pos = 0;
-        let allowed = [TAG_CHUNK, TAG_TRAILER];
-        let head = match read_frame(&mut self.src, &allowed, &mut self.payload, &mut self.offset) {
-            Ok(Some(head)) => head,
-            Ok(None) => {
-                let reason = format!(
-                    "file ends without a trailer at byte {start} (the recording was cut short)"
-                );
+        loop {
+            let start = self.offset;
+            self.pos = 0;
+            let fault = match read_frame(
+                &mut self.src,
+                &BODY_TAGS,
+                &mut self.head_bytes,
+                &mut self.payload,
+                &mut self.offset,
+            ) {
+                Ok(Some(head)) if head.tag == TAG_CHUNK => {
+                    self.chunk_start = start;
+                    self.chunk_events = head.event_count;
+                    self.chunk_events_left = head.event_count;
+                    self.chunks_read += 1;
+                    self.decoder.reset();
+                    return;
+                }
+                Ok(Some(head)) => return self.read_trailer(start, head.event_count),
+                Ok(None) => {
+                    let reason = format!(
+                        "file ends without a trailer at byte {start} (the recording was cut short)"
+                    );
+                    return self.damaged(start, reason);
+                }
+                Err(fault) => fault,
+            };
+            let reason = format!("damaged frame at byte {start}: {fault}");
+            if matches!(fault, FrameFault::Io(_) | FrameFault::TornHead { .. }) {
+                // A read error, or fewer bytes left than a frame head: nothing to read on to.
+                self.payload.clear();
                 return self.damaged(start, reason);
             }
-            Err(fault) => {
-                self.payload.clear();
-                return self.damaged(start, format!("damaged frame at byte {start}: {fault}"));
+            // Give back what the frame took but its first byte, and look for the next intact
+            // frame from there.
+            let consumed = (self.offset - start) as usize;
+            let head_len = consumed.min(FRAME_HEAD_BYTES);
+            let mut taken = self.head_bytes[..head_len].to_vec();
+            taken.extend_from_slice(&self.payload[..consumed - head_len]);
+            self.payload.clear();
+            self.src.give_back(&taken[1..]);
+            self.offset = start + 1;
+            match self.src.skip_to_frame(&BODY_TAGS) {
+                Ok(Some(dropped)) => {
+                    self.offset += dropped;
+                    self.skipped.push(Skipped {
+                        offset_bytes: start,
+                        size_bytes: self.offset - start,
+                        reason,
+                    });
+                }
+                Ok(None) => {
+                    let reason = format!("{reason}; no intact chunk or trailer after it");
+                    return self.damaged(start, reason);
+                }
+                Err(e) => return self.damaged(start, format!("{reason}; then read error: {e}")),
             }
-        };
-        if head.tag == TAG_CHUNK {
-            self.chunk_start = start;
-            self.chunk_events = head.event_count;
-            self.chunk_events_left = head.event_count;
-            self.chunks_read += 1;
-            self.decoder.reset();
-        } else {
-            self.read_trailer(start, head.event_count);
         }
     }
 
@@ -216,8 +394,13 @@ impl<R: Read> Reader<R> {
         };
         self.payload.clear();
         // A chunk lost or repeated (say by a broken copy) keeps every checksum intact; only the
-        // counts tell.
-        if trailer.events != self.events_read || trailer.chunks != self.chunks_read {
+        // counts tell. After skipped damage, fewer were read than written.
+        let counts_agree = if self.skipped.is_empty() {
+            trailer.events == self.events_read && trailer.chunks == self.chunks_read
+        } else {
+            trailer.events >= self.events_read && trailer.chunks >= self.chunks_read
+        };
+        if !counts_agree {
             let reason = format!(
                 "{what} says {} events in {} chunks, but the file holds {} in {}",
                 trailer.events, trailer.chunks, self.events_read, self.chunks_read
@@ -257,19 +440,18 @@ impl<R: Read> Iterator for Reader<R> {
                     }
                     Err(fault) => {
                         self.damaged_chunk(fault);
-                        return None;
+                        continue;
                     }
                 }
             }
             if self.pos < self.payload.len() {
-                let reason = format!(
-                    "chunk at byte {}: {} bytes left after its {} events",
-                    self.chunk_start,
+                let why = format!(
+                    "{} bytes left after its {} events",
                     self.payload.len() - self.pos,
                     self.chunk_events
                 );
-                self.damaged(self.chunk_start, reason);
-                return None;
+                self.skip_rest_of_chunk(why);
+                continue;
             }
             self.read_next_frame();
         }
@@ -455,6 +637,43 @@ mod tests {
     }
 
     impl Recording {
+        /// Per chunk: (file offset of its frame, offset after it, its events' range).
+        fn chunks(&self) -> Vec<(u64, u64, std::ops::Range<usize>)> {
+            let mut start = (self.header_end, 0);
+            self.chunk_ends
+                .iter()
+                .map(|&(end, n)| {
+                    let c = (start.0, end, start.1..n);
+                    start = (end, n);
+                    c
+                })
+                .collect()
+        }
+
+        /// Where the trailer frame starts.
+        fn trailer_start(&self) -> u64 {
+            self.chunk_ends.last().map_or(self.header_end, |c| c.0)
+        }
+
+        /// The events a reader must yield around `skipped` ranges and before `end`'s damage:
+        /// those of every chunk that lies wholly outside both.
+        fn expected(&self, events: &[Event], skipped: &[Skipped], end: &ReadEnd) -> Vec<Event> {
+            let stop = match end {
+                ReadEnd::Damaged { offset, .. } => *offset,
+                ReadEnd::Complete(_) => u64::MAX,
+            };
+            self.chunks()
+                .into_iter()
+                .filter(|(start, end, _)| {
+                    *end <= stop
+                        && skipped.iter().all(|k| {
+                            k.offset_bytes + k.size_bytes <= *start || k.offset_bytes >= *end
+                        })
+                })
+                .flat_map(|(_, _, range)| events[range].to_vec())
+                .collect()
+        }
+
         /// Events yielded before damage at `offset` (a frame start): those of earlier chunks.
         fn events_before(&self, offset: u64) -> usize {
             self.chunk_ends
@@ -490,12 +709,17 @@ mod tests {
     }
 
     fn read_all(bytes: &[u8]) -> Result<(Vec<Event>, ReadEnd), FormatError> {
+        read_skipping(bytes).map(|(events, _, end)| (events, end))
+    }
+
+    /// Reads `bytes` to the end: the events, the skipped ranges and how reading ended.
+    fn read_skipping(bytes: &[u8]) -> Result<(Vec<Event>, Vec<Skipped>, ReadEnd), FormatError> {
         let mut r = Reader::new(bytes)?;
         let events: Vec<Event> = r.by_ref().collect();
         let end = r.end().cloned().expect("end is known after None");
         // Iteration stays ended.
         assert!(r.next().is_none());
-        Ok((events, end))
+        Ok((events, r.skipped().to_vec(), end))
     }
 
     fn damaged_offset(end: &ReadEnd) -> u64 {
@@ -739,15 +963,16 @@ mod tests {
                 let at2 = rng.below(bytes.len() as u64) as usize;
                 bytes[at2] ^= 1 + rng.below(255) as u8;
             }
-            match read_all(&bytes) {
+            match read_skipping(&bytes) {
                 Err(_) => assert!((at as u64) < rec.header_end || case % 5 == 0),
-                Ok((read, end)) => {
-                    let offset = damaged_offset(&end);
-                    assert!(read.len() <= events.len());
-                    assert_eq!(read[..], events[..read.len()], "case {case}");
+                Ok((read, skipped, end)) => {
+                    // Every chunk clear of the damage is read, whatever came before it.
+                    assert_eq!(read, rec.expected(&events, &skipped, &end), "case {case}");
                     if case % 5 != 0 {
-                        assert!(offset <= at as u64, "case {case} at {at}: {end:?}");
-                        assert_eq!(read.len(), rec.events_before(offset), "case {case}");
+                        assert!(skipped.len() <= 1, "case {case}: {skipped:?}");
+                        if let ReadEnd::Damaged { offset, .. } = end {
+                            assert!(offset <= at as u64, "case {case} at {at}: {end:?}");
+                        }
                     }
                 }
             }
@@ -758,18 +983,135 @@ mod tests {
     fn every_single_byte_flip_is_caught() {
         let events = every_kind();
         let rec = record(&events, 4);
+        let chunks = rec.chunks();
         for at in 0..rec.bytes.len() {
             let mut bytes = rec.bytes.clone();
             bytes[at] ^= 0x01;
-            match read_all(&bytes) {
-                Err(_) => assert!((at as u64) < rec.header_end, "byte {at}"),
-                Ok((read, end)) => {
-                    let offset = damaged_offset(&end);
-                    assert!(offset <= at as u64);
-                    assert_eq!(read.len(), rec.events_before(offset), "byte {at}");
+            let at = at as u64;
+            match read_skipping(&bytes) {
+                Err(_) => assert!(at < rec.header_end, "byte {at}"),
+                Ok((read, skipped, end)) if at >= rec.trailer_start() => {
+                    assert_eq!(read, events, "byte {at}");
+                    assert!(skipped.is_empty(), "byte {at}: {skipped:?}");
+                    assert_eq!(damaged_offset(&end), rec.trailer_start(), "byte {at}");
+                }
+                Ok((read, skipped, end)) => {
+                    // Exactly the chunk holding the flipped byte is skipped.
+                    let (start, stop, range) = chunks
+                        .iter()
+                        .find(|(s, e, _)| (*s..*e).contains(&at))
+                        .cloned()
+                        .unwrap();
+                    assert_eq!(skipped.len(), 1, "byte {at}: {skipped:?}");
+                    assert_eq!(
+                        (skipped[0].offset_bytes, skipped[0].size_bytes),
+                        (start, stop - start),
+                        "byte {at}"
+                    );
+                    let mut expected = events[..range.start].to_vec();
+                    expected.extend_from_slice(&events[range.end..]);
+                    assert_eq!(read, expected, "byte {at}");
+                    assert!(matches!(end, ReadEnd::Complete(_)), "byte {at}: {end:?}");
                 }
             }
         }
+    }
+
+    #[test]
+    fn corrupt_chunk_in_the_middle_is_skipped_and_the_rest_read() {
+        let events = busy_events(5_000);
+        let rec = record(&events, 500);
+        let chunks = rec.chunks();
+        let (start, stop, range) = chunks[4].clone();
+        let mut bytes = rec.bytes.clone();
+        bytes[(start + stop) as usize / 2] ^= 0x5a;
+        let (read, skipped, end) = read_skipping(&bytes).unwrap();
+        assert_eq!(
+            skipped,
+            vec![Skipped {
+                offset_bytes: start,
+                size_bytes: stop - start,
+                reason: format!(
+                    "damaged frame at byte {start}: {}",
+                    skipped[0].reason.split_once(": ").unwrap().1
+                ),
+            }]
+        );
+        assert!(
+            skipped[0].reason.contains("checksum mismatch"),
+            "{skipped:?}"
+        );
+        assert_eq!(read.len(), events.len() - range.len());
+        assert_eq!(read[..range.start], events[..range.start]);
+        assert_eq!(read[range.start..], events[range.end..]);
+        assert!(
+            matches!(&end, ReadEnd::Complete(t) if t.events == 5_000),
+            "{end:?}"
+        );
+    }
+
+    #[test]
+    fn garbage_between_chunks_is_skipped_and_nothing_lost() {
+        let events = busy_events(2_000);
+        let rec = record(&events, 500);
+        let at = rec.chunk_ends[1].0 as usize;
+        let mut bytes = rec.bytes[..at].to_vec();
+        // Stray tag bytes and a plausible head among them must not fool the scan.
+        let garbage: Vec<u8> = (0..3000u32)
+            .map(|i| [b'C', b'T', 0, 7][i as usize % 4])
+            .collect();
+        bytes.extend_from_slice(&garbage);
+        bytes.extend_from_slice(&rec.bytes[at..]);
+        let (read, skipped, end) = read_skipping(&bytes).unwrap();
+        assert_eq!(read, events);
+        assert_eq!(skipped.len(), 1, "{skipped:?}");
+        assert_eq!(
+            (skipped[0].offset_bytes, skipped[0].size_bytes),
+            (at as u64, 3000)
+        );
+        assert!(matches!(end, ReadEnd::Complete(_)), "{end:?}");
+    }
+
+    #[test]
+    fn length_that_swallows_the_rest_is_skipped() {
+        let events = busy_events(2_000);
+        let rec = record(&events, 500);
+        let chunks = rec.chunks();
+        let (start, stop, range) = chunks[1].clone();
+        let mut bytes = rec.bytes.clone();
+        // Longer than the rest of the file, within the limit: the payload read runs to the end.
+        let len = (bytes.len() as u32) * 2;
+        bytes[start as usize + 1..start as usize + 5].copy_from_slice(&len.to_le_bytes());
+        let (read, skipped, end) = read_skipping(&bytes).unwrap();
+        assert_eq!(skipped.len(), 1, "{skipped:?}");
+        assert_eq!(
+            (skipped[0].offset_bytes, skipped[0].size_bytes),
+            (start, stop - start)
+        );
+        assert!(skipped[0].reason.contains("the file ends"), "{skipped:?}");
+        assert_eq!(read.len(), events.len() - range.len());
+        assert_eq!(read[range.start..], events[range.end..]);
+        assert!(matches!(end, ReadEnd::Complete(_)), "{end:?}");
+    }
+
+    #[test]
+    fn damage_with_nothing_intact_after_it_ends_reading() {
+        let events = busy_events(2_000);
+        let rec = record(&events, 500);
+        let chunks = rec.chunks();
+        let (start, _, range) = chunks[2].clone();
+        let mut bytes = rec.bytes[..rec.trailer_start() as usize].to_vec();
+        for b in &mut bytes[start as usize + 20..] {
+            *b ^= 0xff;
+        }
+        let (read, skipped, end) = read_skipping(&bytes).unwrap();
+        assert_eq!(read, events[..range.start]);
+        assert!(skipped.is_empty(), "{skipped:?}");
+        assert_eq!(damaged_offset(&end), start);
+        assert!(
+            reason(&end).contains("no intact chunk or trailer after it"),
+            "{end:?}"
+        );
     }
 
     #[test]
@@ -899,48 +1241,65 @@ mod tests {
     }
 
     #[test]
-    fn undecodable_chunk_with_good_checksum_is_damage() {
+    fn undecodable_chunk_with_good_checksum_is_skipped() {
         // Thread 1/1, then an Alloc with allocator function 99.
         let (bytes, n, start) = with_crafted_chunk(&[0, 1, 1, 4, 0, 99, 0, 0, 0], 1);
-        let (read, end) = read_all(&bytes).unwrap();
+        let (read, skipped, end) = read_skipping(&bytes).unwrap();
         assert_eq!(read.len(), n);
-        assert_eq!(damaged_offset(&end), start);
+        assert_eq!(skipped.len(), 1, "{skipped:?}");
+        assert_eq!(skipped[0].offset_bytes, start);
+        assert_eq!(skipped[0].size_bytes, bytes.len() as u64 - start);
         assert!(
-            reason(&end).contains("unknown allocator function number 99"),
-            "{end:?}"
+            skipped[0]
+                .reason
+                .contains("unknown allocator function number 99"),
+            "{skipped:?}"
         );
+        // The crafted chunk was the last frame: the file then ends without a trailer.
+        assert_eq!(damaged_offset(&end), bytes.len() as u64);
     }
 
     #[test]
-    fn chunk_with_fewer_events_than_claimed_is_damage() {
+    fn chunk_with_fewer_events_than_claimed_is_skipped() {
         // Thread 1/1, one Free.
         let (bytes, n, start) = with_crafted_chunk(&[0, 1, 1, 3, 0, 0], 2);
-        let (read, end) = read_all(&bytes).unwrap();
+        let (read, skipped, _) = read_skipping(&bytes).unwrap();
         assert_eq!(read.len(), n + 1);
-        assert_eq!(damaged_offset(&end), start);
-        assert!(reason(&end).contains("event 2 of 2"), "{end:?}");
+        assert_eq!(skipped.len(), 1, "{skipped:?}");
+        assert_eq!(skipped[0].offset_bytes, start);
+        assert!(skipped[0].reason.contains("event 2 of 2"), "{skipped:?}");
     }
 
     #[test]
-    fn chunk_with_more_records_than_claimed_is_damage() {
+    fn chunk_with_more_records_than_claimed_is_skipped() {
         let (bytes, n, start) = with_crafted_chunk(&[0, 1, 1, 3, 0, 0, 3, 0, 0], 1);
-        let (read, end) = read_all(&bytes).unwrap();
+        let (read, skipped, _) = read_skipping(&bytes).unwrap();
         assert_eq!(read.len(), n + 1);
-        assert_eq!(damaged_offset(&end), start);
-        assert!(reason(&end).contains("3 bytes left"), "{end:?}");
+        assert_eq!(skipped.len(), 1, "{skipped:?}");
+        assert_eq!(skipped[0].offset_bytes, start);
+        assert!(skipped[0].reason.contains("3 bytes left"), "{skipped:?}");
     }
 
     #[test]
-    fn absurd_chunk_length_is_damage() {
-        let rec = record(&every_kind(), 4);
-        let (first_end, n) = rec.chunk_ends[0];
+    fn absurd_chunk_length_is_skipped() {
+        let events = every_kind();
+        let rec = record(&events, 4);
+        let chunks = rec.chunks();
+        let (start, stop, range) = chunks[1].clone();
         let mut bytes = rec.bytes.clone();
-        let at = first_end as usize + 1;
+        let at = start as usize + 1;
         bytes[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
-        let (read, end) = read_all(&bytes).unwrap();
-        assert_eq!(read.len(), n);
-        assert_eq!(damaged_offset(&end), first_end);
-        assert!(reason(&end).contains("more than"), "{end:?}");
+        let (read, skipped, end) = read_skipping(&bytes).unwrap();
+        assert_eq!(skipped.len(), 1, "{skipped:?}");
+        assert_eq!(
+            (skipped[0].offset_bytes, skipped[0].size_bytes),
+            (start, stop - start)
+        );
+        assert!(skipped[0].reason.contains("more than"), "{skipped:?}");
+        let mut expected = events[..range.start].to_vec();
+        expected.extend_from_slice(&events[range.end..]);
+        assert_eq!(read, expected);
+        assert!(matches!(end, ReadEnd::Complete(_)), "{end:?}");
     }
 
     #[test]
@@ -990,6 +1349,26 @@ mod tests {
             Err(e) => panic!("expected BadFile, got {e:?}"),
             Ok(_) => panic!("opened a PNG"),
         }
+    }
+
+    #[test]
+    fn open_refuses_a_file_its_recorder_still_writes() {
+        let path = std::env::temp_dir().join(format!("memtrack-live-{}.mt", std::process::id()));
+        let file = File::create(&path).unwrap();
+        assert!(crate::sys::lock::try_lock_exclusive(&file).unwrap());
+        let mut w = Writer::new(file, &header()).unwrap();
+        w.flush_chunk().unwrap();
+        match Reader::open(&path) {
+            Err(Error::BadFile { message, .. }) => assert_eq!(message, STILL_BEING_WRITTEN),
+            Err(e) => panic!("expected BadFile, got {e:?}"),
+            Ok(_) => panic!("read a file still being written"),
+        }
+        // Once the recorder is gone (finished or killed), the same bytes read as cut short.
+        drop(w);
+        let mut r = Reader::open(&path).unwrap();
+        assert_eq!(r.by_ref().count(), 0);
+        assert!(reason(r.end().unwrap()).contains("without a trailer"));
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]

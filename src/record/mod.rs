@@ -15,12 +15,14 @@ pub mod drain;
 pub mod foreground;
 pub mod identity;
 pub mod listen;
+pub mod output;
 pub mod placement;
 pub mod progress;
+pub mod resolve;
 pub mod spawn;
 pub mod symbols;
 
-use std::fs::File;
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use crate::error::Error;
@@ -47,8 +49,8 @@ pub struct RecordOptions {
     pub output: PathBuf,
     /// Size of the kernel ring buffer, bytes (a power of two, at least one page).
     pub ring_size_bytes: u64,
-    /// The command and its arguments.
-    pub command: Vec<String>,
+    /// The command and its arguments, exactly as given (not necessarily UTF-8).
+    pub command: Vec<OsString>,
     /// Record resident memory (rss_stat) as well as allocations.
     pub rss: bool,
     /// Attach empty programs at the allocator sites instead of the real ones (benchmarks).
@@ -70,7 +72,7 @@ impl RecordOptions {
     pub fn new(
         output: PathBuf,
         ring_size_mib: Option<u32>,
-        command: Vec<String>,
+        command: Vec<OsString>,
         rss: bool,
         quiet: bool,
     ) -> Result<RecordOptions, Error> {
@@ -79,6 +81,7 @@ impl RecordOptions {
                 "no command given; usage: memtrack record [-o FILE] -- CMD [ARGS...]".into(),
             ));
         }
+        output::validate(&output)?;
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         let ring_size_mib = ring_size_mib.unwrap_or_else(|| default_ring_size_mib(cpus));
         if ring_size_mib == 0 || !ring_size_mib.is_power_of_two() || ring_size_mib > 1024 {
@@ -112,6 +115,24 @@ impl RecordOptions {
                  everything is recorded)"
                     .into(),
             ));
+        }
+        if let Some(p) = &control {
+            if p.as_os_str().is_empty() {
+                return Err(Error::Usage(
+                    "--control needs a path for the FIFO, e.g. --control /tmp/bench.ctl; an \
+                     empty one names no file"
+                        .into(),
+                ));
+            }
+            let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
+            if let Some(dir) = dir.filter(|d| !d.is_dir()) {
+                return Err(Error::Usage(format!(
+                    "--control {}: the directory {} does not exist; create it first, or give a \
+                     path in an existing directory",
+                    p.display(),
+                    dir.display()
+                )));
+            }
         }
         // The command may change directory before it opens the FIFO.
         self.control = control
@@ -305,14 +326,10 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
     )
     .map_err(|e| Error::Kernel(format!("cannot map the BPF ring buffer: {e}")))?;
 
-    // Validate the output path before the command runs: a typo must not cost a whole run.
-    let file = File::create(&opts.output).map_err(|e| Error::io(&opts.output, e))?;
-    if let Some(id) = &identity {
-        // The recording belongs to the user it was made for, not to root.
-        if let Err(e) = std::os::unix::fs::chown(&opts.output, Some(id.uid), Some(id.gid)) {
-            log::warn!("cannot give {} to {}: {e}", opts.output.display(), id.name);
-        }
-    }
+    // Created before the command runs (a typo must not cost a whole run), under a temporary
+    // name until it has started (a failed start keeps a previous recording at -o).
+    let pending =
+        output::PendingOutput::create(&opts.output, identity.as_ref().map(|id| (id.uid, id.gid)))?;
 
     let control = match &opts.control {
         Some(path) => {
@@ -375,8 +392,7 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
     let child = match child {
         Ok(c) => c,
         Err(e) => {
-            drop(file);
-            let _ = std::fs::remove_file(&opts.output);
+            drop(pending);
             // The child may have taken the terminal before its exec failed.
             if let Some(t) = &terminal {
                 t.take_back();
@@ -386,6 +402,7 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
             return Err(e);
         }
     };
+    let file = pending.commit();
     let group = foreground::CommandGroup::new(child.id() as i32, terminal);
     for signal in caught {
         if drain::FORWARDED_SIGNALS.contains(&signal) {
@@ -399,7 +416,11 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
         kernel_release,
         hostname,
         page_size_bytes: crate::sys::ring::page_size() as u32,
-        argv: opts.command.clone(),
+        argv: opts
+            .command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
         root_pid: child.id(),
         start_monotonic_ns,
         start_wall_ns,

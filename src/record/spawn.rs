@@ -11,7 +11,7 @@
 //! so, runs as another user (see `identity.rs`), with that user's HOME, USER and LOGNAME; with
 //! `--control`, MEMTRACK_CONTROL too (`env`).
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::os::fd::RawFd;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
@@ -24,7 +24,7 @@ use crate::sys::process;
 /// environment with `env` added; as `identity` when given; taking the terminal `tty` for its
 /// group when given.
 pub fn spawn(
-    argv: &[String],
+    argv: &[OsString],
     env: &[(&str, &OsStr)],
     identity: Option<&Identity>,
     tty: Option<RawFd>,
@@ -42,9 +42,9 @@ pub fn spawn(
     }
     process::prepare_child(&mut cmd, identity.map(Identity::credentials), tty);
     cmd.spawn().map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => Error::CommandNotFound(program.clone()),
+        std::io::ErrorKind::NotFound => crate::record::resolve::not_found(program),
         _ => Error::CannotExecute {
-            command: program.clone(),
+            command: program.to_string_lossy().into_owned(),
             source: e,
         },
     })

@@ -18,7 +18,8 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use crate::format::{Event, EventKind, Header, LostCount, ReadEnd, FEATURE_CONTROL};
+use super::incomplete;
+use crate::format::{Event, EventKind, Header, LostCount, ReadEnd, Skipped, FEATURE_CONTROL};
 
 use super::bench::Benchmarks;
 use super::mapped::{Calls, MappedSum, ProcMapped};
@@ -313,6 +314,8 @@ pub struct Accounting {
     run_mapped: MappedSum,
     files: Vec<FileCoverage>,
     lost: Vec<LostCount>,
+    /// Damaged ranges the reader skipped (`note_skipped`).
+    skipped: Vec<Skipped>,
     events: u64,
     ignored_events: u64,
     last_ts_ns: u64,
@@ -340,6 +343,7 @@ impl Accounting {
             run_mapped: MappedSum::default(),
             files: Vec::new(),
             lost: Vec::new(),
+            skipped: Vec::new(),
             events: 0,
             ignored_events: 0,
             last_ts_ns: 0,
@@ -977,6 +981,11 @@ impl Accounting {
         self.run_resident.replace(&old, &wanted, ts);
     }
 
+    /// Records the damaged ranges the reader skipped, for the report to name them.
+    pub fn note_skipped(&mut self, skipped: &[Skipped]) {
+        self.skipped = skipped.to_vec();
+    }
+
     /// Ends the pass: `end` is how reading ended (`None` when the caller does not know, as for
     /// synthetic streams; it is not taken as damage).
     pub fn finish(mut self, end: Option<&ReadEnd>) -> Report {
@@ -1170,6 +1179,17 @@ impl Accounting {
         let lost_total = lost.iter().fold(0u64, |acc, l| acc.saturating_add(l.count));
 
         let mut reasons = Vec::new();
+        if incomplete::is_probe_floor(&self.header) {
+            reasons.push(incomplete::PROBE_FLOOR.to_string());
+        }
+        if !self.skipped.is_empty() {
+            let written = trailer.map(|t| t.events);
+            reasons.push(incomplete::skipped_reason(
+                &self.skipped,
+                written,
+                self.events,
+            ));
+        }
         if let Some(d) = &damage {
             reasons.push(format!(
                 "the file is damaged at byte offset {} ({}); only the events before it are counted",
@@ -1177,14 +1197,7 @@ impl Accounting {
             ));
         }
         if lost_total > 0 {
-            let causes: Vec<String> = lost
-                .iter()
-                .map(|l| format!("{} {}", l.count, l.cause))
-                .collect();
-            reasons.push(format!(
-                "{lost_total} events were lost while recording ({}); counts and peaks may be low",
-                causes.join(", ")
-            ));
+            reasons.push(incomplete::loss_reason(&lost, lost_total));
         }
 
         let root_exit = processes
@@ -1212,6 +1225,7 @@ impl Accounting {
             complete: reasons.is_empty(),
             incomplete_reasons: reasons,
             damage,
+            skipped: self.skipped,
             lost_events: LostEvents {
                 total: lost_total,
                 by_cause: lost,

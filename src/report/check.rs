@@ -31,6 +31,9 @@ pub struct CheckOptions {
     /// Highest resident memory (anon + file + shmem), bytes (`--max-peak-rss`); for a tree or
     /// the run, the peak of the sum over processes alive at the same moment.
     pub max_peak_rss: Option<u64>,
+    /// Check a recording that lost events or is damaged on what it holds, instead of refusing
+    /// it (`--allow-incomplete`).
+    pub allow_incomplete: bool,
 }
 
 impl CheckOptions {
@@ -191,6 +194,7 @@ mod tests {
             max_bytes: Some(limit),
             max_leaked: Some(limit),
             max_peak_rss: None,
+            allow_incomplete: false,
         }
     }
 

@@ -9,7 +9,7 @@
 
 use serde::Serialize;
 
-use crate::format::LostCount;
+use crate::format::{LostCount, Skipped};
 
 /// Version of the JSON schema. Additive fields keep it; renames, removals and changes of meaning
 /// bump it.
@@ -20,12 +20,16 @@ pub const SCHEMA_VERSION: u32 = 1;
 pub struct Report {
     /// Version of this structure's JSON form, [`SCHEMA_VERSION`].
     pub schema_version: u32,
-    /// False when the numbers may be short: events were lost, or the file is damaged.
+    /// False when the numbers may be wrong: events were lost, the file is damaged, or it was
+    /// recorded with `--probe-floor` (no allocations).
     pub complete: bool,
     /// Why the report is incomplete, one sentence each; empty when complete.
     pub incomplete_reasons: Vec<String>,
     /// Where and why reading stopped early, if it did.
     pub damage: Option<Damage>,
+    /// Damaged ranges of the file that were skipped, reading on after each (their events are
+    /// not counted); empty for an intact file.
+    pub skipped: Vec<Skipped>,
     /// Events the recorder could not write, per cause.
     pub lost_events: LostEvents,
     /// What was recorded, where and how it ended.
@@ -487,6 +491,7 @@ mod tests {
             complete: true,
             incomplete_reasons: Vec::new(),
             damage: None,
+            skipped: Vec::new(),
             lost_events: LostEvents::default(),
             run: RunInfo::default(),
             scope: Scope::Run,

@@ -9,6 +9,7 @@
 pub mod accounting;
 mod bench;
 pub mod check;
+pub mod incomplete;
 pub mod json;
 mod mapped;
 pub mod metrics;
@@ -111,9 +112,12 @@ pub fn write_report(
 }
 
 /// Reads the recording at `path`, checks the limits in `opts` and prints one line per limit.
-/// Returns whether every limit holds. A file damaged before its end is an error (exit 2) unless
-/// a limit already fails on the part that was read, since every limited value only grows with
-/// more events.
+/// Returns whether every limit holds.
+///
+/// An incomplete recording (events lost, damaged, cut short) is an error (exit 2) naming the
+/// cause, unless `opts.allow_incomplete`, or a limit fails on a value that can only be too low
+/// (`incomplete::lower_bounds`): more events would not make it pass. A `--probe-floor`
+/// recording has no allocations and is always refused.
 pub fn run_check(path: &Path, opts: &CheckOptions, out: &mut dyn Write) -> Result<bool> {
     if opts.has_no_limit() {
         return Err(Error::Usage(format!(
@@ -133,6 +137,22 @@ pub fn run_check(path: &Path, opts: &CheckOptions, out: &mut dyn Write) -> Resul
             (None, None) => Scope::Run,
         };
     let report = narrow(read_report(path)?, scope, path)?;
+    let bad_file = |message: String| Error::BadFile {
+        path: path.to_path_buf(),
+        message,
+    };
+    let floor = report
+        .run
+        .features
+        .iter()
+        .any(|f| f == incomplete::FEATURE_PROBE_FLOOR);
+    if floor {
+        return Err(bad_file(
+            "recorded with --probe-floor: allocations were not recorded (it measures the \
+             probes' own cost), so there is nothing to check; record again without --probe-floor"
+                .to_string(),
+        ));
+    }
     if opts.max_peak_rss.is_some() && report.totals.resident.is_none() {
         return Err(Error::Usage(format!(
             "{} has no resident memory (it was recorded with --no-rss); drop --max-peak-rss or \
@@ -145,17 +165,54 @@ pub fn run_check(path: &Path, opts: &CheckOptions, out: &mut dyn Write) -> Resul
     let mut out = BufWriter::new(out);
     let written = check::write_results(&results, &report, &mut out);
     output_result(written.and_then(|()| out.flush()))?;
-    if let (true, Some(damage)) = (all_pass, &report.damage) {
-        return Err(Error::BadFile {
-            path: path.to_path_buf(),
-            message: format!(
-                "damaged at byte offset {} ({}): the limits hold for the events before it, but \
-                 the rest of the recording could not be checked",
-                damage.offset_bytes, damage.reason
-            ),
-        });
+    if report.complete || opts.allow_incomplete {
+        return Ok(all_pass);
     }
-    Ok(all_pass)
+    // Allocation counts and bytes allocated only grow with more events, whatever was lost; the
+    // other values do too when the file was only cut short.
+    let all_lower = incomplete::lower_bounds(report.lost_events.total, &report.skipped, floor);
+    let certain_failure = results
+        .iter()
+        .any(|r| !r.pass && (all_lower || matches!(r.flag, "--max-allocs" | "--max-bytes")));
+    if certain_failure {
+        return Ok(false);
+    }
+    let mut causes = Vec::new();
+    if let Some(damage) = &report.damage {
+        causes.push(format!(
+            "damaged at byte offset {} ({})",
+            damage.offset_bytes, damage.reason
+        ));
+    }
+    if !report.skipped.is_empty() {
+        let first = &report.skipped[0];
+        causes.push(format!(
+            "{} damaged range{} skipped, the first at byte offset {} ({})",
+            report.skipped.len(),
+            if report.skipped.len() == 1 { "" } else { "s" },
+            first.offset_bytes,
+            first.reason
+        ));
+    }
+    if report.lost_events.total > 0 {
+        let by: Vec<String> = report
+            .lost_events
+            .by_cause
+            .iter()
+            .map(|l| format!("{} {}", l.count, l.cause))
+            .collect();
+        causes.push(format!(
+            "{} events lost while recording ({}; raise --ring-size)",
+            report.lost_events.total,
+            by.join(", ")
+        ));
+    }
+    Err(bad_file(format!(
+        "the recording is incomplete: {}; its numbers may be wrong either way (see the \
+         incomplete lines above), so the limits were not checked: record again, or give \
+         --allow-incomplete to check what was read",
+        causes.join("; ")
+    )))
 }
 
 /// Events pass from the decoding thread to the accounting in batches of this many.
@@ -199,6 +256,7 @@ fn read_report(path: &Path) -> Result<Report> {
             path.display()
         );
     }
+    accounting.note_skipped(reader.skipped());
     Ok(accounting.finish(reader.end()))
 }
 

@@ -4,6 +4,7 @@
 
 pub mod bpf;
 pub mod fifo;
+pub mod lock;
 pub mod probe;
 pub mod process;
 pub mod raw;

@@ -1,0 +1,523 @@
+//! The command line itself (issue 13, items 3 and 11): a bad flag exits 2 (125 for `record`)
+//! with one line that says what to do, `--help`, `-h` and `--version` print on stdout and exit
+//! 0, and the recorded command's arguments reach it byte for byte, UTF-8 or not.
+
+mod common;
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::process::Command;
+
+use common::{can_record, memtrack, scratch_dir};
+
+/// Run the memtrack binary; returns (exit code, stdout, stderr).
+fn run<S: AsRef<OsStr>>(args: &[S]) -> (i32, String, String) {
+    let out = Command::new(memtrack()).args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn sample() -> &'static str {
+    concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/testdata/compat/v1-malloc_free.mt"
+    )
+}
+
+/// Asserts that `args` fails with `code` and one stderr line containing each of `want`.
+fn assert_bad(args: &[&str], code: i32, want: &[&str]) {
+    let (got, stdout, stderr) = run(args);
+    assert_eq!(got, code, "{args:?}: stdout {stdout} stderr {stderr}");
+    assert_eq!(stdout, "", "{args:?}: nothing on stdout");
+    assert_eq!(
+        stderr.trim_end().lines().count(),
+        1,
+        "{args:?}: one line: {stderr}"
+    );
+    for w in want {
+        assert!(stderr.contains(w), "{args:?}: {w:?} missing from {stderr}");
+    }
+}
+
+#[test]
+fn bad_flags_exit_2_with_one_line_that_says_what_to_do() {
+    let s = sample();
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &["check", s, "--max-allocs", "1.5k"],
+            &[
+                "--max-allocs 1.5k",
+                "give a whole number",
+                "memtrack check --help",
+            ],
+        ),
+        (
+            &["check", s, "--bogus", "--max-allocs", "1"],
+            &["unknown argument '--bogus'", "memtrack check --help"],
+        ),
+        (
+            &["check", s, "--max-allocs", "1", "--max-allocs", "2"],
+            &["--max-allocs was given twice", "give it once"],
+        ),
+        (
+            &["check", s, "--tree", "x", "--max-allocs", "1"],
+            &["--tree x", "process id"],
+        ),
+        (&["report"], &["missing file", "memtrack report --help"]),
+        (&["report", s, "--pid", "-1"], &["process id"]),
+        (&["report", s, "--nope"], &["unknown argument '--nope'"]),
+        (&["dump"], &["missing file", "memtrack dump --help"]),
+        (&["dump", s, "extra"], &["unknown argument 'extra'"]),
+        (
+            &["doctor", "--x"],
+            &["unknown argument '--x'", "memtrack doctor --help"],
+        ),
+        (
+            &["ctl"],
+            &["give one of: hello, start, stop, bench, marker"],
+        ),
+        (
+            &["ctl", "bench", "u", "--pid", "me"],
+            &["--pid me", "memtrack ctl --help"],
+        ),
+        (&["ctl", "frob"], &["unknown argument 'frob'"]),
+        (&[], &["give a command: record, report"]),
+        (&["frob"], &["unknown argument 'frob'", "memtrack --help"]),
+    ];
+    for (args, want) in cases {
+        assert_bad(args, 2, want);
+    }
+}
+
+/// 1 is "a limit was exceeded" for `check`, and a command's own status for `record`: a bad
+/// flag must never look like either.
+#[test]
+fn bad_record_flags_exit_125() {
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &["record", "--bogus", "--", "true"],
+            &["unknown argument '--bogus'", "memtrack record --help"],
+        ),
+        (
+            &["record", "--ring-size", "x", "--", "true"],
+            &["--ring-size x", "power of two"],
+        ),
+        (
+            &["record", "--ring-size", "3", "--", "true"],
+            &["--ring-size 3", "power of two"],
+        ),
+        (
+            &["record", "-o", "a.mt", "-o", "b.mt", "--", "true"],
+            &["-o was given twice"],
+        ),
+        (
+            &["-v", "record", "--user"],
+            &["--user", "memtrack record --help"],
+        ),
+    ];
+    for (args, want) in cases {
+        assert_bad(args, 125, want);
+    }
+}
+
+#[test]
+fn help_and_version_print_on_stdout_and_exit_0() {
+    for args in [
+        &["--help"][..],
+        &["-h"],
+        &["help"],
+        &["record", "--help"],
+        &["record", "-h"],
+        &["check", "-h"],
+        &["report", "-h"],
+        &["dump", "-h"],
+        &["doctor", "-h"],
+        &["ctl", "-h"],
+        &["ctl", "hello", "-h"],
+        &["ctl", "bench", "--help"],
+    ] {
+        let (code, stdout, stderr) = run(args);
+        assert_eq!(code, 0, "{args:?}: {stderr}");
+        assert!(stdout.starts_with("Usage: memtrack"), "{args:?}: {stdout}");
+        assert_eq!(stderr, "", "{args:?}");
+    }
+    let (_, top, _) = run(&["--help"]);
+    assert!(top.contains("--version"), "{top}");
+    assert!(top.contains("-h, --help"), "{top}");
+    for args in [&["--version"][..], &["-V"]] {
+        let (code, stdout, stderr) = run(args);
+        assert_eq!(code, 0, "{args:?}: {stderr}");
+        assert_eq!(stdout, format!("memtrack {}\n", env!("CARGO_PKG_VERSION")));
+    }
+}
+
+#[test]
+fn a_non_utf8_flag_of_memtrack_is_refused_in_one_line() {
+    let (code, _, stderr) = run(&[OsStr::new("report"), OsStr::from_bytes(b"run-\xff.mt")]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("not valid UTF-8"), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+}
+
+/// The recorded command gets its arguments byte for byte: 0xff is not UTF-8, and argh's own
+/// `from_env` refused the whole command line for it (exit 1).
+#[test]
+fn non_utf8_arguments_reach_the_recorded_command_untouched() {
+    if !can_record("non_utf8_arguments_reach_the_recorded_command_untouched") {
+        return;
+    }
+    let dir = scratch_dir();
+    let rec = dir.join("cli-non-utf8.mt");
+    let out = dir.join("cli-non-utf8.out");
+    let _ = std::fs::remove_file(&out);
+    let arg = b"a\xffb\xc3(";
+    let script = format!("printf '%s' \"$1\" > '{}'", out.display());
+    let status = Command::new(memtrack())
+        .args(["record", "-q", "-o"])
+        .arg(&rec)
+        .args(["--", "sh", "-c", &script, "sh"])
+        .arg(OsStr::from_bytes(arg))
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "{status}");
+    assert_eq!(std::fs::read(&out).unwrap(), arg);
+    // The header keeps a readable form of the command line.
+    let header = memtrack::format::Reader::open(&rec)
+        .unwrap()
+        .header()
+        .clone();
+    assert_eq!(header.argv[..4], ["sh", "-c", script.as_str(), "sh"]);
+    assert_eq!(header.argv[4], "a\u{fffd}b\u{fffd}(");
+}
+
+/// A record that cannot start keeps the previous recording at `-o` (issue 13, item 8), and
+/// says on one line what went wrong and what to do.
+#[test]
+fn a_failed_record_keeps_the_previous_recording() {
+    if !can_record("a_failed_record_keeps_the_previous_recording") {
+        return;
+    }
+    let dir = scratch_dir().join("cli-keep");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("run.mt");
+    std::fs::write(&path, b"the previous recording").unwrap();
+    let script = dir.join("script.sh");
+    std::fs::write(&script, b"#!/nonexistent/interpreter\necho hi\n").unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let p = path.to_str().unwrap();
+    let cases: &[(&[&str], i32, &str)] = &[
+        (
+            &["record", "-q", "-o", p, "--", "/nonexistent/command-xyz"],
+            127,
+            "command not found: /nonexistent/command-xyz",
+        ),
+        (
+            &["record", "-q", "-o", p, "--", script.to_str().unwrap()],
+            126,
+            "its interpreter /nonexistent/interpreter (from its #! line) does not exist; install \
+             it or fix the #! line",
+        ),
+    ];
+    for (args, code, want) in cases {
+        let (got, _, stderr) = run(args);
+        assert_eq!(got, *code, "{args:?}: {stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            b"the previous recording",
+            "{args:?}"
+        );
+        // No temporary file left behind either.
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+    }
+    // A command that starts replaces it.
+    let (code, _, stderr) = run(&["record", "-q", "-o", p, "--", "true"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(memtrack::format::Reader::open(&path).is_ok());
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2);
+}
+
+#[test]
+fn bad_output_and_control_paths_are_one_line_errors() {
+    let missing = scratch_dir().join("cli-no-such-dir/x.mt");
+    let missing = missing.to_str().unwrap();
+    let dir = scratch_dir();
+    let dir = dir.to_str().unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (&["record", "-o", missing, "--", "true"], "the directory"),
+        (
+            &["record", "-o", dir, "--", "true"],
+            "that is a directory; give a file name",
+        ),
+        (
+            &["record", "--control", "", "--", "true"],
+            "--control needs a path for the FIFO",
+        ),
+        (
+            &["record", "--control", missing, "--", "true"],
+            "does not exist; create it first",
+        ),
+    ];
+    for (args, want) in cases {
+        assert_bad(args, 125, &[want]);
+    }
+    let (_, _, stderr) = run(&["record", "-o", missing, "--", "true"]);
+    assert!(
+        stderr.contains("does not exist; create it first"),
+        "{stderr}"
+    );
+}
+
+/// A recording still being written is not "damaged": report, check and dump say to wait; once
+/// the recorder has finished, the same file reads in full (issue 13, item 8).
+#[test]
+fn a_recording_still_being_written_says_to_wait() {
+    if !can_record("a_recording_still_being_written_says_to_wait") {
+        return;
+    }
+    let dir = scratch_dir();
+    let path = dir.join("cli-live.mt");
+    let go = dir.join("cli-live.go");
+    let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(&go);
+    let script = format!("while [ ! -e '{}' ]; do sleep 0.02; done", go.display());
+    let mut recorder = Command::new(memtrack())
+        .args(["record", "-q", "-o"])
+        .arg(&path)
+        .args(["--", "sh", "-c", &script])
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !path.exists() {
+        assert!(
+            started.elapsed().as_secs() < 20,
+            "the recording never appeared at -o"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let p = path.to_str().unwrap();
+    for args in [
+        &["report", p][..],
+        &["check", p, "--max-allocs", "1"],
+        &["dump", p],
+    ] {
+        let (code, stdout, stderr) = run(args);
+        assert_eq!(code, 2, "{args:?}: {stdout} {stderr}");
+        assert!(
+            stderr.contains("the recording is still being written")
+                && stderr.contains("wait for memtrack record to finish"),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains("damaged"), "{stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    }
+    std::fs::write(&go, b"").unwrap();
+    assert!(recorder.wait().unwrap().success());
+    let (code, stdout, stderr) = run(&["report", p, "--format", "json"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("\"complete\":true") || stdout.contains("\"complete\": true"),
+        "{stdout}"
+    );
+}
+
+/// `--ring-size` takes what its help and the README say: a power of two from 1 to 1024.
+#[test]
+fn ring_size_range_is_what_the_help_says() {
+    let (_, help, _) = run(&["record", "--help"]);
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(help.contains("a power of two from 1 to 1024"), "{help}");
+    for bad in ["0", "2048", "3"] {
+        assert_bad(
+            &["record", "--ring-size", bad, "--", "true"],
+            125,
+            &["power of two between 1 and 1024"],
+        );
+    }
+}
+
+/// docs/dump-format.md names every event type and field `memtrack dump` prints (issue 13,
+/// item 11): one event of every kind, serialised as dump does.
+#[test]
+fn the_dump_format_doc_names_every_field() {
+    use memtrack::format::{
+        AllocFunc, ControlCommand, Event, EventKind, Header, MarkerKind, RssMember, Skipped,
+        Trailer,
+    };
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/dump-format.md"))
+        .unwrap();
+    let f = AllocFunc::Malloc;
+    let kinds = vec![
+        EventKind::Alloc {
+            func: f,
+            addr: 1,
+            size: 2,
+            stack_id: 0,
+        },
+        EventKind::Free { func: f, addr: 1 },
+        EventKind::Realloc {
+            func: f,
+            old_addr: 1,
+            addr: 2,
+            size: 3,
+            stack_id: 0,
+        },
+        EventKind::AllocFailed { func: f, size: 1 },
+        EventKind::Fork { child: 2 },
+        EventKind::Exec {
+            filename: "x".into(),
+            argv: vec![],
+        },
+        EventKind::Exit { status: 0 },
+        EventKind::Rss {
+            member: RssMember::Anon,
+            delta_pages: 1,
+            value_pages: 1,
+            by_owner: true,
+        },
+        EventKind::Lost {
+            cause: "ring_full_alloc".into(),
+            total: 1,
+        },
+        EventKind::Mmap {
+            addr: 1,
+            len: 2,
+            prot: 3,
+            flags: 4,
+        },
+        EventKind::Munmap { addr: 1, len: 2 },
+        EventKind::Mremap {
+            old_addr: 1,
+            old_len: 2,
+            addr: 3,
+            len: 4,
+        },
+        EventKind::Brk { from: 1, to: 2 },
+        EventKind::Coverage {
+            path: "p".into(),
+            allocator: "glibc".into(),
+            probes: 1,
+        },
+        EventKind::Control {
+            command: ControlCommand::Start,
+        },
+        EventKind::Control {
+            command: ControlCommand::Stop,
+        },
+        EventKind::Control {
+            command: ControlCommand::Bench {
+                uri: "u".into(),
+                pid: 0,
+            },
+        },
+        EventKind::Control {
+            command: ControlCommand::Marker {
+                kind: MarkerKind::RoundEnd,
+            },
+        },
+    ];
+    let mut missing = Vec::new();
+    let mut want = |name: &str| {
+        if !doc.contains(&format!("`{name}`")) && !doc.contains(&format!("\"{name}\"")) {
+            missing.push(name.to_string());
+        }
+    };
+    fn keys(v: &serde_json::Value, out: &mut Vec<String>) {
+        if let Some(map) = v.as_object() {
+            for (k, v) in map {
+                out.push(k.clone());
+                keys(v, out);
+            }
+        }
+    }
+    let mut names = Vec::new();
+    for kind in kinds {
+        let v = serde_json::to_value(Event {
+            ts_ns: 1,
+            pid: 1,
+            tid: 1,
+            kind,
+        })
+        .unwrap();
+        names.push(v["kind"]["type"].as_str().unwrap().to_string());
+        if let Some(name) = v["kind"]["command"]["name"].as_str() {
+            names.push(name.to_string());
+        }
+        keys(&v, &mut names);
+    }
+    keys(
+        &serde_json::to_value(Header::default()).unwrap(),
+        &mut names,
+    );
+    keys(
+        &serde_json::to_value(Trailer::default()).unwrap(),
+        &mut names,
+    );
+    let skipped = Skipped {
+        offset_bytes: 1,
+        size_bytes: 2,
+        reason: "r".into(),
+    };
+    keys(&serde_json::to_value(skipped).unwrap(), &mut names);
+    for f in AllocFunc::ALL {
+        names.push(
+            serde_json::to_value(f)
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
+    }
+    for m in RssMember::ALL {
+        names.push(
+            serde_json::to_value(m)
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
+    }
+    for k in MarkerKind::ALL {
+        names.push(k.name().to_string());
+    }
+    names.sort();
+    names.dedup();
+    for n in &names {
+        want(n);
+    }
+    assert!(
+        missing.is_empty(),
+        "docs/dump-format.md does not name: {missing:?}"
+    );
+}
+
+/// Writing under a temporary name must never rename a file over a device: `-o /dev/null`
+/// records into the device, which stays one.
+#[test]
+fn recording_to_dev_null_leaves_the_device_alone() {
+    if !can_record("recording_to_dev_null_leaves_the_device_alone") {
+        return;
+    }
+    use std::os::unix::fs::FileTypeExt;
+    let (code, _, stderr) = run(&["record", "-q", "-o", "/dev/null", "--", "true"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(std::fs::metadata("/dev/null")
+        .unwrap()
+        .file_type()
+        .is_char_device());
+    let leftovers: Vec<_> = std::fs::read_dir("/dev")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains(".memtrack-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
