@@ -245,11 +245,17 @@ pub struct Credentials {
 }
 
 /// Make `cmd`'s child, between fork and exec: take the terminal `tty` for its process group
-/// (set with `Command::process_group(0)`) and drop to `creds`. Everything here is computed
-/// before the fork; the child only makes async-signal-safe calls. Without either, `cmd` is left
+/// (set with `Command::process_group(0)`), drop to `creds`, and give up every capability it
+/// would otherwise inherit from memtrack (`sys::caps`). Everything here is computed before the
+/// fork; the child only makes async-signal-safe calls. With nothing to do, `cmd` is left
 /// untouched (std may then spawn with posix_spawn).
 pub fn prepare_child(cmd: &mut Command, creds: Option<Credentials>, tty: Option<RawFd>) {
-    if creds.is_none() && tty.is_none() {
+    let child_is_root = match &creds {
+        Some(c) => c.uid == 0,
+        None => user_ids().0 == 0 && geteuid() == 0,
+    };
+    let clear_caps = crate::sys::caps::CapSets::own().leak_into_child(child_is_root);
+    if creds.is_none() && tty.is_none() && !clear_caps {
         return;
     }
     let groups: Vec<libc::gid_t> = creds
@@ -275,6 +281,10 @@ pub fn prepare_child(cmd: &mut Command, creds: Option<Credentials>, tty: Option<
                     return Err(io::Error::last_os_error());
                 }
             }
+        }
+        // Last, after setuid, which needs CAP_SETUID.
+        if clear_caps {
+            crate::sys::caps::clear_for_exec().map_err(io::Error::from_raw_os_error)?;
         }
         Ok(())
     };
