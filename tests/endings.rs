@@ -569,3 +569,59 @@ fn issue13_progress_line_says_it_waits() {
     );
     assert_eq!(left_running(&seen).len(), 1, "terminal:\n{seen}");
 }
+
+/// A daemon left behind that allocates without pause: memtrack still ends after the grace
+/// (its last drain takes what the ring holds, not what the daemon keeps adding).
+#[test]
+fn issue13_a_busy_daemon_does_not_hold_the_last_drain() {
+    let test = "issue13_a_busy_daemon_does_not_hold_the_last_drain";
+    if !can_record(test) {
+        return;
+    }
+    let churn = fixture("churn");
+    let script = format!(
+        "({} 100000000000 64 <&- >/dev/null 2>&1 &); echo started",
+        churn.display()
+    );
+    let path = scratch_dir().join("busy-daemon.mt");
+    let _ = std::fs::remove_file(&path);
+    let mut cmd = record_command(&path, &["-q", "--grace", "1s"], &["sh", "-c", &script]);
+    cmd.stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null());
+    let start = std::time::Instant::now();
+    let mut child = cmd.spawn().unwrap();
+    let status = wait_for(&mut child, std::time::Duration::from_secs(30));
+    let took = start.elapsed();
+    // The daemon is ours to end, found by its exact command line.
+    let mut daemons = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let mut want = churn.as_os_str().as_encoded_bytes().to_vec();
+        want.extend_from_slice(b"\x00100000000000\x0064\x00");
+        if cmdline == want {
+            if let Some(pid) = entry.file_name().to_str().and_then(|p| p.parse().ok()) {
+                daemons.push((pid, String::new()));
+            }
+        }
+    }
+    kill_pids(&daemons);
+    assert_eq!(
+        daemons.len(),
+        1,
+        "the daemon was still running: {daemons:?}"
+    );
+    let status = status.expect("memtrack ended, though its daemon keeps allocating");
+    assert_eq!(status.code(), Some(0));
+    assert!(took < std::time::Duration::from_secs(1 + 10), "{took:?}");
+    let (_, events, end) = read_recording(&path);
+    assert!(
+        matches!(end, memtrack::format::ReadEnd::Complete(_)),
+        "{end:?}"
+    );
+    let daemon = daemons[0].0;
+    assert!(
+        events.iter().any(|e| e.pid == daemon
+            && matches!(e.kind, memtrack::format::EventKind::Alloc { size: 64, .. })),
+        "the daemon's allocations until the end are recorded"
+    );
+}

@@ -323,9 +323,15 @@ impl<'a> Session<'a> {
         }
 
         // Every process of the tree has ended: whatever they produced is in the ring now
-        // (drain_into pauses at each stop record, so drain until nothing is left).
+        // (drain_into pauses at each stop record, so drain until nothing is left). Processes
+        // left running after --grace go on producing: drain only what the ring holds now, or
+        // a busy one would keep us here.
+        let end = self.ring.producer_position();
         while self.drain_into(&mut sink) > 0 {
             self.continue_stopped(&mut sink);
+            if self.ring.consumed_through(end) {
+                break;
+            }
         }
         // And whatever a client sent without waiting for its reply is in the control FIFO.
         self.serve_control(&mut sink).map_err(werr)?;

@@ -506,8 +506,13 @@ fn after_recorder(recorder: i32, died: bool, root: i32, root_done: bool) -> ! {
             std::thread::sleep(Duration::from_millis(1));
         }
     }
+    if !died {
+        // memtrack has said all it had to; a caller reading its stderr to the end must not
+        // wait for us.
+        process::null_stdio(&[2]);
+    }
     let continued = continue_stopped(process::getpid() as i32);
-    if died && !root_done {
+    if died && (!root_done || continued > 0) {
         eprintln!(
             "memtrack: the recorder ended before the command (killed?); {continued} stopped \
              process{} continued; the command runs on, unrecorded",
