@@ -14,6 +14,7 @@ packages=(
   libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev  # the allocators tests/allocators.rs records
   python3                       # a real interpreter run (tests/allocators.rs)
   binutils bsdutils passwd      # tests: readelf (static binary), script (a terminal), useradd
+  util-linux                    # tests: setpriv (a recorder with ambient capabilities)
 )
 
 missing=()

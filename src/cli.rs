@@ -56,8 +56,11 @@ Under sudo the command runs as the invoking user (SUDO_UID, SUDO_GID, their grou
 USER, LOGNAME), and the recording belongs to them.
 The command runs in its own process group: SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to
 memtrack go to that group, and on a terminal the group holds the terminal (Ctrl-C and
-Ctrl-Z reach it). memtrack waits for the whole tree, then finishes the file; if memtrack is
-killed, the file is readable up to its last chunk (written at least every second).
+Ctrl-Z reach it). memtrack waits for the whole tree, but once the command has ended only
+--grace for what it left running (those are named on stderr and recorded as running), then
+finishes the file; SIGINT or SIGTERM during that wait ends it. If memtrack is killed, the
+file is readable up to its last chunk (written at least every second), and the command runs
+on, unrecorded: no process is left stopped.
 On a terminal, one progress line is kept on stderr (-q: none).",
     error_code(125, "memtrack itself failed (the message says why and what to do)"),
     error_code(126, "the command cannot be executed"),
@@ -102,6 +105,13 @@ pub struct RecordArgs {
     /// with --control: record allocations from the start, until the harness says stop
     #[argh(switch)]
     pub start_running: bool,
+    /// once the command has ended, wait this long (e.g. 500ms, 10s, 1m; default 2s) for the
+    /// processes it left running (daemons, build servers), then finish the file without them
+    #[argh(option)]
+    pub grace: Option<String>,
+    /// wait for every process of the tree, however long it runs after the command ended
+    #[argh(switch)]
+    pub wait_all: bool,
     /// the command to record and its arguments (after --)
     #[argh(positional, greedy)]
     pub command: Vec<String>,

@@ -74,6 +74,7 @@ fn run(command: cli::Command, record_command: Vec<std::ffi::OsString>) -> Result
             opts.probe_floor = a.probe_floor;
             opts.mappings = !a.no_mappings;
             opts.user = a.user;
+            opts.ending = record::guardian::Ending::from_flags(a.grace.as_deref(), a.wait_all)?;
             record::run(&opts)
         }
         cli::Command::Report(a) => {

@@ -8,8 +8,10 @@
 //! keep coming: draining on the producer's heels cost a CPU and made every record dearer to the
 //! program being recorded (sys/wait.rs). Only a stopped process or a ring filling faster than
 //! the timer empties it keeps it awake.
-//! Because memtrack is the subreaper of the tree, "no children left" means every process of the
-//! tree has ended, and so has every record it could produce: one last drain then gets them all.
+//! The guardian (guardian.rs) is the command's parent and the subreaper of the tree, and says
+//! when the command ends and when no process of the tree is left: every record they could
+//! produce is then in the ring, and one last drain gets them all. When the command has ended
+//! but left processes running, the loop ends after `--grace`, and they run on unrecorded.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -25,6 +27,7 @@ use crate::format::{
 use crate::record::decode::{self, Stop, LOST_CAUSES};
 use crate::record::discover::Discovery;
 use crate::record::foreground::CommandGroup;
+use crate::record::guardian::Guardian;
 use crate::record::listen::Control;
 use crate::record::progress::{Counts, Progress};
 use crate::sys::bpf::MapFd;
@@ -54,6 +57,7 @@ const FAST_SHARE: u64 = 32;
 const WAKE_SIGNAL: u32 = 0;
 const WAKE_RING: u32 = 1;
 const WAKE_CONTROL: u32 = 2;
+const WAKE_GUARDIAN: u32 = 3;
 /// Drain again at once, without sleeping, while more than this share of the ring is unread.
 const BACKLOG_SHARE: u64 = 8;
 /// A killed recorder leaves a file readable up to its last chunk: write one at least this often.
@@ -77,6 +81,8 @@ pub struct Session<'a> {
     pub progress: Progress,
     /// The control channel, with `--control`.
     pub control: Option<Control<'a>>,
+    /// The command's parent, which reports on the tree (guardian.rs).
+    pub guardian: &'a Guardian,
 }
 
 /// Growth of one process's memory outside any allocator event, to warn about an allocator
@@ -266,11 +272,12 @@ impl<'a> Session<'a> {
                     processes: sink.pids.len(),
                     bytes_written: sink.writer.bytes_written(),
                     lost: sink.lost_seen.iter().sum(),
+                    waiting: self.guardian.waiting(),
                 });
             }
             let mut tree_gone = false;
             loop {
-                match process::reap_one() {
+                match self.guardian.reap() {
                     Reaped::Child { pid, status } => {
                         if pid == self.root_pid {
                             root_status = Some(status);
@@ -307,6 +314,7 @@ impl<'a> Session<'a> {
             };
             if waiter.wait(sleep) & (1 << WAKE_SIGNAL) != 0 {
                 while let Some(got) = self.signals.take() {
+                    self.guardian.signalled(got.signal);
                     if FORWARDED_SIGNALS.contains(&got.signal) {
                         self.group.signal(got.signal);
                     }
@@ -315,9 +323,15 @@ impl<'a> Session<'a> {
         }
 
         // Every process of the tree has ended: whatever they produced is in the ring now
-        // (drain_into pauses at each stop record, so drain until nothing is left).
+        // (drain_into pauses at each stop record, so drain until nothing is left). Processes
+        // left running after --grace go on producing: drain only what the ring holds now, or
+        // a busy one would keep us here.
+        let end = self.ring.producer_position();
         while self.drain_into(&mut sink) > 0 {
             self.continue_stopped(&mut sink);
+            if self.ring.consumed_through(end) {
+                break;
+            }
         }
         // And whatever a client sent without waiting for its reply is in the control FIFO.
         self.serve_control(&mut sink).map_err(werr)?;
@@ -382,6 +396,8 @@ impl<'a> Session<'a> {
         let waiter = Waiter::new()?;
         waiter.watch(self.signals.fd(), WAKE_SIGNAL, Trigger::Readable)?;
         waiter.watch(self.ring.fd(), WAKE_RING, Trigger::WakeUp)?;
+        // Edge-triggered: once the guardian has exited its pipe stays readable (end of file).
+        waiter.watch(self.guardian.fd(), WAKE_GUARDIAN, Trigger::WakeUp)?;
         if let Some(c) = &self.control {
             waiter.watch(c.listener.fd(), WAKE_CONTROL, Trigger::Readable)?;
         }

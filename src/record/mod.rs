@@ -13,6 +13,7 @@ pub mod decode;
 pub mod discover;
 pub mod drain;
 pub mod foreground;
+pub mod guardian;
 pub mod identity;
 pub mod listen;
 pub mod output;
@@ -65,6 +66,8 @@ pub struct RecordOptions {
     pub control: Option<PathBuf>,
     /// With `control`: record allocations from the start instead of waiting for `start`.
     pub start_running: bool,
+    /// How long to wait for what the command leaves running (`--grace`, `--wait-all`).
+    pub ending: guardian::Ending,
 }
 
 impl RecordOptions {
@@ -100,6 +103,7 @@ impl RecordOptions {
             user: None,
             control: None,
             start_running: false,
+            ending: guardian::Ending::default(),
         })
     }
 
@@ -234,6 +238,22 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
         );
     }
 
+    // The guardian is forked before anything is loaded, so that it holds no BPF object: when
+    // the recorder dies, every probe goes with it (guardian.rs).
+    let env: Vec<(&str, &std::ffi::OsStr)> = opts
+        .control
+        .iter()
+        .map(|p| (crate::control::ENV_VAR, p.as_os_str()))
+        .collect();
+    let terminal = crate::sys::terminal::Terminal::foreground();
+    let mut guardian = guardian::Guardian::start(
+        &opts.command,
+        &env,
+        identity.as_ref(),
+        terminal.as_ref(),
+        opts.ending,
+    )?;
+
     let process_obj = load_process(opts)?;
     let rss_obj = opts.rss.then(|| load_rss(&process_obj)).transpose()?;
     let discover_obj = load_discover(&process_obj)?;
@@ -350,12 +370,6 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
         }
         None => None,
     };
-    let env: Vec<(&str, &std::ffi::OsStr)> = opts
-        .control
-        .iter()
-        .map(|p| (crate::control::ENV_VAR, p.as_os_str()))
-        .collect();
-
     // Signals are taken synchronously by the drain loop; blocked before the child exists so
     // none is missed, and unblocked around the spawn itself (`process::with_unblocked`).
     let signals = process::SignalSet::block(&drain::HANDLED_SIGNALS)
@@ -364,31 +378,21 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
     // blocked, our stderr lines and taking the terminal back never stop us.
     let background_writes = process::SignalSet::block(&[libc::SIGTTOU])
         .map_err(|e| Error::Internal(format!("cannot block signals: {e}")))?;
-    let terminal = crate::sys::terminal::Terminal::foreground();
+    // The guardian reaps the tree; should it die, the tree comes to us.
     process::become_subreaper().map_err(|e| {
         Error::Internal(format!(
             "cannot become the reaper of the command's tree: {e}"
         ))
     })?;
 
-    let me = process::getpid();
+    // The guardian forks the command: its children are the tree's root.
     tracked
-        .update_u32(me, raw::tracked_state::TRACK_SPAWNER as u32)
+        .update_u32(guardian.pid(), raw::tracked_state::TRACK_SPAWNER as u32)
         .map_err(kernel_error)?;
     let start_monotonic_ns = process::monotonic_ns();
     let start_wall_ns = process::wall_ns();
-    // Unblocked around the spawn: the command must not inherit our blocked signals.
-    let mut blocked = drain::HANDLED_SIGNALS.to_vec();
-    blocked.push(libc::SIGTTOU);
-    let (child, caught) = process::with_unblocked(&blocked, || {
-        spawn::spawn(
-            &opts.command,
-            &env,
-            identity.as_ref(),
-            terminal.as_ref().map(|t| t.raw_fd()),
-        )
-    });
-    tracked.delete_u32(me);
+    let child = guardian.spawn(&opts.command[0]);
+    tracked.delete_u32(guardian.pid());
     let child = match child {
         Ok(c) => c,
         Err(e) => {
@@ -403,12 +407,7 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
         }
     };
     let file = pending.commit();
-    let group = foreground::CommandGroup::new(child.id() as i32, terminal);
-    for signal in caught {
-        if drain::FORWARDED_SIGNALS.contains(&signal) {
-            group.signal(signal);
-        }
-    }
+    let group = foreground::CommandGroup::new(child as i32, terminal);
 
     let (kernel_release, hostname) = process::uname();
     let header = Header {
@@ -421,7 +420,7 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
             .collect(),
-        root_pid: child.id(),
+        root_pid: child,
         start_monotonic_ns,
         start_wall_ns,
         ring_size_bytes: opts.ring_size_bytes,
@@ -431,27 +430,43 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
         ring,
         lost,
         signals: &signals,
-        root_pid: child.id() as i32,
+        root_pid: child as i32,
         output: &opts.output,
         discovery,
         group: &group,
         progress: progress::Progress::for_stderr(opts.quiet),
         control,
+        guardian: &guardian,
     };
     let result = session.run(file, &header);
     group.restore_terminal();
     let (summary, discovery) = result?;
     let allocators = discovery.summary();
-    // The file is complete. Detaching the probes waits on kernel grace periods (about 0.15 s
-    // here): a background child pays that after we exit, off the caller's clock.
-    if !process::close_fds_after_exit() {
-        log::debug!("cannot fork; detaching the probes before exiting");
+    let left_running = guardian.left_running();
+    if left_running.is_empty() {
+        // The file is complete. Detaching the probes waits on kernel grace periods (about
+        // 0.15 s here): a background child pays that after we exit, off the caller's clock.
+        if !process::close_fds_after_exit() {
+            log::debug!("cannot fork; detaching the probes before exiting");
+        }
+        drop(discovery);
+        drop(links);
+    } else {
+        // Processes of the tree still run: detach now, then the guardian continues any that a
+        // probe stopped meanwhile (nobody would, after we exit).
+        drop(discovery);
+        drop(links);
+        guardian.release();
     }
-    drop(discovery);
-    drop(links);
     background_writes.unblock();
     signals.unblock();
 
+    if !opts.quiet && !left_running.is_empty() {
+        eprintln!(
+            "memtrack: {}",
+            left_running_line(&left_running, opts.ending)
+        );
+    }
     if !opts.quiet {
         eprintln!("memtrack: {allocators}");
         for warning in &summary.unexplained_growth {
@@ -467,6 +482,25 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
         crate::units::format_bytes(usage.peak_resident_bytes)
     );
     Ok(summary.exit_code)
+}
+
+/// The line naming the processes `record` stopped waiting for.
+fn left_running_line(left: &[guardian::LeftRunning], ending: guardian::Ending) -> String {
+    let names: Vec<String> = left
+        .iter()
+        .map(|p| format!("{} ({})", p.pid, p.name))
+        .collect();
+    let after = match ending {
+        guardian::Ending::Grace(g) => format!(" after {:.1} s", g.as_secs_f64()),
+        guardian::Ending::WaitAll => String::new(),
+    };
+    format!(
+        "the command ended; stopped waiting{after} for {} process{} it left running: {}; \
+         recorded as still running at the end (--grace DURATION or --wait-all to wait longer)",
+        left.len(),
+        if left.len() == 1 { "" } else { "es" },
+        names.join(", ")
+    )
 }
 
 #[cfg(test)]

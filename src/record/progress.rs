@@ -28,6 +28,16 @@ pub struct Counts {
     pub bytes_written: u64,
     /// Events lost so far, all causes.
     pub lost: u64,
+    /// Set once the command has ended while processes it started still run: how much longer
+    /// memtrack waits for them (`None`: for as long as they run, `--wait-all`).
+    pub waiting: Option<Waiting>,
+}
+
+/// memtrack waits for what the command left running.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Waiting {
+    /// What is left of `--grace`, or `None` with `--wait-all`.
+    pub remaining: Option<Duration>,
 }
 
 /// The status line, or nothing when it is off.
@@ -101,6 +111,17 @@ impl Drop for Progress {
 
 /// The text of the line.
 pub fn line(elapsed: Duration, events_per_s: f64, c: Counts) -> String {
+    if let Some(w) = c.waiting {
+        let how_long = match w.remaining {
+            Some(r) => format!("up to {:.1} s more", r.as_secs_f64()),
+            None => "until they end (--wait-all)".to_string(),
+        };
+        return format!(
+            "memtrack: {:.1} s, the command ended; waiting {how_long} for the processes it \
+             left running (Ctrl-C stops waiting)",
+            elapsed.as_secs_f64()
+        );
+    }
     format!(
         "memtrack: {:.1} s, {} process{}, {} events/s, {} written, {} lost",
         elapsed.as_secs_f64(),
@@ -136,6 +157,7 @@ mod tests {
             processes: 3,
             bytes_written: 5 << 20,
             lost: 2,
+            waiting: None,
         };
         let text = line(Duration::from_millis(12_345), 182_345.4, c);
         assert_eq!(
@@ -147,6 +169,26 @@ mod tests {
             ..Counts::default()
         };
         assert!(line(Duration::ZERO, 0.0, one).contains(" 1 process, "));
+    }
+
+    #[test]
+    fn waiting_says_so() {
+        let c = Counts {
+            waiting: Some(Waiting {
+                remaining: Some(Duration::from_millis(1500)),
+            }),
+            ..Counts::default()
+        };
+        assert_eq!(
+            line(Duration::from_secs(3), 0.0, c),
+            "memtrack: 3.0 s, the command ended; waiting up to 1.5 s more for the processes it \
+             left running (Ctrl-C stops waiting)"
+        );
+        let all = Counts {
+            waiting: Some(Waiting { remaining: None }),
+            ..Counts::default()
+        };
+        assert!(line(Duration::ZERO, 0.0, all).contains("until they end (--wait-all)"));
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! layer is safe Rust.
 
 pub mod bpf;
+pub mod caps;
 pub mod fifo;
 pub mod lock;
 pub mod probe;

@@ -245,11 +245,17 @@ pub struct Credentials {
 }
 
 /// Make `cmd`'s child, between fork and exec: take the terminal `tty` for its process group
-/// (set with `Command::process_group(0)`) and drop to `creds`. Everything here is computed
-/// before the fork; the child only makes async-signal-safe calls. Without either, `cmd` is left
+/// (set with `Command::process_group(0)`), drop to `creds`, and give up every capability it
+/// would otherwise inherit from memtrack (`sys::caps`). Everything here is computed before the
+/// fork; the child only makes async-signal-safe calls. With nothing to do, `cmd` is left
 /// untouched (std may then spawn with posix_spawn).
 pub fn prepare_child(cmd: &mut Command, creds: Option<Credentials>, tty: Option<RawFd>) {
-    if creds.is_none() && tty.is_none() {
+    let child_is_root = match &creds {
+        Some(c) => c.uid == 0,
+        None => user_ids().0 == 0 && geteuid() == 0,
+    };
+    let clear_caps = crate::sys::caps::CapSets::own().leak_into_child(child_is_root);
+    if creds.is_none() && tty.is_none() && !clear_caps {
         return;
     }
     let groups: Vec<libc::gid_t> = creds
@@ -275,6 +281,10 @@ pub fn prepare_child(cmd: &mut Command, creds: Option<Credentials>, tty: Option<
                     return Err(io::Error::last_os_error());
                 }
             }
+        }
+        // Last, after setuid, which needs CAP_SETUID.
+        if clear_caps {
+            crate::sys::caps::clear_for_exec().map_err(io::Error::from_raw_os_error)?;
         }
         Ok(())
     };
@@ -453,4 +463,112 @@ pub fn self_usage() -> SelfUsage {
         system: time(ru.ru_stime),
         peak_resident_bytes: ru.ru_maxrss as u64 * 1024,
     }
+}
+
+/// Fork this process; `Ok(None)` in the child, `Ok(Some(pid))` in the parent. Refused while
+/// this process has more than one thread: the child could then find a lock held forever by a
+/// thread that does not exist in it, and it runs ordinary code (the guardian of
+/// record/guardian.rs), not only async-signal-safe calls.
+pub fn fork_single_threaded() -> io::Result<Option<i32>> {
+    let threads = std::fs::read_dir("/proc/self/task")?.count();
+    if threads != 1 {
+        return Err(io::Error::other(format!(
+            "memtrack has {threads} threads; it forks only while it has one"
+        )));
+    }
+    // SAFETY: this process has one thread (checked above, and nothing here starts one), so
+    // the child inherits no lock held by another thread and may run ordinary code.
+    match unsafe { libc::fork() } {
+        -1 => Err(io::Error::last_os_error()),
+        0 => Ok(None),
+        pid => Ok(Some(pid)),
+    }
+}
+
+/// End this process at once with `code`, running no destructors or exit handlers: for a
+/// forked child, whose copies of the parent's buffers and files are not its own to flush.
+pub fn exit_now(code: i32) -> ! {
+    // SAFETY: _exit never returns and has no memory preconditions.
+    unsafe { libc::_exit(code) }
+}
+
+/// Put this process in a process group of its own (its pid is the group id).
+pub fn own_process_group() {
+    // SAFETY: setpgid with plain values.
+    unsafe {
+        libc::setpgid(0, 0);
+    }
+}
+
+/// Name this process (the task name `ps` and /proc/PID/comm show, up to 15 bytes).
+pub fn set_name(name: &std::ffi::CStr) {
+    // SAFETY: name is NUL-terminated and outlives the call.
+    unsafe {
+        libc::prctl(libc::PR_SET_NAME, name.as_ptr(), 0, 0, 0);
+    }
+}
+
+/// Our parent's pid (the reaper's, once the parent has exited).
+pub fn parent_pid() -> i32 {
+    // SAFETY: getppid cannot fail.
+    unsafe { libc::getppid() }
+}
+
+/// Point the file descriptors `fds` (of 0, 1, 2) at /dev/null, so that this process no longer
+/// holds a caller's pipe or terminal open.
+pub fn null_stdio(fds: &[RawFd]) {
+    // SAFETY: a NUL-terminated constant path; dup2 and close on fds we own.
+    unsafe {
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
+        if null < 0 {
+            return;
+        }
+        for &fd in fds {
+            libc::dup2(null, fd);
+        }
+        libc::close(null);
+    }
+}
+
+/// Make reads of `fd` return at once (EAGAIN) when nothing is there.
+pub fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
+    // SAFETY: fcntl on an open fd with integer arguments.
+    unsafe {
+        let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+        if flags < 0 || libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Wait for any child to end (not for stops), blocking; `Running` only when a signal
+/// interrupted the wait.
+pub fn reap_wait() -> Reaped {
+    let mut status = 0;
+    // SAFETY: status is a valid out pointer.
+    let pid = unsafe { libc::waitpid(-1, &mut status, libc::__WALL) };
+    match pid {
+        p if p > 0 => Reaped::Child { pid: p, status },
+        _ => match io::Error::last_os_error().raw_os_error() {
+            Some(libc::EINTR) => Reaped::Running,
+            _ => Reaped::NoChildren,
+        },
+    }
+}
+
+/// A pipe, both ends close-on-exec: (read end, write end).
+pub fn pipe() -> io::Result<(std::fs::File, std::fs::File)> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: fds has room for the two fds pipe2 writes.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: pipe2 returned two new fds that nothing else owns.
+    Ok(unsafe {
+        (
+            std::fs::File::from_raw_fd(fds[0]),
+            std::fs::File::from_raw_fd(fds[1]),
+        )
+    })
 }
