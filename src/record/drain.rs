@@ -80,7 +80,9 @@ pub struct Session<'a> {
 }
 
 /// Growth of one process's memory outside any allocator event, to warn about an allocator
-/// memtrack did not find (stripped, or unknown to the catalogue).
+/// memtrack did not find (stripped, or unknown to the catalogue). Growth is counted only while
+/// the gate is open (`--control`): while measuring is paused no allocator event is recorded at
+/// all, and a glibc program running then is not missing an allocator.
 #[derive(Debug, Default)]
 struct Growth {
     allocator_events: u64,
@@ -98,15 +100,20 @@ const SUSPICIOUS_BRK_BYTES: u64 = 128 << 10;
 const SUSPICIOUS_ANON_BYTES: u64 = 1 << 20;
 
 impl Growth {
-    fn note(&mut self, kind: &EventKind) {
+    /// Counts `kind`; `measuring` says whether the gate is open, as far as the drain knows: it
+    /// is closed before the records up to a `stop` are drained, and opened after those up to a
+    /// `start`, so growth near a flip is rather left out than counted without its allocations.
+    fn note(&mut self, kind: &EventKind, measuring: bool) {
         match kind {
             EventKind::Alloc { .. }
             | EventKind::Free { .. }
             | EventKind::Realloc { .. }
             | EventKind::AllocFailed { .. } => self.allocator_events += 1,
-            EventKind::Brk { from, to } if to > from => self.brk_bytes += to - from,
+            EventKind::Brk { from, to } if measuring && to > from => self.brk_bytes += to - from,
             EventKind::Mmap { len, flags, .. }
-                if flags & map_bits::MAP_ANONYMOUS != 0 && flags & map_bits::MAP_SHARED == 0 =>
+                if measuring
+                    && flags & map_bits::MAP_ANONYMOUS != 0
+                    && flags & map_bits::MAP_SHARED == 0 =>
             {
                 self.anon_bytes = self.anon_bytes.saturating_add(*len)
             }
@@ -145,10 +152,19 @@ struct Sink {
     write_error: Option<FormatError>,
     /// Processes stopped by the kernel side for discovery, waiting for `continue_stopped`.
     stops: Vec<Stop>,
-    /// Memory growth per process, for the unknown-allocator warning.
+    /// Memory growth per process, of its current image, for the unknown-allocator warning.
     growth: HashMap<u32, Growth>,
+    /// Warnings about images that ended (by exec or exit): pid and warning.
+    warned: Vec<(u32, String)>,
     /// Last loss totals written, per cause.
     lost_seen: [u64; LOST_CAUSES.len()],
+    /// With `--control`: processes whose current image is `memtrack ctl`, the harness's control
+    /// client. None of their allocator calls is written: a client runs inside the measuring
+    /// window it opens or closes (a shell harness's `memtrack ctl stop` allocates from its exec
+    /// until its request is served), and it is never part of what is measured.
+    clients: HashSet<u32>,
+    /// Allocator records of clients left out.
+    client_records: u64,
 }
 
 impl Sink {
@@ -158,6 +174,13 @@ impl Sink {
             if let Err(e) = self.writer.push(ev) {
                 self.write_error = Some(e);
             }
+        }
+    }
+
+    /// Ends the growth count of `pid`'s current image, keeping its warning if it has one.
+    fn end_growth(&mut self, pid: u32) {
+        if let Some(w) = self.growth.remove(&pid).and_then(|g| g.warning(pid)) {
+            self.warned.push((pid, w));
         }
     }
 
@@ -233,7 +256,10 @@ impl<'a> Session<'a> {
             write_error: None,
             stops: Vec::new(),
             growth: HashMap::new(),
+            warned: Vec::new(),
             lost_seen: [0; LOST_CAUSES.len()],
+            clients: HashSet::new(),
+            client_records: 0,
         };
         let mut root_status: Option<i32> = None;
         let mut last_flush = Instant::now();
@@ -323,11 +349,18 @@ impl<'a> Session<'a> {
         self.serve_control(&mut sink).map_err(werr)?;
         self.push_lost(&mut sink);
         sink.failed().map_err(werr)?;
+        if sink.client_records > 0 {
+            log::info!(
+                "left out {} allocator records of memtrack ctl clients",
+                sink.client_records
+            );
+        }
         let Sink {
             writer,
             pids,
             undecodable,
             growth,
+            mut warned,
             lost_seen,
             ..
         } = sink;
@@ -354,10 +387,11 @@ impl<'a> Session<'a> {
             .metadata()
             .map(|m| m.len())
             .map_err(|e| Error::io(self.output, e))?;
-        let mut warned: Vec<(u32, String)> = growth
-            .iter()
-            .filter_map(|(&pid, g)| g.warning(pid).map(|w| (pid, w)))
-            .collect();
+        warned.extend(
+            growth
+                .iter()
+                .filter_map(|(&pid, g)| g.warning(pid).map(|w| (pid, w))),
+        );
         warned.sort();
         let summary = Summary {
             events,
@@ -402,6 +436,7 @@ impl<'a> Session<'a> {
 
     /// Hand every committed ring record to the sink; returns how many were drained.
     fn drain_into(&mut self, sink: &mut Sink) -> usize {
+        let control = self.control.as_ref();
         self.ring.drain_while(|record| {
             // Stops are handled even after a write error: a process must never stay stopped.
             // And at once: the rest of a busy ring can wait, the stopped process cannot.
@@ -414,10 +449,47 @@ impl<'a> Session<'a> {
             }
             match decode::decode(record) {
                 Ok(ev) => {
-                    if let EventKind::Fork { child } = ev.kind {
-                        sink.pids.insert(child);
+                    match &ev.kind {
+                        EventKind::Fork { child } => {
+                            sink.pids.insert(*child);
+                        }
+                        // A process's records after its Exec come after the Exec in the ring:
+                        // exec leaves it one thread, which reserves every later record.
+                        EventKind::Exec { filename, argv } => {
+                            // The warning is about an image: what the process allocated
+                            // before (a shell's child between fork and exec) explains nothing
+                            // of the new one.
+                            sink.end_growth(ev.pid);
+                            if control.is_some() && crate::control::is_client_exec(filename, argv) {
+                                sink.clients.insert(ev.pid);
+                            } else {
+                                sink.clients.remove(&ev.pid);
+                            }
+                        }
+                        EventKind::Exit { .. } => {
+                            sink.clients.remove(&ev.pid);
+                        }
+                        EventKind::Alloc { .. }
+                        | EventKind::Free { .. }
+                        | EventKind::Realloc { .. }
+                        | EventKind::AllocFailed { .. }
+                            if !sink.clients.is_empty() && sink.clients.contains(&ev.pid) =>
+                        {
+                            sink.client_records += 1;
+                            return true;
+                        }
+                        _ => {}
                     }
-                    sink.growth.entry(ev.pid).or_default().note(&ev.kind);
+                    if sink.clients.is_empty() || !sink.clients.contains(&ev.pid) {
+                        let measuring = control.is_none_or(Control::gate_open);
+                        sink.growth
+                            .entry(ev.pid)
+                            .or_default()
+                            .note(&ev.kind, measuring);
+                    }
+                    if matches!(ev.kind, EventKind::Exit { .. }) {
+                        sink.end_growth(ev.pid);
+                    }
                     sink.push(&ev);
                 }
                 Err(e) => {
@@ -549,11 +621,14 @@ mod tests {
     #[test]
     fn growth_without_allocator_events_warns() {
         let mut g = Growth::default();
-        g.note(&EventKind::Exec {
-            filename: "/bin/stripped".into(),
-            argv: vec![],
-        });
-        g.note(&anon(8 << 20));
+        g.note(
+            &EventKind::Exec {
+                filename: "/bin/stripped".into(),
+                argv: vec![],
+            },
+            true,
+        );
+        g.note(&anon(8 << 20), true);
         let w = g.warning(42).expect("a warning");
         assert!(
             w.contains("pid 42 (/bin/stripped)") && !w.contains('\n'),
@@ -564,41 +639,53 @@ mod tests {
     #[test]
     fn any_allocator_event_or_small_growth_is_no_warning() {
         let mut g = Growth::default();
-        g.note(&anon(8 << 20));
-        g.note(&EventKind::Free {
-            func: AllocFunc::Free,
-            addr: 1,
-        });
+        g.note(&anon(8 << 20), true);
+        g.note(
+            &EventKind::Free {
+                func: AllocFunc::Free,
+                addr: 1,
+            },
+            true,
+        );
         assert!(g.warning(1).is_none());
 
         let mut small = Growth::default();
-        small.note(&EventKind::Brk {
-            from: 0x1000,
-            to: 0x3000,
-        });
-        small.note(&anon(64 << 10));
+        small.note(
+            &EventKind::Brk {
+                from: 0x1000,
+                to: 0x3000,
+            },
+            true,
+        );
+        small.note(&anon(64 << 10), true);
         assert!(
             small.warning(1).is_none(),
             "a static program's TLS, the loader's pages"
         );
 
         let mut shared = Growth::default();
-        shared.note(&EventKind::Mmap {
-            addr: 0,
-            len: 64 << 20,
-            prot: 3,
-            flags: map_bits::MAP_ANONYMOUS | map_bits::MAP_SHARED,
-        });
+        shared.note(
+            &EventKind::Mmap {
+                addr: 0,
+                len: 64 << 20,
+                prot: 3,
+                flags: map_bits::MAP_ANONYMOUS | map_bits::MAP_SHARED,
+            },
+            true,
+        );
         assert!(shared.warning(1).is_none(), "shared memory is not a heap");
     }
 
     #[test]
     fn brk_growth_warns() {
         let mut g = Growth::default();
-        g.note(&EventKind::Brk {
-            from: 0x1000,
-            to: 0x1000 + (132 << 10),
-        });
+        g.note(
+            &EventKind::Brk {
+                from: 0x1000,
+                to: 0x1000 + (132 << 10),
+            },
+            true,
+        );
         assert!(g.warning(7).is_some());
     }
 }
