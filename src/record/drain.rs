@@ -30,6 +30,7 @@ use crate::record::progress::{Counts, Progress};
 use crate::sys::bpf::MapFd;
 use crate::sys::process::{self, Reaped, SignalSet};
 use crate::sys::ring::RingBuffer;
+use crate::sys::sched::{self, Priority};
 use crate::sys::wait::{Trigger, Waiter};
 
 /// Signals the loop takes synchronously: a child ended, or someone asks us to stop.
@@ -61,6 +62,31 @@ const FLUSH_INTERVAL: Duration = Duration::from_secs(1);
 /// Before a control command is written, the ring is drained up to where the producer was; a
 /// record still being written there is waited for this long at most (it takes microseconds).
 const BUSY_RECORD_WAIT: Duration = Duration::from_millis(10);
+
+/// The priorities tried for the drain thread, in order. Without one, 16 threads in tight malloc
+/// loops on 2 CPUs left the recorder less CPU than draining takes, and the ring overflowed; a
+/// real-time priority (the lowest) lets it drain as soon as it wakes, and since it sleeps
+/// between drains it takes no more CPU than before (docs/PERFORMANCE.md, "Levers measured").
+/// Set after the command is started and never inherited (sys/sched.rs): the command and
+/// everything it starts run at their own priority.
+const DRAIN_PRIORITIES: [Priority; 2] = [Priority::Fifo(1), Priority::Nice(-10)];
+
+/// Raises the calling thread, the drain thread, to the first of [`DRAIN_PRIORITIES`] allowed.
+fn raise_drain_priority() {
+    for priority in DRAIN_PRIORITIES {
+        match sched::set_thread_priority(priority) {
+            Ok(()) => {
+                log::info!("drain thread: {priority}");
+                return;
+            }
+            Err(e) => log::debug!("drain thread: cannot set {priority}: {e}"),
+        }
+    }
+    log::info!(
+        "drain thread: normal priority (no CAP_SYS_NICE); with more allocating threads than \
+         CPUs, events may be lost"
+    );
+}
 
 /// What the loop needs; built by `record::run` once everything is loaded and spawned.
 pub struct Session<'a> {
@@ -263,6 +289,7 @@ impl<'a> Session<'a> {
         };
         let mut root_status: Option<i32> = None;
         let mut last_flush = Instant::now();
+        raise_drain_priority();
         let waiter = self.waiter().map_err(|e| {
             Error::Internal(format!(
                 "cannot wait for the ring, signals and control: {e}"
