@@ -704,6 +704,22 @@ mod tests {
     }
 
     #[test]
+    fn growth_while_paused_is_not_counted() {
+        let mut g = Growth::default();
+        g.note(&anon(8 << 20), false);
+        g.note(
+            &EventKind::Brk {
+                from: 0x1000,
+                to: 0x1000 + (1 << 20),
+            },
+            false,
+        );
+        assert!(g.warning(3).is_none(), "no allocator call is recorded then");
+        g.note(&anon(2 << 20), true);
+        assert!(g.warning(3).is_some(), "growth while measuring still warns");
+    }
+
+    #[test]
     fn brk_growth_warns() {
         let mut g = Growth::default();
         g.note(
