@@ -7,7 +7,8 @@
 //! or a discovery stop (the one record submitted with a wake-up). It sleeps even when records
 //! keep coming: draining on the producer's heels cost a CPU and made every record dearer to the
 //! program being recorded (sys/wait.rs). Only a stopped process or a ring filling faster than
-//! the timer empties it keeps it awake.
+//! the timer empties it keeps it awake. Once the command runs, the loop's thread takes a low
+//! real-time priority (`raise_drain_priority`), so the threads it records cannot starve it.
 //! Because memtrack is the subreaper of the tree, "no children left" means every process of the
 //! tree has ended, and so has every record it could produce: one last drain then gets them all.
 
