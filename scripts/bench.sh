@@ -21,11 +21,13 @@ QUICK=${QUICK:-0}
 if [[ $QUICK == 1 ]]; then
   MODE=quick RUNS=${RUNS:-2}
   CHURN_PAIRS=100000 MIXED_OPS=100000 STORM_PROCS=16 STORM_OPS=20000 REPORT_PAIRS=1000000
+  THREADS_PAIRS=20000
 else
   MODE=full RUNS=${RUNS:-5}
   CHURN_PAIRS=1000000 MIXED_OPS=1000000 STORM_PROCS=16 STORM_OPS=200000 REPORT_PAIRS=5000000
+  THREADS_PAIRS=200000
 fi
-ALL_WORKLOADS="churn cet new newarr jemalloc mimalloc tcmalloc rust mixed storm python xz gcc gxx sort git true"
+ALL_WORKLOADS="churn cet new newarr jemalloc mimalloc tcmalloc rust mixed storm threads python xz gcc gxx sort git true"
 ALL_TOOLS="untraced memtrack memtrack-rss floor heaptrack dhat bpftrace memleak"
 WORKLOADS=${WORKLOADS:-$ALL_WORKLOADS}
 TOOLS=${TOOLS:-$ALL_TOOLS}
@@ -69,6 +71,9 @@ fi
 cargo build --release --locked
 mkdir -p "$BIN" "$RUN"
 cc -O2 -Wall -o "$BIN/churn" -I testdata testdata/churn.c
+# The thread storm (issue 13): 4 processes x 4 threads of tight malloc+free loops, 16
+# allocating threads on however many CPUs; tests/storm.rs runs it too.
+cc -O2 -Wall -pthread -o "$BIN/threads" -I testdata testdata/thread_storm.c
 for w in mixed storm timeit; do
   cc -O2 -Wall -o "$BIN/$w" -I testdata/bench "testdata/bench/$w.c"
 done
@@ -100,6 +105,7 @@ workload_cmd() {
     rust) CMD=("$BIN/churn-rust" "$CHURN_PAIRS") ;;
     mixed) CMD=("$BIN/mixed" "$MIXED_OPS") ;;
     storm) CMD=("$BIN/storm" "$STORM_PROCS" "$STORM_OPS") ;;
+    threads) CMD=("$BIN/threads" 4 4 "$THREADS_PAIRS") ;;
     python) CMD=(/usr/bin/python3 "$IN/dict.py") ;;
     xz) CMD=(/usr/bin/xz -9 -k -f -T1 "$IN/xz-input.txt") ;;
     gcc) CMD=(/usr/bin/gcc -O2 -c "$IN/gen.c" -o "$RUN/gen.o") ;;
@@ -272,6 +278,7 @@ done
   echo "churn_pairs=$CHURN_PAIRS"
   echo "mixed_ops=$MIXED_OPS"
   echo "storm=$STORM_PROCS x $STORM_OPS"
+  echo "threads=4 x 4 x $THREADS_PAIRS"
   echo "load_start=$(cut -d' ' -f1-3 /proc/loadavg)"
 } >"$META"
 

@@ -41,6 +41,15 @@ pub fn ack_path(control: &Path) -> PathBuf {
     PathBuf::from(p)
 }
 
+/// Whether an exec of `filename` with `argv` runs `memtrack ctl`: a control client of the
+/// harness. A shell harness runs `memtrack ctl stop` as a child of the measured shell while
+/// measuring, so the recorder records no allocator call of such a process and the report
+/// leaves it out of every benchmark (for files recorded before the recorder did).
+pub fn is_client_exec(filename: &str, argv: &[String]) -> bool {
+    let name = filename.rsplit('/').next().unwrap_or(filename);
+    name.starts_with("memtrack") && argv.get(1).is_some_and(|a| a == "ctl")
+}
+
 /// One request line, parsed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Request {

@@ -27,7 +27,7 @@ TOOL_NAMES = {
     "bpftrace": "bpftrace",
 }
 WORKLOADS = ["churn", "cet", "new", "newarr", "jemalloc", "mimalloc", "tcmalloc", "rust", "mixed",
-             "storm", "python", "xz", "gcc", "gxx", "sort", "git", "true"]
+             "storm", "threads", "python", "xz", "gcc", "gxx", "sort", "git", "true"]
 REAL = ["python", "xz", "gcc", "gxx", "sort", "git"]
 # The churn of each allocator family (issue 12), CHURN_PAIRS alloc+free pairs each, and what
 # it allocates with.
@@ -170,8 +170,10 @@ def main():
                           meta.get("bpftrace"), meta.get("gcc"), meta.get("python"),
                           meta.get("xz"), meta.get("git")))
     p("- bcc memleak: not measured: %s." % (meta.get("memleak_why") or "not requested"))
-    p("- Sizes: churn %s malloc(64)+free pairs; mixed %s calls; storm %s calls." % (
-        meta.get("churn_pairs"), meta.get("mixed_ops"), meta.get("storm")))
+    p("- Sizes: churn %s malloc(64)+free pairs; mixed %s calls; storm %s calls; threads %s "
+      "(processes x threads x malloc+free pairs)." % (
+          meta.get("churn_pairs"), meta.get("mixed_ops"), meta.get("storm"),
+          meta.get("threads")))
     p("- Measurements taken while someone else's uprobe_multi links were attached (another "
       "recording on the machine, which taxes every process): %d of %d." % (foreign, total))
     if failed:
@@ -440,14 +442,15 @@ def main():
                          "programs (%s)" % TOOL_NAMES[t],
                          "; ".join(worse) if worse else "lower on every workload",
                          "holds" if not worse else "**fails**"])
-    for t in MEMTRACKS:
-        rs = runs.get(("storm", t))
-        if rs:
-            lost = max((r.num("lost") or 0) for r in rs)
-            cpu = median([(r.num("rec_user") or 0) + (r.num("rec_sys") or 0) for r in rs])
-            rows.append(["storm: zero lost events, default ring (%s)" % TOOL_NAMES[t],
-                         "%d lost (most in a run); recorder CPU %s" % (lost, secs(cpu)),
-                         "holds" if lost == 0 else "**fails**"])
+    for w, what in (("storm", "storm"), ("threads", "16-thread storm")):
+        for t in MEMTRACKS:
+            rs = runs.get((w, t))
+            if rs:
+                lost = max((r.num("lost") or 0) for r in rs)
+                cpu = median([(r.num("rec_user") or 0) + (r.num("rec_sys") or 0) for r in rs])
+                rows.append(["%s: zero lost events, default ring (%s)" % (what, TOOL_NAMES[t]),
+                             "%d lost (most in a run); recorder CPU %s" % (lost, secs(cpu)),
+                             "holds" if lost == 0 else "**fails**"])
     rs = runs.get(("churn", "memtrack"))
     if rs:
         bpe = median([r.num("file_bytes") / r.num("events") for r in rs

@@ -7,7 +7,8 @@
 //! or a discovery stop (the one record submitted with a wake-up). It sleeps even when records
 //! keep coming: draining on the producer's heels cost a CPU and made every record dearer to the
 //! program being recorded (sys/wait.rs). Only a stopped process or a ring filling faster than
-//! the timer empties it keeps it awake.
+//! the timer empties it keeps it awake. Once the command runs, the loop's thread takes a low
+//! real-time priority (`raise_drain_priority`), so the threads it records cannot starve it.
 //! The guardian (guardian.rs) is the command's parent and the subreaper of the tree, and says
 //! when the command ends and when no process of the tree is left: every record they could
 //! produce is then in the ring, and one last drain gets them all. When the command has ended
@@ -33,6 +34,7 @@ use crate::record::progress::{Counts, Progress};
 use crate::sys::bpf::MapFd;
 use crate::sys::process::{self, Reaped, SignalSet};
 use crate::sys::ring::RingBuffer;
+use crate::sys::sched::{self, Priority};
 use crate::sys::wait::{Trigger, Waiter};
 
 /// Signals the loop takes synchronously: a child ended, or someone asks us to stop.
@@ -66,6 +68,31 @@ const FLUSH_INTERVAL: Duration = Duration::from_secs(1);
 /// record still being written there is waited for this long at most (it takes microseconds).
 const BUSY_RECORD_WAIT: Duration = Duration::from_millis(10);
 
+/// The priorities tried for the drain thread, in order. Without one, 16 threads in tight malloc
+/// loops on 2 CPUs left the recorder less CPU than draining takes, and the ring overflowed; a
+/// real-time priority (the lowest) lets it drain as soon as it wakes, and since it sleeps
+/// between drains it takes no more CPU than before (docs/PERFORMANCE.md, "Levers measured").
+/// Set after the command is started and never inherited (sys/sched.rs): the command and
+/// everything it starts run at their own priority.
+const DRAIN_PRIORITIES: [Priority; 2] = [Priority::Fifo(1), Priority::Nice(-10)];
+
+/// Raises the calling thread, the drain thread, to the first of [`DRAIN_PRIORITIES`] allowed.
+fn raise_drain_priority() {
+    for priority in DRAIN_PRIORITIES {
+        match sched::set_thread_priority(priority) {
+            Ok(()) => {
+                log::info!("drain thread: {priority}");
+                return;
+            }
+            Err(e) => log::debug!("drain thread: cannot set {priority}: {e}"),
+        }
+    }
+    log::info!(
+        "drain thread: normal priority (no CAP_SYS_NICE); with more allocating threads than \
+         CPUs, events may be lost"
+    );
+}
+
 /// What the loop needs; built by `record::run` once everything is loaded and spawned.
 pub struct Session<'a> {
     pub ring: RingBuffer,
@@ -86,7 +113,9 @@ pub struct Session<'a> {
 }
 
 /// Growth of one process's memory outside any allocator event, to warn about an allocator
-/// memtrack did not find (stripped, or unknown to the catalogue).
+/// memtrack did not find (stripped, or unknown to the catalogue). Growth is counted only while
+/// the gate is open (`--control`): while measuring is paused no allocator event is recorded at
+/// all, and a glibc program running then is not missing an allocator.
 #[derive(Debug, Default)]
 struct Growth {
     allocator_events: u64,
@@ -104,15 +133,20 @@ const SUSPICIOUS_BRK_BYTES: u64 = 128 << 10;
 const SUSPICIOUS_ANON_BYTES: u64 = 1 << 20;
 
 impl Growth {
-    fn note(&mut self, kind: &EventKind) {
+    /// Counts `kind`; `measuring` says whether the gate is open, as far as the drain knows: it
+    /// is closed before the records up to a `stop` are drained, and opened after those up to a
+    /// `start`, so growth near a flip is rather left out than counted without its allocations.
+    fn note(&mut self, kind: &EventKind, measuring: bool) {
         match kind {
             EventKind::Alloc { .. }
             | EventKind::Free { .. }
             | EventKind::Realloc { .. }
             | EventKind::AllocFailed { .. } => self.allocator_events += 1,
-            EventKind::Brk { from, to } if to > from => self.brk_bytes += to - from,
+            EventKind::Brk { from, to } if measuring && to > from => self.brk_bytes += to - from,
             EventKind::Mmap { len, flags, .. }
-                if flags & map_bits::MAP_ANONYMOUS != 0 && flags & map_bits::MAP_SHARED == 0 =>
+                if measuring
+                    && flags & map_bits::MAP_ANONYMOUS != 0
+                    && flags & map_bits::MAP_SHARED == 0 =>
             {
                 self.anon_bytes = self.anon_bytes.saturating_add(*len)
             }
@@ -151,10 +185,19 @@ struct Sink {
     write_error: Option<FormatError>,
     /// Processes stopped by the kernel side for discovery, waiting for `continue_stopped`.
     stops: Vec<Stop>,
-    /// Memory growth per process, for the unknown-allocator warning.
+    /// Memory growth per process, of its current image, for the unknown-allocator warning.
     growth: HashMap<u32, Growth>,
+    /// Warnings about images that ended (by exec or exit): pid and warning.
+    warned: Vec<(u32, String)>,
     /// Last loss totals written, per cause.
     lost_seen: [u64; LOST_CAUSES.len()],
+    /// With `--control`: processes whose current image is `memtrack ctl`, the harness's control
+    /// client. None of their allocator calls is written: a client runs inside the measuring
+    /// window it opens or closes (a shell harness's `memtrack ctl stop` allocates from its exec
+    /// until its request is served), and it is never part of what is measured.
+    clients: HashSet<u32>,
+    /// Allocator records of clients left out.
+    client_records: u64,
 }
 
 impl Sink {
@@ -164,6 +207,13 @@ impl Sink {
             if let Err(e) = self.writer.push(ev) {
                 self.write_error = Some(e);
             }
+        }
+    }
+
+    /// Ends the growth count of `pid`'s current image, keeping its warning if it has one.
+    fn end_growth(&mut self, pid: u32) {
+        if let Some(w) = self.growth.remove(&pid).and_then(|g| g.warning(pid)) {
+            self.warned.push((pid, w));
         }
     }
 
@@ -239,10 +289,14 @@ impl<'a> Session<'a> {
             write_error: None,
             stops: Vec::new(),
             growth: HashMap::new(),
+            warned: Vec::new(),
             lost_seen: [0; LOST_CAUSES.len()],
+            clients: HashSet::new(),
+            client_records: 0,
         };
         let mut root_status: Option<i32> = None;
         let mut last_flush = Instant::now();
+        raise_drain_priority();
         let waiter = self.waiter().map_err(|e| {
             Error::Internal(format!(
                 "cannot wait for the ring, signals and control: {e}"
@@ -337,11 +391,18 @@ impl<'a> Session<'a> {
         self.serve_control(&mut sink).map_err(werr)?;
         self.push_lost(&mut sink);
         sink.failed().map_err(werr)?;
+        if sink.client_records > 0 {
+            log::info!(
+                "left out {} allocator records of memtrack ctl clients",
+                sink.client_records
+            );
+        }
         let Sink {
             writer,
             pids,
             undecodable,
             growth,
+            mut warned,
             lost_seen,
             ..
         } = sink;
@@ -368,10 +429,11 @@ impl<'a> Session<'a> {
             .metadata()
             .map(|m| m.len())
             .map_err(|e| Error::io(self.output, e))?;
-        let mut warned: Vec<(u32, String)> = growth
-            .iter()
-            .filter_map(|(&pid, g)| g.warning(pid).map(|w| (pid, w)))
-            .collect();
+        warned.extend(
+            growth
+                .iter()
+                .filter_map(|(&pid, g)| g.warning(pid).map(|w| (pid, w))),
+        );
         warned.sort();
         let summary = Summary {
             events,
@@ -418,6 +480,7 @@ impl<'a> Session<'a> {
 
     /// Hand every committed ring record to the sink; returns how many were drained.
     fn drain_into(&mut self, sink: &mut Sink) -> usize {
+        let control = self.control.as_ref();
         self.ring.drain_while(|record| {
             // Stops are handled even after a write error: a process must never stay stopped.
             // And at once: the rest of a busy ring can wait, the stopped process cannot.
@@ -430,10 +493,47 @@ impl<'a> Session<'a> {
             }
             match decode::decode(record) {
                 Ok(ev) => {
-                    if let EventKind::Fork { child } = ev.kind {
-                        sink.pids.insert(child);
+                    match &ev.kind {
+                        EventKind::Fork { child } => {
+                            sink.pids.insert(*child);
+                        }
+                        // A process's records after its Exec come after the Exec in the ring:
+                        // exec leaves it one thread, which reserves every later record.
+                        EventKind::Exec { filename, argv } => {
+                            // The warning is about an image: what the process allocated
+                            // before (a shell's child between fork and exec) explains nothing
+                            // of the new one.
+                            sink.end_growth(ev.pid);
+                            if control.is_some() && crate::control::is_client_exec(filename, argv) {
+                                sink.clients.insert(ev.pid);
+                            } else {
+                                sink.clients.remove(&ev.pid);
+                            }
+                        }
+                        EventKind::Exit { .. } => {
+                            sink.clients.remove(&ev.pid);
+                        }
+                        EventKind::Alloc { .. }
+                        | EventKind::Free { .. }
+                        | EventKind::Realloc { .. }
+                        | EventKind::AllocFailed { .. }
+                            if !sink.clients.is_empty() && sink.clients.contains(&ev.pid) =>
+                        {
+                            sink.client_records += 1;
+                            return true;
+                        }
+                        _ => {}
                     }
-                    sink.growth.entry(ev.pid).or_default().note(&ev.kind);
+                    if sink.clients.is_empty() || !sink.clients.contains(&ev.pid) {
+                        let measuring = control.is_none_or(Control::gate_open);
+                        sink.growth
+                            .entry(ev.pid)
+                            .or_default()
+                            .note(&ev.kind, measuring);
+                    }
+                    if matches!(ev.kind, EventKind::Exit { .. }) {
+                        sink.end_growth(ev.pid);
+                    }
                     sink.push(&ev);
                 }
                 Err(e) => {
@@ -565,11 +665,14 @@ mod tests {
     #[test]
     fn growth_without_allocator_events_warns() {
         let mut g = Growth::default();
-        g.note(&EventKind::Exec {
-            filename: "/bin/stripped".into(),
-            argv: vec![],
-        });
-        g.note(&anon(8 << 20));
+        g.note(
+            &EventKind::Exec {
+                filename: "/bin/stripped".into(),
+                argv: vec![],
+            },
+            true,
+        );
+        g.note(&anon(8 << 20), true);
         let w = g.warning(42).expect("a warning");
         assert!(
             w.contains("pid 42 (/bin/stripped)") && !w.contains('\n'),
@@ -580,41 +683,69 @@ mod tests {
     #[test]
     fn any_allocator_event_or_small_growth_is_no_warning() {
         let mut g = Growth::default();
-        g.note(&anon(8 << 20));
-        g.note(&EventKind::Free {
-            func: AllocFunc::Free,
-            addr: 1,
-        });
+        g.note(&anon(8 << 20), true);
+        g.note(
+            &EventKind::Free {
+                func: AllocFunc::Free,
+                addr: 1,
+            },
+            true,
+        );
         assert!(g.warning(1).is_none());
 
         let mut small = Growth::default();
-        small.note(&EventKind::Brk {
-            from: 0x1000,
-            to: 0x3000,
-        });
-        small.note(&anon(64 << 10));
+        small.note(
+            &EventKind::Brk {
+                from: 0x1000,
+                to: 0x3000,
+            },
+            true,
+        );
+        small.note(&anon(64 << 10), true);
         assert!(
             small.warning(1).is_none(),
             "a static program's TLS, the loader's pages"
         );
 
         let mut shared = Growth::default();
-        shared.note(&EventKind::Mmap {
-            addr: 0,
-            len: 64 << 20,
-            prot: 3,
-            flags: map_bits::MAP_ANONYMOUS | map_bits::MAP_SHARED,
-        });
+        shared.note(
+            &EventKind::Mmap {
+                addr: 0,
+                len: 64 << 20,
+                prot: 3,
+                flags: map_bits::MAP_ANONYMOUS | map_bits::MAP_SHARED,
+            },
+            true,
+        );
         assert!(shared.warning(1).is_none(), "shared memory is not a heap");
+    }
+
+    #[test]
+    fn growth_while_paused_is_not_counted() {
+        let mut g = Growth::default();
+        g.note(&anon(8 << 20), false);
+        g.note(
+            &EventKind::Brk {
+                from: 0x1000,
+                to: 0x1000 + (1 << 20),
+            },
+            false,
+        );
+        assert!(g.warning(3).is_none(), "no allocator call is recorded then");
+        g.note(&anon(2 << 20), true);
+        assert!(g.warning(3).is_some(), "growth while measuring still warns");
     }
 
     #[test]
     fn brk_growth_warns() {
         let mut g = Growth::default();
-        g.note(&EventKind::Brk {
-            from: 0x1000,
-            to: 0x1000 + (132 << 10),
-        });
+        g.note(
+            &EventKind::Brk {
+                from: 0x1000,
+                to: 0x1000 + (132 << 10),
+            },
+            true,
+        );
         assert!(g.warning(7).is_some());
     }
 }

@@ -10,6 +10,7 @@
 //! blocking for each reply: when no client is waiting (none has it open), the reply is dropped
 //! rather than left for the next client to read as its own.
 
+use std::cell::Cell;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, BorrowedFd};
@@ -305,10 +306,21 @@ pub struct Control<'obj> {
     /// The FIFOs.
     pub listener: Listener,
     /// The BPF `gate` map (common.bpf.h).
-    pub gate: MapFd<'obj>,
+    gate: MapFd<'obj>,
+    /// What the gate was last set to (it starts open: the map is zeroed at load).
+    open: Cell<bool>,
 }
 
-impl Control<'_> {
+impl<'obj> Control<'obj> {
+    /// The channel over `listener`, flipping the `gate` map.
+    pub fn new(listener: Listener, gate: MapFd<'obj>) -> Control<'obj> {
+        Control {
+            listener,
+            gate,
+            open: Cell::new(true),
+        }
+    }
+
     /// Opens (`true`) or closes the gate in the kernel; once this returns, allocator calls that
     /// start are recorded (or not).
     pub fn set_gate(&self, open: bool) -> Result<(), String> {
@@ -319,7 +331,14 @@ impl Control<'_> {
         };
         self.gate
             .update_u32(0, state as u32)
-            .map_err(|e| format!("the kernel refused to flip the gate: {e}"))
+            .map_err(|e| format!("the kernel refused to flip the gate: {e}"))?;
+        self.open.set(open);
+        Ok(())
+    }
+
+    /// Whether allocator calls are recorded now: the gate's state as last set.
+    pub fn gate_open(&self) -> bool {
+        self.open.get()
     }
 }
 

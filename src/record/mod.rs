@@ -359,7 +359,7 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
                 .map_or_else(process::user_ids, |id| (id.uid, id.gid));
             let listener = listen::Listener::create(path, owner)?;
             let gate = MapFd::of(&process_obj, "gate").map_err(kernel_error)?;
-            let control = listen::Control { listener, gate };
+            let control = listen::Control::new(listener, gate);
             if opts.start_running {
                 features.push(FEATURE_CONTROL_RUNNING.to_string());
             } else {

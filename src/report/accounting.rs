@@ -1244,8 +1244,7 @@ impl Accounting {
 /// of the benchmark's pid while measuring, and the client's own start-up allocations must not
 /// count in the benchmark.
 fn is_control_client(filename: &str, argv: &[String]) -> bool {
-    let name = filename.rsplit('/').next().unwrap_or(filename);
-    name.starts_with("memtrack") && argv.get(1).is_some_and(|a| a == "ctl")
+    crate::control::is_client_exec(filename, argv)
 }
 
 /// Runs the whole pass over `events`: the pure core of `report` and `check`.

@@ -10,5 +10,6 @@ pub mod probe;
 pub mod process;
 pub mod raw;
 pub mod ring;
+pub mod sched;
 pub mod terminal;
 pub mod wait;

@@ -1,0 +1,108 @@
+//! The scheduling priority of the recorder's drain thread.
+//!
+//! The recorder competes for CPU with the threads it records: 16 threads in tight malloc loops
+//! on 2 CPUs left it 1/17 of the machine, less than draining their records takes, and the ring
+//! overflowed (issue 13, docs/PERFORMANCE.md "Levers measured"). A low real-time priority lets
+//! the drain run as soon as it wakes; it sleeps between drains, so it takes no more CPU than
+//! before, only at the right moment. Every change here carries `SCHED_RESET_ON_FORK`: a process
+//! forked by the thread afterwards starts at the normal policy and nice 0, so nothing the
+//! recorder starts (the command is started before this is called, in any case) inherits it.
+
+use std::io;
+
+/// `SCHED_OTHER`, `SCHED_FIFO` and `SCHED_RESET_ON_FORK` from <linux/sched.h>.
+const SCHED_OTHER: libc::c_int = 0;
+const SCHED_FIFO: libc::c_int = 1;
+const SCHED_RESET_ON_FORK: libc::c_int = 0x4000_0000;
+
+/// A priority for the calling thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Priority {
+    /// `SCHED_FIFO` at this real-time priority (1 is the lowest).
+    Fifo(i32),
+    /// The normal policy at this nice value (negative: more CPU).
+    Nice(i32),
+}
+
+impl std::fmt::Display for Priority {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Priority::Fifo(p) => write!(f, "SCHED_FIFO priority {p}"),
+            Priority::Nice(n) => write!(f, "nice {n}"),
+        }
+    }
+}
+
+/// Gives the calling thread `priority`, never to be inherited by what it forks later. Fails
+/// with EPERM without CAP_SYS_NICE (or, for `Fifo`, in a cgroup with no real-time budget).
+pub fn set_thread_priority(priority: Priority) -> io::Result<()> {
+    match priority {
+        Priority::Fifo(rt) => set_policy(SCHED_FIFO, rt),
+        Priority::Nice(nice) => {
+            // SAFETY: setpriority reads its arguments only; on Linux, PRIO_PROCESS with who 0
+            // is the calling thread.
+            if unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // Reset on fork for a negative nice too: the kernel then gives children nice 0.
+            set_policy(SCHED_OTHER, 0)
+        }
+    }
+}
+
+fn set_policy(policy: libc::c_int, rt_priority: i32) -> io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: rt_priority,
+    };
+    // SAFETY: `param` is a valid sched_param for the duration of the call, which only reads
+    // it; pid 0 is the calling thread.
+    if unsafe { libc::sched_setscheduler(0, policy | SCHED_RESET_ON_FORK, &param) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The calling thread's policy (without the reset-on-fork flag) and nice value.
+    fn thread_policy_and_nice() -> (i32, i32) {
+        // SAFETY: sched_getscheduler and getpriority take plain values and only read them.
+        let policy = unsafe { libc::sched_getscheduler(0) } & !SCHED_RESET_ON_FORK;
+        // SAFETY: as above.
+        let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+        (policy, nice)
+    }
+
+    #[test]
+    fn priorities_read_as_their_setting() {
+        assert_eq!(Priority::Fifo(1).to_string(), "SCHED_FIFO priority 1");
+        assert_eq!(Priority::Nice(-10).to_string(), "nice -10");
+    }
+
+    #[test]
+    fn a_forked_child_of_a_raised_thread_starts_normal() {
+        // Only where the change is allowed (root); elsewhere it must fail cleanly.
+        let raised = std::thread::spawn(|| {
+            if set_thread_priority(Priority::Fifo(1)).is_err() {
+                return None;
+            }
+            let mine = thread_policy_and_nice();
+            let child = std::process::Command::new("cut")
+                .args(["-d", " ", "-f", "19,41", "/proc/self/stat"])
+                .output()
+                .expect("cut runs");
+            Some((
+                mine,
+                String::from_utf8_lossy(&child.stdout).trim().to_string(),
+            ))
+        })
+        .join()
+        .unwrap();
+        if let Some((mine, child)) = raised {
+            assert_eq!(mine, (SCHED_FIFO, 0));
+            assert_eq!(child, "0 0", "nice and policy of the child");
+        }
+    }
+}
