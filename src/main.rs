@@ -74,6 +74,18 @@ fn run(command: cli::Command, record_command: Vec<std::ffi::OsString>) -> Result
             opts.probe_floor = a.probe_floor;
             opts.mappings = !a.no_mappings;
             opts.user = a.user;
+            for spec in &a.allocator {
+                if spec == "python" {
+                    opts.custom.extend(record::custom::python());
+                } else {
+                    opts.custom
+                        .push(record::custom::parse(spec).map_err(Error::Usage)?);
+                }
+            }
+            if a.python_objects && !a.allocator.iter().any(|s| s == "python") {
+                opts.custom.extend(record::custom::python());
+            }
+            record::custom::check_unique(&opts.custom).map_err(Error::Usage)?;
             record::run(&opts)
         }
         cli::Command::Report(a) => {

@@ -13,9 +13,12 @@
 use std::collections::HashSet;
 
 use crate::record::attach::{Sites, Stepped};
+use crate::record::custom::{self, Custom};
 use crate::record::placement;
 use crate::record::symbols::{ElfSymbols, FuncSymbol};
-use crate::sys::raw::{alloc_func, alloc_layout, COOKIE_LAYOUT_SHIFT};
+use crate::sys::raw::{
+    alloc_func, alloc_layout, COOKIE_ARGS_SHIFT, COOKIE_ARG_BITS, COOKIE_LAYOUT_SHIFT,
+};
 
 use alloc_func::*;
 use alloc_layout::*;
@@ -310,9 +313,15 @@ pub fn cookie(func: alloc_func, layout: alloc_layout) -> u64 {
 /// (bpf/alloc.bpf.c, "Labels"). Those allocators' own new then still cannot throw through the
 /// probe: a program catching their bad_alloc terminates instead, at out-of-memory only.
 pub fn plan(symbols: &ElfSymbols) -> Plan {
+    plan_with(symbols, &[])
+}
+
+/// As [`plan`], with the allocators named with `record --allocator` (`custom`) as well: each
+/// that the file defines is probed, and its family joins the file's.
+pub fn plan_with(symbols: &ElfSymbols, custom: &[Custom]) -> Plan {
     let mut sites = Sites::default();
     let mut seen = HashSet::new();
-    let allocator = families(symbols);
+    let mut allocator = families(symbols);
     let own_new = FAMILIES.iter().any(|(name, _)| allocator.contains(name));
     for entry in TABLES.iter().flat_map(|t| t.iter()) {
         let Some(sym) = symbols.get(entry.name) else {
@@ -332,41 +341,98 @@ pub fn plan(symbols: &ElfSymbols) -> Plan {
             Role::Alloc(_) if is_cxx_new && !own_new => Role::Label,
             role => role,
         };
-        let (code, complete) = symbols.code(sym);
-        let placed = placement::place(code, sym.vaddr, complete, needs(role));
-        let site = sym.offset + placed.skip;
-        log::debug!(
-            "site {}+{}: {}{}",
-            entry.name,
-            placed.skip,
-            placed.instruction(),
-            if placed.emulated {
-                ""
-            } else {
-                ", single-stepped"
-            }
-        );
-        if !placed.emulated {
-            sites.stepped.push(Stepped {
-                function: entry.name,
-                instruction: placed.instruction(),
-            });
+        add_site(&mut sites, symbols, sym, entry, role, None);
+    }
+    let mut custom_families: Vec<&str> = Vec::new();
+    for c in custom {
+        let Some(sym) = symbols.get(c.entry.name) else {
+            continue;
+        };
+        if !seen.insert(sym.offset) {
+            log::debug!(
+                "{}: {} shares its address with an entry point probed already",
+                c.flag,
+                c.entry.name
+            );
+            continue;
         }
-        let args = placed.cookie_bits();
-        match role {
-            Role::Label => sites
-                .enter
-                .push((site, cookie(entry.func, LAYOUT_LABEL) | args)),
-            Role::Alloc(layout) => {
-                let cookie = cookie(entry.func, layout) | args;
-                sites.enter.push((site, cookie));
-                sites.exit.push((site, cookie));
-            }
-            Role::Free => sites.free.push((site, entry.func as u64 | args)),
+        add_site(&mut sites, symbols, sym, &c.entry, c.entry.role, Some(c));
+        if !custom_families.contains(&c.family) {
+            custom_families.push(c.family);
         }
-        sites.functions.push(entry.name);
+    }
+    if !custom_families.is_empty() {
+        let mut parts: Vec<&str> = Vec::new();
+        if allocator != "none" {
+            parts.push(&allocator);
+        }
+        parts.extend(custom_families);
+        allocator = parts.join("+");
     }
     Plan { allocator, sites }
+}
+
+/// Place and add the site of `entry` (defined at `sym`) in `role`; `custom` when it is a
+/// `--allocator` function, whose arguments may be at other positions than the layout's.
+fn add_site(
+    sites: &mut Sites,
+    symbols: &ElfSymbols,
+    sym: FuncSymbol,
+    entry: &Entry,
+    role: Role,
+    custom: Option<&Custom>,
+) {
+    let mut needs = needs(role);
+    if let Some(c) = custom {
+        needs.args = c.positions[..custom::arity(c)]
+            .iter()
+            .map(|&p| p as usize)
+            .max()
+            .unwrap_or(1);
+    }
+    let (code, complete) = symbols.code(sym);
+    let placed = placement::place(code, sym.vaddr, complete, needs);
+    let site = sym.offset + placed.skip;
+    log::debug!(
+        "site {}+{}: {}{}",
+        entry.name,
+        placed.skip,
+        placed.instruction(),
+        if placed.emulated {
+            ""
+        } else {
+            ", single-stepped"
+        }
+    );
+    if !placed.emulated {
+        sites.stepped.push(Stepped {
+            function: entry.name,
+            instruction: placed.instruction(),
+        });
+    }
+    let args = match custom {
+        None => placed.cookie_bits(),
+        // Each argument the layout reads, from the register that holds the one the spec names.
+        Some(c) => c.positions[..custom::arity(c)]
+            .iter()
+            .enumerate()
+            .fold(0, |bits, (i, &p)| {
+                bits | (placed.registers[p as usize - 1] as u64)
+                    << (COOKIE_ARGS_SHIFT as u64 + i as u64 * COOKIE_ARG_BITS as u64)
+            }),
+    };
+    match role {
+        Role::Label => sites
+            .enter
+            .push((site, cookie(entry.func, LAYOUT_LABEL) | args)),
+        Role::Alloc(layout) => {
+            let cookie = cookie(entry.func, layout) | args;
+            sites.enter.push((site, cookie));
+            sites.exit.push((site, cookie));
+        }
+        Role::Free => sites.free.push((site, entry.func as u64 | args)),
+    }
+    sites.functions.push(entry.name);
 }
 
 /// The release function `sym` (the entry point `entry`) only jumps to, when that one is a

@@ -9,6 +9,7 @@
 
 pub mod attach;
 pub mod catalogue;
+pub mod custom;
 pub mod decode;
 pub mod discover;
 pub mod drain;
@@ -65,6 +66,8 @@ pub struct RecordOptions {
     pub control: Option<PathBuf>,
     /// With `control`: record allocations from the start instead of waiting for `start`.
     pub start_running: bool,
+    /// Allocator functions to probe besides the catalogue's (`--allocator`, `--python-objects`).
+    pub custom: Vec<custom::Custom>,
 }
 
 impl RecordOptions {
@@ -100,6 +103,7 @@ impl RecordOptions {
             user: None,
             control: None,
             start_running: false,
+            custom: Vec::new(),
         })
     }
 
@@ -272,8 +276,9 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
     // kernels get one classic uprobe per site from a second load of the same object.
     let alloc_multi = load_alloc(&process_obj, false, opts.probe_floor)?;
     let alloc_classic;
-    let mut discovery =
-        discover::Discovery::new(&alloc_multi, false, &discover_obj).map_err(kernel_error)?;
+    let mut discovery = discover::Discovery::new(&alloc_multi, false, &discover_obj)
+        .map_err(kernel_error)?
+        .with_custom(opts.custom.clone());
     // The C library nearly every process maps is probed now rather than at each process's
     // first stop; other files are probed as processes map them.
     match attach::find_libc() {
@@ -286,7 +291,8 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
                 log::info!("uprobe_multi unavailable ({e}); attaching one uprobe per site");
                 alloc_classic = load_alloc(&process_obj, true, opts.probe_floor)?;
                 discovery = discover::Discovery::new(&alloc_classic, true, &discover_obj)
-                    .map_err(kernel_error)?;
+                    .map_err(kernel_error)?
+                    .with_custom(opts.custom.clone());
                 discovery.probe_path(&libc).map_err(kernel_error)?;
             }
         },
@@ -442,6 +448,7 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
     group.restore_terminal();
     let (summary, discovery) = result?;
     let allocators = discovery.summary();
+    let not_found = custom::not_found_warnings(&discovery.custom_not_found());
     // The file is complete. Detaching the probes waits on kernel grace periods (about 0.15 s
     // here): a background child pays that after we exit, off the caller's clock.
     if !process::close_fds_after_exit() {
@@ -452,6 +459,11 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
     background_writes.unblock();
     signals.unblock();
 
+    // Even with -q: an allocator asked for and never seen is a mistake in the command line
+    // (a misspelt symbol, a stripped file), not news.
+    for warning in &not_found {
+        eprintln!("memtrack: warning: {warning}");
+    }
     if !opts.quiet {
         eprintln!("memtrack: {allocators}");
         for warning in &summary.unexplained_growth {
