@@ -602,6 +602,42 @@ mod tests {
         }
     }
 
+    /// The `--python-objects` preset in Debian's python3, which defines the functions in its
+    /// executable: each of the eight probed, family "python" beside no C allocator; and a
+    /// custom spec reads its argument from the register of the position it names.
+    #[test]
+    fn python_preset_is_planned_in_python3() {
+        let Ok(python) = std::fs::canonicalize("/usr/bin/python3") else {
+            eprintln!("skipped: no /usr/bin/python3");
+            return;
+        };
+        let symbols = ElfSymbols::read(&python).unwrap();
+        let plan = plan_with(&symbols, &custom::python());
+        assert_eq!(plan.allocator, "python");
+        assert_eq!(plan.sites.functions.len(), 8, "{:?}", plan.sites.functions);
+        assert_eq!(plan.sites.probes(), 6 * 2 + 2);
+        assert!(plan
+            .sites
+            .enter
+            .iter()
+            .all(|s| s.1 & 0xffff >= alloc_func::FUNC_CUSTOM_ALLOC as u64));
+
+        // PyMem_Realloc(ptr, size) named as if its size were at position 1 and its pointer at 2:
+        // the layout's first slot (the pointer) then reads rsi, its second rdi, wherever the
+        // prologue left them.
+        let swapped = custom::parse("PyMem_Realloc=realloc(ptr=arg2,size=arg1)").unwrap();
+        let plan = plan_with(&symbols, &[swapped]);
+        let (_, cookie) = plan.sites.enter[0];
+        let slot = |i: u64| (cookie >> (COOKIE_ARGS_SHIFT as u64 + i * 4)) & 0xf;
+        assert_ne!(slot(0), 0, "always an explicit register");
+        assert_ne!(slot(0), slot(1));
+        let straight = custom::parse("PyMem_Realloc=realloc(ptr=arg1,size=arg2)").unwrap();
+        let plan = plan_with(&symbols, &[straight]);
+        let (_, c2) = plan.sites.enter[0];
+        let slot2 = |i: u64| (c2 >> (COOKIE_ARGS_SHIFT as u64 + i * 4)) & 0xf;
+        assert_eq!((slot(0), slot(1)), (slot2(1), slot2(0)));
+    }
+
     /// Every site of the allocator libraries installed here reaches an instruction the kernel
     /// emulates (issue 12), but glibc's reallocarray: it starts `mov %rsi,%rax; mul %rdx`, and
     /// `mul` writes rdx, its third argument, before any emulated instruction.
