@@ -278,3 +278,119 @@ fn a_bad_allocator_spec_is_one_usage_line() {
         "{stderr}"
     );
 }
+
+/// Calls CPython's allocator functions through their exported symbols (ctypes), with sizes
+/// above pymalloc's 512-byte limit, so that each falls back to malloc inside: 7
+/// PyObject_Malloc(100003), 2 PyMem_Malloc(100007), 1 PyObject_Calloc(7, 14293) = 100051 resized
+/// by PyObject_Realloc to 100103, all freed with PyObject_Free / PyMem_Free; and 3 malloc(30011)
+/// freed with free, which the malloc view sees as today.
+const PYTHON_WORKLOAD: &str = "\
+import ctypes
+api = ctypes.pythonapi
+for f in (api.PyObject_Malloc, api.PyMem_Malloc, api.PyObject_Calloc, api.PyObject_Realloc):
+    f.restype = ctypes.c_void_p
+api.PyObject_Realloc.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+api.PyObject_Free.argtypes = (ctypes.c_void_p,)
+api.PyMem_Free.argtypes = (ctypes.c_void_p,)
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+libc.free.argtypes = (ctypes.c_void_p,)
+objs = [api.PyObject_Malloc(100003) for _ in range(7)]
+mems = [api.PyMem_Malloc(100007) for _ in range(2)]
+c = api.PyObject_Calloc(7, 14293)
+r = api.PyObject_Realloc(c, 100103)
+raw = [libc.malloc(30011) for _ in range(3)]
+for p in objs + [r]: api.PyObject_Free(p)
+for p in mems: api.PyMem_Free(p)
+for p in raw: libc.free(p)
+";
+
+/// The labels of `pid`'s allocations of `size` bytes, sorted.
+fn labels(rec: &Recording, pid: u32, size: u64) -> Vec<AllocFunc> {
+    let mut l: Vec<AllocFunc> = of_size(rec, pid, size).iter().map(|b| b.0).collect();
+    l.sort_unstable();
+    l
+}
+
+#[test]
+fn python_objects_preset_counts_each_block_once() {
+    let test = "python_objects_preset_counts_each_block_once";
+    if !can_record(test) {
+        return;
+    }
+    let python = "/usr/bin/python3";
+    if !Path::new(python).exists() {
+        require::<()>(
+            test,
+            Err(format!("{python} is not installed (scripts/setup.sh)")),
+        );
+        return;
+    }
+    // Today's malloc view: pymalloc's fallback is a malloc of the same size.
+    let plain = record("python_plain", &[], &[python, "-c", PYTHON_WORKLOAD]);
+    check!(plain, plain.code() == 0 && plain.lost() == 0, "ran");
+    let pid = plain.header.root_pid;
+    check!(
+        plain,
+        labels(&plain, pid, 100003) == [AllocFunc::Malloc; 7],
+        "without the preset, PyObject_Malloc's blocks are the mallocs it makes"
+    );
+    check!(
+        plain,
+        labels(&plain, pid, 30011) == [AllocFunc::Malloc; 3],
+        "the malloc view"
+    );
+
+    let rec = record(
+        "python_objects",
+        &["--python-objects"],
+        &[python, "-c", PYTHON_WORKLOAD],
+    );
+    check!(rec, rec.code() == 0 && rec.lost() == 0, "ran");
+    let pid = rec.header.root_pid;
+    for (size, want) in [
+        (100003, vec![AllocFunc::CustomAlloc; 7]),
+        (100007, vec![AllocFunc::CustomAlloc; 2]),
+        (100051, vec![AllocFunc::CustomCalloc]),
+        (100103, vec![AllocFunc::CustomRealloc]),
+        (30011, vec![AllocFunc::Malloc; 3]),
+    ] {
+        let got = labels(&rec, pid, size);
+        check!(
+            rec,
+            got == want,
+            "{size} bytes: each block once, under the outermost label (the malloc pymalloc \
+             makes inside is nested): {got:?}"
+        );
+    }
+    let python_blocks: Vec<u64> = [100003, 100007, 100103]
+        .into_iter()
+        .flat_map(|s| of_size(&rec, pid, s))
+        .map(|b| b.1)
+        .collect();
+    let mut freed = frees(&rec, pid, AllocFunc::CustomFree);
+    freed.retain(|a| python_blocks.contains(a));
+    check!(
+        rec,
+        freed.len() == 10,
+        "the 10 python blocks released once each, not again as the free inside: {freed:x?}"
+    );
+    let plain_frees = frees(&rec, pid, AllocFunc::Free);
+    check!(
+        rec,
+        !plain_frees.iter().any(|a| python_blocks.contains(a)),
+        "no free of a python block under free's label"
+    );
+    let raw: Vec<u64> = of_size(&rec, pid, 30011).iter().map(|b| b.1).collect();
+    check!(
+        rec,
+        raw.iter().all(|a| plain_frees.contains(a)),
+        "the malloc blocks freed by free"
+    );
+    let coverage = rec.coverage();
+    check!(
+        rec,
+        coverage.iter().any(|c| c.2 == "python" && c.3 == 14),
+        "python3.11 is covered as family python with 14 probes: {coverage:?}"
+    );
+}
