@@ -484,6 +484,43 @@ mod tests {
         (s.skip, s.args)
     }
 
+    /// `--allocator` functions read arguments past the third (issue 18): each of the six is
+    /// tracked, and named by an explicit register.
+    #[test]
+    fn the_fourth_argument_is_tracked_too() {
+        use arg_reg::*;
+        // mov %rcx,%rbx; xor %ecx,%ecx; push %rbp: argument 4 is in rbx at the push.
+        let code = [0x48, 0x89, 0xcb, 0x31, 0xc9, 0x55];
+        let site = place(
+            &code,
+            AT,
+            true,
+            Needs {
+                args: 4,
+                entry_sp: true,
+            },
+        );
+        assert_eq!(site.skip, 5);
+        assert_eq!(
+            site.registers,
+            [ARG_RDI, ARG_RSI, ARG_RDX, ARG_RBX, ARG_R8, ARG_R9]
+        );
+        // With 3 arguments needed only, the first three stay where they were, as before.
+        assert_eq!(args_at(&code, 3), (5, [ARG_OWN_REG; 3]));
+        // xor %ecx,%ecx alone loses argument 4: the probe stays at the entry.
+        let site = place(
+            &[0x31, 0xc9, 0x55],
+            AT,
+            true,
+            Needs {
+                args: 4,
+                entry_sp: true,
+            },
+        );
+        assert_eq!(site.skip, 0);
+        assert_eq!(site.registers[3], ARG_RCX);
+    }
+
     #[test]
     fn an_argument_copied_by_mov_is_read_where_it_went() {
         use arg_reg::*;
