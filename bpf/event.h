@@ -49,6 +49,12 @@ enum alloc_func {
 	FUNC_RALLOCX = 15,      /* jemalloc rallocx */
 	FUNC_DALLOCX = 16,      /* jemalloc dallocx, sdallocx */
 	FUNC_ZALLOC = 17,       /* mimalloc mi_zalloc and its aligned forms */
+	/* Allocators named with `record --allocator` or a preset (src/record/custom.rs); which
+	 * one is the family of the file's coverage record. */
+	FUNC_CUSTOM_ALLOC = 18,   /* alloc(size=argN) */
+	FUNC_CUSTOM_CALLOC = 19,  /* calloc(n=argN,size=argM) */
+	FUNC_CUSTOM_REALLOC = 20, /* realloc(ptr=argN,size=argM) */
+	FUNC_CUSTOM_FREE = 21,    /* free(ptr=argN) */
 };
 
 /*

@@ -112,6 +112,17 @@ pub struct RecordArgs {
     /// wait for every process of the tree, however long it runs after the command ended
     #[argh(switch)]
     pub wait_all: bool,
+    /// probe a program's own allocator function too, in every file of the tree that defines
+    /// it (repeat for each): [FAMILY:]SYMBOL=alloc(size=argN), calloc(n=argN,size=argM),
+    /// realloc(ptr=argN,size=argM) or free(ptr=argN), N and M from 1 to 6, e.g.
+    /// 'pool:pool_alloc=alloc(size=arg1)' (README, "Troubleshooting")
+    #[argh(option)]
+    pub allocator: Vec<String>,
+    /// probe CPython's object allocator too (PyObject_Malloc/Calloc/Realloc/Free and the PyMem_
+    /// ones, family "python"), which serves most of a Python program's objects from its own
+    /// arenas; costs more than the malloc view (docs/PERFORMANCE.md)
+    #[argh(switch)]
+    pub python_objects: bool,
     /// the command to record and its arguments (after --)
     #[argh(positional, greedy)]
     pub command: Vec<String>,

@@ -75,6 +75,18 @@ fn run(command: cli::Command, record_command: Vec<std::ffi::OsString>) -> Result
             opts.mappings = !a.no_mappings;
             opts.user = a.user;
             opts.ending = record::guardian::Ending::from_flags(a.grace.as_deref(), a.wait_all)?;
+            for spec in &a.allocator {
+                if spec == "python" {
+                    opts.custom.extend(record::custom::python());
+                } else {
+                    opts.custom
+                        .push(record::custom::parse(spec).map_err(Error::Usage)?);
+                }
+            }
+            if a.python_objects && !a.allocator.iter().any(|s| s == "python") {
+                opts.custom.extend(record::custom::python());
+            }
+            record::custom::check_unique(&opts.custom).map_err(Error::Usage)?;
             record::run(&opts)
         }
         cli::Command::Report(a) => {

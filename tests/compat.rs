@@ -120,3 +120,42 @@ fn v2_control_reads_exactly() {
         ]
     );
 }
+
+/// Format version 3, written by memtrack 0.1.0 with `--allocator` for the four pool functions
+/// of testdata/alloc/pool.c (built with -DPOOL_STATIC): the `AllocFunc` numbers 18 to 21 that
+/// version 3 appended, and the file's family "pool" in its coverage record.
+#[test]
+fn v3_pool_reads_exactly() {
+    use memtrack::format::AllocFunc;
+
+    let mut reader = Reader::open(&sample("v3-pool.mt")).unwrap();
+    assert_eq!(reader.format_version(), 3);
+    let events: Vec<_> = reader.by_ref().collect();
+    let Some(ReadEnd::Complete(trailer)) = reader.end().cloned() else {
+        panic!("v3 sample no longer reads completely: {:?}", reader.end());
+    };
+    assert_eq!(trailer.events, events.len() as u64);
+    let count = |f: AllocFunc| {
+        events
+            .iter()
+            .filter(|e| match e.kind {
+                EventKind::Alloc { func, .. }
+                | EventKind::Realloc { func, .. }
+                | EventKind::Free { func, .. } => func == f,
+                _ => false,
+            })
+            .count()
+    };
+    assert_eq!(
+        [
+            count(AllocFunc::CustomAlloc),
+            count(AllocFunc::CustomCalloc),
+            count(AllocFunc::CustomRealloc),
+            count(AllocFunc::CustomFree),
+        ],
+        [5, 2, 1, 6]
+    );
+    assert!(events.iter().any(|e| matches!(&e.kind,
+        EventKind::Coverage { path, allocator, probes: 7 }
+            if path.ends_with("pool_static") && allocator == "pool")));
+}

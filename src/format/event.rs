@@ -51,11 +51,21 @@ pub enum AllocFunc {
     Dallocx = 16,
     /// mimalloc `mi_zalloc` and its aligned forms.
     Zalloc = 17,
+    /// An allocating function named with `record --allocator SYMBOL=alloc(...)` or a preset
+    /// (format version 3 on, as are the variants below). Which allocator it is, is the
+    /// family the coverage record of its file names.
+    CustomAlloc = 18,
+    /// A `--allocator SYMBOL=calloc(...)` function.
+    CustomCalloc = 19,
+    /// A `--allocator SYMBOL=realloc(...)` function.
+    CustomRealloc = 20,
+    /// A `--allocator SYMBOL=free(...)` function.
+    CustomFree = 21,
 }
 
 impl AllocFunc {
     /// Every function, in discriminant order.
-    pub const ALL: [AllocFunc; 18] = [
+    pub const ALL: [AllocFunc; 22] = [
         AllocFunc::Malloc,
         AllocFunc::Calloc,
         AllocFunc::Realloc,
@@ -74,6 +84,10 @@ impl AllocFunc {
         AllocFunc::Rallocx,
         AllocFunc::Dallocx,
         AllocFunc::Zalloc,
+        AllocFunc::CustomAlloc,
+        AllocFunc::CustomCalloc,
+        AllocFunc::CustomRealloc,
+        AllocFunc::CustomFree,
     ];
 
     /// The C name of the function.
@@ -97,6 +111,10 @@ impl AllocFunc {
             AllocFunc::Rallocx => "rallocx",
             AllocFunc::Dallocx => "dallocx",
             AllocFunc::Zalloc => "mi_zalloc",
+            AllocFunc::CustomAlloc => "custom alloc",
+            AllocFunc::CustomCalloc => "custom calloc",
+            AllocFunc::CustomRealloc => "custom realloc",
+            AllocFunc::CustomFree => "custom free",
         }
     }
 

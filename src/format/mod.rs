@@ -4,11 +4,11 @@
 //! both sides share; `wire` is its compact encoding inside a chunk; `chunk` frames and checksums
 //! (`crc`) the pieces; `writer` and `reader` put it together.
 //!
-//! Layout of format version 2 (all fixed-width integers little-endian):
+//! Layout of format version 3 (all fixed-width integers little-endian):
 //!
 //! ```text
 //! offset 0   magic           8 bytes  "MEMTRACK"
-//! offset 8   format version  u16      2
+//! offset 8   format version  u16      3
 //! offset 10  header frame    tag 'H'  payload: postcard Header
 //! ...        chunk frames    tag 'C'  payload: postcard WireRecords, each chunk decodes alone
 //! last       trailer frame   tag 'T'  payload: postcard Trailer
@@ -23,7 +23,9 @@
 //! Versions: 1 is the first (its records 13 to 17, mappings and coverage, were appended
 //! within it); 2 appended the `Control` records (`WireRecord` 18 to 21: the harness's start,
 //! stop, bench and marker commands) and changed nothing else, so the reader decodes both with
-//! one decoder, and a version 1 file is exactly a version 2 file without control events.
+//! one decoder, and a version 1 file is exactly a version 2 file without control events; 3
+//! appended the `AllocFunc` numbers 18 to 21 (allocators named with `record --allocator`), and a
+//! version 2 file is exactly a version 3 file without them.
 //!
 //! To change the format: append `WireRecord` variants (the variant number is on disk) for new
 //! event kinds, and bump `FORMAT_VERSION` so that an older memtrack refuses the file by naming
@@ -49,7 +51,7 @@ pub use writer::{Writer, CHUNK_TARGET_BYTES};
 pub const MAGIC: [u8; 8] = *b"MEMTRACK";
 
 /// The format version this memtrack writes (and the newest it reads).
-pub const FORMAT_VERSION: u16 = 2;
+pub const FORMAT_VERSION: u16 = 3;
 
 /// The oldest format version this memtrack reads.
 pub const OLDEST_FORMAT_VERSION: u16 = 1;

@@ -13,9 +13,12 @@
 use std::collections::HashSet;
 
 use crate::record::attach::{Sites, Stepped};
+use crate::record::custom::{self, Custom};
 use crate::record::placement;
 use crate::record::symbols::{ElfSymbols, FuncSymbol};
-use crate::sys::raw::{alloc_func, alloc_layout, COOKIE_LAYOUT_SHIFT};
+use crate::sys::raw::{
+    alloc_func, alloc_layout, COOKIE_ARGS_SHIFT, COOKIE_ARG_BITS, COOKIE_LAYOUT_SHIFT,
+};
 
 use alloc_func::*;
 use alloc_layout::*;
@@ -310,9 +313,15 @@ pub fn cookie(func: alloc_func, layout: alloc_layout) -> u64 {
 /// (bpf/alloc.bpf.c, "Labels"). Those allocators' own new then still cannot throw through the
 /// probe: a program catching their bad_alloc terminates instead, at out-of-memory only.
 pub fn plan(symbols: &ElfSymbols) -> Plan {
+    plan_with(symbols, &[])
+}
+
+/// As [`plan`], with the allocators named with `record --allocator` (`custom`) as well: each
+/// that the file defines is probed, and its family joins the file's.
+pub fn plan_with(symbols: &ElfSymbols, custom: &[Custom]) -> Plan {
     let mut sites = Sites::default();
     let mut seen = HashSet::new();
-    let allocator = families(symbols);
+    let mut allocator = families(symbols);
     let own_new = FAMILIES.iter().any(|(name, _)| allocator.contains(name));
     for entry in TABLES.iter().flat_map(|t| t.iter()) {
         let Some(sym) = symbols.get(entry.name) else {
@@ -332,41 +341,98 @@ pub fn plan(symbols: &ElfSymbols) -> Plan {
             Role::Alloc(_) if is_cxx_new && !own_new => Role::Label,
             role => role,
         };
-        let (code, complete) = symbols.code(sym);
-        let placed = placement::place(code, sym.vaddr, complete, needs(role));
-        let site = sym.offset + placed.skip;
-        log::debug!(
-            "site {}+{}: {}{}",
-            entry.name,
-            placed.skip,
-            placed.instruction(),
-            if placed.emulated {
-                ""
-            } else {
-                ", single-stepped"
-            }
-        );
-        if !placed.emulated {
-            sites.stepped.push(Stepped {
-                function: entry.name,
-                instruction: placed.instruction(),
-            });
+        add_site(&mut sites, symbols, sym, entry, role, None);
+    }
+    let mut custom_families: Vec<&str> = Vec::new();
+    for c in custom {
+        let Some(sym) = symbols.get(c.entry.name) else {
+            continue;
+        };
+        if !seen.insert(sym.offset) {
+            log::debug!(
+                "{}: {} shares its address with an entry point probed already",
+                c.flag,
+                c.entry.name
+            );
+            continue;
         }
-        let args = placed.cookie_bits();
-        match role {
-            Role::Label => sites
-                .enter
-                .push((site, cookie(entry.func, LAYOUT_LABEL) | args)),
-            Role::Alloc(layout) => {
-                let cookie = cookie(entry.func, layout) | args;
-                sites.enter.push((site, cookie));
-                sites.exit.push((site, cookie));
-            }
-            Role::Free => sites.free.push((site, entry.func as u64 | args)),
+        add_site(&mut sites, symbols, sym, &c.entry, c.entry.role, Some(c));
+        if !custom_families.contains(&c.family) {
+            custom_families.push(c.family);
         }
-        sites.functions.push(entry.name);
+    }
+    if !custom_families.is_empty() {
+        let mut parts: Vec<&str> = Vec::new();
+        if allocator != "none" {
+            parts.push(&allocator);
+        }
+        parts.extend(custom_families);
+        allocator = parts.join("+");
     }
     Plan { allocator, sites }
+}
+
+/// Place and add the site of `entry` (defined at `sym`) in `role`; `custom` when it is a
+/// `--allocator` function, whose arguments may be at other positions than the layout's.
+fn add_site(
+    sites: &mut Sites,
+    symbols: &ElfSymbols,
+    sym: FuncSymbol,
+    entry: &Entry,
+    role: Role,
+    custom: Option<&Custom>,
+) {
+    let mut needs = needs(role);
+    if let Some(c) = custom {
+        needs.args = c.positions[..custom::arity(c)]
+            .iter()
+            .map(|&p| p as usize)
+            .max()
+            .unwrap_or(1);
+    }
+    let (code, complete) = symbols.code(sym);
+    let placed = placement::place(code, sym.vaddr, complete, needs);
+    let site = sym.offset + placed.skip;
+    log::debug!(
+        "site {}+{}: {}{}",
+        entry.name,
+        placed.skip,
+        placed.instruction(),
+        if placed.emulated {
+            ""
+        } else {
+            ", single-stepped"
+        }
+    );
+    if !placed.emulated {
+        sites.stepped.push(Stepped {
+            function: entry.name,
+            instruction: placed.instruction(),
+        });
+    }
+    let args = match custom {
+        None => placed.cookie_bits(),
+        // Each argument the layout reads, from the register that holds the one the spec names.
+        Some(c) => c.positions[..custom::arity(c)]
+            .iter()
+            .enumerate()
+            .fold(0, |bits, (i, &p)| {
+                bits | (placed.registers[p as usize - 1] as u64)
+                    << (COOKIE_ARGS_SHIFT as u64 + i as u64 * COOKIE_ARG_BITS as u64)
+            }),
+    };
+    match role {
+        Role::Label => sites
+            .enter
+            .push((site, cookie(entry.func, LAYOUT_LABEL) | args)),
+        Role::Alloc(layout) => {
+            let cookie = cookie(entry.func, layout) | args;
+            sites.enter.push((site, cookie));
+            sites.exit.push((site, cookie));
+        }
+        Role::Free => sites.free.push((site, entry.func as u64 | args)),
+    }
+    sites.functions.push(entry.name);
 }
 
 /// The release function `sym` (the entry point `entry`) only jumps to, when that one is a
@@ -534,6 +600,42 @@ mod tests {
             assert!(plan.sites.functions.contains(&"mi_zalloc"));
             assert!(offsets_unique(&plan));
         }
+    }
+
+    /// The `--python-objects` preset in Debian's python3, which defines the functions in its
+    /// executable: each of the eight probed, family "python" beside no C allocator; and a
+    /// custom spec reads its argument from the register of the position it names.
+    #[test]
+    fn python_preset_is_planned_in_python3() {
+        let Ok(python) = std::fs::canonicalize("/usr/bin/python3") else {
+            eprintln!("skipped: no /usr/bin/python3");
+            return;
+        };
+        let symbols = ElfSymbols::read(&python).unwrap();
+        let plan = plan_with(&symbols, &custom::python());
+        assert_eq!(plan.allocator, "python");
+        assert_eq!(plan.sites.functions.len(), 8, "{:?}", plan.sites.functions);
+        assert_eq!(plan.sites.probes(), 6 * 2 + 2);
+        assert!(plan
+            .sites
+            .enter
+            .iter()
+            .all(|s| s.1 & 0xffff >= alloc_func::FUNC_CUSTOM_ALLOC as u64));
+
+        // PyMem_Realloc(ptr, size) named as if its size were at position 1 and its pointer at 2:
+        // the layout's first slot (the pointer) then reads rsi, its second rdi, wherever the
+        // prologue left them.
+        let swapped = custom::parse("PyMem_Realloc=realloc(ptr=arg2,size=arg1)").unwrap();
+        let plan = plan_with(&symbols, &[swapped]);
+        let (_, cookie) = plan.sites.enter[0];
+        let slot = |i: u64| (cookie >> (COOKIE_ARGS_SHIFT as u64 + i * 4)) & 0xf;
+        assert_ne!(slot(0), 0, "always an explicit register");
+        assert_ne!(slot(0), slot(1));
+        let straight = custom::parse("PyMem_Realloc=realloc(ptr=arg1,size=arg2)").unwrap();
+        let plan = plan_with(&symbols, &[straight]);
+        let (_, c2) = plan.sites.enter[0];
+        let slot2 = |i: u64| (c2 >> (COOKIE_ARGS_SHIFT as u64 + i * 4)) & 0xf;
+        assert_eq!((slot(0), slot(1)), (slot2(1), slot2(0)));
     }
 
     /// Every site of the allocator libraries installed here reaches an instruction the kernel

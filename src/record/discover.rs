@@ -18,13 +18,14 @@
 //! SIGCONT, and a failure to scan or attach a file is logged and recorded in the file's coverage
 //! record (0 probes), never returned.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::time::Instant;
 
 use crate::format::{Event, EventKind};
 use crate::record::attach;
 use crate::record::catalogue;
+use crate::record::custom::Custom;
 use crate::record::decode::Stop;
 use crate::record::symbols::ElfSymbols;
 use crate::sys::bpf::{BpfError, Link, LoadedObject, MapFd};
@@ -153,6 +154,10 @@ pub struct Discovery<'obj> {
     files: HashMap<FileKey, Probed>,
     links: Vec<Link<'obj>>,
     stats: StopStats,
+    /// The `--allocator` functions to probe wherever they are defined.
+    custom: Vec<Custom>,
+    /// The symbols of `custom` some file defined.
+    custom_found: HashSet<&'static str>,
 }
 
 impl<'obj> Discovery<'obj> {
@@ -171,7 +176,24 @@ impl<'obj> Discovery<'obj> {
             files: HashMap::new(),
             links: Vec::new(),
             stats: StopStats::default(),
+            custom: Vec::new(),
+            custom_found: HashSet::new(),
         })
+    }
+
+    /// Probe the `--allocator` functions `custom` too, in every file scanned from now on.
+    pub fn with_custom(mut self, custom: Vec<Custom>) -> Discovery<'obj> {
+        self.custom = custom;
+        self
+    }
+
+    /// The `--allocator` functions no scanned file defined, for the end-of-run warning.
+    pub fn custom_not_found(&self) -> Vec<Custom> {
+        self.custom
+            .iter()
+            .filter(|c| !self.custom_found.contains(c.entry.name))
+            .copied()
+            .collect()
     }
 
     /// Probe the file at `path` before any tracked process maps it (the system's C library and
@@ -263,7 +285,10 @@ impl<'obj> Discovery<'obj> {
     }
 
     fn scan_and_attach(&mut self, path: &Path, entry: &mut Probed) -> Result<(), BpfError> {
-        let symbols = match ElfSymbols::read_only(path, catalogue::wants) {
+        let custom = &self.custom;
+        let wanted =
+            |name: &str| catalogue::wants(name) || custom.iter().any(|c| c.entry.name == name);
+        let symbols = match ElfSymbols::read_only(path, wanted) {
             Ok(s) => s,
             Err(e) => {
                 // Not an ELF file (a JIT's memfd, say): nothing to probe.
@@ -271,7 +296,12 @@ impl<'obj> Discovery<'obj> {
                 return Ok(());
             }
         };
-        let plan = catalogue::plan(&symbols);
+        let plan = catalogue::plan_with(&symbols, &self.custom);
+        for c in &self.custom {
+            if symbols.get(c.entry.name).is_some() {
+                self.custom_found.insert(c.entry.name);
+            }
+        }
         entry.allocator = plan.allocator;
         if let Some(hook) = symbols.get("_dl_debug_state") {
             // The dynamic loader: stop its processes once each set of libraries is mapped.

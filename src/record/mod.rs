@@ -9,6 +9,7 @@
 
 pub mod attach;
 pub mod catalogue;
+pub mod custom;
 pub mod decode;
 pub mod discover;
 pub mod drain;
@@ -68,6 +69,8 @@ pub struct RecordOptions {
     pub start_running: bool,
     /// How long to wait for what the command leaves running (`--grace`, `--wait-all`).
     pub ending: guardian::Ending,
+    /// Allocator functions to probe besides the catalogue's (`--allocator`, `--python-objects`).
+    pub custom: Vec<custom::Custom>,
 }
 
 impl RecordOptions {
@@ -104,6 +107,7 @@ impl RecordOptions {
             control: None,
             start_running: false,
             ending: guardian::Ending::default(),
+            custom: Vec::new(),
         })
     }
 
@@ -292,8 +296,9 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
     // kernels get one classic uprobe per site from a second load of the same object.
     let alloc_multi = load_alloc(&process_obj, false, opts.probe_floor)?;
     let alloc_classic;
-    let mut discovery =
-        discover::Discovery::new(&alloc_multi, false, &discover_obj).map_err(kernel_error)?;
+    let mut discovery = discover::Discovery::new(&alloc_multi, false, &discover_obj)
+        .map_err(kernel_error)?
+        .with_custom(opts.custom.clone());
     // The C library nearly every process maps is probed now rather than at each process's
     // first stop; other files are probed as processes map them.
     match attach::find_libc() {
@@ -306,7 +311,8 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
                 log::info!("uprobe_multi unavailable ({e}); attaching one uprobe per site");
                 alloc_classic = load_alloc(&process_obj, true, opts.probe_floor)?;
                 discovery = discover::Discovery::new(&alloc_classic, true, &discover_obj)
-                    .map_err(kernel_error)?;
+                    .map_err(kernel_error)?
+                    .with_custom(opts.custom.clone());
                 discovery.probe_path(&libc).map_err(kernel_error)?;
             }
         },
@@ -442,6 +448,7 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
     group.restore_terminal();
     let (summary, discovery) = result?;
     let allocators = discovery.summary();
+    let not_found = custom::not_found_warnings(&discovery.custom_not_found());
     let left_running = guardian.left_running();
     if left_running.is_empty() {
         // The file is complete. Detaching the probes waits on kernel grace periods (about
@@ -461,6 +468,11 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
     background_writes.unblock();
     signals.unblock();
 
+    // Even with -q: an allocator asked for and never seen is a mistake in the command line
+    // (a misspelt symbol, a stripped file), not news.
+    for warning in &not_found {
+        eprintln!("memtrack: warning: {warning}");
+    }
     if !opts.quiet && !left_running.is_empty() {
         eprintln!(
             "memtrack: {}",

@@ -58,7 +58,14 @@ const LOCATIONS: [Register; 15] = [
 ];
 
 /// The integer argument registers of the System V x86_64 ABI, in order.
-const ARGS: [Register; 3] = [Register::RDI, Register::RSI, Register::RDX];
+const ARGS: [Register; 6] = [
+    Register::RDI,
+    Register::RSI,
+    Register::RDX,
+    Register::RCX,
+    Register::R8,
+    Register::R9,
+];
 
 /// Instructions stepped over at most before the probe stays at the entry: the longest prologue
 /// seen here is jemalloc's free, nine loads and arithmetic on scratch registers before a `jne`.
@@ -89,6 +96,9 @@ pub struct Site {
     /// Where the arguments the program reads are at the site (`ARG_OWN_REG` for each at
     /// the entry, or when nothing moved it).
     pub args: [arg_reg; 3],
+    /// Where each of the six integer arguments is at the site, always as an explicit register
+    /// (its own while it holds it); meaningful for the first `Needs::args` only.
+    pub registers: [arg_reg; 6],
 }
 
 impl Site {
@@ -107,12 +117,11 @@ impl Site {
 
 /// Where each argument is while the probe moves forward: for each, the set of registers (bits
 /// over `LOCATIONS`) that hold the value the caller passed.
-struct Holders([u16; 3]);
+struct Holders([u16; 6]);
 
 impl Holders {
     fn at_entry() -> Holders {
-        let bit = |r| 1u16 << LOCATIONS.iter().position(|&l| l == r).unwrap_or(0);
-        Holders([bit(ARGS[0]), bit(ARGS[1]), bit(ARGS[2])])
+        Holders(ARGS.map(location_bit))
     }
 
     /// After `insn`, which writes the registers `written` (bits over `LOCATIONS`).
@@ -131,7 +140,23 @@ impl Holders {
 
     /// Whether each of the first `n` arguments is still somewhere.
     fn all_held(&self, n: usize) -> bool {
-        self.0[..n.min(3)].iter().all(|&h| h != 0)
+        self.0[..n.min(6)].iter().all(|&h| h != 0)
+    }
+
+    /// Where each argument is, as an explicit register: its own while it holds it, else the
+    /// first register that does.
+    fn registers(&self) -> [arg_reg; 6] {
+        let mut out = [arg_reg::ARG_OWN_REG; 6];
+        for (i, &held) in self.0.iter().enumerate() {
+            let own = location_bit(ARGS[i]);
+            let bit = if held & own != 0 || held == 0 {
+                own
+            } else {
+                held & held.wrapping_neg()
+            };
+            out[i] = ARG_REGS[bit.trailing_zeros() as usize];
+        }
+        out
     }
 
     /// Where the first `n` arguments are: their own register while it holds them, else the
@@ -185,6 +210,7 @@ pub fn place(code: &[u8], vaddr: u64, complete: bool, needs: Needs) -> Site {
         emulated: false,
         mnemonic,
         args: [arg_reg::ARG_OWN_REG; 3],
+        registers: Holders::at_entry().registers(),
     };
     if !cfg!(target_arch = "x86_64") {
         return entry(Mnemonic::INVALID);
@@ -215,6 +241,7 @@ pub fn place(code: &[u8], vaddr: u64, complete: bool, needs: Needs) -> Site {
                 emulated: true,
                 mnemonic: insn.mnemonic(),
                 args: holders.locations(needs.args),
+                registers: holders.registers(),
             };
         }
         let Some(written) = steppable(&insn, &mut info, needs) else {
@@ -455,6 +482,43 @@ mod tests {
         };
         let s = place(code, AT, true, needs);
         (s.skip, s.args)
+    }
+
+    /// `--allocator` functions read arguments past the third (issue 18): each of the six is
+    /// tracked, and named by an explicit register.
+    #[test]
+    fn the_fourth_argument_is_tracked_too() {
+        use arg_reg::*;
+        // mov %rcx,%rbx; xor %ecx,%ecx; push %rbp: argument 4 is in rbx at the push.
+        let code = [0x48, 0x89, 0xcb, 0x31, 0xc9, 0x55];
+        let site = place(
+            &code,
+            AT,
+            true,
+            Needs {
+                args: 4,
+                entry_sp: true,
+            },
+        );
+        assert_eq!(site.skip, 5);
+        assert_eq!(
+            site.registers,
+            [ARG_RDI, ARG_RSI, ARG_RDX, ARG_RBX, ARG_R8, ARG_R9]
+        );
+        // With 3 arguments needed only, the first three stay where they were, as before.
+        assert_eq!(args_at(&code, 3), (5, [ARG_OWN_REG; 3]));
+        // xor %ecx,%ecx alone loses argument 4: the probe stays at the entry.
+        let site = place(
+            &[0x31, 0xc9, 0x55],
+            AT,
+            true,
+            Needs {
+                args: 4,
+                entry_sp: true,
+            },
+        );
+        assert_eq!(site.skip, 0);
+        assert_eq!(site.registers[3], ARG_RCX);
     }
 
     #[test]
