@@ -696,28 +696,35 @@ fn memtrack_ctl_allocations_are_never_recorded() {
     );
     // What the benchmark still holds is the shell's own work inside the window (dash makes a
     // job entry for `ctl stop` and its forked child allocates before it executes memtrack),
-    // counted here from the raw events; `memtrack ctl` itself adds nothing.
+    // counted here from the raw events; `memtrack ctl` itself adds nothing. A call that entered
+    // while the gate was open and returned after `stop` is the benchmark's although its record
+    // follows the stop (bpf/alloc.bpf.c): so at least the allocations between the two control
+    // records, and at most all of the shell's and its children's (ctl's own are none, above).
     let report = report_of(&rec);
     let b = bench(&report, "shell::empty");
     let shell = rec.header.root_pid;
     let (start, stop) = windows(&rec)[0];
     let mut tree = std::collections::HashSet::from([shell]);
-    let mut allocs = 0u64;
+    let (mut inside, mut all) = (0u64, 0u64);
     for (i, e) in rec.events.iter().enumerate() {
         match &e.kind {
             EventKind::Fork { child } if tree.contains(&e.pid) => {
                 tree.insert(*child);
             }
-            EventKind::Alloc { .. } if start < i && i < stop && tree.contains(&e.pid) => {
-                allocs += 1
+            EventKind::Alloc { .. } if tree.contains(&e.pid) => {
+                all += 1;
+                if start < i && i < stop {
+                    inside += 1;
+                }
             }
             _ => {}
         }
     }
     check!(
         rec,
-        b.metrics.heap.allocs == allocs,
-        "the benchmark counts the shell's {allocs} allocations: {:?}",
+        inside <= b.metrics.heap.allocs && b.metrics.heap.allocs <= all,
+        "the benchmark counts the shell's allocations ({inside} between start and stop, {all} \
+         in all): {:?}",
         heap(b)
     );
     let stderr = String::from_utf8_lossy(&rec.output.stderr);
