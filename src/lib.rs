@@ -17,4 +17,6 @@ pub mod units;
 
 mod sys;
 #[cfg(test)]
+mod testkit;
+#[cfg(test)]
 mod xorshift;

@@ -1264,7 +1264,7 @@ pub fn analyze<I: IntoIterator<Item = Event>>(
 mod tests {
     use super::*;
     use crate::format::{AllocFunc, RssMember, Trailer};
-    use crate::report::synthetic::*;
+    use crate::testkit::*;
 
     // --- raw mappings -----------------------------------------------------------------------
 

@@ -335,7 +335,7 @@ mod stream_tests {
     use crate::format::{EventKind, Header, MarkerKind, RssMember, FEATURE_CONTROL};
     use crate::report::accounting::analyze;
     use crate::report::metrics::{BenchmarkMetrics, Blocks, Report};
-    use crate::report::synthetic::*;
+    use crate::testkit::*;
 
     /// A header of a `record --control` recording: measuring starts paused.
     fn paused() -> Header {

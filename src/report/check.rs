@@ -171,7 +171,7 @@ pub fn write_results(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::synthetic::{exit, free, malloc, run, seq};
+    use crate::testkit::{exit, free, malloc, run, seq};
 
     /// 3 allocations of 1000 bytes, peak 2000, one block of 1000 leaked at exit.
     fn report() -> Report {
@@ -201,7 +201,7 @@ mod tests {
     #[test]
     fn peak_rss_is_the_resident_peak() {
         use crate::format::RssMember;
-        use crate::report::synthetic::rss;
+        use crate::testkit::rss;
         // 100 anon pages, then 50 file pages, then anon down to 20: peak 150 pages.
         let report = run(seq(vec![
             rss(RssMember::Anon, 100, 100, true),

@@ -20,7 +20,7 @@ mod tests {
     use crate::format::{Header, ReadEnd};
     use crate::report::accounting::analyze;
     use crate::report::metrics::SCHEMA_VERSION;
-    use crate::report::synthetic::{at, exit, header, malloc};
+    use crate::testkit::{at, exit, header, malloc};
     use serde_json::Value;
 
     /// Process 1 allocates 24 bytes at 5 ns and exits without freeing them.

@@ -14,8 +14,6 @@ pub mod json;
 mod mapped;
 pub mod metrics;
 mod resident;
-#[cfg(test)]
-mod synthetic;
 pub mod text;
 
 use std::io::{self, BufWriter, Write};
@@ -387,7 +385,7 @@ mod tests {
     /// bytes, frees the 50, forks 2, which allocates 3000 bytes and exits with them; 1 exits.
     fn recording_bytes() -> Vec<u8> {
         use crate::format::{Trailer, Writer};
-        use synthetic::{at, exit, fork, free, header, malloc};
+        use crate::testkit::{at, exit, fork, free, header, malloc};
         let events = [
             at(10, 1, 1, malloc(0x10, 100)),
             at(20, 1, 1, malloc(0x20, 50)),
@@ -565,8 +563,8 @@ mod tests {
             std::env::temp_dir().join(format!("memtrack-report-bench-{}.mt", std::process::id()));
         let file = TempRecording(path);
         let out = std::io::BufWriter::new(std::fs::File::create(&file.0).unwrap());
-        let mut w = Writer::new(out, &synthetic::header()).unwrap();
-        for e in synthetic::benchmark_events(EVENTS, 64) {
+        let mut w = Writer::new(out, &crate::testkit::header()).unwrap();
+        for e in crate::testkit::benchmark_events(EVENTS, 64) {
             w.push(&e).unwrap();
         }
         w.finish(&Trailer::default()).unwrap();

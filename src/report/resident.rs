@@ -244,7 +244,7 @@ impl ResidentSum {
 mod tests {
     use super::*;
     use crate::report::metrics::{ProcessMetrics, Report};
-    use crate::report::synthetic::*;
+    use crate::testkit::*;
 
     const ANON: usize = RssMember::Anon as usize;
     const FILE: usize = RssMember::File as usize;

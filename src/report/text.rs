@@ -587,7 +587,7 @@ mod tests {
     use super::*;
     use crate::format::{Header, ReadEnd};
     use crate::report::accounting::analyze;
-    use crate::report::synthetic::{at, exit, fork, free, lost, malloc, START};
+    use crate::testkit::{at, exit, fork, free, lost, malloc, START};
 
     fn header() -> Header {
         Header {
@@ -756,7 +756,7 @@ mod tests {
 
     /// Root 10 runs benchmark "parse small" in child 11, with noise from child 12.
     fn with_benchmarks() -> Report {
-        use crate::report::synthetic::{bench, start, stop};
+        use crate::testkit::{bench, start, stop};
         let events = vec![
             at(0, 10, 10, fork(11)),
             at(1, 10, 10, fork(12)),

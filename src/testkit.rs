@@ -1,12 +1,13 @@
-//! Synthetic event streams for the report's unit tests: short builders for events so each test
-//! reads as the story it checks, and lookups into the resulting report.
+//! The unit tests' kit: short builders for headers and events so each test reads as the story it
+//! checks, and lookups into the resulting report. Every module's tests build their synthetic
+//! streams here rather than each writing its own.
 //!
-//! Test-only (`#[cfg(test)]` in `report/mod.rs`); nothing outside the tests sees it.
+//! Test-only (`#[cfg(test)]` in `lib.rs`); nothing outside the tests sees it.
 
 use crate::format::{AllocFunc, ControlCommand, Event, EventKind, Header, MarkerKind, RssMember};
 
-use super::accounting::analyze;
-use super::metrics::{HeapMetrics, ProcessMetrics, Report};
+use crate::report::accounting::analyze;
+use crate::report::metrics::{HeapMetrics, ProcessMetrics, Report};
 
 /// Start of the synthetic recordings (CLOCK_MONOTONIC ns); event times are relative to it.
 pub const START: u64 = 1_000_000;
