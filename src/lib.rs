@@ -10,6 +10,7 @@ pub mod doctor;
 pub mod dump;
 pub mod error;
 pub mod format;
+mod intmap;
 pub mod preflight;
 pub mod record;
 pub mod report;

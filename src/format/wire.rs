@@ -21,9 +21,8 @@
 //! without a call stack, have variants of their own without the function byte: a malloc/free
 //! stream takes 5 to 6 bytes per event.
 
-use std::collections::HashMap;
+use crate::intmap::IntMap;
 use std::fmt;
-use std::hash::{BuildHasherDefault, Hasher};
 
 use serde::{Deserialize, Serialize};
 
@@ -288,28 +287,6 @@ fn take_common(bytes: &[u8]) -> Option<(WireRecord<'static>, usize)> {
     Some((rec, f.pos))
 }
 
-/// A hasher for the (pid, tid) keys of the encoder's thread index: one multiply instead of
-/// SipHash, since it runs on every thread switch in the recorder's hot loop and pids are not
-/// chosen by an attacker.
-#[derive(Default)]
-struct ThreadKeyHasher(u64);
-
-impl Hasher for ThreadKeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-}
-
 /// A postcard output that appends to a caller's reusable buffer, so encoding allocates nothing
 /// once the buffer has grown to a chunk's size.
 struct AppendFlavor<'a>(&'a mut Vec<u8>);
@@ -344,7 +321,8 @@ pub(crate) struct ChunkEncoder {
     /// Index of the current thread; meaningful once `threads` is not empty.
     current: usize,
     threads: Vec<ThreadState>,
-    index: HashMap<u64, u32, BuildHasherDefault<ThreadKeyHasher>>,
+    /// (pid << 32 | tid) to its index in `threads`; looked up on every thread switch.
+    index: IntMap<u64, u32>,
 }
 
 impl ChunkEncoder {

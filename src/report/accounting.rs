@@ -15,11 +15,9 @@
 //! - the tree peak is the peak of the sum of the live heaps of the tree's processes, kept
 //!   exactly by updating the sum of every ancestor on each change (O(depth) per event).
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
 use super::incomplete;
 use crate::format::{Event, EventKind, Header, LostCount, ReadEnd, Skipped, FEATURE_CONTROL};
+use crate::intmap::IntMap;
 
 use super::bench::Benchmarks;
 use super::mapped::{Calls, MappedSum, ProcMapped};
@@ -28,45 +26,6 @@ use super::metrics::{
     ProcessMetrics, Report, RunInfo, Scope, SizeBucket, SCHEMA_VERSION,
 };
 use super::resident::{ProcResident, ResidentSum, MEMBERS};
-
-/// A hasher for integer keys (addresses, pids, tids): one 64x64->128 multiply folded to 64
-/// bits. Much cheaper than SipHash on the hot path; the inputs are not chosen to collide by
-/// anyone who gains from it, and a collision only costs time.
-#[derive(Clone, Copy, Default)]
-pub struct IntHasher(u64);
-
-/// Odd constant from the golden ratio, spreading consecutive keys over the whole word.
-const MIX: u64 = 0x9e37_79b9_7f4a_7c15;
-
-impl Hasher for IntHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        // Folding both halves of the product mixes high input bits into the low bits the table
-        // indexes with, and low bits (alignment zeros of addresses) into the high ones.
-        let product = u128::from(self.0 ^ n) * u128::from(MIX);
-        self.0 = (product as u64) ^ ((product >> 64) as u64);
-    }
-
-    fn write_u32(&mut self, n: u32) {
-        self.write_u64(u64::from(n));
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.write_u64(n as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-/// A map keyed by integers with [`IntHasher`].
-pub type IntMap<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
 
 /// Number of size buckets: 0, then one per bit length 1..=64.
 const BUCKETS: usize = 65;
@@ -2115,27 +2074,6 @@ mod tests {
                 assert!(b.metrics.processes <= r.totals.processes, "seed {seed}");
             }
         }
-    }
-
-    // --- hasher ----------------------------------------------------------------------------
-
-    #[test]
-    fn hasher_spreads_aligned_addresses() {
-        use std::hash::BuildHasher;
-        let build = BuildHasherDefault::<IntHasher>::default();
-        let mut low_bits = std::collections::HashSet::new();
-        for i in 0..1024u64 {
-            low_bits.insert(build.hash_one(0x5555_0000_0000 + i * 16) & 1023);
-        }
-        // A good spread fills most of the 1024 slots (a bad one leaves 1/16 of them).
-        assert!(low_bits.len() > 600, "{}", low_bits.len());
-    }
-
-    #[test]
-    fn hasher_differs_for_pids() {
-        use std::hash::BuildHasher;
-        let build = BuildHasherDefault::<IntHasher>::default();
-        assert_ne!(build.hash_one(1u32), build.hash_one(2u32));
     }
 
     // --- benchmark -------------------------------------------------------------------------
