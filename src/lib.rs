@@ -14,6 +14,7 @@ mod intmap;
 pub mod preflight;
 pub mod record;
 pub mod report;
+pub mod table;
 pub mod units;
 
 mod sys;

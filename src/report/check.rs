@@ -1,12 +1,13 @@
 //! `memtrack check`: compares a recording's metrics with limits, so CI can gate on memory.
 //!
 //! Flow: `run_check` builds the report (narrowed to `--tree` or `--bench` if given) the same
-//! way `report` does, then [`evaluate`] compares its totals with each limit and [`write_results`] prints one
-//! line per limit. The caller maps the outcome to an exit code: 0 all hold, 1 any fails, 2 a bad
+//! way `report` does, then [`evaluate`] compares its totals with each limit and
+//! [`write_results`] prints one aligned line per limit. The caller maps the outcome to an exit code: 0 all hold, 1 any fails, 2 a bad
 //! file or flag.
 
 use std::io::{self, Write};
 
+use crate::table::{Column, Table};
 use crate::units::format_bytes;
 
 use super::metrics::Report;
@@ -149,18 +150,23 @@ pub fn write_results(
     report: &Report,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    let values: Vec<String> = results.iter().map(|r| show(r.quantity, r.value)).collect();
-    let limits: Vec<String> = results.iter().map(|r| show(r.quantity, r.limit)).collect();
-    let name_width = results.iter().map(|r| r.name.len()).max().unwrap_or(0);
-    let value_width = values.iter().map(|v| v.chars().count()).max().unwrap_or(0);
-    let limit_width = limits.iter().map(|v| v.chars().count()).max().unwrap_or(0);
-    for ((r, value), limit) in results.iter().zip(&values).zip(&limits) {
+    let mut table = Table::new(vec![
+        Column::left(""),
+        Column::right("  "),
+        Column::right("  limit "),
+        Column::left("  "),
+    ]);
+    for r in results {
         let verdict = if r.pass { "pass" } else { "FAIL" };
-        writeln!(
-            out,
-            "{:<name_width$}  {value:>value_width$}  limit {limit:>limit_width$}  {verdict}",
-            r.name
-        )?;
+        table.row(vec![
+            r.name.to_string(),
+            show(r.quantity, r.value),
+            show(r.quantity, r.limit),
+            verdict.to_string(),
+        ]);
+    }
+    for line in table.lines() {
+        writeln!(out, "{line}")?;
     }
     for reason in &report.incomplete_reasons {
         writeln!(out, "incomplete: {reason}")?;
