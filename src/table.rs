@@ -107,52 +107,51 @@ impl Table {
 mod tests {
     use super::*;
 
-    fn cells(row: &[&str]) -> Vec<String> {
-        row.iter().map(|s| s.to_string()).collect()
+    /// The lines of a table of `columns` and `rows`.
+    fn lines(columns: Vec<Column>, rows: &[&[&str]]) -> Vec<String> {
+        let mut table = Table::new(columns);
+        for row in rows {
+            table.row(row.iter().map(|s| s.to_string()).collect());
+        }
+        table.lines()
     }
 
     #[test]
     fn columns_are_as_wide_as_their_widest_cell() {
-        let mut t = Table::new(vec![Column::left(""), Column::right("  ")]);
-        t.row(cells(&["peak", "1"]));
-        t.row(cells(&["a", "100"]));
-        assert_eq!(t.lines(), ["peak    1", "a     100"]);
+        let columns = vec![Column::left(""), Column::right("  ")];
+        let got = lines(columns, &[&["peak", "1"], &["a", "100"]]);
+        assert_eq!(got, ["peak    1", "a     100"]);
     }
 
     #[test]
     fn a_left_last_column_is_not_padded() {
-        let mut t = Table::new(vec![Column::left("  "), Column::left("  ")]);
-        t.row(cells(&["x", "long"]));
-        t.row(cells(&["y", ""]));
-        assert_eq!(t.lines(), ["  x  long", "  y  "]);
+        let columns = vec![Column::left("  "), Column::left("  ")];
+        let got = lines(columns, &[&["x", "long"], &["y", ""]]);
+        assert_eq!(got, ["  x  long", "  y  "]);
     }
 
     #[test]
     fn a_right_last_column_is_padded() {
-        let mut t = Table::new(vec![Column::right("")]);
-        t.row(cells(&["7"]));
-        t.row(cells(&["123"]));
-        assert_eq!(t.lines(), ["  7", "123"]);
+        let got = lines(vec![Column::right("")], &[&["7"], &["123"]]);
+        assert_eq!(got, ["  7", "123"]);
     }
 
     #[test]
     fn widths_count_characters_not_bytes() {
-        let mut t = Table::new(vec![Column::right(""), Column::left(" ")]);
-        t.row(cells(&["2.0 µs", "a"]));
-        t.row(cells(&["10 ms", "b"]));
-        assert_eq!(t.lines(), ["2.0 µs a", " 10 ms b"]);
+        let columns = vec![Column::right(""), Column::left(" ")];
+        let got = lines(columns, &[&["2.0 µs", "a"], &["10 ms", "b"]]);
+        assert_eq!(got, ["2.0 µs a", " 10 ms b"]);
     }
 
     #[test]
     fn the_text_before_a_column_is_kept() {
-        let mut t = Table::new(vec![Column::left(""), Column::right("  limit ")]);
-        t.row(cells(&["a", "5"]));
-        t.row(cells(&["b", "50"]));
-        assert_eq!(t.lines(), ["a  limit  5", "b  limit 50"]);
+        let columns = vec![Column::left(""), Column::right("  limit ")];
+        let got = lines(columns, &[&["a", "5"], &["b", "50"]]);
+        assert_eq!(got, ["a  limit  5", "b  limit 50"]);
     }
 
     #[test]
     fn an_empty_table_has_no_lines() {
-        assert!(Table::new(vec![Column::left("")]).lines().is_empty());
+        assert!(lines(vec![Column::left("")], &[]).is_empty());
     }
 }

@@ -6,20 +6,23 @@
 //! file or flag.
 
 use std::io::{self, Write};
+use std::path::PathBuf;
 
 use crate::table::{Column, Table};
 use crate::units::format_bytes;
 
-use super::metrics::Report;
+use super::metrics::{Report, Scope};
 
-/// The limits to check, each optional; at least one must be given. Every limit holds when the
-/// value is at most the limit.
+/// What `memtrack check` was asked for: the recording, what to check in it, and the limits,
+/// each optional (`cli` refuses a check without one). Every limit holds when the value is at
+/// most the limit.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CheckOptions {
-    /// Check the tree of this pid (the process and its descendants) instead of the whole run.
-    pub tree: Option<u32>,
-    /// Check this benchmark (its pid tree inside its windows) instead of the whole run.
-    pub bench: Option<String>,
+    /// The recording to read.
+    pub file: PathBuf,
+    /// What to check: the whole run, the tree of a pid (`--tree`: the process and its
+    /// descendants) or a benchmark (`--bench`: its pid tree inside its windows).
+    pub scope: Scope,
     /// Highest live heap, bytes (`--max-peak-heap`).
     pub max_peak_heap: Option<u64>,
     /// Successful allocations, reallocs included (`--max-allocs`).
@@ -193,8 +196,8 @@ mod tests {
 
     fn all(limit: u64) -> CheckOptions {
         CheckOptions {
-            tree: None,
-            bench: None,
+            file: PathBuf::new(),
+            scope: Scope::Run,
             max_peak_heap: Some(limit),
             max_allocs: Some(limit),
             max_bytes: Some(limit),
