@@ -1,10 +1,22 @@
-//! The command line as typed: one argh struct per subcommand. Doc comments are the --help text.
-//! `main` turns these into the validated options each subcommand runs on.
+//! The command line, in two steps (as ripgrep's lowargs and hiargs): first the flags as typed,
+//! one argh struct per subcommand whose doc comments are the --help text; then one `TryFrom`
+//! per subcommand into the validated options it runs on (`record::RecordOptions`,
+//! `report::ReportOptions`, `report::CheckOptions`, `control::CtlOptions`). Every flag value is
+//! parsed once, and every conflict between flags is caught here, before anything is read,
+//! loaded or spawned. `main` only dispatches.
 
 use std::ffi::OsString;
+use std::fmt;
 use std::path::PathBuf;
 
 use argh::FromArgs;
+
+use crate::control::{self, CtlOptions, Request};
+use crate::error::{Error, Subcommand};
+use crate::format::{ControlCommand, MarkerKind};
+use crate::record::{self, custom, guardian, RecordOptions};
+use crate::report::{check, CheckOptions, ReportOptions, Rows, Scope};
+use crate::units;
 
 /// Record every heap allocation and resident-memory change of a command and all its
 /// descendants with eBPF, and report on the recording.
@@ -32,12 +44,28 @@ pub struct Cli {
 #[derive(FromArgs, Debug)]
 #[argh(subcommand)]
 pub enum Command {
+    /// `memtrack record`
     Record(RecordArgs),
+    /// `memtrack report`
     Report(ReportArgs),
+    /// `memtrack check`
     Check(CheckArgs),
+    /// `memtrack dump`
     Dump(DumpArgs),
+    /// `memtrack doctor`
     Doctor(DoctorArgs),
+    /// `memtrack ctl`
     Ctl(CtlArgs),
+}
+
+impl Command {
+    /// Which subcommand this is, for the exit code of its errors.
+    pub fn subcommand(&self) -> Subcommand {
+        match self {
+            Command::Record(_) => Subcommand::Record,
+            _ => Subcommand::Other,
+        }
+    }
 }
 
 /// Run a command and record its allocations, and those of every process it starts, into a file.
@@ -125,7 +153,7 @@ pub struct RecordArgs {
     pub python_objects: bool,
     /// the command to record and its arguments (after --)
     #[argh(positional, greedy)]
-    pub command: Vec<String>,
+    pub command: Vec<OsString>,
 }
 
 /// Summarise a recording: per run, per process tree and per process.
@@ -311,7 +339,7 @@ fn parse_pid(value: &str) -> Result<u32, String> {
         .map_err(|_| "give a process id (a whole number, as `memtrack report FILE` lists)".into())
 }
 
-/// `--ring-size`: MiB; `RecordOptions` checks the range.
+/// `--ring-size`: MiB; `RecordOptions::try_from` checks the range.
 fn parse_ring_size(value: &str) -> Result<u32, String> {
     value
         .parse()
@@ -321,12 +349,9 @@ fn parse_ring_size(value: &str) -> Result<u32, String> {
 /// What the command line asks for, once parsed.
 #[derive(Debug)]
 pub enum Parsed {
-    /// Run a subcommand. For `record`, `command` is the recorded command exactly as given (any
-    /// bytes, not only UTF-8), replacing `RecordArgs::command`.
-    Run {
-        cli: Cli,
-        command: Option<Vec<OsString>>,
-    },
+    /// Run a subcommand. For `record`, `RecordArgs::command` is the recorded command exactly as
+    /// given (any bytes, not only UTF-8).
+    Run(Cli),
     /// Print this on stdout and exit 0 (`--help`, `-h`, `help`, `--version`).
     Print(String),
     /// Print this one line on stderr and exit with `code`: 2, or 125 for `record`.
@@ -364,7 +389,7 @@ pub fn parse(argv: &[OsString]) -> Parsed {
         code,
     };
     let strs: Vec<&str> = args.iter().map(String::as_str).collect();
-    let cli = match Cli::from_args(&["memtrack"], &strs) {
+    let mut cli = match Cli::from_args(&["memtrack"], &strs) {
         Ok(cli) => cli,
         Err(early) if early.status.is_ok() => return Parsed::Print(early.output),
         Err(early) => return fail(argh_message(&early.output)),
@@ -390,8 +415,10 @@ pub fn parse(argv: &[OsString]) -> Parsed {
             bad.to_string_lossy()
         ));
     }
-    let command = (tail > 0).then(|| command.to_vec());
-    Parsed::Run { cli, command }
+    if let Some(Command::Record(r)) = &mut cli.command {
+        r.command = command.to_vec();
+    }
+    Parsed::Run(cli)
 }
 
 /// Exit code of a bad flag of `report`, `check`, `dump`, `ctl` and `doctor`.
@@ -445,4 +472,463 @@ fn argh_message(output: &str) -> String {
         return format!("give one of: {}", names.join(", "));
     }
     lines.join(" ")
+}
+
+/// The usage error for `value` given to `flag`: "FLAG VALUE: WHY", as every flag checked after
+/// argh says it.
+fn bad_value(flag: &str, value: &str, why: impl fmt::Display) -> Error {
+    Error::Usage(format!("{flag} {value}: {why}"))
+}
+
+/// A SIZE flag of `check` (`--max-peak-heap 64MiB`), if given.
+fn size(flag: &str, value: Option<String>) -> Result<Option<u64>, Error> {
+    value
+        .map(|v| units::parse_size(&v).map_err(|e| bad_value(flag, &v, e)))
+        .transpose()
+}
+
+impl TryFrom<RecordArgs> for RecordOptions {
+    type Error = Error;
+
+    /// Checks what can be checked before anything is loaded or spawned, in this order: the
+    /// command, `-o`, `--ring-size`, `--control` with `--start-running`, `--grace` with
+    /// `--wait-all`, then the allocator functions.
+    fn try_from(a: RecordArgs) -> Result<RecordOptions, Error> {
+        if a.command.is_empty() {
+            return Err(Error::Usage(
+                "no command given; usage: memtrack record [-o FILE] -- CMD [ARGS...]".into(),
+            ));
+        }
+        record::output::validate(&a.output)?;
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let ring_size_mib = a
+            .ring_size
+            .unwrap_or_else(|| record::default_ring_size_mib(cpus));
+        if ring_size_mib == 0 || !ring_size_mib.is_power_of_two() || ring_size_mib > 1024 {
+            return Err(bad_value(
+                "--ring-size",
+                &ring_size_mib.to_string(),
+                "give a power of two between 1 and 1024 (MiB)",
+            ));
+        }
+        let control = control_fifo(a.control, a.start_running)?;
+        let ending = guardian::Ending::from_flags(a.grace.as_deref(), a.wait_all)?;
+        let mut custom = Vec::new();
+        for spec in &a.allocator {
+            if spec == "python" {
+                custom.extend(custom::python());
+            } else {
+                custom.push(custom::parse(spec).map_err(Error::Usage)?);
+            }
+        }
+        if a.python_objects && !a.allocator.iter().any(|s| s == "python") {
+            custom.extend(custom::python());
+        }
+        custom::check_unique(&custom).map_err(Error::Usage)?;
+        Ok(RecordOptions {
+            output: a.output,
+            ring_size_bytes: u64::from(ring_size_mib) << 20,
+            command: a.command,
+            rss: !a.no_rss,
+            probe_floor: a.probe_floor,
+            mappings: !a.no_mappings,
+            quiet: a.quiet,
+            user: a.user,
+            control,
+            start_running: a.start_running,
+            ending,
+            custom,
+        })
+    }
+}
+
+/// `record --control PATH` made absolute (the command may change directory before it opens
+/// the FIFO), in a directory that exists; `--start-running` only with it.
+fn control_fifo(control: Option<PathBuf>, start_running: bool) -> Result<Option<PathBuf>, Error> {
+    let Some(path) = control else {
+        if start_running {
+            return Err(Error::Usage(
+                "--start-running only means something with --control PATH (without it, \
+                 everything is recorded)"
+                    .into(),
+            ));
+        }
+        return Ok(None);
+    };
+    if path.as_os_str().is_empty() {
+        return Err(Error::Usage(
+            "--control needs a path for the FIFO, e.g. --control /tmp/bench.ctl; an empty one \
+             names no file"
+                .into(),
+        ));
+    }
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    if let Some(dir) = dir.filter(|d| !d.is_dir()) {
+        return Err(Error::Usage(format!(
+            "--control {}: the directory {} does not exist; create it first, or give a path in \
+             an existing directory",
+            path.display(),
+            dir.display()
+        )));
+    }
+    std::path::absolute(&path)
+        .map(Some)
+        .map_err(|e| Error::io(&path, e))
+}
+
+impl TryFrom<ReportArgs> for ReportOptions {
+    type Error = Error;
+
+    fn try_from(a: ReportArgs) -> Result<ReportOptions, Error> {
+        let format = a
+            .format
+            .parse()
+            .map_err(|_| bad_value("--format", &a.format, "give text or json"))?;
+        let rows = match a.by.as_str() {
+            "process" => Rows::Processes,
+            "bench" => Rows::Benchmarks,
+            other => return Err(bad_value("--by", other, "give process or bench")),
+        };
+        let scope =
+            match (a.pid, a.tree) {
+                (Some(_), Some(_)) => return Err(Error::Usage(
+                    "--pid and --tree cannot be used together: --pid shows one process, --tree \
+                     a process and its descendants"
+                        .into(),
+                )),
+                (Some(pid), None) => Scope::Process { pid },
+                (None, Some(pid)) => Scope::Tree { pid },
+                (None, None) => Scope::Run,
+            };
+        Ok(ReportOptions {
+            file: a.file,
+            format,
+            scope,
+            rows,
+        })
+    }
+}
+
+impl TryFrom<CheckArgs> for CheckOptions {
+    type Error = Error;
+
+    fn try_from(a: CheckArgs) -> Result<CheckOptions, Error> {
+        let mut opts = CheckOptions {
+            file: a.file,
+            scope: Scope::Run,
+            max_peak_heap: size("--max-peak-heap", a.max_peak_heap)?,
+            max_allocs: a.max_allocs,
+            max_bytes: size("--max-bytes", a.max_bytes)?,
+            max_leaked: size("--max-leaked", a.max_leaked)?,
+            max_peak_rss: size("--max-peak-rss", a.max_peak_rss)?,
+            allow_incomplete: a.allow_incomplete,
+        };
+        if opts.has_no_limit() {
+            return Err(Error::Usage(format!(
+                "memtrack check needs at least one limit: {}",
+                check::LIMIT_FLAGS
+            )));
+        }
+        opts.scope =
+            match (a.tree, a.bench) {
+                (Some(_), Some(_)) => return Err(Error::Usage(
+                    "--tree and --bench cannot be used together: --bench already names the pid \
+                     tree the harness gave the benchmark"
+                        .into(),
+                )),
+                (Some(pid), None) => Scope::Tree { pid },
+                (None, Some(uri)) => Scope::Benchmark { uri },
+                (None, None) => Scope::Run,
+            };
+        Ok(opts)
+    }
+}
+
+impl TryFrom<CtlArgs> for CtlOptions {
+    type Error = Error;
+
+    /// The request first, then the FIFO: `--control PATH`, or `$MEMTRACK_CONTROL` without it.
+    fn try_from(a: CtlArgs) -> Result<CtlOptions, Error> {
+        let command = match a.action {
+            CtlAction::Hello(_) => None,
+            CtlAction::Start(_) => Some(ControlCommand::Start),
+            CtlAction::Stop(_) => Some(ControlCommand::Stop),
+            CtlAction::Bench(b) => Some(ControlCommand::Bench {
+                uri: b.uri,
+                pid: b.pid.unwrap_or_else(std::os::unix::process::parent_id),
+            }),
+            CtlAction::Marker(m) => {
+                let kind = MarkerKind::from_name(&m.kind).ok_or_else(|| {
+                    bad_value(
+                        "marker",
+                        &m.kind,
+                        "give sample_start, sample_end, round_start or round_end",
+                    )
+                })?;
+                Some(ControlCommand::Marker { kind })
+            }
+        };
+        let from_env = std::env::var_os(control::ENV_VAR).map(PathBuf::from);
+        let fifo = a.control.or(from_env).ok_or_else(|| {
+            Error::Usage(format!(
+                "no control FIFO: give --control PATH, or run under `memtrack record --control \
+                 PATH`, which sets ${}",
+                control::ENV_VAR
+            ))
+        })?;
+        let request = match command {
+            Some(command) => Request::Command(command),
+            None => Request::Hello {
+                version: control::PROTOCOL_VERSION,
+            },
+        };
+        Ok(CtlOptions { fifo, request })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::OutputFormat;
+
+    /// The `Cli` of `args` (without the program name), which must parse.
+    fn cli(args: &[&str]) -> Cli {
+        let argv: Vec<OsString> = std::iter::once("memtrack")
+            .chain(args.iter().copied())
+            .map(OsString::from)
+            .collect();
+        match parse(&argv) {
+            Parsed::Run(cli) => cli,
+            other => panic!("{args:?}: {other:?}"),
+        }
+    }
+
+    fn report(args: &[&str]) -> Result<ReportOptions, Error> {
+        match cli(&[&["report", "run.mt"], args].concat()).command {
+            Some(Command::Report(a)) => a.try_into(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn check(args: &[&str]) -> Result<CheckOptions, Error> {
+        match cli(&[&["check", "run.mt"], args].concat()).command {
+            Some(Command::Check(a)) => a.try_into(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn record(args: &[&str]) -> Result<RecordOptions, Error> {
+        match cli(&[&["record"], args].concat()).command {
+            Some(Command::Record(a)) => a.try_into(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn ctl(args: &[&str]) -> Result<CtlOptions, Error> {
+        match cli(&[&["ctl"], args].concat()).command {
+            Some(Command::Ctl(a)) => a.try_into(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// The message of a usage error.
+    fn usage<T: fmt::Debug>(result: Result<T, Error>) -> String {
+        match result {
+            Err(Error::Usage(m)) => m,
+            other => panic!("not a usage error: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn report_options_from_flags() {
+        let opts = report(&["--format", "json", "--tree", "7", "--by", "bench"]).unwrap();
+        assert_eq!(opts.file, PathBuf::from("run.mt"));
+        assert_eq!(opts.format, OutputFormat::Json);
+        assert_eq!(opts.scope, Scope::Tree { pid: 7 });
+        assert_eq!(opts.rows, Rows::Benchmarks);
+        assert_eq!(
+            report(&["--pid", "3"]).unwrap().scope,
+            Scope::Process { pid: 3 }
+        );
+        assert_eq!(
+            report(&[]).unwrap(),
+            ReportOptions {
+                file: "run.mt".into(),
+                ..ReportOptions::default()
+            }
+        );
+    }
+
+    #[test]
+    fn pid_and_tree_together_is_usage() {
+        let e = usage(report(&["--pid", "1", "--tree", "1"]));
+        assert!(
+            e.starts_with("--pid and --tree cannot be used together"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn bad_format_and_rows_name_the_choices() {
+        assert_eq!(
+            usage(report(&["--format", "xml"])),
+            "--format xml: give text or json"
+        );
+        assert_eq!(
+            usage(report(&["--by", "frob"])),
+            "--by frob: give process or bench"
+        );
+        // The format is checked first, as before.
+        let e = usage(report(&["--format", "xml", "--pid", "1", "--tree", "1"]));
+        assert!(e.starts_with("--format xml"), "{e}");
+    }
+
+    #[test]
+    fn check_options_from_flags() {
+        let opts = check(&[
+            "--max-peak-heap",
+            "64MiB",
+            "--max-allocs",
+            "5",
+            "--bench",
+            "b",
+        ]);
+        let opts = opts.unwrap();
+        assert_eq!(opts.max_peak_heap, Some(64 << 20));
+        assert_eq!(opts.max_allocs, Some(5));
+        assert_eq!(opts.scope, Scope::Benchmark { uri: "b".into() });
+        assert!(!opts.allow_incomplete);
+    }
+
+    #[test]
+    fn check_without_limit_is_usage() {
+        let e = usage(check(&[]));
+        assert!(e.contains("--max-peak-heap"), "{e}");
+    }
+
+    #[test]
+    fn tree_and_bench_together_is_usage() {
+        let e = usage(check(&["--tree", "1", "--bench", "x", "--max-allocs", "1"]));
+        assert!(
+            e.starts_with("--tree and --bench cannot be used together"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_bad_size_names_its_flag() {
+        let e = usage(check(&["--max-leaked", "12XB"]));
+        assert!(
+            e.starts_with("--max-leaked 12XB: invalid size '12XB'"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn record_needs_a_command() {
+        assert!(usage(record(&[])).starts_with("no command given"));
+    }
+
+    #[test]
+    fn record_options_from_flags() {
+        let opts = record(&[
+            "-o",
+            "x.mt",
+            "--ring-size",
+            "64",
+            "--no-rss",
+            "--",
+            "ls",
+            "-l",
+        ]);
+        let opts = opts.unwrap();
+        assert_eq!(opts.output, PathBuf::from("x.mt"));
+        assert_eq!(opts.ring_size_bytes, 64 << 20);
+        assert_eq!(opts.command, ["ls", "-l"].map(OsString::from));
+        assert!(!opts.rss && opts.mappings && !opts.probe_floor);
+        assert_eq!(opts.ending, guardian::Ending::default());
+    }
+
+    #[test]
+    fn ring_size_must_be_a_power_of_two() {
+        let e = usage(record(&["--ring-size", "3", "--", "true"]));
+        assert_eq!(
+            e,
+            "--ring-size 3: give a power of two between 1 and 1024 (MiB)"
+        );
+        assert!(record(&["--ring-size", "2048", "--", "true"]).is_err());
+    }
+
+    #[test]
+    fn start_running_needs_control() {
+        let e = usage(record(&["--start-running", "--", "true"]));
+        assert!(
+            e.starts_with("--start-running only means something with --control"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn control_fifo_is_made_absolute() {
+        let opts = record(&["--control", "bench.ctl", "--", "true"]).unwrap();
+        let fifo = opts.control.unwrap();
+        assert!(
+            fifo.is_absolute() && fifo.ends_with("bench.ctl"),
+            "{fifo:?}"
+        );
+    }
+
+    #[test]
+    fn grace_and_wait_all_contradict() {
+        let e = usage(record(&["--grace", "1s", "--wait-all", "--", "true"]));
+        assert!(e.contains("contradict"), "{e}");
+    }
+
+    #[test]
+    fn python_is_probed_once() {
+        let once = record(&["--python-objects", "--", "true"]).unwrap();
+        let both = record(&["--allocator", "python", "--python-objects", "--", "true"]).unwrap();
+        assert!(!once.custom.is_empty());
+        assert_eq!(once.custom.len(), both.custom.len());
+    }
+
+    #[test]
+    fn ctl_marker_kind_is_checked_before_the_fifo() {
+        let e = usage(ctl(&["marker", "frob"]));
+        assert!(e.starts_with("marker frob: give sample_start"), "{e}");
+    }
+
+    #[test]
+    fn ctl_options_from_flags() {
+        let opts = ctl(&["--control", "/tmp/c", "bench", "u", "--pid", "0"]).unwrap();
+        assert_eq!(opts.fifo, PathBuf::from("/tmp/c"));
+        assert_eq!(
+            opts.request,
+            Request::Command(ControlCommand::Bench {
+                uri: "u".into(),
+                pid: 0
+            })
+        );
+        let hello = ctl(&["--control", "/tmp/c", "hello"]).unwrap();
+        assert!(matches!(hello.request, Request::Hello { .. }));
+    }
+
+    #[test]
+    fn the_recorded_command_is_kept_byte_for_byte() {
+        use std::os::unix::ffi::OsStrExt;
+        let arg = OsString::from(std::ffi::OsStr::from_bytes(b"a\xffb"));
+        let argv = ["memtrack", "record", "--", "echo"]
+            .map(OsString::from)
+            .into_iter()
+            .chain([arg.clone()])
+            .collect::<Vec<_>>();
+        let Parsed::Run(Cli {
+            command: Some(Command::Record(r)),
+            ..
+        }) = parse(&argv)
+        else {
+            panic!("record did not parse")
+        };
+        assert_eq!(r.command, [OsString::from("echo"), arg]);
+    }
 }

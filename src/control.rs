@@ -209,23 +209,24 @@ pub fn printable(text: &str, max: usize) -> String {
     out
 }
 
-/// `memtrack ctl`: sends `command` (`hello` when `None`) to the recorder at `control`, or at
-/// `$MEMTRACK_CONTROL` without one, and waits until the recorder acted on it.
-pub fn ctl(control: Option<&Path>, command: Option<ControlCommand>) -> Result<(), Error> {
-    let from_env = std::env::var_os(ENV_VAR).map(PathBuf::from);
-    let path = control.map(Path::to_path_buf).or(from_env).ok_or_else(|| {
-        Error::Usage(format!(
-            "no control FIFO: give --control PATH, or run under `memtrack record --control PATH`, \
-             which sets ${ENV_VAR}"
-        ))
-    })?;
-    let request = match command {
-        Some(command) => Request::Command(command),
-        None => Request::Hello {
-            version: PROTOCOL_VERSION,
-        },
-    };
-    send(&path, &request)
+/// What `memtrack ctl` sends, and where: the options `cli` validated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CtlOptions {
+    /// The control FIFO: `--control PATH`, or `$MEMTRACK_CONTROL`.
+    pub fifo: PathBuf,
+    /// `hello`, or the command to send.
+    pub request: Request,
+}
+
+/// `memtrack ctl`: sends the request to the recorder at `opts.fifo` and waits until the
+/// recorder acted on it; after `hello`, prints the protocol both speak on `out`.
+pub fn ctl(opts: &CtlOptions, out: &mut dyn Write) -> Result<(), Error> {
+    send(&opts.fifo, &opts.request)?;
+    if let Request::Hello { .. } = opts.request {
+        writeln!(out, "memtrack control protocol {PROTOCOL_VERSION}")
+            .map_err(|e| Error::io("standard output", e))?;
+    }
+    Ok(())
 }
 
 /// Sends `request` to the recorder listening at `control` and waits until it acted on it; a

@@ -5,6 +5,7 @@
 use std::io::{self, Write};
 
 use crate::preflight::{self, Check};
+use crate::table::{Column, Table};
 
 /// Run the checks and print the table to `out`; returns whether `record` can work here.
 pub fn run(out: &mut impl Write) -> io::Result<bool> {
@@ -16,37 +17,32 @@ pub fn run(out: &mut impl Write) -> io::Result<bool> {
 
 /// Print `checks` as the doctor's table and verdict.
 pub fn render(checks: &[Check], out: &mut impl Write) -> io::Result<()> {
-    let header = ["CHECK", "STATUS", "THIS MACHINE", "IF MISSING, DISABLES"];
-    let width = |col: usize, cell: &dyn Fn(&Check) -> usize| {
-        checks
-            .iter()
-            .map(cell)
-            .max()
-            .unwrap_or(0)
-            .max(header[col].len())
-    };
-    let w0 = width(0, &|c| c.name.len());
-    let w1 = width(1, &|c| c.status.word().len());
-    let w2 = width(2, &|c| c.found.chars().count());
     writeln!(
         out,
         "memtrack {}: what recording needs, and what this machine has\n",
         env!("CARGO_PKG_VERSION")
     )?;
-    writeln!(
-        out,
-        "{:w0$}  {:w1$}  {:w2$}  {}",
-        header[0], header[1], header[2], header[3]
-    )?;
+    let mut table = Table::new(vec![
+        Column::left(""),
+        Column::left("  "),
+        Column::left("  "),
+        Column::left("  "),
+    ]);
+    table.row(
+        ["CHECK", "STATUS", "THIS MACHINE", "IF MISSING, DISABLES"]
+            .map(String::from)
+            .to_vec(),
+    );
     for c in checks {
-        writeln!(
-            out,
-            "{:w0$}  {:w1$}  {:w2$}  {}",
-            c.name,
-            c.status.word(),
-            c.found,
-            c.disables
-        )?;
+        table.row(vec![
+            c.name.to_string(),
+            c.status.word().to_string(),
+            c.found.clone(),
+            c.disables.to_string(),
+        ]);
+    }
+    for line in table.lines() {
+        writeln!(out, "{line}")?;
     }
     writeln!(out)?;
     let mut blocking: Vec<&Check> = checks.iter().filter(|c| c.blocks_recording()).collect();

@@ -4,15 +4,6 @@
 use std::fmt;
 use std::path::PathBuf;
 
-/// Exit code for memtrack's own failures in `record` (as `timeout(1)` and `env(1)` do).
-pub const EXIT_INTERNAL: i32 = 125;
-/// Exit code when the command cannot be executed (found but not runnable).
-pub const EXIT_CANNOT_EXECUTE: i32 = 126;
-/// Exit code when the command does not exist.
-pub const EXIT_NOT_FOUND: i32 = 127;
-/// Exit code for a bad file or flag in `report`, `check` and `dump`.
-pub const EXIT_BAD_INPUT: i32 = 2;
-
 /// Everything that can go wrong, with what the user should do about it.
 #[derive(Debug)]
 pub enum Error {
@@ -43,13 +34,16 @@ pub enum Error {
 }
 
 impl Error {
-    /// The process exit code this error maps to, for `subcommand`.
+    /// The process exit code this error maps to, for `subcommand`: 127 when the command does
+    /// not exist, 126 when it cannot be executed (as `env(1)` and `timeout(1)` say both); any
+    /// other failure of `record` is 125, memtrack's own (the command's codes are the rest); for
+    /// the other subcommands a bad file or flag is 2 (1 is a failed check or doctor).
     pub fn exit_code(&self, subcommand: Subcommand) -> i32 {
         match self {
-            Error::CommandNotFound(_) => EXIT_NOT_FOUND,
-            Error::CannotExecute { .. } => EXIT_CANNOT_EXECUTE,
-            _ if subcommand == Subcommand::Record => EXIT_INTERNAL,
-            Error::Usage(_) | Error::BadFile { .. } | Error::Io { .. } => EXIT_BAD_INPUT,
+            Error::CommandNotFound(_) => 127,
+            Error::CannotExecute { .. } => 126,
+            _ if subcommand == Subcommand::Record => 125,
+            Error::Usage(_) | Error::BadFile { .. } | Error::Io { .. } => 2,
             _ => 1,
         }
     }

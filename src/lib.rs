@@ -5,6 +5,7 @@
 //! writer (`format::writer`) → file → reader (`format::reader`) → accounting (`report`) →
 //! render. `record` and `report` never import each other; both use `format`.
 
+pub mod cli;
 pub mod control;
 pub mod doctor;
 pub mod dump;
@@ -14,6 +15,7 @@ mod intmap;
 pub mod preflight;
 pub mod record;
 pub mod report;
+pub mod table;
 pub mod units;
 
 mod sys;

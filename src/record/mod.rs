@@ -44,7 +44,8 @@ pub fn default_ring_size_mib(cpus: usize) -> u32 {
     per_cpu.next_power_of_two().clamp(16, 256)
 }
 
-/// A validated `record` invocation.
+/// A validated `record` invocation: `cli` builds it from the flags (`TryFrom<RecordArgs>`) and
+/// refuses what cannot work before anything is loaded or spawned.
 #[derive(Clone, Debug)]
 pub struct RecordOptions {
     /// Where the recording goes.
@@ -71,84 +72,6 @@ pub struct RecordOptions {
     pub ending: guardian::Ending,
     /// Allocator functions to probe besides the catalogue's (`--allocator`, `--python-objects`).
     pub custom: Vec<custom::Custom>,
-}
-
-impl RecordOptions {
-    /// Check what can be checked before anything is loaded or spawned.
-    pub fn new(
-        output: PathBuf,
-        ring_size_mib: Option<u32>,
-        command: Vec<OsString>,
-        rss: bool,
-        quiet: bool,
-    ) -> Result<RecordOptions, Error> {
-        if command.is_empty() {
-            return Err(Error::Usage(
-                "no command given; usage: memtrack record [-o FILE] -- CMD [ARGS...]".into(),
-            ));
-        }
-        output::validate(&output)?;
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let ring_size_mib = ring_size_mib.unwrap_or_else(|| default_ring_size_mib(cpus));
-        if ring_size_mib == 0 || !ring_size_mib.is_power_of_two() || ring_size_mib > 1024 {
-            return Err(Error::Usage(format!(
-                "--ring-size {ring_size_mib}: give a power of two between 1 and 1024 (MiB)"
-            )));
-        }
-        Ok(RecordOptions {
-            output,
-            ring_size_bytes: u64::from(ring_size_mib) << 20,
-            command,
-            rss,
-            probe_floor: false,
-            mappings: true,
-            quiet,
-            user: None,
-            control: None,
-            start_running: false,
-            ending: guardian::Ending::default(),
-            custom: Vec::new(),
-        })
-    }
-
-    /// Adds `--control PATH` and `--start-running`.
-    pub fn with_control(
-        mut self,
-        control: Option<PathBuf>,
-        start_running: bool,
-    ) -> Result<RecordOptions, Error> {
-        if start_running && control.is_none() {
-            return Err(Error::Usage(
-                "--start-running only means something with --control PATH (without it, \
-                 everything is recorded)"
-                    .into(),
-            ));
-        }
-        if let Some(p) = &control {
-            if p.as_os_str().is_empty() {
-                return Err(Error::Usage(
-                    "--control needs a path for the FIFO, e.g. --control /tmp/bench.ctl; an \
-                     empty one names no file"
-                        .into(),
-                ));
-            }
-            let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
-            if let Some(dir) = dir.filter(|d| !d.is_dir()) {
-                return Err(Error::Usage(format!(
-                    "--control {}: the directory {} does not exist; create it first, or give a \
-                     path in an existing directory",
-                    p.display(),
-                    dir.display()
-                )));
-            }
-        }
-        // The command may change directory before it opens the FIFO.
-        self.control = control
-            .map(|p| std::path::absolute(&p).map_err(|e| Error::io(&p, e)))
-            .transpose()?;
-        self.start_running = start_running;
-        Ok(self)
-    }
 }
 
 /// Turn a libbpf failure into the error a user can act on.

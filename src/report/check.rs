@@ -1,24 +1,28 @@
 //! `memtrack check`: compares a recording's metrics with limits, so CI can gate on memory.
 //!
 //! Flow: `run_check` builds the report (narrowed to `--tree` or `--bench` if given) the same
-//! way `report` does, then [`evaluate`] compares its totals with each limit and [`write_results`] prints one
-//! line per limit. The caller maps the outcome to an exit code: 0 all hold, 1 any fails, 2 a bad
+//! way `report` does, then [`evaluate`] compares its totals with each limit and
+//! [`write_results`] prints one aligned line per limit. The caller maps the outcome to an exit code: 0 all hold, 1 any fails, 2 a bad
 //! file or flag.
 
 use std::io::{self, Write};
+use std::path::PathBuf;
 
+use crate::table::{Column, Table};
 use crate::units::format_bytes;
 
-use super::metrics::Report;
+use super::metrics::{Report, Scope};
 
-/// The limits to check, each optional; at least one must be given. Every limit holds when the
-/// value is at most the limit.
+/// What `memtrack check` was asked for: the recording, what to check in it, and the limits,
+/// each optional (`cli` refuses a check without one). Every limit holds when the value is at
+/// most the limit.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CheckOptions {
-    /// Check the tree of this pid (the process and its descendants) instead of the whole run.
-    pub tree: Option<u32>,
-    /// Check this benchmark (its pid tree inside its windows) instead of the whole run.
-    pub bench: Option<String>,
+    /// The recording to read.
+    pub file: PathBuf,
+    /// What to check: the whole run, the tree of a pid (`--tree`: the process and its
+    /// descendants) or a benchmark (`--bench`: its pid tree inside its windows).
+    pub scope: Scope,
     /// Highest live heap, bytes (`--max-peak-heap`).
     pub max_peak_heap: Option<u64>,
     /// Successful allocations, reallocs included (`--max-allocs`).
@@ -149,18 +153,23 @@ pub fn write_results(
     report: &Report,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    let values: Vec<String> = results.iter().map(|r| show(r.quantity, r.value)).collect();
-    let limits: Vec<String> = results.iter().map(|r| show(r.quantity, r.limit)).collect();
-    let name_width = results.iter().map(|r| r.name.len()).max().unwrap_or(0);
-    let value_width = values.iter().map(|v| v.chars().count()).max().unwrap_or(0);
-    let limit_width = limits.iter().map(|v| v.chars().count()).max().unwrap_or(0);
-    for ((r, value), limit) in results.iter().zip(&values).zip(&limits) {
+    let mut table = Table::new(vec![
+        Column::left(""),
+        Column::right("  "),
+        Column::right("  limit "),
+        Column::left("  "),
+    ]);
+    for r in results {
         let verdict = if r.pass { "pass" } else { "FAIL" };
-        writeln!(
-            out,
-            "{:<name_width$}  {value:>value_width$}  limit {limit:>limit_width$}  {verdict}",
-            r.name
-        )?;
+        table.row(vec![
+            r.name.to_string(),
+            show(r.quantity, r.value),
+            show(r.quantity, r.limit),
+            verdict.to_string(),
+        ]);
+    }
+    for line in table.lines() {
+        writeln!(out, "{line}")?;
     }
     for reason in &report.incomplete_reasons {
         writeln!(out, "incomplete: {reason}")?;
@@ -187,8 +196,8 @@ mod tests {
 
     fn all(limit: u64) -> CheckOptions {
         CheckOptions {
-            tree: None,
-            bench: None,
+            file: PathBuf::new(),
+            scope: Scope::Run,
             max_peak_heap: Some(limit),
             max_allocs: Some(limit),
             max_bytes: Some(limit),

@@ -111,10 +111,11 @@ pub struct FileCoverage {
 }
 
 /// What a report covers.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Scope {
     /// Every process of the recording.
+    #[default]
     Run,
     /// One process, without its children.
     Process {

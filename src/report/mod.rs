@@ -1,10 +1,10 @@
 //! `memtrack report` and `memtrack check`: read a recording once, account every event, and
 //! print the metrics for people (text), for scripts (JSON) or against limits (check).
 //!
-//! Flow: [`run_report`] / [`run_check`] open the file with `format::Reader` and stream its
-//! events through `accounting` (memory follows live allocations, not file length); the
-//! resulting `metrics::Report` is narrowed to `--pid` / `--tree`, then rendered by `text`,
-//! `json` or `check`. [`analyze`] is the pure core, for tests and other commands.
+//! Flow: [`run_report`] / [`run_check`] take the options `cli` validated, read the file with
+//! [`read_report`] (which streams its events through `accounting`: memory follows live
+//! allocations, not file length), narrow the `metrics::Report` to the scope, then render it by
+//! `text`, `json` or `check`. [`analyze`] is the pure core, for tests and other commands.
 
 pub mod accounting;
 mod bench;
@@ -17,7 +17,7 @@ mod resident;
 pub mod text;
 
 use std::io::{self, BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::mpsc;
 
@@ -63,38 +63,27 @@ pub enum Rows {
 /// What `memtrack report` was asked for.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ReportOptions {
+    /// The recording to read.
+    pub file: PathBuf,
     /// Text or JSON.
     pub format: OutputFormat,
-    /// Show only this process (`--pid`).
-    pub pid: Option<u32>,
-    /// Show only this process and its descendants (`--tree`).
-    pub tree: Option<u32>,
+    /// What to show: the run, one process (`--pid`) or one tree (`--tree`).
+    pub scope: Scope,
     /// Rows of the text form (`--by`); JSON always has processes and benchmarks.
     pub rows: Rows,
 }
 
-/// Reads the recording at `path` and writes its report to `out`. A damaged or lossy file still
-/// gives a report, marked incomplete; a closed pipe on `out` ends quietly.
-pub fn run_report(path: &Path, opts: &ReportOptions, out: &mut dyn Write) -> Result<()> {
-    let scope = match (opts.pid, opts.tree) {
-        (Some(_), Some(_)) => {
-            return Err(Error::Usage(
-                "--pid and --tree cannot be used together: --pid shows one process, --tree a \
-                 process and its descendants"
-                    .to_string(),
-            ))
-        }
-        (Some(pid), None) => Scope::Process { pid },
-        (None, Some(pid)) => Scope::Tree { pid },
-        (None, None) => Scope::Run,
-    };
-    let report = narrow(read_report(path)?, scope, path)?;
+/// Reads the recording `opts.file` and writes its report to `out`. A damaged or lossy file
+/// still gives a report, marked incomplete; a closed pipe on `out` ends quietly.
+pub fn run_report(opts: &ReportOptions, out: &mut dyn Write) -> Result<()> {
+    let path = &opts.file;
+    let report = narrow(read_report(path)?, opts.scope.clone(), path)?;
     write_report(&report, opts.format, opts.rows, out)
 }
 
 /// Writes `report` in `format` (with `rows` for text) to `out`, buffered; a closed pipe ends
 /// quietly.
-pub fn write_report(
+fn write_report(
     report: &Report,
     format: OutputFormat,
     rows: Rows,
@@ -109,32 +98,16 @@ pub fn write_report(
     output_result(written.and_then(|()| out.flush()))
 }
 
-/// Reads the recording at `path`, checks the limits in `opts` and prints one line per limit.
+/// Reads the recording `opts.file`, checks the limits in `opts` and prints one line per limit.
 /// Returns whether every limit holds.
 ///
 /// An incomplete recording (events lost, damaged, cut short) is an error (exit 2) naming the
 /// cause, unless `opts.allow_incomplete`, or a limit fails on a value that can only be too low
 /// (`incomplete::lower_bounds`): more events would not make it pass. A `--probe-floor`
 /// recording has no allocations and is always refused.
-pub fn run_check(path: &Path, opts: &CheckOptions, out: &mut dyn Write) -> Result<bool> {
-    if opts.has_no_limit() {
-        return Err(Error::Usage(format!(
-            "memtrack check needs at least one limit: {}",
-            check::LIMIT_FLAGS
-        )));
-    }
-    let scope =
-        match (opts.tree, &opts.bench) {
-            (Some(_), Some(_)) => return Err(Error::Usage(
-                "--tree and --bench cannot be used together: --bench already names the pid tree \
-                 the harness gave the benchmark"
-                    .to_string(),
-            )),
-            (Some(pid), None) => Scope::Tree { pid },
-            (None, Some(uri)) => Scope::Benchmark { uri: uri.clone() },
-            (None, None) => Scope::Run,
-        };
-    let report = narrow(read_report(path)?, scope, path)?;
+pub fn run_check(opts: &CheckOptions, out: &mut dyn Write) -> Result<bool> {
+    let path = &opts.file;
+    let report = narrow(read_report(path)?, opts.scope.clone(), path)?;
     let bad_file = |message: String| Error::BadFile {
         path: path.to_path_buf(),
         message,
@@ -216,12 +189,17 @@ pub fn run_check(path: &Path, opts: &CheckOptions, out: &mut dyn Write) -> Resul
 /// Events pass from the decoding thread to the accounting in batches of this many.
 const BATCH_EVENTS: usize = 4096;
 
-/// Streams the recording at `path` through the accounting. Decoding (checksums, varints, delta
-/// state) and accounting each take about half of the work, so a second thread decodes while
-/// this one accounts (3.3 M-event storm recording: 0.17 to 0.14 s of wall time; 10 M-event
-/// churn recording: 0.37 to 0.24 s, on 2 CPUs).
-/// Events arrive in file order, exactly as a single loop would see them.
-fn read_report(path: &Path) -> Result<Report> {
+/// Reads the recording at `path` into its [`Report`] for the whole run, as `report` and
+/// `check` do before narrowing it (and as a command comparing two recordings would). A damaged,
+/// cut or lossy file still gives a report, with `complete` false and the reasons in
+/// `incomplete_reasons`; only a file that cannot be opened or is not a recording is an error.
+///
+/// Events stream through the accounting, so memory follows the live allocations, not the file
+/// length. Decoding (checksums, varints, delta state) and accounting each take about half of
+/// the work, so a second thread decodes while this one accounts (3.3 M-event storm recording:
+/// 0.17 to 0.14 s of wall time; 10 M-event churn recording: 0.37 to 0.24 s, on 2 CPUs). Events
+/// arrive in file order, exactly as a single loop would see them.
+pub fn read_report(path: &Path) -> Result<Report> {
     let reader = Reader::open(path)?;
     let mut accounting = Accounting::new(reader.header());
     let (full_tx, full_rx) = mpsc::sync_channel::<Vec<Event>>(4);
@@ -347,29 +325,9 @@ mod tests {
     }
 
     #[test]
-    fn pid_and_tree_together_is_usage() {
-        let opts = ReportOptions {
-            format: OutputFormat::Text,
-            pid: Some(1),
-            tree: Some(1),
-            ..ReportOptions::default()
-        };
-        let e = run_report(Path::new("x.mt"), &opts, &mut Vec::new()).unwrap_err();
-        assert!(matches!(e, Error::Usage(_)), "{e}");
-    }
-
-    #[test]
-    fn check_without_limit_is_usage() {
-        let e =
-            run_check(Path::new("x.mt"), &CheckOptions::default(), &mut Vec::new()).unwrap_err();
-        assert!(e.to_string().contains("--max-peak-heap"), "{e}");
-        assert!(matches!(e, Error::Usage(_)));
-    }
-
-    #[test]
     fn missing_file_is_an_error() {
-        let opts = ReportOptions::default();
-        assert!(run_report(Path::new("/nonexistent/missing.mt"), &opts, &mut Vec::new()).is_err());
+        let opts = report_of(Path::new("/nonexistent/missing.mt"));
+        assert!(run_report(&opts, &mut Vec::new()).is_err());
     }
 
     /// A recording on disk, removed when dropped.
@@ -413,20 +371,28 @@ mod tests {
         TempRecording(path)
     }
 
-    fn json_of(path: &Path, pid: Option<u32>, tree: Option<u32>) -> serde_json::Value {
+    /// The default report of the recording at `path`.
+    fn report_of(path: &Path) -> ReportOptions {
+        ReportOptions {
+            file: path.to_path_buf(),
+            ..ReportOptions::default()
+        }
+    }
+
+    fn json_of(path: &Path, scope: Scope) -> serde_json::Value {
         let opts = ReportOptions {
             format: OutputFormat::Json,
-            pid,
-            tree,
-            ..ReportOptions::default()
+            scope,
+            ..report_of(path)
         };
         let mut out = Vec::new();
-        run_report(path, &opts, &mut out).unwrap();
+        run_report(&opts, &mut out).unwrap();
         serde_json::from_slice(&out).unwrap()
     }
 
-    fn limits(max_peak_heap: u64) -> CheckOptions {
+    fn limits(path: &Path, max_peak_heap: u64) -> CheckOptions {
         CheckOptions {
+            file: path.to_path_buf(),
             max_peak_heap: Some(max_peak_heap),
             ..CheckOptions::default()
         }
@@ -435,7 +401,7 @@ mod tests {
     #[test]
     fn report_of_a_written_file() {
         let file = temp_recording("complete", &recording_bytes());
-        let v = json_of(&file.0, None, None);
+        let v = json_of(&file.0, Scope::Run);
         assert_eq!(v["complete"], true);
         assert_eq!(v["totals"]["heap"]["allocs"], 3);
         assert_eq!(v["totals"]["heap"]["peak_live_bytes"], 3100);
@@ -446,7 +412,7 @@ mod tests {
     #[test]
     fn report_narrowed_to_a_pid_of_a_file() {
         let file = temp_recording("pid", &recording_bytes());
-        let v = json_of(&file.0, Some(2), None);
+        let v = json_of(&file.0, Scope::Process { pid: 2 });
         assert_eq!(v["scope"]["kind"], "process");
         assert_eq!(v["totals"]["heap"]["bytes_allocated"], 3000);
         assert_eq!(v["processes"].as_array().map(Vec::len), Some(1));
@@ -456,7 +422,7 @@ mod tests {
     fn report_text_of_a_file() {
         let file = temp_recording("text", &recording_bytes());
         let mut out = Vec::new();
-        run_report(&file.0, &ReportOptions::default(), &mut out).unwrap();
+        run_report(&report_of(&file.0), &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(text.starts_with("memtrack report: /bin/root arg"), "{text}");
         assert!(!text.contains("INCOMPLETE"), "{text}");
@@ -466,10 +432,10 @@ mod tests {
     fn unknown_pid_of_a_file_is_usage() {
         let file = temp_recording("unknown", &recording_bytes());
         let opts = ReportOptions {
-            tree: Some(99),
-            ..ReportOptions::default()
+            scope: Scope::Tree { pid: 99 },
+            ..report_of(&file.0)
         };
-        let e = run_report(&file.0, &opts, &mut Vec::new()).unwrap_err();
+        let e = run_report(&opts, &mut Vec::new()).unwrap_err();
         assert!(matches!(e, Error::Usage(_)), "{e}");
         assert!(
             e.to_string().starts_with("pid 99 is not in the recording"),
@@ -481,7 +447,7 @@ mod tests {
     fn truncated_file_is_incomplete_with_offset() {
         let bytes = recording_bytes();
         let file = temp_recording("truncated", &bytes[..bytes.len() - 3]);
-        let v = json_of(&file.0, None, None);
+        let v = json_of(&file.0, Scope::Run);
         assert_eq!(v["complete"], false);
         assert!(v["damage"]["offset_bytes"].as_u64().is_some(), "{v}");
         assert_eq!(v["totals"]["heap"]["allocs"], 3);
@@ -493,7 +459,7 @@ mod tests {
         let file = temp_recording("prefixes", &bytes);
         for len in 0..bytes.len() {
             std::fs::write(&file.0, &bytes[..len]).unwrap();
-            match run_report(&file.0, &ReportOptions::default(), &mut Vec::new()) {
+            match run_report(&report_of(&file.0), &mut Vec::new()) {
                 Ok(()) => {}
                 Err(e) => assert!(matches!(e, Error::BadFile { .. }), "cut at {len}: {e}"),
             }
@@ -510,30 +476,29 @@ mod tests {
             std::fs::write(&file.0, &damaged).unwrap();
             let opts = ReportOptions {
                 format: OutputFormat::Json,
-                ..ReportOptions::default()
+                ..report_of(&file.0)
             };
-            let _ = run_report(&file.0, &opts, &mut Vec::new());
-            let _ = run_check(&file.0, &limits(1), &mut Vec::new());
+            let _ = run_report(&opts, &mut Vec::new());
+            let _ = run_check(&limits(&file.0, 1), &mut Vec::new());
         }
     }
 
     #[test]
     fn check_of_a_file_passes_and_fails() {
         let file = temp_recording("check", &recording_bytes());
-        assert!(run_check(&file.0, &limits(3100), &mut Vec::new()).unwrap());
-        assert!(!run_check(&file.0, &limits(3099), &mut Vec::new()).unwrap());
+        assert!(run_check(&limits(&file.0, 3100), &mut Vec::new()).unwrap());
+        assert!(!run_check(&limits(&file.0, 3099), &mut Vec::new()).unwrap());
     }
 
     #[test]
     fn check_of_a_tree() {
         let file = temp_recording("check-tree", &recording_bytes());
         let opts = CheckOptions {
-            tree: Some(2),
-            max_peak_heap: Some(3000),
-            ..CheckOptions::default()
+            scope: Scope::Tree { pid: 2 },
+            ..limits(&file.0, 3000)
         };
         let mut out = Vec::new();
-        assert!(run_check(&file.0, &opts, &mut out).unwrap());
+        assert!(run_check(&opts, &mut out).unwrap());
         let text = String::from_utf8(out).unwrap();
         assert!(text.starts_with("peak heap"), "{text}");
         assert!(text.trim_end().ends_with("pass"), "{text}");
@@ -544,11 +509,11 @@ mod tests {
         let bytes = recording_bytes();
         let file = temp_recording("check-damaged", &bytes[..bytes.len() - 3]);
         // The limits hold for what could be read, but the rest is unknown: a bad file.
-        let e = run_check(&file.0, &limits(1 << 30), &mut Vec::new()).unwrap_err();
+        let e = run_check(&limits(&file.0, 1 << 30), &mut Vec::new()).unwrap_err();
         assert!(matches!(e, Error::BadFile { .. }), "{e}");
         assert!(e.to_string().contains("byte offset"), "{e}");
         // A limit already exceeded stays exceeded whatever followed.
-        assert!(!run_check(&file.0, &limits(10), &mut Vec::new()).unwrap());
+        assert!(!run_check(&limits(&file.0, 10), &mut Vec::new()).unwrap());
     }
 
     /// `cargo test --release --lib -- --ignored --nocapture report_file_throughput`: writes 10

@@ -8,6 +8,7 @@
 
 use std::io::{self, Write};
 
+use crate::table::{Align, Column, Table};
 use crate::units::{format_bytes, format_duration_ns};
 
 use super::metrics::{
@@ -270,28 +271,6 @@ fn write_histogram(h: &HeapMetrics, out: &mut dyn Write) -> io::Result<()> {
     }
     writeln!(out)?;
     writeln!(out, "allocation sizes")?;
-    let labels: Vec<String> = h
-        .size_histogram
-        .iter()
-        .map(|b| {
-            if b.min_bytes == b.max_bytes {
-                format_bytes(b.min_bytes)
-            } else {
-                format!(
-                    "{} - {}",
-                    format_bytes(b.min_bytes),
-                    format_bytes(b.max_bytes)
-                )
-            }
-        })
-        .collect();
-    let label_width = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
-    let counts: Vec<String> = h
-        .size_histogram
-        .iter()
-        .map(|b| b.count.to_string())
-        .collect();
-    let count_width = counts.iter().map(String::len).max().unwrap_or(0);
     let most = h
         .size_histogram
         .iter()
@@ -299,22 +278,32 @@ fn write_histogram(h: &HeapMetrics, out: &mut dyn Write) -> io::Result<()> {
         .max()
         .unwrap_or(1)
         .max(1);
-    for ((bucket, label), count) in h.size_histogram.iter().zip(&labels).zip(&counts) {
-        let bar = ((bucket.count as f64 / most as f64) * BAR_WIDTH as f64).round() as usize;
-        writeln!(
-            out,
-            "  {label:<label_width$}  {count:>count_width$}  {}",
-            "#".repeat(bar.clamp(1, BAR_WIDTH))
-        )?;
+    let mut table = Table::new(vec![
+        Column::left("  "),
+        Column::right("  "),
+        Column::left("  "),
+    ]);
+    for b in &h.size_histogram {
+        let label = if b.min_bytes == b.max_bytes {
+            format_bytes(b.min_bytes)
+        } else {
+            format!(
+                "{} - {}",
+                format_bytes(b.min_bytes),
+                format_bytes(b.max_bytes)
+            )
+        };
+        let bar = ((b.count as f64 / most as f64) * BAR_WIDTH as f64).round() as usize;
+        table.row(vec![
+            label,
+            b.count.to_string(),
+            "#".repeat(bar.clamp(1, BAR_WIDTH)),
+        ]);
+    }
+    for line in table.lines() {
+        writeln!(out, "{line}")?;
     }
     Ok(())
-}
-
-/// Alignment of a table column.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Align {
-    Left,
-    Right,
 }
 
 /// One row per process, indented as a tree, columns aligned.
@@ -356,42 +345,29 @@ fn write_processes(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
-/// `title`, then a table: the `header` row and `rows`, columns aligned as the header says.
+/// `title`, then a table: the `header` row and `body`, columns aligned as the header says.
 fn write_table(
     title: &str,
     header: &[(&str, Align)],
     body: Vec<Vec<String>>,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    let mut rows: Vec<Vec<String>> = vec![header.iter().map(|(h, _)| h.to_string()).collect()];
-    rows.extend(body);
-    let aligns: Vec<Align> = header.iter().map(|&(_, a)| a).collect();
-    let widths: Vec<usize> = (0..header.len())
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+    let columns = header
+        .iter()
+        .map(|&(_, align)| Column {
+            align,
+            before: "  ",
+        })
         .collect();
-
+    let mut table = Table::new(columns);
+    table.row(header.iter().map(|(h, _)| h.to_string()).collect());
+    for row in body {
+        table.row(row);
+    }
     writeln!(out)?;
     writeln!(out, "{title}")?;
-    for row in &rows {
-        let mut line = String::from(" ");
-        for (c, cell) in row.iter().enumerate() {
-            let last = c + 1 == row.len();
-            let pad = widths[c].saturating_sub(cell.chars().count());
-            line.push(' ');
-            match aligns[c] {
-                Align::Right => {
-                    line.push_str(&" ".repeat(pad));
-                    line.push_str(cell);
-                }
-                Align::Left => {
-                    line.push_str(cell);
-                    if !last {
-                        line.push_str(&" ".repeat(pad));
-                    }
-                }
-            }
-            line.push(' ');
-        }
+    for line in table.lines() {
+        // A command that ends in spaces (an empty last argument) must not pad the line.
         writeln!(out, "{}", line.trim_end())?;
     }
     Ok(())
