@@ -6,7 +6,7 @@
 
 use crate::format::{AllocFunc, ControlCommand, Event, EventKind, Header, MarkerKind, RssMember};
 
-use crate::report::accounting::analyze;
+pub use crate::report::accounting::analyze;
 use crate::report::metrics::{HeapMetrics, ProcessMetrics, Report};
 
 /// Start of the synthetic recordings (CLOCK_MONOTONIC ns); event times are relative to it.

@@ -2,10 +2,12 @@
 //! benchmark is current and in which pid, and each benchmark's own counters.
 //!
 //! Flow: `accounting` hands every `Control` event to [`Benchmarks::control`]; for each
-//! allocator event it asks [`Benchmarks::window`] which benchmark (if any) is being measured,
-//! checks that the event's process descends from the benchmark's pid, and then counts the event
-//! in that benchmark's [`Bench`] as well as in the process. At the end, [`Benchmarks::metrics`]
-//! turns them into `metrics::BenchmarkMetrics`.
+//! allocator event it asks [`Benchmarks::measured_in`] which benchmark (if any) measures the
+//! event's process (a window is open and the process descends from the benchmark's pid in the
+//! [`ProcessTable`]), counts the event in that benchmark's [`Bench`] as well as in the process,
+//! and lets the benchmark follow its blocks ([`Benchmarks::insert`], [`Benchmarks::free`],
+//! [`Benchmarks::drop_blocks`]). At the end, [`Benchmarks::metrics`] turns them into
+//! `metrics::BenchmarkMetrics`.
 //!
 //! The rules (also in docs/report-schema.md, "Benchmarks"):
 //! - a benchmark is a URI; `bench URI PID` makes it current, in PID and its descendants through
@@ -25,9 +27,10 @@ use std::collections::{HashMap, HashSet};
 
 use crate::format::{ControlCommand, MarkerKind};
 
-use super::accounting::{HeapCounters, Peak, NONE};
-use super::metrics::{BenchmarkMetrics, MarkerCounts, Metrics};
+use super::counters::HeapCounters;
+use super::metrics::{BenchmarkMetrics, Blocks, MarkerCounts, Metrics};
 use super::resident::{ResidentSum, MEMBERS};
+use super::tree::{Proc, ProcIdx, ProcessTable};
 
 /// One benchmark's counters.
 #[derive(Debug, Default)]
@@ -39,26 +42,16 @@ pub(super) struct Bench {
     markers: MarkerCounts,
     /// Heap counters inside its windows; `live_bytes` and the peak are those of its own blocks.
     pub(super) heap: HeapCounters,
-    /// Process indexes whose allocator events were counted.
-    counted: HashSet<usize>,
+    /// Processes whose allocator events were counted.
+    counted: HashSet<ProcIdx>,
     /// Its pid tree's resident sums, followed while a window is open; `None` until resident
     /// memory was seen inside a window.
     resident: Option<ResidentSum>,
 }
 
 impl Bench {
-    /// Its blocks grew by `bytes` at `ts`.
-    pub(super) fn grow(&mut self, bytes: u64, ts: u64) {
-        self.heap.grow_live(bytes, ts);
-    }
-
-    /// One of its blocks of `bytes` left the live heap.
-    pub(super) fn shrink(&mut self, bytes: u64) {
-        self.heap.live_bytes = self.heap.live_bytes.saturating_sub(bytes);
-    }
-
     /// Its pid tree's resident sums are `live` (pages, per member and total) at `ts`.
-    pub(super) fn follow_resident(&mut self, live: &[u64; MEMBERS + 1], ts: u64) {
+    fn follow_resident(&mut self, live: &[u64; MEMBERS + 1], ts: u64) {
         self.resident
             .get_or_insert_with(ResidentSum::default)
             .follow(live, ts);
@@ -72,17 +65,17 @@ pub(super) struct Benchmarks {
     by_uri: HashMap<String, usize>,
     /// Whether the harness is measuring (the gate is open).
     measuring: bool,
-    /// Index of the current benchmark, [`NONE`] before the first `bench`.
-    current: usize,
+    /// Index of the current benchmark, `None` before the first `bench`.
+    current: Option<usize>,
     /// The pid the current benchmark runs in (0: every process).
-    pub(super) root_pid: u32,
-    /// The process index of `root_pid`, [`NONE`] until it is known.
-    pub(super) root: usize,
+    root_pid: u32,
+    /// The process of `root_pid`, `None` until it is known.
+    root: Option<ProcIdx>,
     /// When the open window started, if one is open.
     window_start_ns: Option<u64>,
     /// The (benchmark, process) last passed to `count_process`: consecutive events mostly
     /// share them.
-    last_counted: (usize, usize),
+    last_counted: Option<(usize, ProcIdx)>,
 }
 
 impl Benchmarks {
@@ -92,19 +85,19 @@ impl Benchmarks {
             list: Vec::new(),
             by_uri: HashMap::new(),
             measuring,
-            current: NONE,
+            current: None,
             root_pid: 0,
-            root: NONE,
+            root: None,
             window_start_ns: None,
-            last_counted: (NONE, NONE),
+            last_counted: None,
         }
     }
 
     /// Notes that process `i` had an event counted in benchmark `b`.
     #[inline]
-    pub(super) fn count_process(&mut self, b: usize, i: usize) {
-        if self.last_counted != (b, i) {
-            self.last_counted = (b, i);
+    fn count_process(&mut self, b: usize, i: ProcIdx) {
+        if self.last_counted != Some((b, i)) {
+            self.last_counted = Some((b, i));
             self.list[b].counted.insert(i);
         }
     }
@@ -112,22 +105,174 @@ impl Benchmarks {
     /// The benchmark whose window is open, if one is.
     #[inline]
     pub(super) fn window(&self) -> Option<usize> {
-        self.window_start_ns.map(|_| self.current)
+        self.window_start_ns.and(self.current)
     }
 
-    /// Benchmark `b`.
-    pub(super) fn get(&mut self, b: usize) -> &mut Bench {
-        &mut self.list[b]
+    /// The benchmark whose window is open, if process `i` is measured in it: `i` is the
+    /// benchmark's pid or descends from it, and is not a control client. Without an open
+    /// window (every event of a recording without control commands) this is one check.
+    #[inline(always)]
+    pub(super) fn measured_in(&mut self, table: &ProcessTable, i: ProcIdx) -> Option<usize> {
+        let b = self.window()?;
+        self.measured_in_window(table, i, b)
     }
 
-    /// Applies a control command seen at `ts`. `alive` gives the process index of a live pid
-    /// ([`NONE`] if there is none). Returns whether a window opened, so the caller can take
-    /// the benchmark's resident memory at its start.
+    #[inline(never)]
+    fn measured_in_window(&mut self, table: &ProcessTable, i: ProcIdx, b: usize) -> Option<usize> {
+        if table[i].control_client {
+            return None;
+        }
+        if self.root_pid != 0 {
+            let root = self.root(table)?;
+            if !table.is_ancestor(root, i) {
+                return None;
+            }
+        }
+        self.count_process(b, i);
+        Some(b)
+    }
+
+    /// The process of the current benchmark's pid, once it is known: a pid the harness named
+    /// before any event of it arrived is looked up again later.
+    fn root(&mut self, table: &ProcessTable) -> Option<ProcIdx> {
+        if self.root.is_none() {
+            self.root = table.alive(self.root_pid);
+        }
+        self.root
+    }
+
+    /// Raises the open window's benchmark's resident peaks to its pid tree's sums now.
+    pub(super) fn follow_resident(&mut self, table: &ProcessTable, ts: u64) {
+        let Some(b) = self.window() else {
+            return;
+        };
+        if !table.has_resident() {
+            return; // no resident memory recorded (yet)
+        }
+        let live = if self.root_pid == 0 {
+            table.run().resident.live
+        } else {
+            match self.root(table) {
+                Some(root) => table.sums(root).resident.live,
+                None => return,
+            }
+        };
+        self.list[b].follow_resident(&live, ts);
+    }
+
+    /// Process `p` allocated the block `addr` of `size` bytes, measured in benchmark `bench`
+    /// (if any), replacing a live block of `replaced` bytes at the same address (if any): the
+    /// replaced block leaves its benchmark, the new one joins `bench`.
+    #[inline(always)]
+    pub(super) fn insert(
+        &mut self,
+        p: &mut Proc,
+        addr: u64,
+        size: u64,
+        ts: u64,
+        bench: Option<usize>,
+        replaced: Option<u64>,
+    ) {
+        if bench.is_some() || (replaced.is_some() && !p.bench_blocks.is_empty()) {
+            self.insert_block(p, addr, size, ts, bench, replaced);
+        }
+    }
+
+    #[inline(never)]
+    fn insert_block(
+        &mut self,
+        p: &mut Proc,
+        addr: u64,
+        size: u64,
+        ts: u64,
+        bench: Option<usize>,
+        replaced: Option<u64>,
+    ) {
+        if let Some(old_size) = replaced {
+            // Its free was not seen; the older block leaves its benchmark's live heap.
+            if let Some(old) = p.bench_blocks.remove(&addr) {
+                self.list[old].heap.shrink_live(old_size);
+            }
+            if let Some(b) = bench {
+                self.list[b].heap.duplicate_allocs += 1;
+            }
+        }
+        if let Some(b) = bench {
+            p.bench_blocks.insert(addr, b);
+            self.list[b].heap.grow_live(size, ts);
+        }
+    }
+
+    /// Process `p` released its live block `addr` of `size` bytes (`temporary` as the process
+    /// counted it): the benchmark that owns the block counts the free; otherwise the benchmark
+    /// measuring `p` now (`measured`), if any, counts an unknown free. Call it only when `p`
+    /// holds benchmark blocks or is measured.
+    #[inline(never)]
+    pub(super) fn free(
+        &mut self,
+        p: &mut Proc,
+        addr: u64,
+        size: u64,
+        temporary: bool,
+        measured: Option<usize>,
+    ) {
+        match (p.bench_blocks.remove(&addr), measured) {
+            (Some(b), _) => {
+                let heap = &mut self.list[b].heap;
+                heap.count_free(size);
+                if temporary {
+                    heap.temporary += 1;
+                }
+                heap.shrink_live(size);
+            }
+            (None, Some(b)) => self.list[b].heap.unknown_frees += 1,
+            (None, None) => {}
+        }
+    }
+
+    /// Process `p`'s live heap goes away (at exec, or at exit when `at_exit`): the blocks
+    /// benchmarks own in it leave their live heaps as `dropped_at_exec` or `leaked`.
+    pub(super) fn drop_blocks(&mut self, p: &mut Proc, at_exit: bool) {
+        if p.bench_blocks.is_empty() {
+            return;
+        }
+        for (addr, b) in std::mem::take(&mut p.bench_blocks) {
+            let bytes = p.live.get(&addr).copied().unwrap_or(0);
+            let heap = &mut self.list[b].heap;
+            heap.shrink_live(bytes);
+            let gone = if at_exit {
+                &mut heap.leaked
+            } else {
+                &mut heap.dropped_at_exec
+            };
+            *gone = gone.plus(Blocks { blocks: 1, bytes });
+        }
+    }
+
+    /// At the end of the recording, the blocks benchmarks own in the live process `p` are their
+    /// leaks: no recorded free released them.
+    pub(super) fn leak_blocks(&mut self, p: &Proc) {
+        for (addr, &b) in &p.bench_blocks {
+            let bytes = p.live.get(addr).copied().unwrap_or(0);
+            let leaked = &mut self.list[b].heap.leaked;
+            *leaked = leaked.plus(Blocks { blocks: 1, bytes });
+        }
+    }
+
+    /// The heap counters of benchmark `b`.
+    #[inline]
+    pub(super) fn heap(&mut self, b: usize) -> &mut HeapCounters {
+        &mut self.list[b].heap
+    }
+
+    /// Applies a control command seen at `ts`. `alive` gives the live process of a pid, if
+    /// there is one. Returns whether a window opened, so the caller can take the benchmark's
+    /// resident memory at its start.
     pub(super) fn control(
         &mut self,
         command: &ControlCommand,
         ts: u64,
-        alive: impl FnOnce(u32) -> usize,
+        alive: impl FnOnce(u32) -> Option<ProcIdx>,
     ) -> bool {
         match command {
             ControlCommand::Start => {
@@ -159,14 +304,14 @@ impl Benchmarks {
                 if !bench.pids.contains(pid) {
                     bench.pids.push(*pid);
                 }
-                self.current = b;
+                self.current = Some(b);
                 self.root_pid = *pid;
-                self.root = if *pid == 0 { NONE } else { alive(*pid) };
+                self.root = if *pid == 0 { None } else { alive(*pid) };
                 self.measuring && self.open_window(ts)
             }
             ControlCommand::Marker { kind } => {
-                if let Some(bench) = self.list.get_mut(self.current) {
-                    let m = &mut bench.markers;
+                if let Some(b) = self.current {
+                    let m = &mut self.list[b].markers;
                     let n = match kind {
                         MarkerKind::SampleStart => &mut m.sample_start,
                         MarkerKind::SampleEnd => &mut m.sample_end,
@@ -182,18 +327,18 @@ impl Benchmarks {
 
     /// Opens a window for the current benchmark at `ts`, if there is one.
     fn open_window(&mut self, ts: u64) -> bool {
-        let Some(bench) = self.list.get_mut(self.current) else {
+        let Some(b) = self.current else {
             return false;
         };
-        bench.windows += 1;
+        self.list[b].windows += 1;
         self.window_start_ns = Some(ts);
         true
     }
 
     /// Closes the open window, if any, at `ts`.
     fn close_window(&mut self, ts: u64) {
-        if let Some(start) = self.window_start_ns.take() {
-            let bench = &mut self.list[self.current];
+        if let (Some(start), Some(b)) = (self.window_start_ns.take(), self.current) {
+            let bench = &mut self.list[b];
             bench.measured_ns = bench.measured_ns.saturating_add(ts.saturating_sub(start));
         }
     }
@@ -208,10 +353,6 @@ impl Benchmarks {
         self.list
             .iter()
             .map(|b| {
-                let peak = Peak {
-                    value: b.heap.peak_bytes,
-                    at_ns: b.heap.peak_ns,
-                };
                 BenchmarkMetrics {
                     uri: b.uri.clone(),
                     pids: b.pids.clone(),
@@ -220,7 +361,7 @@ impl Benchmarks {
                     markers: b.markers,
                     metrics: Metrics {
                         processes: b.counted.len() as u64,
-                        heap: b.heap.to_metrics(peak, start_ns),
+                        heap: b.heap.to_metrics(b.heap.own_peak(), start_ns),
                         resident: b
                             .resident
                             .as_ref()
@@ -246,7 +387,7 @@ mod tests {
     }
 
     fn apply(b: &mut Benchmarks, command: ControlCommand, ts: u64) -> bool {
-        b.control(&command, ts, |_| NONE)
+        b.control(&command, ts, |_| None)
     }
 
     #[test]
@@ -322,10 +463,12 @@ mod tests {
     #[test]
     fn root_is_resolved_at_the_bench_command() {
         let mut b = Benchmarks::new(false);
-        b.control(&bench("a", 5), 1, |pid| pid as usize * 10);
-        assert_eq!((b.root_pid, b.root), (5, 50));
+        b.control(&bench("a", 5), 1, |pid| {
+            Some(ProcIdx::new(pid as usize * 10))
+        });
+        assert_eq!((b.root_pid, b.root), (5, Some(ProcIdx::new(50))));
         b.control(&bench("all", 0), 2, |_| panic!("pid 0 names no process"));
-        assert_eq!((b.root_pid, b.root), (0, NONE));
+        assert_eq!((b.root_pid, b.root), (0, None));
     }
 }
 
@@ -333,7 +476,6 @@ mod tests {
 #[cfg(test)]
 mod stream_tests {
     use crate::format::{EventKind, Header, MarkerKind, RssMember, FEATURE_CONTROL};
-    use crate::report::accounting::analyze;
     use crate::report::metrics::{BenchmarkMetrics, Blocks, Report};
     use crate::testkit::*;
 

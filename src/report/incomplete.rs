@@ -1,6 +1,6 @@
 //! Why a report is incomplete, in words that say which way each number may be wrong.
 //!
-//! `accounting` builds `Report::incomplete_reasons` from these; `check` uses [`lower_bounds`]
+//! `assemble` builds `Report::incomplete_reasons` from these; `check` uses [`lower_bounds`]
 //! to tell a limit that certainly fails from one that only may. A lost or skipped free leaves
 //! its block live, so leaks and peaks can be too HIGH, not only too low; counts of allocations
 //! and bytes allocated can only be too low.

@@ -5,8 +5,8 @@
 //! the ranges the process mapped during the recording and so knows exactly how many bytes a
 //! munmap or mremap released of them (a range mapped before the recording, or inherited at
 //! fork, is not counted when it goes). The change of the process's mapped bytes goes into the
-//! running [`MappedSum`] of every tree it belongs to and of the run, each with its peak: peaks
-//! of sums at one moment, as for the heap.
+//! running [`MappedSum`] of every tree it belongs to and of the run (kept in the process table,
+//! `tree`), each with its peak: peaks of sums at one moment, as for the heap.
 //!
 //! Two measures: all mapped bytes (files included: the program's libraries) and anonymous
 //! bytes (MAP_ANONYMOUS mappings and the brk heap): what an allocator's own arenas take. mmap
@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 
 use crate::format::{map_bits, EventKind};
 
-use super::accounting::Peak;
+use super::counters::Peak;
 use super::metrics::MappedMetrics;
 
 /// Index of all mapped bytes in the `[u64; 2]` pairs.
@@ -290,5 +290,83 @@ mod tests {
         assert_eq!(s.live, [20, 0]);
         assert_eq!((s.peak[ALL].value, s.peak[ALL].at_ns), (30, 2));
         assert_eq!(s.peak[ANON].value, 5);
+    }
+}
+
+/// Raw mappings through the whole accounting pass: per process, per tree, per run.
+#[cfg(test)]
+mod stream_tests {
+    use crate::format::EventKind;
+    use crate::testkit::*;
+
+    // --- raw mappings -----------------------------------------------------------------------
+
+    fn anon_mmap(addr: u64, len: u64) -> EventKind {
+        EventKind::Mmap {
+            addr,
+            len,
+            prot: 3,
+            flags: 0x22,
+        }
+    }
+
+    #[test]
+    fn mapped_peaks_of_a_tree_are_peaks_of_the_sum() {
+        let page = 4096;
+        let events = vec![
+            at(1, 1, 1, anon_mmap(0x10_0000, 8 * page)),
+            at(2, 1, 1, fork(2)),
+            at(3, 2, 2, anon_mmap(0x20_0000, 4 * page)),
+            at(
+                4,
+                1,
+                1,
+                EventKind::Munmap {
+                    addr: 0x10_0000,
+                    len: 8 * page,
+                },
+            ),
+            // The child unmaps what it inherited: not its own, nothing leaves its count.
+            at(
+                5,
+                2,
+                2,
+                EventKind::Munmap {
+                    addr: 0x10_0000,
+                    len: 8 * page,
+                },
+            ),
+            at(6, 2, 2, exit(0)),
+            at(7, 1, 1, exit(0)),
+        ];
+        let report = analyze(&header(), events, None);
+        let run = report.totals.mapped.as_ref().unwrap();
+        assert_eq!((run.peak_bytes, run.peak_at_ns), (12 * page, Some(3)));
+        assert_eq!(run.peak_anon_bytes, 12 * page);
+        assert_eq!((run.mmaps, run.munmaps), (2, 2));
+        let child = report.processes.iter().find(|p| p.pid == 2).unwrap();
+        assert_eq!(child.own.mapped.as_ref().unwrap().peak_bytes, 4 * page);
+        let root = &report.processes[0];
+        assert_eq!(root.own.mapped.as_ref().unwrap().peak_bytes, 8 * page);
+        assert_eq!(root.tree.mapped.as_ref().unwrap().peak_bytes, 12 * page);
+    }
+
+    #[test]
+    fn no_mapping_events_no_mapped_metrics() {
+        let report = analyze(&header(), seq(vec![malloc(0x10, 8)]), None);
+        assert!(report.totals.mapped.is_none());
+        assert!(report.processes[0].own.mapped.is_none());
+    }
+
+    #[test]
+    fn exec_gives_a_new_address_space() {
+        let events = seq(vec![
+            anon_mmap(0x10_0000, 4096),
+            exec("/bin/next"),
+            anon_mmap(0x20_0000, 8192),
+        ]);
+        let report = analyze(&header(), events, None);
+        let m = report.totals.mapped.as_ref().unwrap();
+        assert_eq!(m.peak_bytes, 8192, "the old mapping left at exec");
     }
 }

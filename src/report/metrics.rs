@@ -1,7 +1,8 @@
 //! The result of a report: plain values the accounting pass produces and the text, JSON and
 //! check renderers read.
 //!
-//! Flow: `accounting` streams events into its state and, at the end, builds a [`Report`];
+//! Flow: `accounting` streams events into its state and, at the end, `assemble` builds a
+//! [`Report`];
 //! `Report::narrow` cuts it to one process, tree or benchmark; `text`, `json` and `check` only
 //! read it.
 //! Field names and units here are the JSON schema (docs/report-schema.md): renaming or removing

@@ -7,14 +7,17 @@
 //! `text`, `json` or `check`. [`analyze`] is the pure core, for tests and other commands.
 
 pub mod accounting;
+mod assemble;
 mod bench;
 pub mod check;
+mod counters;
 pub mod incomplete;
 pub mod json;
 mod mapped;
 pub mod metrics;
 mod resident;
 pub mod text;
+mod tree;
 
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};

@@ -2,7 +2,8 @@
 //! sums of trees; part of the accounting pass.
 //!
 //! Flow: `accounting` routes each `Rss` event to the process's [`ProcResident`], then moves
-//! what the process contributes to its trees' [`ResidentSum`]s. The rules (SPEC section 5):
+//! what the process contributes to its trees' [`ResidentSum`]s (kept in the process table,
+//! `tree`). The rules (SPEC section 5):
 //! a process's resident memory is `baseline + net`, per counter, in pages. The baseline is what
 //! the kernel filled into a forked child's counters before the child did anything itself, and
 //! zero after exec; `net` is the signed sum of every later change, never clamped. Removes that
@@ -10,7 +11,7 @@
 
 use crate::format::RssMember;
 
-use super::accounting::Peak;
+use super::counters::Peak;
 use super::metrics::{MemberResident, ResidentMetrics};
 
 /// Number of resident counters (`RssMember`), indexed by their kernel number.
