@@ -15,6 +15,7 @@ pub mod preflight;
 pub mod record;
 pub mod report;
 pub mod units;
+pub mod unwind;
 
 mod sys;
 #[cfg(test)]
