@@ -205,3 +205,143 @@ where
         rbp_offset,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::synthetic::{eh_frame, Fde};
+    use super::*;
+    use gimli::write::{CallFrameInstruction as I, Expression};
+    use gimli::EhFrame;
+
+    /// The rules of one FDE at 0x1000 with `instructions`, and why any is unsupported.
+    fn rules(signal: bool, instructions: &[(u32, I)]) -> (Vec<RowRule>, UnsupportedCounts) {
+        let data = eh_frame(signal, &[Fde::new(0x1000, 0x40, instructions)]);
+        let cfi = walk(
+            &EhFrame::new(&data, LittleEndian),
+            &BaseAddresses::default(),
+        )
+        .unwrap();
+        assert_eq!(cfi.fdes.len(), 1);
+        (cfi.rows.iter().map(|r| r.rule).collect(), cfi.unsupported)
+    }
+
+    /// The rule of the row from offset 4 on, after `instruction` there.
+    fn rule_after(instruction: I) -> (RowRule, UnsupportedCounts) {
+        let (rules, why) = rules(false, &[(4, instruction)]);
+        assert_eq!(rules.len(), 2, "{rules:?}");
+        (rules[1], why)
+    }
+
+    fn rsp(offset: i32) -> RowRule {
+        RowRule {
+            cfa: CfaRule::Rsp,
+            cfa_offset: offset,
+            rbp: RbpRule::Same,
+            rbp_offset: 0,
+        }
+    }
+
+    const UNSUPPORTED: RowRule = RowRule::bare(CfaRule::Unsupported);
+
+    #[test]
+    fn plt_expression_is_recognised() {
+        let (rule, why) = rule_after(I::CfaExpression(Expression::raw(
+            PLT_CFA_EXPRESSION.to_vec(),
+        )));
+        assert_eq!(rule.cfa, CfaRule::Plt);
+        assert_eq!((rule.cfa_offset, rule.rbp), (8, RbpRule::Same));
+        assert_eq!(why, UnsupportedCounts::default());
+    }
+
+    #[test]
+    fn other_expressions_are_unsupported() {
+        // The PLT's with another threshold, a prefix of it, and glibc's signal-frame CFA.
+        let mut lit10 = PLT_CFA_EXPRESSION.to_vec();
+        lit10[6] = 0x3a;
+        let prefix = PLT_CFA_EXPRESSION[..10].to_vec();
+        let deref = vec![0x77, 0xa0, 0x01, 0x06];
+        for bytes in [lit10, prefix, deref] {
+            let (rule, why) = rule_after(I::CfaExpression(Expression::raw(bytes.clone())));
+            assert_eq!(rule, UNSUPPORTED, "{bytes:x?}");
+            assert_eq!(why.cfa_expression, 1);
+        }
+    }
+
+    #[test]
+    fn signal_trampolines_are_unsupported() {
+        let (rules, why) = rules(true, &[(4, I::CfaOffset(16))]);
+        assert_eq!(rules, vec![UNSUPPORTED, UNSUPPORTED]);
+        assert_eq!(why.signal_frame, 2);
+    }
+
+    #[test]
+    fn return_address_must_be_at_cfa_minus_8() {
+        for instruction in [
+            I::Offset(X86_64::RA, -16),
+            I::Register(X86_64::RA, X86_64::RDX),
+            I::SameValue(X86_64::RA),
+        ] {
+            let (rule, why) = rule_after(instruction.clone());
+            assert_eq!(rule, UNSUPPORTED, "{instruction:?}");
+            assert_eq!(why.return_address, 1);
+        }
+    }
+
+    #[test]
+    fn undefined_return_address_is_the_end() {
+        let (rule, why) = rule_after(I::Undefined(X86_64::RA));
+        assert_eq!(rule, RowRule::bare(CfaRule::End));
+        assert_eq!(why, UnsupportedCounts::default());
+    }
+
+    #[test]
+    fn cfa_in_rbp_or_rsp_only() {
+        let (rule, _) = rule_after(I::Cfa(X86_64::RBP, 16));
+        assert_eq!(rule.cfa, CfaRule::Rbp);
+        assert_eq!(rule.cfa_offset, 16);
+        let (rule, why) = rule_after(I::CfaRegister(gimli::Register(10)));
+        assert_eq!(rule, UNSUPPORTED);
+        assert_eq!(why.cfa_register, 1);
+    }
+
+    #[test]
+    fn rbp_rules() {
+        let (rule, _) = rule_after(I::Offset(X86_64::RBP, -16));
+        assert_eq!(
+            rule,
+            RowRule {
+                rbp: RbpRule::AtCfa,
+                rbp_offset: -16,
+                ..rsp(8)
+            }
+        );
+        let (rule, _) = rule_after(I::SameValue(X86_64::RBP));
+        assert_eq!(rule, rsp(8));
+        let (rule, _) = rule_after(I::Undefined(X86_64::RBP));
+        assert_eq!(rule, rsp(8));
+        // In another register, or beyond 16 bits: the CFA rule still holds.
+        for instruction in [
+            I::Register(X86_64::RBP, X86_64::RDX),
+            I::Offset(X86_64::RBP, -40_000),
+        ] {
+            let (rule, why) = rule_after(instruction.clone());
+            assert_eq!(
+                rule,
+                RowRule {
+                    rbp: RbpRule::Unsupported,
+                    ..rsp(8)
+                },
+                "{instruction:?}"
+            );
+            assert_eq!(why.rbp, 1);
+        }
+    }
+
+    #[test]
+    fn fde_that_cannot_be_evaluated_is_one_unsupported_row() {
+        // DW_CFA_restore_state with nothing remembered.
+        let (rules, why) = rules(false, &[(0, I::CfaOffset(16)), (4, I::RestoreState)]);
+        assert_eq!(rules, vec![UNSUPPORTED]);
+        assert_eq!(why.damaged_fde, 1);
+    }
+}

@@ -18,6 +18,8 @@
 mod cfi;
 mod elf;
 mod row;
+#[cfg(test)]
+mod synthetic;
 mod table;
 
 use std::fmt;
@@ -243,7 +245,11 @@ pub fn build_from_bytes(data: &[u8]) -> Result<UnwindTable, UnwindError> {
 }
 
 fn build_from<'d, R: object::ReadRef<'d>>(data: R) -> Result<UnwindTable, UnwindErrorKind> {
-    let cfi = elf::cfi_bytes(data)?;
+    table_of(elf::cfi_bytes(data)?)
+}
+
+/// The table of one call-frame section, wherever its bytes came from.
+fn table_of(cfi: elf::CfiBytes<'_>) -> Result<UnwindTable, UnwindErrorKind> {
     let mut bases = BaseAddresses::default().set_eh_frame(cfi.eh_frame_address);
     if let Some(text) = cfi.text_address {
         bases = bases.set_text(text);
@@ -288,4 +294,81 @@ fn assemble(
         stats,
         identity,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::synthetic::{eh_frame, Fde, PROLOGUE};
+    use super::*;
+    use gimli::write::CallFrameInstruction as I;
+    use gimli::X86_64;
+
+    fn table(fdes: &[Fde]) -> Result<UnwindTable, UnwindError> {
+        let data = eh_frame(false, fdes);
+        table_of(elf::CfiBytes {
+            section: CfiSection::EhFrame,
+            data: &data,
+            eh_frame_address: 0,
+            text_address: None,
+            got_address: None,
+            identity: FileIdentity::CfiHash(0),
+        })
+        .map_err(|kind| UnwindError { path: None, kind })
+    }
+
+    #[test]
+    fn code_above_four_gib_is_refused_with_its_address() {
+        let e = table(&[Fde::new(0x1_0000_0000, 0x20, &[])]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "code at 0x100000000, above 4 GiB: unwind rows hold 32-bit addresses"
+        );
+        // Just below is fine, its terminator row included.
+        let t = table(&[Fde::new(0xffff_ff00, 0xff, &[])]).unwrap();
+        assert_eq!(t.rows().last().unwrap().pc, 0xffff_ffff);
+    }
+
+    #[test]
+    fn lookup_follows_rows_and_is_unknown_outside() {
+        let t = table(&[
+            Fde::new(0x1000, 0x20, PROLOGUE),
+            Fde::new(0x1040, 0x10, &[]),
+        ])
+        .unwrap();
+        let rsp = |n| RowRule {
+            cfa: CfaRule::Rsp,
+            cfa_offset: n,
+            rbp: RbpRule::Same,
+            rbp_offset: 0,
+        };
+        let saved = RowRule {
+            cfa: CfaRule::Rsp,
+            cfa_offset: 16,
+            rbp: RbpRule::AtCfa,
+            rbp_offset: -16,
+        };
+        let unknown = RowRule::bare(CfaRule::Unknown);
+        assert_eq!(t.lookup(0xfff), unknown);
+        assert_eq!(t.lookup(0x1000), rsp(8));
+        assert_eq!(t.lookup(0x1001), saved);
+        assert_eq!(t.lookup(0x101f), saved);
+        assert_eq!(t.lookup(0x1020), unknown);
+        assert_eq!(t.lookup(0x103f), unknown);
+        assert_eq!(t.lookup(0x1040), rsp(8));
+        assert_eq!(t.lookup(0x1050), unknown);
+        assert_eq!(t.lookup(u64::MAX), unknown);
+        let s = t.stats();
+        assert_eq!(
+            (s.cies, s.fdes, s.cfi_rows, s.rows, s.gaps),
+            (1, 2, 3, 5, 1)
+        );
+        assert_eq!(s.rules.rsp, 3);
+    }
+
+    #[test]
+    fn undefined_return_address_ends_the_walk() {
+        let t = table(&[Fde::new(0x1000, 0x10, &[(0, I::Undefined(X86_64::RA))])]).unwrap();
+        assert_eq!(t.lookup(0x1000), RowRule::bare(CfaRule::End));
+        assert_eq!(t.stats().rules.end, 1);
+    }
 }
