@@ -377,6 +377,38 @@ fn system_file(name: &str) -> Option<PathBuf> {
     )
 }
 
+/// Runs a build tool and fails with its stderr if it fails.
+fn run(command: &mut Command) {
+    let out = command
+        .output()
+        .unwrap_or_else(|e| panic!("run {command:?} (scripts/setup.sh installs it): {e}"));
+    assert!(
+        out.status.success(),
+        "{command:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `testdata/unwind/frames.c` built -O2 -fomit-frame-pointer, plus `flags`, as `out`.
+fn frames_fixture(out: &str, flags: &[&str]) -> PathBuf {
+    let flags: Vec<&str> = ["-fomit-frame-pointer"]
+        .iter()
+        .chain(flags)
+        .copied()
+        .collect();
+    common::build_fixture("unwind/frames.c", out, &flags).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A copy of `exe` with extension `extension`, without `sections`.
+fn without_sections(exe: &Path, extension: &str, sections: &[&str]) -> PathBuf {
+    let copy = exe.with_extension(extension);
+    run(Command::new("objcopy")
+        .args(sections.iter().map(|s| format!("--remove-section={s}")))
+        .arg(exe)
+        .arg(&copy));
+    copy
+}
+
 #[test]
 fn libc_matches_readelf() {
     let Some(libc) = system_file("libc.so.6") else {
@@ -406,12 +438,7 @@ fn dynamic_loader_matches_readelf() {
 
 #[test]
 fn c_fixture_without_frame_pointers_matches_readelf() {
-    let exe = common::build_fixture(
-        "unwind/frames.c",
-        "unwind_frames",
-        &["-fomit-frame-pointer"],
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let exe = frames_fixture("unwind_frames", &[]);
     let (table, _) = assert_matches_readelf(&exe);
     let s = table.stats();
     assert_eq!(s.section, CfiSection::EhFrame);
@@ -423,39 +450,14 @@ fn c_fixture_without_frame_pointers_matches_readelf() {
 
 #[test]
 fn c_fixture_with_only_debug_frame_matches_readelf() {
-    let exe = common::build_fixture(
-        "unwind/frames.c",
+    let exe = frames_fixture(
         "unwind_frames_debug_frame",
-        &[
-            "-fomit-frame-pointer",
-            "-fno-asynchronous-unwind-tables",
-            "-fno-unwind-tables",
-        ],
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let table = unwind::build(&exe).unwrap_or_else(|e| panic!("{e}"));
-    // crt1.o and the PLT still bring a little .eh_frame; strip it to leave .debug_frame.
-    if table.stats().section == CfiSection::EhFrame {
-        let stripped = exe.with_extension("noeh");
-        let out = Command::new("objcopy")
-            .args([
-                "--remove-section=.eh_frame",
-                "--remove-section=.eh_frame_hdr",
-            ])
-            .arg(&exe)
-            .arg(&stripped)
-            .output()
-            .expect("run objcopy (binutils)");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let (table, _) = assert_matches_readelf(&stripped);
-        assert_eq!(table.stats().section, CfiSection::DebugFrame);
-    } else {
-        assert_matches_readelf(&exe);
-    }
+        &["-fno-asynchronous-unwind-tables", "-fno-unwind-tables"],
+    );
+    // crt1.o and the PLT still bring a little .eh_frame; without it .debug_frame is all.
+    let stripped = without_sections(&exe, "noeh", &[".eh_frame", ".eh_frame_hdr"]);
+    let (table, _) = assert_matches_readelf(&stripped);
+    assert_eq!(table.stats().section, CfiSection::DebugFrame);
 }
 
 #[test]
@@ -487,19 +489,12 @@ int main(void) {
     .unwrap();
     let exe = dir.join("layout");
     let bpf = Path::new(env!("CARGO_MANIFEST_DIR")).join("bpf");
-    let out = Command::new("cc")
+    run(Command::new("cc")
         .arg("-I")
         .arg(&bpf)
         .arg("-o")
         .arg(&exe)
-        .arg(&src)
-        .output()
-        .expect("run cc");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .arg(&src));
     let out = Command::new(&exe).output().unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     let rust = format!(
@@ -573,27 +568,11 @@ fn damaged_eh_frame_is_an_error() {
 
 #[test]
 fn file_without_cfi_is_an_error() {
-    let exe = common::build_fixture(
-        "unwind/frames.c",
-        "unwind_frames",
-        &["-fomit-frame-pointer"],
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let bare = exe.with_extension("nocfi");
-    let out = Command::new("objcopy")
-        .args([
-            "--remove-section=.eh_frame",
-            "--remove-section=.eh_frame_hdr",
-            "--remove-section=.debug_frame",
-        ])
-        .arg(&exe)
-        .arg(&bare)
-        .output()
-        .expect("run objcopy (binutils)");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let exe = frames_fixture("unwind_frames", &[]);
+    let bare = without_sections(
+        &exe,
+        "nocfi",
+        &[".eh_frame", ".eh_frame_hdr", ".debug_frame"],
     );
     let e = unwind::build(&bare).unwrap_err().to_string();
     assert!(e.contains("no call frame information"), "{e}");
@@ -620,17 +599,10 @@ fn relocatable_object_is_refused() {
     std::fs::create_dir_all(&dir).unwrap();
     let obj = dir.join("frames.o");
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/unwind/frames.c");
-    let out = Command::new("cc")
+    run(Command::new("cc")
         .args(["-O2", "-c", "-o"])
         .arg(&obj)
-        .arg(&src)
-        .output()
-        .expect("run cc");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .arg(&src));
     let e = unwind::build(&obj).unwrap_err().to_string();
     assert!(e.contains("relocatable object"), "{e}");
 }

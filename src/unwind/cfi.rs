@@ -208,7 +208,7 @@ where
 
 #[cfg(test)]
 mod tests {
-    use super::super::synthetic::{eh_frame, Fde};
+    use super::super::synthetic::{eh_frame, rsp, Fde};
     use super::*;
     use gimli::write::{CallFrameInstruction as I, Expression};
     use gimli::EhFrame;
@@ -230,15 +230,6 @@ mod tests {
         let (rules, why) = rules(false, &[(4, instruction)]);
         assert_eq!(rules.len(), 2, "{rules:?}");
         (rules[1], why)
-    }
-
-    fn rsp(offset: i32) -> RowRule {
-        RowRule {
-            cfa: CfaRule::Rsp,
-            cfa_offset: offset,
-            rbp: RbpRule::Same,
-            rbp_offset: 0,
-        }
     }
 
     const UNSUPPORTED: RowRule = RowRule::bare(CfaRule::Unsupported);

@@ -298,7 +298,7 @@ fn assemble(
 
 #[cfg(test)]
 mod tests {
-    use super::synthetic::{eh_frame, Fde, PROLOGUE};
+    use super::synthetic::{eh_frame, rsp, Fde, PROLOGUE};
     use super::*;
     use gimli::write::CallFrameInstruction as I;
     use gimli::X86_64;
@@ -335,12 +335,6 @@ mod tests {
             Fde::new(0x1040, 0x10, &[]),
         ])
         .unwrap();
-        let rsp = |n| RowRule {
-            cfa: CfaRule::Rsp,
-            cfa_offset: n,
-            rbp: RbpRule::Same,
-            rbp_offset: 0,
-        };
         let saved = RowRule {
             cfa: CfaRule::Rsp,
             cfa_offset: 16,

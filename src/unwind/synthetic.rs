@@ -1,12 +1,24 @@
 //! Synthetic `.eh_frame` sections for the unwind builder's unit tests, written with gimli's
 //! writer: one x86-64 CIE as gcc emits it (CFA = rsp+8, return address at CFA-8) and FDEs
-//! with whatever instructions a test needs.
+//! with whatever instructions a test needs; and the rule most of their rows expect.
 
 use gimli::write::{
     Address, CallFrameInstruction, CommonInformationEntry, EhFrame, EndianVec,
     FrameDescriptionEntry, FrameTable,
 };
 use gimli::{Encoding, Format, LittleEndian, X86_64};
+
+use super::row::{CfaRule, RbpRule, RowRule};
+
+/// CFA = rsp + `offset`, rbp untouched: the rule of most rows.
+pub(crate) fn rsp(offset: i32) -> RowRule {
+    RowRule {
+        cfa: CfaRule::Rsp,
+        cfa_offset: offset,
+        rbp: RbpRule::Same,
+        rbp_offset: 0,
+    }
+}
 
 /// One FDE to write: its range and (offset in the function, instruction) pairs.
 pub(crate) struct Fde {

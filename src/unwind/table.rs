@@ -119,17 +119,8 @@ impl Rows {
 #[cfg(test)]
 mod tests {
     use super::super::cfi::CfiRow;
-    use super::super::row::RbpRule;
+    use super::super::synthetic::rsp;
     use super::*;
-
-    fn rsp(offset: i32) -> RowRule {
-        RowRule {
-            cfa: CfaRule::Rsp,
-            cfa_offset: offset,
-            rbp: RbpRule::Same,
-            rbp_offset: 0,
-        }
-    }
 
     /// One synthetic FDE: start, end, and (row start, rule) per row.
     type FdeSpec<'a> = (u64, u64, &'a [(u64, RowRule)]);
