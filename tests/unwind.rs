@@ -94,11 +94,21 @@ fn plt_fdes(raw: &str, section: CfiSection) -> Vec<String> {
     found
 }
 
-/// readelf's interpreted table of `file`'s `section`.
-fn oracle(file: &Path, section: CfiSection) -> Vec<OracleFde> {
+/// readelf's interpreted tables of `file`: `.eh_frame`'s FDEs, then `.debug_frame`'s (the
+/// builder takes both, in this order).
+fn oracle(file: &Path) -> Vec<OracleFde> {
     let interp = readelf(&["--debug-dump=frames-interp,no-follow-links"], file);
     let raw = readelf(&["--debug-dump=frames,no-follow-links"], file);
-    let plt = plt_fdes(&raw, section);
+    [CfiSection::EhFrame, CfiSection::DebugFrame]
+        .into_iter()
+        .flat_map(|section| oracle_section(&interp, &raw, section))
+        .collect()
+}
+
+/// readelf's interpreted table of one section, from its outputs `interp` (frames-interp) and
+/// `raw` (frames).
+fn oracle_section(interp: &str, raw: &str, section: CfiSection) -> Vec<OracleFde> {
+    let plt = plt_fdes(raw, section);
     // A CIE's rows (printed with loc 0) apply to an FDE that prints none of its own.
     let mut cies: HashMap<String, (bool, Vec<OracleRow>)> = HashMap::new();
     let mut fdes: Vec<OracleFde> = Vec::new();
@@ -109,7 +119,7 @@ fn oracle(file: &Path, section: CfiSection) -> Vec<OracleFde> {
         Fde,
     }
     let mut entry = Entry::None;
-    for line in section_lines(&interp, section) {
+    for line in section_lines(interp, section) {
         if let Some((offset, kind, rest)) = entry_header(line) {
             columns.clear();
             if kind == "CIE" {
@@ -248,7 +258,7 @@ struct Comparison {
 }
 
 fn compare(file: &Path, table: &UnwindTable) -> Comparison {
-    let fdes = oracle(file, table.stats().section);
+    let fdes = oracle(file);
     let mut c = Comparison::default();
     let check = |c: &mut Comparison, pc: u64, want: RowRule, what: &str| {
         c.checked_pcs += 1;
@@ -323,10 +333,9 @@ fn assert_matches_readelf(file: &Path) -> (UnwindTable, Comparison) {
     let c = compare(file, &table);
     let s = table.stats();
     eprintln!(
-        "{}: {} {} FDEs, {} CIEs; readelf {} rows ({} expressions: {} PLT, {} unsupported in \
+        "{}: {:?}, {} CIEs; readelf {} rows ({} expressions: {} PLT, {} unsupported in \
          all); builder {} CFI rows -> {} table rows ({} bytes); {:?}; {:?}; {} pcs checked",
         file.display(),
-        s.section.name(),
         s.fdes,
         s.cies,
         c.oracle_rows,
@@ -352,6 +361,8 @@ fn assert_matches_readelf(file: &Path) -> (UnwindTable, Comparison) {
         "{}: readelf printed no rows",
         file.display()
     );
+    // The expectations above assume each pc has one FDE.
+    assert_eq!(s.overlapping_fdes, 0, "overlapping FDEs");
     // Every expression row is accounted for by the design: the PLT's or unsupported.
     assert_eq!(s.rules.plt, c.plt_rows, "PLT rows");
     assert_eq!(s.rules.unsupported, c.unsupported_rows, "unsupported rows");
@@ -441,7 +452,7 @@ fn c_fixture_without_frame_pointers_matches_readelf() {
     let exe = frames_fixture("unwind_frames", &[]);
     let (table, _) = assert_matches_readelf(&exe);
     let s = table.stats();
-    assert_eq!(s.section, CfiSection::EhFrame);
+    assert_eq!(s.fdes.debug_frame, 0);
     // alloca gives rbp-based rows, the PLT its expression, _start an undefined return address.
     assert!(s.rules.rbp > 0, "{s:?}");
     assert_eq!(s.rules.plt, 1, "{s:?}");
@@ -449,15 +460,24 @@ fn c_fixture_without_frame_pointers_matches_readelf() {
 }
 
 #[test]
-fn c_fixture_with_only_debug_frame_matches_readelf() {
+fn c_fixture_with_debug_frame_matches_readelf() {
     let exe = frames_fixture(
         "unwind_frames_debug_frame",
         &["-fno-asynchronous-unwind-tables", "-fno-unwind-tables"],
     );
-    // crt1.o and the PLT still bring a little .eh_frame; without it .debug_frame is all.
+    // Its own functions in .debug_frame; crt1.o's _start and the PLT in .eh_frame.
+    let (table, _) = assert_matches_readelf(&exe);
+    let fdes = table.stats().fdes;
+    assert!(fdes.eh_frame > 0 && fdes.debug_frame > 0, "{fdes:?}");
+    assert!(
+        table.stats().rules.rbp > 0,
+        "alloca's rows come from .debug_frame"
+    );
+    // Without .eh_frame, .debug_frame is all there is.
     let stripped = without_sections(&exe, "noeh", &[".eh_frame", ".eh_frame_hdr"]);
     let (table, _) = assert_matches_readelf(&stripped);
-    assert_eq!(table.stats().section, CfiSection::DebugFrame);
+    assert_eq!(table.stats().fdes.eh_frame, 0);
+    assert_eq!(table.stats().fdes.debug_frame, fdes.debug_frame);
 }
 
 #[test]
@@ -634,12 +654,11 @@ fn build_time_per_file() {
             .unwrap();
         let s = table.stats();
         eprintln!(
-            "{}: {:.2} ms; {} bytes of {}, {} FDEs, {} CFI rows -> {} rows, {} KiB",
+            "{}: {:.2} ms; {} bytes, {} FDEs, {} CFI rows -> {} rows, {} KiB",
             file.display(),
             best.as_secs_f64() * 1e3,
             std::fs::metadata(&file).unwrap().len(),
-            s.section.name(),
-            s.fdes,
+            s.fdes.total(),
             s.cfi_rows,
             s.rows,
             s.table_bytes() / 1024

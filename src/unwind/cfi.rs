@@ -63,6 +63,22 @@ pub(crate) struct Cfi {
     pub unsupported: UnsupportedCounts,
 }
 
+impl Cfi {
+    /// Adds `other`'s FDEs after this one's: an FDE of `other` that overlaps one of this
+    /// section's loses to it (`unwind::table::assemble`).
+    pub fn append(&mut self, other: Cfi) {
+        let base = self.rows.len();
+        self.rows.extend(other.rows);
+        self.fdes.extend(other.fdes.into_iter().map(|fde| Fde {
+            rows: fde.rows.start + base..fde.rows.end + base,
+            ..fde
+        }));
+        self.cies += other.cies;
+        self.rules.merge(&other.rules);
+        self.unsupported.merge(&other.unsupported);
+    }
+}
+
 /// Walks every entry of `section`. An entry that cannot be read (its header or CIE is
 /// damaged) fails the whole section: where the next entry starts is then unknown. An FDE whose
 /// instructions cannot be evaluated keeps its range, as one `Unsupported` row, so the walk

@@ -11,14 +11,15 @@ use object::{
 
 use super::{FileIdentity, UnwindErrorKind};
 
-/// Which DWARF section the rows come from.
+/// Which DWARF section rows come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CfiSection {
     /// `.eh_frame`: the loaded copy every x86-64 toolchain emits for exceptions, so it is there
     /// in stripped files too.
     EhFrame,
-    /// `.debug_frame`: only in files built without unwind tables (`-fno-asynchronous-unwind-
-    /// tables -g`), used when there is no `.eh_frame`.
+    /// `.debug_frame`: what code built with `-fno-asynchronous-unwind-tables -g` has instead.
+    /// Such a file usually has both: `.eh_frame` for the startup files and the PLT (which
+    /// were built with unwind tables), `.debug_frame` for its own functions.
     DebugFrame,
 }
 
@@ -32,24 +33,29 @@ impl CfiSection {
     }
 }
 
-/// What `unwind::cfi` needs of one file.
-pub(crate) struct CfiBytes<'a> {
+/// One call-frame section's bytes and load address.
+pub(crate) struct SectionBytes<'a> {
     /// Which section.
     pub section: CfiSection,
     /// Its bytes.
     pub data: &'a [u8],
-    /// The addresses `.eh_frame` pointers may be relative to (pc-relative, text-relative,
-    /// data-relative), from the section headers.
-    pub eh_frame_address: u64,
+    /// Its address, which `.eh_frame`'s pc-relative pointers are relative to.
+    pub address: u64,
+}
+
+/// What `unwind::cfi` needs of one file.
+pub(crate) struct CfiBytes<'a> {
+    /// `.eh_frame` first, then `.debug_frame`, those present with contents.
+    pub sections: Vec<SectionBytes<'a>>,
+    /// The addresses other `.eh_frame` pointer encodings may be relative to.
     pub text_address: Option<u64>,
     pub got_address: Option<u64>,
     /// Build id, or a hash of the CFI.
     pub identity: FileIdentity,
 }
 
-/// Finds the call-frame section of an x86-64 ELF file.
-/// `data` is the whole file: mapped, in memory, or an `object::ReadCache` that reads only the
-/// headers and the sections asked for.
+/// Finds the call-frame sections of an x86-64 ELF file. `data` is the whole file: mapped, in
+/// memory, or an `object::ReadCache` that reads only the headers and the sections asked for.
 pub(crate) fn cfi_bytes<'d, R: ReadRef<'d>>(data: R) -> Result<CfiBytes<'d>, UnwindErrorKind> {
     match FileKind::parse(data) {
         Ok(FileKind::Elf64) => {}
@@ -67,30 +73,38 @@ pub(crate) fn cfi_bytes<'d, R: ReadRef<'d>>(data: R) -> Result<CfiBytes<'d>, Unw
     if file.kind() == ObjectKind::Relocatable {
         return Err(UnwindErrorKind::Relocatable);
     }
-    let (section, found) = match present(&file, ".eh_frame") {
-        Some(s) => (CfiSection::EhFrame, s),
-        None => match present(&file, ".debug_frame") {
-            Some(s) => (CfiSection::DebugFrame, s),
-            None => return Err(UnwindErrorKind::NoCfi),
-        },
-    };
-    let compressed = found
-        .compressed_file_range()
-        .map_err(|e| UnwindErrorKind::Damaged(e.to_string()))?;
-    if compressed.format != CompressionFormat::None {
-        return Err(UnwindErrorKind::Compressed(section.name()));
+    let mut sections = Vec::new();
+    let mut hash = Fnv1a::default();
+    for section in [CfiSection::EhFrame, CfiSection::DebugFrame] {
+        let Some(found) = present(&file, section.name()) else {
+            continue;
+        };
+        let compressed = found
+            .compressed_file_range()
+            .map_err(|e| UnwindErrorKind::Damaged(format!("{}: {e}", section.name())))?;
+        if compressed.format != CompressionFormat::None {
+            return Err(UnwindErrorKind::Compressed(section.name()));
+        }
+        let data = found
+            .data()
+            .map_err(|e| UnwindErrorKind::Damaged(format!("{}: {e}", section.name())))?;
+        hash.add(&found.address().to_le_bytes());
+        hash.add(data);
+        sections.push(SectionBytes {
+            section,
+            data,
+            address: found.address(),
+        });
     }
-    let bytes = found
-        .data()
-        .map_err(|e| UnwindErrorKind::Damaged(format!("{}: {e}", section.name())))?;
+    if sections.is_empty() {
+        return Err(UnwindErrorKind::NoCfi);
+    }
     let identity = match file.build_id() {
         Ok(Some(id)) if !id.is_empty() => FileIdentity::BuildId(id.to_vec()),
-        _ => FileIdentity::CfiHash(fnv1a(found.address(), bytes)),
+        _ => FileIdentity::CfiHash(hash.0),
     };
     Ok(CfiBytes {
-        section,
-        data: bytes,
-        eh_frame_address: found.address(),
+        sections,
         text_address: file.section_by_name(".text").map(|s| s.address()),
         got_address: file.section_by_name(".got").map(|s| s.address()),
         identity,
@@ -108,13 +122,21 @@ fn present<'d, 'f, R: ReadRef<'d>>(
     (header.sh_type(file.endian()) != SHT_NOBITS && section.size() > 0).then_some(section)
 }
 
-/// 64-bit FNV-1a over the section's load address and bytes: stable for the same CFI at the
-/// same addresses, which is all a table depends on, and cheap next to parsing it.
-fn fnv1a(address: u64, bytes: &[u8]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in address.to_le_bytes().iter().chain(bytes) {
-        hash ^= u64::from(b);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+/// 64-bit FNV-1a over the CFI sections' load addresses and bytes: stable for the same CFI at
+/// the same addresses, which is all a table depends on, and cheap next to parsing it.
+struct Fnv1a(u64);
+
+impl Default for Fnv1a {
+    fn default() -> Self {
+        Fnv1a(0xcbf2_9ce4_8422_2325)
     }
-    hash
+}
+
+impl Fnv1a {
+    fn add(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 ^= u64::from(b);
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
 }

@@ -5,7 +5,7 @@
 //! Where it sits in the flow: discovery, which already opens each executable file a process
 //! maps (at exec and dlopen, while the process is stopped), builds the file's table with
 //! [`build`]; the recorder loads the rows once per file into a BPF map shared by every process
-//! that maps the file. Inside: `elf` finds the section, `cfi` walks it with gimli and reduces
+//! that maps the file. Inside: `elf` finds the sections, `cfi` walks them with gimli and reduces
 //! each row to a [`RowRule`], `table` sorts, merges and fills gaps; `row` is the layout shared
 //! with `bpf/event.h`.
 //!
@@ -75,8 +75,8 @@ impl UnwindTable {
 pub enum FileIdentity {
     /// The `NT_GNU_BUILD_ID` note: what debuggers and symbol servers match a file by.
     BuildId(Vec<u8>),
-    /// No build id: a 64-bit FNV-1a hash of the CFI section's address and bytes, which is all
-    /// the table depends on (cheap next to parsing the section).
+    /// No build id: a 64-bit FNV-1a hash of the CFI sections' addresses and bytes, which is
+    /// all the table depends on (cheap next to parsing them).
     CfiHash(u64),
 }
 
@@ -96,6 +96,14 @@ pub struct RuleCounts {
 }
 
 impl RuleCounts {
+    fn merge(&mut self, other: &RuleCounts) {
+        self.rsp += other.rsp;
+        self.rbp += other.rbp;
+        self.plt += other.plt;
+        self.end += other.end;
+        self.unsupported += other.unsupported;
+    }
+
     fn add(&mut self, rule: CfaRule) {
         match rule {
             CfaRule::Rsp => self.rsp += 1,
@@ -128,15 +136,25 @@ pub struct UnsupportedCounts {
     pub rbp: usize,
 }
 
+impl UnsupportedCounts {
+    fn merge(&mut self, other: &UnsupportedCounts) {
+        self.signal_frame += other.signal_frame;
+        self.cfa_expression += other.cfa_expression;
+        self.cfa_register += other.cfa_register;
+        self.return_address += other.return_address;
+        self.offset_range += other.offset_range;
+        self.damaged_fde += other.damaged_fde;
+        self.rbp += other.rbp;
+    }
+}
+
 /// What the builder saw and did, for the recorder's log and `doctor`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct UnwindStats {
-    /// The section the rows come from.
-    pub section: CfiSection,
-    /// CIEs in the section.
+    /// FDEs per section.
+    pub fdes: SectionFdes,
+    /// CIEs in both sections.
     pub cies: usize,
-    /// FDEs in the section.
-    pub fdes: usize,
     /// FDEs covering no address, skipped.
     pub empty_fdes: usize,
     /// FDEs starting inside an earlier one, resolved in favour of the earlier one.
@@ -151,6 +169,22 @@ pub struct UnwindStats {
     pub rules: RuleCounts,
     /// Why CFI rows are unsupported.
     pub unsupported: UnsupportedCounts,
+}
+
+/// FDEs per call-frame section.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SectionFdes {
+    /// In `.eh_frame`.
+    pub eh_frame: usize,
+    /// In `.debug_frame`.
+    pub debug_frame: usize,
+}
+
+impl SectionFdes {
+    /// In both.
+    pub fn total(&self) -> usize {
+        self.eh_frame + self.debug_frame
+    }
 }
 
 impl UnwindStats {
@@ -199,7 +233,7 @@ impl fmt::Display for UnwindError {
             UnwindErrorKind::Damaged(e) => write!(f, "damaged ELF file: {e}"),
             UnwindErrorKind::NoCfi => write!(
                 f,
-                "no call frame information (neither .eh_frame nor .debug_frame): built with \
+                "no call frame information (no FDE in .eh_frame or .debug_frame): built with \
                  -fno-asynchronous-unwind-tables and without -g, or stripped of it"
             ),
             UnwindErrorKind::Compressed(name) => {
@@ -225,8 +259,8 @@ impl std::error::Error for UnwindError {
     }
 }
 
-/// Builds the unwind table of the ELF file at `path`. Reads only the headers and the one
-/// call-frame section (and the build-id note), not the whole file.
+/// Builds the unwind table of the ELF file at `path`. Reads only the headers, the call-frame
+/// sections and the build-id note, not the whole file.
 pub fn build(path: &Path) -> Result<UnwindTable, UnwindError> {
     let with_path = |kind| UnwindError {
         path: Some(path.to_path_buf()),
@@ -234,7 +268,7 @@ pub fn build(path: &Path) -> Result<UnwindTable, UnwindError> {
     };
     let file = File::open(path).map_err(|e| with_path(UnwindErrorKind::Io(e)))?;
     // Read, not mapped: a library truncated while mapped would be SIGBUS in the recorder, and
-    // the few reads this makes (headers, one section) cost less than faulting the pages in.
+    // the few reads this makes (headers, the CFI) cost less than faulting the pages in.
     let cache = object::ReadCache::new(file);
     build_from(&cache).map_err(with_path)
 }
@@ -248,39 +282,55 @@ fn build_from<'d, R: object::ReadRef<'d>>(data: R) -> Result<UnwindTable, Unwind
     table_of(elf::cfi_bytes(data)?)
 }
 
-/// The table of one call-frame section, wherever its bytes came from.
+/// The table of a file's call-frame sections, wherever their bytes came from: the FDEs of
+/// `.eh_frame` and `.debug_frame` together, since a file built without unwind tables has its
+/// own functions in the one and its startup code and PLT in the other.
 fn table_of(cfi: elf::CfiBytes<'_>) -> Result<UnwindTable, UnwindErrorKind> {
-    let mut bases = BaseAddresses::default().set_eh_frame(cfi.eh_frame_address);
+    let mut bases = BaseAddresses::default();
     if let Some(text) = cfi.text_address {
         bases = bases.set_text(text);
     }
     if let Some(got) = cfi.got_address {
         bases = bases.set_got(got);
     }
-    let walked = match cfi.section {
-        CfiSection::EhFrame => cfi::walk(&EhFrame::new(cfi.data, LittleEndian), &bases),
-        CfiSection::DebugFrame => {
-            let mut section = DebugFrame::new(cfi.data, LittleEndian);
-            // DWARF 4+ CIEs carry the address size; older ones rely on this.
-            section.set_address_size(8);
-            cfi::walk(&section, &bases)
+    let mut all = cfi::Cfi::default();
+    let mut fdes = SectionFdes::default();
+    for bytes in &cfi.sections {
+        let walked = match bytes.section {
+            CfiSection::EhFrame => cfi::walk(
+                &EhFrame::new(bytes.data, LittleEndian),
+                &bases.clone().set_eh_frame(bytes.address),
+            ),
+            CfiSection::DebugFrame => {
+                let mut section = DebugFrame::new(bytes.data, LittleEndian);
+                // DWARF 4+ CIEs carry the address size; older ones rely on this.
+                section.set_address_size(8);
+                cfi::walk(&section, &bases)
+            }
         }
+        .map_err(|e| UnwindErrorKind::Cfi(bytes.section, e))?;
+        match bytes.section {
+            CfiSection::EhFrame => fdes.eh_frame = walked.fdes.len(),
+            CfiSection::DebugFrame => fdes.debug_frame = walked.fdes.len(),
+        }
+        all.append(walked);
     }
-    .map_err(|e| UnwindErrorKind::Cfi(cfi.section, e))?;
-    assemble(cfi.section, &walked, cfi.identity)
+    if all.fdes.is_empty() {
+        return Err(UnwindErrorKind::NoCfi);
+    }
+    assemble(fdes, &all, cfi.identity)
 }
 
 fn assemble(
-    section: CfiSection,
+    fdes: SectionFdes,
     walked: &cfi::Cfi,
     identity: FileIdentity,
 ) -> Result<UnwindTable, UnwindErrorKind> {
     let (rows, assembly) =
         table::assemble(walked).map_err(|e| UnwindErrorKind::AboveFourGiB(e.pc))?;
     let stats = UnwindStats {
-        section,
+        fdes,
         cies: walked.cies,
-        fdes: walked.fdes.len(),
         empty_fdes: assembly.empty_fdes,
         overlapping_fdes: assembly.overlapping_fdes,
         cfi_rows: walked.rows.len(),
@@ -306,9 +356,11 @@ mod tests {
     fn table(fdes: &[Fde]) -> Result<UnwindTable, UnwindError> {
         let data = eh_frame(false, fdes);
         table_of(elf::CfiBytes {
-            section: CfiSection::EhFrame,
-            data: &data,
-            eh_frame_address: 0,
+            sections: vec![elf::SectionBytes {
+                section: CfiSection::EhFrame,
+                data: &data,
+                address: 0,
+            }],
             text_address: None,
             got_address: None,
             identity: FileIdentity::CfiHash(0),
@@ -353,10 +405,16 @@ mod tests {
         assert_eq!(t.lookup(u64::MAX), unknown);
         let s = t.stats();
         assert_eq!(
-            (s.cies, s.fdes, s.cfi_rows, s.rows, s.gaps),
+            (s.cies, s.fdes.total(), s.cfi_rows, s.rows, s.gaps),
             (1, 2, 3, 5, 1)
         );
         assert_eq!(s.rules.rsp, 3);
+    }
+
+    #[test]
+    fn section_without_fdes_is_no_cfi() {
+        let e = table(&[]).unwrap_err().to_string();
+        assert!(e.starts_with("no call frame information"), "{e}");
     }
 
     #[test]
