@@ -22,7 +22,8 @@ pub(crate) type Slice<'a> = EndianSlice<'a, LittleEndian>;
 /// DW_OP_lit3; DW_OP_shl; DW_OP_plus`, that is rsp + 8 + ((rip & 15) >= 11 ? 8 : 0): each
 /// 16-byte PLT entry is `jmp *GOT; push $n; jmp PLT0`, so from byte 11 on (after the push) one
 /// more word is on the stack. It is the only expression -O2 code on this platform needs (libc,
-/// libstdc++ and every gcc-linked executable have it); `CfaRule::Plt` lets the BPF side compute
+/// libstdc++, ld.so and executables that GNU ld linked for lazy binding have it; `.plt.got`
+/// and `.plt.sec` entries have plain rules); `CfaRule::Plt` lets the BPF side compute
 /// it without a DWARF interpreter. Any other expression is `CfaRule::Unsupported`.
 pub const PLT_CFA_EXPRESSION: [u8; 11] = [
     0x77, 0x08, 0x80, 0x00, 0x3f, 0x1a, 0x3b, 0x2a, 0x33, 0x24, 0x22,

@@ -1,4 +1,4 @@
-//! Unwind tables: a file's call frame information (`.eh_frame`, else `.debug_frame`) turned
+//! Unwind tables: a file's call frame information (`.eh_frame` and `.debug_frame`) turned
 //! into compact rows sorted by pc, which the BPF stack walk binary-searches once per frame to
 //! find the caller's frame in code built without frame pointers (issue 15).
 //!
@@ -59,6 +59,10 @@ impl UnwindTable {
 
     /// The rule at `pc` (an ELF virtual address), found as the BPF walk finds it: the last row
     /// at or before `pc`. A pc before the first row has no CFI: `CfaRule::Unknown`.
+    ///
+    /// For a caller's frame the walk must look up its return address minus 1: a call to a
+    /// noreturn function can be a function's last instruction, so the return address is the
+    /// first byte past the function (another function, or a gap without CFI).
     pub fn lookup(&self, pc: u64) -> RowRule {
         let Ok(pc) = u32::try_from(pc) else {
             return RowRule::bare(CfaRule::Unknown);
