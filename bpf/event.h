@@ -202,4 +202,32 @@ struct map_event {
 	__u32 flags;    /* mmap: MAP_*; mremap: MREMAP_* */
 };
 
+
+/* Unwind tables (src/unwind/): one file's call frame information as rows sorted by pc, built
+ * in user space from .eh_frame and binary-searched by the BPF stack walk. A row applies from
+ * its pc up to the next row's pc; the return address is at CFA-8 under every rule that has a
+ * CFA. Numbered as CfaRule and RbpRule in src/unwind/row.rs. */
+enum cfa_rule {
+	CFA_RSP = 0,         /* CFA = rsp + cfa_offset */
+	CFA_RBP = 1,         /* CFA = rbp + cfa_offset */
+	CFA_PLT = 2,         /* .plt: CFA = rsp + 8 + ((rip & 15) >= 11 ? 8 : 0) */
+	CFA_END = 3,         /* the return address is undefined: the outermost frame, walk complete */
+	CFA_UNKNOWN = 4,     /* no CFI covers this pc: end the walk, marked unknown */
+	CFA_UNSUPPORTED = 5, /* CFI the walk cannot compute (expression, signal frame): end, count */
+};
+
+enum rbp_rule {
+	RBP_SAME = 0,        /* the caller's rbp is this frame's rbp */
+	RBP_AT_CFA = 1,      /* saved at CFA + rbp_offset */
+	RBP_UNSUPPORTED = 2, /* unknown: a caller whose CFA is rbp-based cannot be found */
+};
+
+struct unwind_row {
+	__u32 pc;         /* ELF virtual address; the walk subtracts the mapping's load bias */
+	__s32 cfa_offset;
+	__s16 rbp_offset;
+	__u8 cfa_rule;    /* enum cfa_rule */
+	__u8 rbp_rule;    /* enum rbp_rule */
+};
+
 #endif /* MEMTRACK_EVENT_H */

@@ -17,6 +17,7 @@ pub mod record;
 pub mod report;
 pub mod table;
 pub mod units;
+pub mod unwind;
 
 mod sys;
 #[cfg(test)]

@@ -1,0 +1,355 @@
+//! The gimli walk over one call-frame-information section (`.eh_frame` or `.debug_frame`):
+//! every FDE's rows, each reduced to the few rules the BPF walk can apply (`RowRule`). The
+//! section comes from `unwind::elf`; the rows go to `unwind::table`, which sorts and merges
+//! them into the file's table.
+
+use std::collections::HashMap;
+use std::ops::Range;
+
+use gimli::{
+    BaseAddresses, CieOrFde, CommonInformationEntry, EndianSlice, LittleEndian, Reader,
+    RegisterRule, UnwindContext, UnwindOffset, UnwindSection, UnwindTableRow, X86_64,
+};
+
+use super::row::{CfaRule, RbpRule, RowRule};
+use super::{RuleCounts, UnsupportedCounts};
+
+/// The section bytes as gimli reads them: borrowed from the mapped file, never copied.
+pub(crate) type Slice<'a> = EndianSlice<'a, LittleEndian>;
+
+/// The CFA expression of binutils' lazy `.plt` FDE (`ld`'s `elf_x86_64_eh_frame_lazy_plt`):
+/// `DW_OP_breg7 (rsp) 8; DW_OP_breg16 (rip) 0; DW_OP_lit15; DW_OP_and; DW_OP_lit11; DW_OP_ge;
+/// DW_OP_lit3; DW_OP_shl; DW_OP_plus`, that is rsp + 8 + ((rip & 15) >= 11 ? 8 : 0): each
+/// 16-byte PLT entry is `jmp *GOT; push $n; jmp PLT0`, so from byte 11 on (after the push) one
+/// more word is on the stack. It is the only expression -O2 code on this platform needs (libc,
+/// libstdc++, ld.so and executables that GNU ld linked for lazy binding have it; `.plt.got`
+/// and `.plt.sec` entries have plain rules); `CfaRule::Plt` lets the BPF side compute
+/// it without a DWARF interpreter. Any other expression is `CfaRule::Unsupported`.
+pub const PLT_CFA_EXPRESSION: [u8; 11] = [
+    0x77, 0x08, 0x80, 0x00, 0x3f, 0x1a, 0x3b, 0x2a, 0x33, 0x24, 0x22,
+];
+
+/// One FDE: the code range it covers and its rows in `Cfi::rows`.
+#[derive(Clone, Debug)]
+pub(crate) struct Fde {
+    /// First address covered.
+    pub start: u64,
+    /// One past the last address covered.
+    pub end: u64,
+    /// Its rows, in increasing address order, each up to the next (the last up to `end`).
+    pub rows: Range<usize>,
+}
+
+/// One row as the CFI says it: from `start` on, `rule`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CfiRow {
+    /// First address the row covers.
+    pub start: u64,
+    /// What the walk does there.
+    pub rule: RowRule,
+}
+
+/// Everything one section says, reduced to `RowRule`s, in section order.
+#[derive(Debug, Default)]
+pub(crate) struct Cfi {
+    /// Every FDE, in section order.
+    pub fdes: Vec<Fde>,
+    /// The rows of all FDEs, each FDE's a contiguous run.
+    pub rows: Vec<CfiRow>,
+    /// CIEs seen.
+    pub cies: usize,
+    /// Rows per CFA rule.
+    pub rules: RuleCounts,
+    /// Why rows became `CfaRule::Unsupported` or `RbpRule::Unsupported`.
+    pub unsupported: UnsupportedCounts,
+}
+
+impl Cfi {
+    /// Adds `other`'s FDEs after this one's: an FDE of `other` that overlaps one of this
+    /// section's loses to it (`unwind::table::assemble`).
+    pub fn append(&mut self, other: Cfi) {
+        let base = self.rows.len();
+        self.rows.extend(other.rows);
+        self.fdes.extend(other.fdes.into_iter().map(|fde| Fde {
+            rows: fde.rows.start + base..fde.rows.end + base,
+            ..fde
+        }));
+        self.cies += other.cies;
+        self.rules.merge(&other.rules);
+        self.unsupported.merge(&other.unsupported);
+    }
+}
+
+/// Walks every entry of `section`. An entry that cannot be read (its header or CIE is
+/// damaged) fails the whole section: where the next entry starts is then unknown. An FDE whose
+/// instructions cannot be evaluated keeps its range, as one `Unsupported` row, so the walk
+/// stops there instead of the file losing all its rows.
+pub(crate) fn walk<'a, S>(section: &S, bases: &BaseAddresses) -> gimli::Result<Cfi>
+where
+    S: UnwindSection<Slice<'a>>,
+{
+    let mut cfi = Cfi::default();
+    // CIEs precede their FDEs in every toolchain's output; parse each once, not once per FDE.
+    let mut cies: HashMap<usize, CommonInformationEntry<Slice<'a>>> = HashMap::new();
+    let mut ctx = UnwindContext::new();
+    let mut entries = section.entries(bases);
+    while let Some(entry) = entries.next()? {
+        let partial = match entry {
+            CieOrFde::Cie(cie) => {
+                cfi.cies += 1;
+                cies.insert(cie.offset(), cie);
+                continue;
+            }
+            CieOrFde::Fde(partial) => partial,
+        };
+        let fde = partial.parse(|section, bases, offset| {
+            match cies.get(&UnwindOffset::into(offset)) {
+                Some(cie) => Ok(cie.clone()),
+                None => section.cie_from_offset(bases, offset),
+            }
+        })?;
+        let first = cfi.rows.len();
+        let start = fde.initial_address();
+        let end = fde.end_address();
+        let signal = fde.is_signal_trampoline();
+        let evaluated = (|| -> gimli::Result<()> {
+            let mut table = fde.rows(section, bases, &mut ctx)?;
+            while let Some(row) = table.next_row()? {
+                if row.start_address() >= row.end_address() {
+                    continue;
+                }
+                let rule = classify(row, signal, section, &mut cfi.unsupported);
+                cfi.rows.push(CfiRow {
+                    start: row.start_address(),
+                    rule,
+                });
+            }
+            Ok(())
+        })();
+        if evaluated.is_err() {
+            cfi.rows.truncate(first);
+            cfi.unsupported.damaged_fde += 1;
+            cfi.rows.push(CfiRow {
+                start,
+                rule: RowRule::bare(CfaRule::Unsupported),
+            });
+        }
+        for row in &cfi.rows[first..] {
+            cfi.rules.add(row.rule.cfa);
+        }
+        cfi.fdes.push(Fde {
+            start,
+            end,
+            rows: first..cfi.rows.len(),
+        });
+    }
+    Ok(cfi)
+}
+
+/// Reduces one gimli row to what the BPF walk can apply, counting why when it cannot.
+fn classify<'a, S>(
+    row: &UnwindTableRow<usize>,
+    signal: bool,
+    section: &S,
+    why: &mut UnsupportedCounts,
+) -> RowRule
+where
+    S: UnwindSection<Slice<'a>>,
+{
+    // A signal frame's caller is the interrupted code, whose registers are in the ucontext on
+    // the stack (glibc's `__restore_rt`: CFA = *(rsp+160), every register by expression). The
+    // walk would have to read the sigcontext; not done yet, so it stops there, counted.
+    if signal {
+        why.signal_frame += 1;
+        return RowRule::bare(CfaRule::Unsupported);
+    }
+    // The return address must be at CFA-8, where `call` put it. Undefined means this is the
+    // outermost frame (`_start` says `DW_CFA_undefined rip`); no rule at all says the same.
+    match row.register(X86_64::RA) {
+        None | Some(RegisterRule::Undefined) => return RowRule::bare(CfaRule::End),
+        Some(RegisterRule::Offset(-8)) => {}
+        Some(_) => {
+            why.return_address += 1;
+            return RowRule::bare(CfaRule::Unsupported);
+        }
+    }
+    let (cfa, cfa_offset) = match row.cfa() {
+        gimli::CfaRule::RegisterAndOffset { register, offset } => {
+            let Ok(offset) = i32::try_from(*offset) else {
+                why.offset_range += 1;
+                return RowRule::bare(CfaRule::Unsupported);
+            };
+            if *register == X86_64::RSP {
+                (CfaRule::Rsp, offset)
+            } else if *register == X86_64::RBP {
+                (CfaRule::Rbp, offset)
+            } else {
+                // e.g. a stack-realigning function that keeps the old rsp in r10 for a few
+                // instructions; the uprobe's registers would have it, a caller frame's not.
+                why.cfa_register += 1;
+                return RowRule::bare(CfaRule::Unsupported);
+            }
+        }
+        gimli::CfaRule::Expression(expression) => {
+            let is_plt = expression
+                .get(section)
+                .is_ok_and(|e| e.0.to_slice().is_ok_and(|b| *b == PLT_CFA_EXPRESSION));
+            if !is_plt {
+                why.cfa_expression += 1;
+                return RowRule::bare(CfaRule::Unsupported);
+            }
+            (CfaRule::Plt, 8)
+        }
+    };
+    let (rbp, rbp_offset) = match row.register(X86_64::RBP) {
+        None | Some(RegisterRule::Undefined) | Some(RegisterRule::SameValue) => (RbpRule::Same, 0),
+        Some(RegisterRule::Offset(offset)) => match i16::try_from(offset) {
+            Ok(offset) => (RbpRule::AtCfa, offset),
+            Err(_) => {
+                why.rbp += 1;
+                (RbpRule::Unsupported, 0)
+            }
+        },
+        Some(_) => {
+            why.rbp += 1;
+            (RbpRule::Unsupported, 0)
+        }
+    };
+    RowRule {
+        cfa,
+        cfa_offset,
+        rbp,
+        rbp_offset,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::synthetic::{eh_frame, rsp, Fde};
+    use super::*;
+    use gimli::write::{CallFrameInstruction as I, Expression};
+    use gimli::EhFrame;
+
+    /// The rules of one FDE at 0x1000 with `instructions`, and why any is unsupported.
+    fn rules(signal: bool, instructions: &[(u32, I)]) -> (Vec<RowRule>, UnsupportedCounts) {
+        let data = eh_frame(signal, &[Fde::new(0x1000, 0x40, instructions)]);
+        let cfi = walk(
+            &EhFrame::new(&data, LittleEndian),
+            &BaseAddresses::default(),
+        )
+        .unwrap();
+        assert_eq!(cfi.fdes.len(), 1);
+        (cfi.rows.iter().map(|r| r.rule).collect(), cfi.unsupported)
+    }
+
+    /// The rule of the row from offset 4 on, after `instruction` there.
+    fn rule_after(instruction: I) -> (RowRule, UnsupportedCounts) {
+        let (rules, why) = rules(false, &[(4, instruction)]);
+        assert_eq!(rules.len(), 2, "{rules:?}");
+        (rules[1], why)
+    }
+
+    const UNSUPPORTED: RowRule = RowRule::bare(CfaRule::Unsupported);
+
+    #[test]
+    fn plt_expression_is_recognised() {
+        let (rule, why) = rule_after(I::CfaExpression(Expression::raw(
+            PLT_CFA_EXPRESSION.to_vec(),
+        )));
+        assert_eq!(rule.cfa, CfaRule::Plt);
+        assert_eq!((rule.cfa_offset, rule.rbp), (8, RbpRule::Same));
+        assert_eq!(why, UnsupportedCounts::default());
+    }
+
+    #[test]
+    fn other_expressions_are_unsupported() {
+        // The PLT's with another threshold, a prefix of it, and glibc's signal-frame CFA.
+        let mut lit10 = PLT_CFA_EXPRESSION.to_vec();
+        lit10[6] = 0x3a;
+        let prefix = PLT_CFA_EXPRESSION[..10].to_vec();
+        let deref = vec![0x77, 0xa0, 0x01, 0x06];
+        for bytes in [lit10, prefix, deref] {
+            let (rule, why) = rule_after(I::CfaExpression(Expression::raw(bytes.clone())));
+            assert_eq!(rule, UNSUPPORTED, "{bytes:x?}");
+            assert_eq!(why.cfa_expression, 1);
+        }
+    }
+
+    #[test]
+    fn signal_trampolines_are_unsupported() {
+        let (rules, why) = rules(true, &[(4, I::CfaOffset(16))]);
+        assert_eq!(rules, vec![UNSUPPORTED, UNSUPPORTED]);
+        assert_eq!(why.signal_frame, 2);
+    }
+
+    #[test]
+    fn return_address_must_be_at_cfa_minus_8() {
+        for instruction in [
+            I::Offset(X86_64::RA, -16),
+            I::Register(X86_64::RA, X86_64::RDX),
+            I::SameValue(X86_64::RA),
+        ] {
+            let (rule, why) = rule_after(instruction.clone());
+            assert_eq!(rule, UNSUPPORTED, "{instruction:?}");
+            assert_eq!(why.return_address, 1);
+        }
+    }
+
+    #[test]
+    fn undefined_return_address_is_the_end() {
+        let (rule, why) = rule_after(I::Undefined(X86_64::RA));
+        assert_eq!(rule, RowRule::bare(CfaRule::End));
+        assert_eq!(why, UnsupportedCounts::default());
+    }
+
+    #[test]
+    fn cfa_in_rbp_or_rsp_only() {
+        let (rule, _) = rule_after(I::Cfa(X86_64::RBP, 16));
+        assert_eq!(rule.cfa, CfaRule::Rbp);
+        assert_eq!(rule.cfa_offset, 16);
+        let (rule, why) = rule_after(I::CfaRegister(gimli::Register(10)));
+        assert_eq!(rule, UNSUPPORTED);
+        assert_eq!(why.cfa_register, 1);
+    }
+
+    #[test]
+    fn rbp_rules() {
+        let (rule, _) = rule_after(I::Offset(X86_64::RBP, -16));
+        assert_eq!(
+            rule,
+            RowRule {
+                rbp: RbpRule::AtCfa,
+                rbp_offset: -16,
+                ..rsp(8)
+            }
+        );
+        let (rule, _) = rule_after(I::SameValue(X86_64::RBP));
+        assert_eq!(rule, rsp(8));
+        let (rule, _) = rule_after(I::Undefined(X86_64::RBP));
+        assert_eq!(rule, rsp(8));
+        // In another register, or beyond 16 bits: the CFA rule still holds.
+        for instruction in [
+            I::Register(X86_64::RBP, X86_64::RDX),
+            I::Offset(X86_64::RBP, -40_000),
+        ] {
+            let (rule, why) = rule_after(instruction.clone());
+            assert_eq!(
+                rule,
+                RowRule {
+                    rbp: RbpRule::Unsupported,
+                    ..rsp(8)
+                },
+                "{instruction:?}"
+            );
+            assert_eq!(why.rbp, 1);
+        }
+    }
+
+    #[test]
+    fn fde_that_cannot_be_evaluated_is_one_unsupported_row() {
+        // DW_CFA_restore_state with nothing remembered.
+        let (rules, why) = rules(false, &[(0, I::CfaOffset(16)), (4, I::RestoreState)]);
+        assert_eq!(rules, vec![UNSUPPORTED]);
+        assert_eq!(why.damaged_fde, 1);
+    }
+}

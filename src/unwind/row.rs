@@ -1,0 +1,160 @@
+//! One row of a file's unwind table, laid out exactly as `struct unwind_row` in `bpf/event.h`:
+//! the user-space builder (`unwind::cfi`, `unwind::table`) writes these and the BPF walk
+//! binary-searches them, so the Rust mirror and the C struct must agree byte for byte (checked
+//! against the header compiled by the C compiler in `tests/unwind.rs`).
+
+/// How the walk finds the caller's canonical frame address (CFA), the value of rsp just before
+/// the call instruction; the return address is then at CFA-8 for every rule that has one.
+///
+/// Numbered as `enum cfa_rule` in `bpf/event.h`.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CfaRule {
+    /// CFA = rsp + cfa_offset: almost all -O2 code, which keeps no frame pointer.
+    Rsp = 0,
+    /// CFA = rbp + cfa_offset: functions that keep a frame pointer (or realign the stack, where
+    /// rsp no longer says where the frame starts).
+    Rbp = 1,
+    /// CFA = rsp + 8, plus 8 more when `(rip & 15) >= 11`: the lazy-binding `.plt` stubs, whose
+    /// one shared FDE says this with a DWARF expression (`PLT_CFA_EXPRESSION`) because each
+    /// 16-byte entry pushes once after its first jump. The BPF side computes it.
+    Plt = 2,
+    /// The return address is undefined: the outermost frame (`_start`, a thread's `clone`
+    /// child). The walk ends here, complete.
+    End = 3,
+    /// No CFI covers this pc (code between functions, or past the last FDE). The walk ends here
+    /// marked unknown: applying a neighbour's rule would be a guess.
+    Unknown = 4,
+    /// The CFI says something the walk cannot compute (a DWARF expression other than the PLT's,
+    /// a CFA in another register, a return address not at CFA-8, a signal frame). The walk
+    /// ends and counts it; `UnwindStats::unsupported` says why.
+    Unsupported = 5,
+}
+
+/// Where the caller's rbp is. Only rbp is tracked besides rsp and rip because a caller's CFA
+/// rule can be rbp-based; every other callee-saved register is irrelevant to finding frames.
+///
+/// Numbered as `enum rbp_rule` in `bpf/event.h`.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RbpRule {
+    /// The caller's rbp is this frame's rbp: not saved yet (the ABI makes rbp callee-saved, so
+    /// a function that never says otherwise has not touched it), or explicitly the same value,
+    /// or undefined (outermost frames, whose caller never reads it).
+    Same = 0,
+    /// Saved in memory at CFA + rbp_offset (after `push %rbp`).
+    AtCfa = 1,
+    /// Any other rule (in another register, an expression, an offset beyond 16 bits): the walk
+    /// can still go on while no caller's CFA depends on rbp, and must stop when one does.
+    Unsupported = 2,
+}
+
+/// What the walk does at a pc: the rule part of a row, without where it starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RowRule {
+    /// How to find the CFA.
+    pub cfa: CfaRule,
+    /// The offset the CFA rule adds (0 for rules without one).
+    pub cfa_offset: i32,
+    /// Where the caller's rbp is.
+    pub rbp: RbpRule,
+    /// The offset from the CFA of the saved rbp (0 unless `rbp` is `AtCfa`).
+    pub rbp_offset: i16,
+}
+
+impl RowRule {
+    /// A rule with no offsets: `End`, `Unknown` and `Unsupported` rows carry none, so that
+    /// neighbours with the same outcome merge and the BPF side never reads stale offsets.
+    pub const fn bare(cfa: CfaRule) -> Self {
+        RowRule {
+            cfa,
+            cfa_offset: 0,
+            rbp: RbpRule::Same,
+            rbp_offset: 0,
+        }
+    }
+}
+
+/// One row: from `pc` up to the next row's pc, `rule` applies. 12 bytes, the layout of
+/// `struct unwind_row` in `bpf/event.h`; `pc` is the ELF virtual address (the walk subtracts
+/// the mapping's load bias first), which is why a file with code above 4 GiB is refused.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct UnwindRow {
+    /// First ELF virtual address the row covers.
+    pub pc: u32,
+    /// `RowRule::cfa_offset`.
+    pub cfa_offset: i32,
+    /// `RowRule::rbp_offset`.
+    pub rbp_offset: i16,
+    /// A `CfaRule` as its number.
+    pub cfa_rule: u8,
+    /// An `RbpRule` as its number.
+    pub rbp_rule: u8,
+}
+
+impl UnwindRow {
+    /// The row that applies `rule` from `pc` on.
+    pub fn new(pc: u32, rule: RowRule) -> Self {
+        UnwindRow {
+            pc,
+            cfa_offset: rule.cfa_offset,
+            rbp_offset: rule.rbp_offset,
+            cfa_rule: rule.cfa as u8,
+            rbp_rule: rule.rbp as u8,
+        }
+    }
+
+    /// The row's rule, decoded. The builder only writes valid numbers; anything else reads as
+    /// unsupported rather than panicking.
+    pub fn rule(&self) -> RowRule {
+        let cfa = match self.cfa_rule {
+            0 => CfaRule::Rsp,
+            1 => CfaRule::Rbp,
+            2 => CfaRule::Plt,
+            3 => CfaRule::End,
+            4 => CfaRule::Unknown,
+            _ => CfaRule::Unsupported,
+        };
+        let rbp = match self.rbp_rule {
+            0 => RbpRule::Same,
+            1 => RbpRule::AtCfa,
+            _ => RbpRule::Unsupported,
+        };
+        RowRule {
+            cfa,
+            cfa_offset: self.cfa_offset,
+            rbp,
+            rbp_offset: self.rbp_offset,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn row_is_twelve_bytes_with_the_header_offsets() {
+        assert_eq!(std::mem::size_of::<UnwindRow>(), 12);
+        assert_eq!(std::mem::align_of::<UnwindRow>(), 4);
+        assert_eq!(std::mem::offset_of!(UnwindRow, pc), 0);
+        assert_eq!(std::mem::offset_of!(UnwindRow, cfa_offset), 4);
+        assert_eq!(std::mem::offset_of!(UnwindRow, rbp_offset), 8);
+        assert_eq!(std::mem::offset_of!(UnwindRow, cfa_rule), 10);
+        assert_eq!(std::mem::offset_of!(UnwindRow, rbp_rule), 11);
+    }
+
+    #[test]
+    fn rule_round_trips_through_the_row() {
+        let rule = RowRule {
+            cfa: CfaRule::Rbp,
+            cfa_offset: 16,
+            rbp: RbpRule::AtCfa,
+            rbp_offset: -16,
+        };
+        assert_eq!(UnwindRow::new(0x1000, rule).rule(), rule);
+        let bare = RowRule::bare(CfaRule::Unsupported);
+        assert_eq!(UnwindRow::new(0, bare).rule(), bare);
+    }
+}
