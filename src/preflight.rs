@@ -8,9 +8,9 @@
 
 use std::path::Path;
 
+use crate::binary::symbols::ElfSymbols;
+use crate::binary::{self, catalogue};
 use crate::error::Error;
-use crate::record::symbols::ElfSymbols;
-use crate::record::{attach, catalogue};
 use crate::sys::bpf::BpfError;
 use crate::sys::{probe, process};
 
@@ -176,13 +176,13 @@ const ALLOCATOR_LIBRARIES: [&str; 5] = [
 ];
 
 /// Where `record` would put its probes in the system's allocator libraries, and how many of
-/// those sites the kernel must single-step (`record::placement`): doctor only, as `record`
+/// those sites the kernel must single-step (`binary::placement`): doctor only, as `record`
 /// says the same of the files it probes. Never blocks: a single-stepped site still records,
 /// at about ten times the cost per call of an emulated one.
 fn probe_sites() -> Check {
     const NAME: &str = "probe sites";
     const COST: &str = "nothing; a single-stepped site costs about 10x an emulated one per call";
-    let libraries = attach::find_libc()
+    let libraries = binary::find_libc()
         .into_iter()
         .chain(
             ALLOCATOR_LIBRARIES
@@ -201,11 +201,7 @@ fn probe_sites() -> Check {
             .map_or(String::new(), |n| n.to_string_lossy().into_owned());
         files += 1;
         sites += plan.probes();
-        stepped.extend(
-            plan.stepped
-                .iter()
-                .map(|s| format!("{} in {name}", s.function)),
-        );
+        stepped.extend(plan.stepped.iter().map(|s| s.in_file(&name)));
     }
     let found = match (files, stepped.len()) {
         (0, _) => "no allocator library found at the usual paths".to_string(),
@@ -416,7 +412,7 @@ fn uprobes(bpf_ok: bool, attach: bool) -> Check {
         );
     }
     // Attach where `record` will: glibc's malloc, for this process only.
-    let target = attach::find_libc().and_then(|libc| {
+    let target = binary::find_libc().and_then(|libc| {
         let symbols = ElfSymbols::read(&libc).ok()?;
         Some((libc, symbols.get("malloc")?.offset))
     });

@@ -8,8 +8,6 @@
 //! trailer.
 
 pub mod attach;
-pub mod catalogue;
-pub mod custom;
 pub mod decode;
 pub mod discover;
 pub mod drain;
@@ -18,11 +16,13 @@ pub mod guardian;
 pub mod identity;
 pub mod listen;
 pub mod output;
-pub mod placement;
 pub mod progress;
 pub mod resolve;
 pub mod spawn;
-pub mod symbols;
+
+// `--allocator` specs are options of `record` (`RecordOptions::custom`); reading them against a
+// binary is `binary`'s.
+pub use crate::binary::custom;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -301,7 +301,7 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
         .with_custom(opts.custom.clone());
     // The C library nearly every process maps is probed now rather than at each process's
     // first stop; other files are probed as processes map them.
-    match attach::find_libc() {
+    match crate::binary::find_libc() {
         Some(libc) => match discovery.probe_path(&libc) {
             Ok(probes) => log::info!("{}: {probes} probes", libc.display()),
             Err(e) if e.errno == libc::EPERM || e.errno == libc::EACCES => {
@@ -318,7 +318,7 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
         },
         None => log::info!("no glibc at the usual paths; allocators are found as files are mapped"),
     }
-    match attach::find_loader() {
+    match crate::binary::find_loader() {
         Some(loader) => {
             if let Err(e) = discovery.probe_path(&loader) {
                 log::warn!(

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::record::placement::{self, TailJump};
+use crate::binary::placement::{self, TailJump};
 
 const SHT_SYMTAB: u32 = 2;
 const SHT_RELA: u32 = 4;
@@ -65,7 +65,7 @@ pub struct ElfSymbols {
 /// How many bytes of each kept function's code are read, for `ElfSymbols::code`: the whole
 /// function up to this size (probe placement looks for branches into its prologue), or this
 /// many when the symbol gives no size.
-const CODE_BYTES: usize = crate::record::placement::SCAN_BYTES;
+const CODE_BYTES: usize = crate::binary::placement::SCAN_BYTES;
 const CODE_BYTES_UNSIZED: usize = 64;
 
 impl ElfSymbols {
@@ -428,7 +428,7 @@ mod tests {
 
     #[test]
     fn finds_glibc_allocator_entry_points() {
-        let Some(libc) = crate::record::attach::find_libc() else {
+        let Some(libc) = crate::binary::find_libc() else {
             eprintln!("skipped: no glibc found at the usual paths");
             return;
         };
@@ -441,7 +441,7 @@ mod tests {
 
     #[test]
     fn finds_the_loaders_debugger_hook_and_r_debug() {
-        let Some(ld) = crate::record::attach::find_loader() else {
+        let Some(ld) = crate::binary::find_loader() else {
             eprintln!("skipped: no dynamic loader found at the usual paths");
             return;
         };
