@@ -87,7 +87,7 @@ fn run(command: cli::Command, record_command: Vec<std::ffi::OsString>) -> Result
                 opts.custom.extend(record::custom::python());
             }
             record::custom::check_unique(&opts.custom).map_err(Error::Usage)?;
-            record::run(&opts)
+            record::run(&opts, &memtrack::preflight::for_record()?)
         }
         cli::Command::Report(a) => {
             let format = match a.format.as_str() {

@@ -127,12 +127,37 @@ pub fn run() -> Vec<Check> {
     run_checks(true)
 }
 
-/// The checks `record` runs: the same, except that the uprobe check only loads a uprobe
-/// program instead of also attaching one. Detaching a uprobe waits for a grace period (about
-/// 40 ms here), and `record` attaches its real probes a moment later anyway, failing with the
-/// same fixes (`record::kernel_error`).
-pub fn run_for_record() -> Vec<Check> {
-    run_checks(false)
+/// What `record` uses of this machine, decided here once so that `record` never asks again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Capabilities {
+    /// How the allocator probes attach.
+    pub uprobes: UprobeLinks,
+}
+
+/// How allocator probes attach on this kernel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UprobeLinks {
+    /// uprobe_multi links (Linux 6.6+): all sites of a file attach, and detach, at once.
+    Multi,
+    /// One classic perf-event uprobe per site, from a load of the same programs as plain
+    /// uprobes; with why uprobe_multi is not there.
+    Classic(String),
+}
+
+/// The checks `record` runs before it loads anything, failing with the first blocking one's
+/// line ([`require`]); then what `record` uses. The same checks as [`run`], except that the
+/// uprobe check only loads a uprobe program instead of also attaching one: detaching a uprobe
+/// waits for a grace period (about 40 ms here), and `record` attaches its real probes a moment
+/// later anyway, failing with the same fixes (`record::kernel_error`). Whether uprobe_multi
+/// links exist is asked without attaching (`probe::uprobe_multi_links`).
+pub fn for_record() -> Result<Capabilities, Error> {
+    crate::sys::bpf::route_libbpf_logs();
+    require(&run_checks(false))?;
+    let uprobes = match probe::uprobe_multi_links() {
+        Ok(()) => UprobeLinks::Multi,
+        Err(e) => UprobeLinks::Classic(refusal(&e)),
+    };
+    Ok(Capabilities { uprobes })
 }
 
 fn run_checks(attach_uprobe: bool) -> Vec<Check> {
