@@ -21,7 +21,10 @@ const CAP_BPF: u32 = 39;
 
 /// Where the kernel exposes its own BTF, which CO-RE relocation and tp_btf programs need.
 pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
-/// The kernel function the rmap hooks would start with (SPEC.md section 5, source 2).
+/// The kernel function an rmap hook (an fentry program on the first mapping of a new anonymous
+/// page) would attach to. memtrack has no such hook: resident memory comes from rss_stat alone
+/// (bpf/rss.bpf.c), so the `fentry` row only says whether one could attach here, and nothing
+/// memtrack records today is lost when it is missing.
 const RMAP_FUNCTION: &str = "folio_add_new_anon_rmap";
 /// Where tracefs is mounted when it is.
 const TRACEFS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];

@@ -1,11 +1,11 @@
 //! `memtrack record`: load the BPF programs, start the command inside the tracked tree, drain
 //! the ring buffer into the file until the whole tree is gone, and exit with the command's status.
 //!
-//! Flow: preflight → load (process.bpf.o, then the rss, discover, mmap and alloc objects sharing
-//! its maps) → attach (lifecycle, rss, discovery, mappings; the system's C library and dynamic
-//! loader) → open the output → control FIFOs (`--control`) → spawn → drain loop (ring → decode
-//! → writer; discovery stops → scan, attach, continue; control requests) → final drain →
-//! trailer.
+//! Flow: preflight (`preflight::for_record`, whose capabilities `run` takes) → guardian → load
+//! (`load::OBJECTS`: process.bpf.o, then the objects sharing its maps) → attach (lifecycle, rss,
+//! discovery, mappings; the system's C library and dynamic loader) → open the output → control
+//! FIFOs (`--control`) → spawn → drain loop (ring → decode → writer; discovery stops → scan,
+//! attach, continue; control requests) → final drain → trailer.
 
 pub mod attach;
 pub mod decode;
@@ -31,7 +31,7 @@ use std::path::PathBuf;
 use crate::error::Error;
 use crate::format::{Header, FEATURE_CONTROL, FEATURE_CONTROL_RUNNING};
 use crate::preflight::{Capabilities, UprobeLinks};
-use crate::sys::bpf::{BpfError, MapFd};
+use crate::sys::bpf::{BpfError, LoadedObject, MapFd};
 use crate::sys::process::{self, BlockedSignals};
 use crate::sys::raw;
 use crate::sys::terminal::{Lease, Terminal};
@@ -179,12 +179,12 @@ pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
 
     // The guardian is forked before anything is loaded, so that it holds no BPF object: when
     // the recorder dies, every probe goes with it (guardian.rs).
+    let terminal = Terminal::foreground();
     let env: Vec<(&str, &std::ffi::OsStr)> = opts
         .control
         .iter()
         .map(|p| (crate::control::ENV_VAR, p.as_os_str()))
         .collect();
-    let terminal = Terminal::foreground();
     let mut guardian = guardian::Guardian::start(
         &opts.command,
         &env,
@@ -218,25 +218,11 @@ pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
     let pending =
         output::PendingOutput::create(&opts.output, identity.as_ref().map(|id| (id.uid, id.gid)))?;
 
-    let control = match &opts.control {
-        Some(path) => {
-            // The FIFOs belong to the user the command runs as.
-            let owner = identity
-                .as_ref()
-                .map_or_else(process::user_ids, |id| (id.uid, id.gid));
-            let listener = listen::Listener::create(path, owner)?;
-            let gate = MapFd::of(process_obj, "gate").map_err(kernel_error)?;
-            let control = listen::Control::new(listener, gate);
-            if opts.start_running {
-                features.push(FEATURE_CONTROL_RUNNING.to_string());
-            } else {
-                control.set_gate(false).map_err(Error::Kernel)?;
-                features.push(FEATURE_CONTROL.to_string());
-            }
-            Some(control)
-        }
-        None => None,
-    };
+    let control = opts
+        .control
+        .as_deref()
+        .map(|path| open_control(path, opts, identity.as_ref(), process_obj, &mut features))
+        .transpose()?;
     // Signals are taken synchronously by the drain loop; blocked before the child exists so
     // none is missed, and unblocked around the spawn itself (`process::with_unblocked`).
     let signals = BlockedSignals::block(&drain::HANDLED_SIGNALS)
@@ -255,13 +241,10 @@ pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
     // The guardian forks the command: its children are the tree's root. The child takes the
     // terminal before its exec, so from here on the lease takes it back should the start fail
     // (declared after the blocked signals, it is dropped before they are unblocked).
-    let mut terminal = terminal.map(Lease::new);
-    if let Some(t) = &mut terminal {
-        t.starting();
-    }
     tracked
         .update_u32(guardian.pid(), raw::tracked_state::TRACK_SPAWNER as u32)
         .map_err(kernel_error)?;
+    let terminal = terminal.map(Lease::starting);
     let start_monotonic_ns = process::monotonic_ns();
     let start_wall_ns = process::wall_ns();
     let child = guardian.spawn(&opts.command[0]);
@@ -276,23 +259,7 @@ pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
     let file = pending.commit();
     let group = foreground::CommandGroup::new(child as i32, terminal);
 
-    let (kernel_release, hostname) = process::uname();
-    let header = Header {
-        memtrack_version: env!("CARGO_PKG_VERSION").to_string(),
-        kernel_release,
-        hostname,
-        page_size_bytes: crate::sys::ring::page_size() as u32,
-        argv: opts
-            .command
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect(),
-        root_pid: child,
-        start_monotonic_ns,
-        start_wall_ns,
-        ring_size_bytes: opts.ring_size_bytes,
-        features,
-    };
+    let header = header(opts, child, (start_monotonic_ns, start_wall_ns), features);
     let session = drain::Session {
         ring,
         lost,
@@ -311,35 +278,89 @@ pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
     let allocators = discovery.summary();
     let not_found = custom::not_found_warnings(&discovery.custom_not_found());
     let left_running = guardian.left_running();
-    if left_running.is_empty() {
-        // The file is complete. Detaching the probes waits on kernel grace periods (about
-        // 0.15 s here): a background child pays that after we exit, off the caller's clock.
-        if !process::close_fds_after_exit() {
-            log::debug!("cannot fork; detaching the probes before exiting");
-        }
-        drop(discovery);
-        drop(links);
-    } else {
-        // Processes of the tree still run: detach now, then the guardian continues any that a
-        // probe stopped meanwhile (nobody would, after we exit).
-        drop(discovery);
-        drop(links);
+    // The file is complete. Detaching the probes waits on kernel grace periods (about 0.15 s
+    // here): when the tree is gone, a background child pays that after we exit, off the
+    // caller's clock. When processes of the tree still run, detach now, then the guardian
+    // continues any that a probe stopped meanwhile (nobody would, after we exit).
+    if left_running.is_empty() && !process::close_fds_after_exit() {
+        log::debug!("cannot fork; detaching the probes before exiting");
+    }
+    drop(discovery);
+    drop(links);
+    if !left_running.is_empty() {
         guardian.release();
     }
     // A signal that came during the final drain is delivered here, with the file complete.
     drop(background_writes);
     drop(signals);
 
+    say_ending(opts, &not_found, &left_running, &allocators, &summary);
+    Ok(summary.exit_code)
+}
+
+/// The control FIFOs of `--control PATH`, owned by the user the command runs as, with the gate
+/// closed unless `--start-running`; adds the feature the header names for that mode.
+fn open_control<'obj>(
+    path: &std::path::Path,
+    opts: &RecordOptions,
+    identity: Option<&identity::Identity>,
+    process_obj: &'obj LoadedObject,
+    features: &mut Vec<String>,
+) -> Result<listen::Control<'obj>, Error> {
+    let owner = identity.map_or_else(process::user_ids, |id| (id.uid, id.gid));
+    let listener = listen::Listener::create(path, owner)?;
+    let gate = MapFd::of(process_obj, "gate").map_err(kernel_error)?;
+    let control = listen::Control::new(listener, gate);
+    if opts.start_running {
+        features.push(FEATURE_CONTROL_RUNNING.to_string());
+    } else {
+        control.set_gate(false).map_err(Error::Kernel)?;
+        features.push(FEATURE_CONTROL.to_string());
+    }
+    Ok(control)
+}
+
+/// The file's header, for the command started as `root_pid` at `start_ns` (monotonic, wall).
+fn header(
+    opts: &RecordOptions,
+    root_pid: u32,
+    start_ns: (u64, u64),
+    features: Vec<String>,
+) -> Header {
+    let (kernel_release, hostname) = process::uname();
+    Header {
+        memtrack_version: env!("CARGO_PKG_VERSION").to_string(),
+        kernel_release,
+        hostname,
+        page_size_bytes: crate::sys::ring::page_size() as u32,
+        argv: opts
+            .command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        root_pid,
+        start_monotonic_ns: start_ns.0,
+        start_wall_ns: start_ns.1,
+        ring_size_bytes: opts.ring_size_bytes,
+        features,
+    }
+}
+
+/// The closing lines on stderr, once the probes are gone, and the recorder's own cost (`-v`).
+fn say_ending(
+    opts: &RecordOptions,
+    not_found: &[String],
+    left_running: &[guardian::LeftRunning],
+    allocators: &str,
+    summary: &drain::Summary,
+) {
     // Even with -q: an allocator asked for and never seen is a mistake in the command line
     // (a misspelt symbol, a stripped file), not news.
-    for warning in &not_found {
+    for warning in not_found {
         eprintln!("memtrack: warning: {warning}");
     }
     if !opts.quiet && !left_running.is_empty() {
-        eprintln!(
-            "memtrack: {}",
-            left_running_line(&left_running, opts.ending)
-        );
+        eprintln!("memtrack: {}", left_running_line(left_running, opts.ending));
     }
     if !opts.quiet {
         eprintln!("memtrack: {allocators}");
@@ -355,7 +376,6 @@ pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
         usage.system.as_secs_f64(),
         crate::units::format_bytes(usage.peak_resident_bytes)
     );
-    Ok(summary.exit_code)
 }
 
 /// Probe the C library nearly every process maps now, rather than at each process's first

@@ -72,8 +72,6 @@ pub struct Lease {
 /// Whom memtrack lent the terminal to.
 #[derive(Clone, Copy)]
 enum Holder {
-    /// Nobody: it is still ours.
-    Nobody,
     /// A child being started, which makes its own group the foreground before it execs; should
     /// that fail, the group holding the terminal is gone, and taking it back is always right.
     Starting,
@@ -82,22 +80,18 @@ enum Holder {
 }
 
 impl Lease {
-    /// The lease of `terminal`, lent to nobody yet.
-    pub fn new(terminal: Terminal) -> Lease {
+    /// The lease of `terminal` to a child about to start, which may take the terminal for its
+    /// own group.
+    pub fn starting(terminal: Terminal) -> Lease {
         Lease {
             terminal,
-            holder: Holder::Nobody,
+            holder: Holder::Starting,
         }
     }
 
     /// The terminal itself.
     pub fn terminal(&self) -> &Terminal {
         &self.terminal
-    }
-
-    /// A child about to start may take the terminal for its own group.
-    pub fn starting(&mut self) {
-        self.holder = Holder::Starting;
     }
 
     /// Make `pgrp`, the command's group, the terminal's foreground.
@@ -109,7 +103,6 @@ impl Lease {
     /// Take the terminal back if whom it was lent to still holds it (also done on drop).
     pub fn restore(&self) {
         match self.holder {
-            Holder::Nobody => {}
             Holder::Starting => self.terminal.take_back(),
             Holder::Group(pgrp) => {
                 if self.terminal.foreground_group() == pgrp {
