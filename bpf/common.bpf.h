@@ -30,7 +30,9 @@ struct {
 	__type(value, __u32);
 } tracked SEC(".maps");
 
-/* Kernel -> user records (bpf/event.h). User space sets the size before load (--ring-size). */
+/* Kernel -> user records (bpf/event.h). The size here is a placeholder: user space always sets
+ * it before load, to --ring-size or else to record::default_ring_size_mib (2 MiB per CPU, at
+ * least 16 and at most 256 MiB). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 64 << 20);

@@ -5,6 +5,7 @@
 //! writer (`format::writer`) → file → reader (`format::reader`) → accounting (`report`) →
 //! render. `record` and `report` never import each other; both use `format`.
 
+pub mod binary;
 pub mod cli;
 pub mod control;
 pub mod doctor;

@@ -58,7 +58,7 @@ fn init_logging(args: &cli::Cli) {
 /// Runs `command` on its validated options; returns the exit code.
 fn run(command: Command) -> Result<i32, Error> {
     match command {
-        Command::Record(a) => record::run(&a.try_into()?),
+        Command::Record(a) => record::run(&a.try_into()?, &memtrack::preflight::for_record()?),
         Command::Report(a) => {
             report::run_report(&a.try_into()?, &mut io::stdout().lock()).map(|()| 0)
         }

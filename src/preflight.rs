@@ -8,9 +8,9 @@
 
 use std::path::Path;
 
+use crate::binary::symbols::ElfSymbols;
+use crate::binary::{self, catalogue};
 use crate::error::Error;
-use crate::record::symbols::ElfSymbols;
-use crate::record::{attach, catalogue};
 use crate::sys::bpf::BpfError;
 use crate::sys::{probe, process};
 
@@ -21,7 +21,10 @@ const CAP_BPF: u32 = 39;
 
 /// Where the kernel exposes its own BTF, which CO-RE relocation and tp_btf programs need.
 pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
-/// The kernel function the rmap hooks would start with (SPEC.md section 5, source 2).
+/// The kernel function an rmap hook (an fentry program on the first mapping of a new anonymous
+/// page) would attach to. memtrack has no such hook: resident memory comes from rss_stat alone
+/// (bpf/rss.bpf.c), so the `fentry` row only says whether one could attach here, and nothing
+/// memtrack records today is lost when it is missing.
 const RMAP_FUNCTION: &str = "folio_add_new_anon_rmap";
 /// Where tracefs is mounted when it is.
 const TRACEFS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
@@ -127,12 +130,37 @@ pub fn run() -> Vec<Check> {
     run_checks(true)
 }
 
-/// The checks `record` runs: the same, except that the uprobe check only loads a uprobe
-/// program instead of also attaching one. Detaching a uprobe waits for a grace period (about
-/// 40 ms here), and `record` attaches its real probes a moment later anyway, failing with the
-/// same fixes (`record::kernel_error`).
-pub fn run_for_record() -> Vec<Check> {
-    run_checks(false)
+/// What `record` uses of this machine, decided here once so that `record` never asks again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Capabilities {
+    /// How the allocator probes attach.
+    pub uprobes: UprobeLinks,
+}
+
+/// How allocator probes attach on this kernel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UprobeLinks {
+    /// uprobe_multi links (Linux 6.6+): all sites of a file attach, and detach, at once.
+    Multi,
+    /// One classic perf-event uprobe per site, from a load of the same programs as plain
+    /// uprobes; with why uprobe_multi is not there.
+    Classic(String),
+}
+
+/// The checks `record` runs before it loads anything, failing with the first blocking one's
+/// line ([`require`]); then what `record` uses. The same checks as [`run`], except that the
+/// uprobe check only loads a uprobe program instead of also attaching one: detaching a uprobe
+/// waits for a grace period (about 40 ms here), and `record` attaches its real probes a moment
+/// later anyway, failing with the same fixes (`record::kernel_error`). Whether uprobe_multi
+/// links exist is asked without attaching (`probe::uprobe_multi_links`).
+pub fn for_record() -> Result<Capabilities, Error> {
+    crate::sys::bpf::route_libbpf_logs();
+    require(&run_checks(false))?;
+    let uprobes = match probe::uprobe_multi_links() {
+        Ok(()) => UprobeLinks::Multi,
+        Err(e) => UprobeLinks::Classic(refusal(&e)),
+    };
+    Ok(Capabilities { uprobes })
 }
 
 fn run_checks(attach_uprobe: bool) -> Vec<Check> {
@@ -176,13 +204,13 @@ const ALLOCATOR_LIBRARIES: [&str; 5] = [
 ];
 
 /// Where `record` would put its probes in the system's allocator libraries, and how many of
-/// those sites the kernel must single-step (`record::placement`): doctor only, as `record`
+/// those sites the kernel must single-step (`binary::placement`): doctor only, as `record`
 /// says the same of the files it probes. Never blocks: a single-stepped site still records,
 /// at about ten times the cost per call of an emulated one.
 fn probe_sites() -> Check {
     const NAME: &str = "probe sites";
     const COST: &str = "nothing; a single-stepped site costs about 10x an emulated one per call";
-    let libraries = attach::find_libc()
+    let libraries = binary::find_libc()
         .into_iter()
         .chain(
             ALLOCATOR_LIBRARIES
@@ -201,11 +229,7 @@ fn probe_sites() -> Check {
             .map_or(String::new(), |n| n.to_string_lossy().into_owned());
         files += 1;
         sites += plan.probes();
-        stepped.extend(
-            plan.stepped
-                .iter()
-                .map(|s| format!("{} in {name}", s.function)),
-        );
+        stepped.extend(plan.stepped.iter().map(|s| s.in_file(&name)));
     }
     let found = match (files, stepped.len()) {
         (0, _) => "no allocator library found at the usual paths".to_string(),
@@ -416,7 +440,7 @@ fn uprobes(bpf_ok: bool, attach: bool) -> Check {
         );
     }
     // Attach where `record` will: glibc's malloc, for this process only.
-    let target = attach::find_libc().and_then(|libc| {
+    let target = binary::find_libc().and_then(|libc| {
         let symbols = ElfSymbols::read(&libc).ok()?;
         Some((libc, symbols.get("malloc")?.offset))
     });

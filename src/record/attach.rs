@@ -1,93 +1,20 @@
-//! Where exactly a probe goes, and attaching a file's planned sites (`catalogue.rs` plans
-//! them) to the BPF programs of `bpf/alloc.bpf.c`.
+//! Attaching a file's planned sites (`binary::catalogue` plans them, `binary::placement` says
+//! where in each function) to the BPF programs of `bpf/alloc.bpf.c`.
 //!
-//! Probes are placed by file offset (resolved by `symbols.rs`) on the file for every process
+//! Probes are placed by file offset (resolved by `binary::symbols`) on the file for every process
 //! (pid -1): a uprobe belongs to the file's inode, so it fires in each process that maps it,
 //! and the BPF side keeps only processes of the recorded tree. The attach cookie of each site
 //! carries its label and argument layout, which `alloc_enter` dispatches on.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use crate::binary::Sites;
 use crate::sys::bpf::{BpfError, Link, LoadedObject};
 
 /// The BPF programs of `bpf/alloc.bpf.c`, named as there.
 pub const ALLOC_ENTER: &str = "alloc_enter";
 pub const ALLOC_EXIT: &str = "alloc_exit";
 pub const FREE_ENTER: &str = "free_enter";
-
-/// Where distributions keep the C library; the first that exists is used.
-const LIBC_PATHS: &[&str] = &[
-    "/lib/x86_64-linux-gnu/libc.so.6",
-    "/usr/lib/x86_64-linux-gnu/libc.so.6",
-    "/lib/aarch64-linux-gnu/libc.so.6",
-    "/usr/lib/aarch64-linux-gnu/libc.so.6",
-    "/lib64/libc.so.6",
-    "/usr/lib64/libc.so.6",
-    "/usr/lib/libc.so.6",
-    "/lib/libc.so.6",
-];
-
-/// The system's glibc, resolved to its real path.
-pub fn find_libc() -> Option<PathBuf> {
-    first_existing(LIBC_PATHS)
-}
-
-/// Where distributions keep the dynamic loader (the PT_INTERP of their executables).
-const LOADER_PATHS: &[&str] = &[
-    "/lib64/ld-linux-x86-64.so.2",
-    "/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2",
-    "/lib/ld-linux-aarch64.so.1",
-    "/lib/aarch64-linux-gnu/ld-linux-aarch64.so.1",
-    "/lib/ld-linux-riscv64-lp64d.so.1",
-];
-
-/// The system's dynamic loader, resolved to its real path.
-pub fn find_loader() -> Option<PathBuf> {
-    first_existing(LOADER_PATHS)
-}
-
-fn first_existing(paths: &[&str]) -> Option<PathBuf> {
-    paths
-        .iter()
-        .map(Path::new)
-        .find(|p| p.exists())
-        .and_then(|p| std::fs::canonicalize(p).ok())
-}
-
-/// The sites to probe in one file: (file offset, cookie) pairs.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct Sites {
-    /// Entry sites of functions that return a block (alloc_enter, and alloc_exit on return).
-    pub enter: Vec<(u64, u64)>,
-    /// Sites of the return probes: the entry sites again, where `[rsp]` still holds the return
-    /// address (`placement.rs`), so that one breakpoint serves both.
-    pub exit: Vec<(u64, u64)>,
-    /// Sites of the functions that release a block (free_enter).
-    pub free: Vec<(u64, u64)>,
-    /// Functions found, for the log.
-    pub functions: Vec<&'static str>,
-    /// The sites the kernel must single-step (no emulated instruction could be reached).
-    pub stepped: Vec<Stepped>,
-    /// Release functions left unprobed: they only jump to another that reports the same.
-    pub forwarded: Vec<&'static str>,
-}
-
-/// A site whose instruction the kernel single-steps at each hit, about ten times the cost of an
-/// emulated one (KERNEL-FACTS.md).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Stepped {
-    /// The function.
-    pub function: &'static str,
-    /// The instruction probed, at the function's entry.
-    pub instruction: String,
-}
-
-impl Sites {
-    /// How many probes attaching these sites makes.
-    pub fn probes(&self) -> usize {
-        self.enter.len() + self.exit.len() + self.free.len()
-    }
-}
 
 /// Attach `sites` of the file at `path` for every process: with one uprobe_multi link per
 /// program, or, with `classic`, one perf-event uprobe per site (kernels before 6.6).
@@ -143,7 +70,7 @@ mod tests {
     #[test]
     #[ignore]
     fn pid_scoped_attach_cost() {
-        use crate::record::{catalogue, symbols::ElfSymbols};
+        use crate::binary::{catalogue, find_libc, symbols::ElfSymbols};
         use crate::sys::{bpf::OpenObject, raw};
         use std::time::{Duration, Instant};
 

@@ -22,12 +22,12 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::time::Instant;
 
+use crate::binary::custom::Custom;
+use crate::binary::symbols::ElfSymbols;
+use crate::binary::{catalogue, Stepped};
 use crate::format::{Event, EventKind};
 use crate::record::attach;
-use crate::record::catalogue;
-use crate::record::custom::Custom;
 use crate::record::decode::Stop;
-use crate::record::symbols::ElfSymbols;
 use crate::sys::bpf::{BpfError, Link, LoadedObject, MapFd};
 use crate::sys::process;
 
@@ -128,8 +128,8 @@ struct Probed {
     path: String,
     allocator: String,
     probes: u32,
-    /// The functions whose probe the kernel single-steps (`attach::Stepped`).
-    stepped: Vec<&'static str>,
+    /// The sites whose probe the kernel single-steps.
+    stepped: Vec<Stepped>,
     /// Whether its coverage record was written (when a tracked process was first seen with it).
     reported: bool,
 }
@@ -324,7 +324,7 @@ impl<'obj> Discovery<'obj> {
         let links = attach::attach(self.alloc, path, &plan.sites, self.classic)?;
         self.links.extend(links);
         entry.probes = plan.sites.probes() as u32;
-        entry.stepped = plan.sites.stepped.iter().map(|s| s.function).collect();
+        entry.stepped = plan.sites.stepped.clone();
         if !plan.sites.stepped.is_empty() {
             let listed: Vec<String> = plan
                 .sites
@@ -399,7 +399,7 @@ impl<'obj> Discovery<'obj> {
             .iter()
             .flat_map(|p| {
                 let name = file_name(&p.path);
-                p.stepped.iter().map(move |f| format!("{f} in {name}"))
+                p.stepped.iter().map(move |s| s.in_file(&name))
             })
             .collect();
         if !stepped.is_empty() {

@@ -10,20 +10,21 @@
 //! both.
 
 use crate::sys::process;
-use crate::sys::terminal::Terminal;
+use crate::sys::terminal::Lease;
 
 /// The command's process group, and the terminal while the group holds it.
 pub struct CommandGroup {
     pgid: i32,
-    terminal: Option<Terminal>,
+    terminal: Option<Lease>,
 }
 
 impl CommandGroup {
     /// The group of the command just spawned as `pgid` (with `Command::process_group(0)`);
-    /// hands it `terminal`, which the child already tried to take itself before exec.
-    pub fn new(pgid: i32, terminal: Option<Terminal>) -> CommandGroup {
-        if let Some(t) = &terminal {
-            t.give_to(pgid);
+    /// lends it `terminal`, which the child already tried to take itself before exec. Dropping
+    /// the group takes the terminal back if the group still holds it.
+    pub fn new(pgid: i32, mut terminal: Option<Lease>) -> CommandGroup {
+        if let Some(t) = &mut terminal {
+            t.lend_to(pgid);
         }
         CommandGroup { pgid, terminal }
     }
@@ -45,13 +46,14 @@ impl CommandGroup {
             return; // SIGSTOP from someone else: theirs to continue
         }
         log::info!("the command was stopped (signal {signal}); stopping memtrack too");
-        if let Some(t) = &self.terminal {
+        let terminal = self.terminal.as_ref().map(Lease::terminal);
+        if let Some(t) = terminal {
             if t.foreground_group() == self.pgid {
                 t.take_back();
             }
         }
         process::stop_self();
-        if let Some(t) = &self.terminal {
+        if let Some(t) = terminal {
             if t.is_ours() {
                 t.give_to(self.pgid);
             }
@@ -62,15 +64,7 @@ impl CommandGroup {
     /// Take the terminal back if the group still holds it (also done on drop).
     pub fn restore_terminal(&self) {
         if let Some(t) = &self.terminal {
-            if t.foreground_group() == self.pgid {
-                t.take_back();
-            }
+            t.restore();
         }
-    }
-}
-
-impl Drop for CommandGroup {
-    fn drop(&mut self) {
-        self.restore_terminal();
     }
 }

@@ -1,15 +1,13 @@
 //! `memtrack record`: load the BPF programs, start the command inside the tracked tree, drain
 //! the ring buffer into the file until the whole tree is gone, and exit with the command's status.
 //!
-//! Flow: preflight → load (process.bpf.o, then the rss, discover, mmap and alloc objects sharing
-//! its maps) → attach (lifecycle, rss, discovery, mappings; the system's C library and dynamic
-//! loader) → open the output → control FIFOs (`--control`) → spawn → drain loop (ring → decode
-//! → writer; discovery stops → scan, attach, continue; control requests) → final drain →
-//! trailer.
+//! Flow: preflight (`preflight::for_record`, whose capabilities `run` takes) → guardian → load
+//! (`load::OBJECTS`: process.bpf.o, then the objects sharing its maps) → attach (lifecycle, rss,
+//! discovery, mappings; the system's C library and dynamic loader) → open the output → control
+//! FIFOs (`--control`) → spawn → drain loop (ring → decode → writer; discovery stops → scan,
+//! attach, continue; control requests) → final drain → trailer.
 
 pub mod attach;
-pub mod catalogue;
-pub mod custom;
 pub mod decode;
 pub mod discover;
 pub mod drain;
@@ -17,22 +15,26 @@ pub mod foreground;
 pub mod guardian;
 pub mod identity;
 pub mod listen;
+pub mod load;
 pub mod output;
-pub mod placement;
 pub mod progress;
 pub mod resolve;
 pub mod spawn;
-pub mod symbols;
+
+// `--allocator` specs are options of `record` (`RecordOptions::custom`); reading them against a
+// binary is `binary`'s.
+pub use crate::binary::custom;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 
 use crate::error::Error;
 use crate::format::{Header, FEATURE_CONTROL, FEATURE_CONTROL_RUNNING};
-use crate::preflight;
-use crate::sys::bpf::{self, BpfError, LoadedObject, MapFd, OpenObject};
-use crate::sys::process;
+use crate::preflight::{Capabilities, UprobeLinks};
+use crate::sys::bpf::{BpfError, LoadedObject, MapFd};
+use crate::sys::process::{self, BlockedSignals};
 use crate::sys::raw;
+use crate::sys::terminal::{Lease, Terminal};
 
 /// The ring buffer size when `--ring-size` is not given, in MiB, for a machine with `cpus`
 /// CPUs: 2 MiB per CPU, at least 16 and at most 256. The ring needs headroom for what every CPU
@@ -85,76 +87,9 @@ fn kernel_error(e: BpfError) -> Error {
     }
 }
 
-/// Load the process object, which creates the maps every object shares.
-fn load_process(opts: &RecordOptions) -> Result<LoadedObject, Error> {
-    let mut process = OpenObject::open("process", raw::PROCESS_BPF_OBJECT).map_err(kernel_error)?;
-    process
-        .set_max_entries("events", opts.ring_size_bytes as u32)
-        .map_err(kernel_error)?;
-    log::info!("ring buffer: {} MiB", opts.ring_size_bytes >> 20);
-    process.load().map_err(kernel_error)
-}
-
-/// Load the allocator object on `process`'s maps (or, with `floor`, the empty programs of
-/// floor.bpf.c); `classic` loads its programs as perf-event uprobes for kernels without
-/// uprobe_multi.
-fn load_alloc(process: &LoadedObject, classic: bool, floor: bool) -> Result<LoadedObject, Error> {
-    let mut alloc = if floor {
-        OpenObject::open("floor", raw::FLOOR_BPF_OBJECT).map_err(kernel_error)?
-    } else {
-        let mut alloc = OpenObject::open("alloc", raw::ALLOC_BPF_OBJECT).map_err(kernel_error)?;
-        for map in ["tracked", "events", "lost", "gate"] {
-            alloc.reuse_map(map, process).map_err(kernel_error)?;
-        }
-        alloc
-    };
-    if classic {
-        for prog in [attach::ALLOC_ENTER, attach::ALLOC_EXIT, attach::FREE_ENTER] {
-            alloc.use_classic_uprobe(prog).map_err(kernel_error)?;
-        }
-    }
-    alloc.load().map_err(kernel_error)
-}
-
-/// The programs of `bpf/rss.bpf.c`, attached after the process programs so that on the shared
-/// exec tracepoint the Exec event comes before the new image's starting values.
-const RSS_PROGRAMS: [&str; 4] = ["rss_stat", "rss_fork", "rss_exec", "rss_exit"];
-
-/// Load the resident-memory object on `process`'s maps.
-fn load_rss(process: &LoadedObject) -> Result<LoadedObject, Error> {
-    let mut rss = OpenObject::open("rss", raw::RSS_BPF_OBJECT).map_err(kernel_error)?;
-    for map in ["tracked", "events", "lost"] {
-        rss.reuse_map(map, process).map_err(kernel_error)?;
-    }
-    rss.load().map_err(kernel_error)
-}
-
-/// Load the discovery object (bpf/discover.bpf.c) on `process`'s maps.
-fn load_discover(process: &LoadedObject) -> Result<LoadedObject, Error> {
-    let mut discover =
-        OpenObject::open("discover", raw::DISCOVER_BPF_OBJECT).map_err(kernel_error)?;
-    for map in ["tracked", "events", "lost"] {
-        discover.reuse_map(map, process).map_err(kernel_error)?;
-    }
-    discover.load().map_err(kernel_error)
-}
-
-/// The programs of `bpf/mmap.bpf.c`.
-const MMAP_PROGRAMS: [&str; 2] = ["mmap_sys_enter", "mmap_sys_exit"];
-
-/// Load the raw-mapping object (bpf/mmap.bpf.c) on `process`'s maps.
-fn load_mmap(process: &LoadedObject) -> Result<LoadedObject, Error> {
-    let mut mmap = OpenObject::open("mmap", raw::MMAP_BPF_OBJECT).map_err(kernel_error)?;
-    for map in ["tracked", "events", "lost"] {
-        mmap.reuse_map(map, process).map_err(kernel_error)?;
-    }
-    mmap.load().map_err(kernel_error)
-}
-
-/// Record `opts.command` into `opts.output`; returns the command's exit code.
-pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
-    bpf::route_libbpf_logs();
-    preflight::require(&preflight::run_for_record())?;
+/// Record `opts.command` into `opts.output` on a machine with `caps` (`preflight::for_record`);
+/// returns the command's exit code.
+pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
     let identity = identity::resolve(opts.user.as_deref(), &identity::Context::from_system())?;
     if let Some(id) = &identity {
         log::info!(
@@ -167,12 +102,12 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
 
     // The guardian is forked before anything is loaded, so that it holds no BPF object: when
     // the recorder dies, every probe goes with it (guardian.rs).
+    let terminal = Terminal::foreground();
     let env: Vec<(&str, &std::ffi::OsStr)> = opts
         .control
         .iter()
         .map(|p| (crate::control::ENV_VAR, p.as_os_str()))
         .collect();
-    let terminal = crate::sys::terminal::Terminal::foreground();
     let mut guardian = guardian::Guardian::start(
         &opts.command,
         &env,
@@ -181,96 +116,22 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
         opts.ending,
     )?;
 
-    let process_obj = load_process(opts)?;
-    let rss_obj = opts.rss.then(|| load_rss(&process_obj)).transpose()?;
-    let discover_obj = load_discover(&process_obj)?;
-    let mmap_obj = opts.mappings.then(|| load_mmap(&process_obj)).transpose()?;
-    let mut links = Vec::new();
-    for prog in [
-        "sched_process_fork",
-        "sched_process_exec",
-        "sched_process_exit",
-    ] {
-        links.push(process_obj.attach(prog).map_err(kernel_error)?);
-    }
+    let objects = load::Loaded::load(opts, &caps.uprobes)?;
+    let links = objects.attach()?;
+    let mut features = objects.features();
+    let discovery = discover::Discovery::new(
+        objects.allocator(),
+        matches!(caps.uprobes, UprobeLinks::Classic(_)),
+        objects.discover(),
+    )
+    .map_err(kernel_error)?;
+    let discovery = probe_system_files(discovery.with_custom(opts.custom.clone()))?;
 
-    let mut features = vec!["lifecycle".to_string()];
-    if let Some(rss) = &rss_obj {
-        for prog in RSS_PROGRAMS {
-            links.push(rss.attach(prog).map_err(kernel_error)?);
-        }
-        features.push("rss".to_string());
-    }
-    // Discovery at exec comes after the Exec event (process.bpf.c) and the new image's
-    // resident values (rss.bpf.c) on the shared tracepoint.
-    links.push(
-        discover_obj
-            .attach(discover::DISCOVER_EXEC)
-            .map_err(kernel_error)?,
-    );
-    if let Some(mmap) = &mmap_obj {
-        for prog in MMAP_PROGRAMS {
-            links.push(mmap.attach(prog).map_err(kernel_error)?);
-        }
-        features.push("mappings".to_string());
-    }
-
-    // uprobe_multi links (Linux 6.6+) attach and detach all sites of a file at once; older
-    // kernels get one classic uprobe per site from a second load of the same object.
-    let alloc_multi = load_alloc(&process_obj, false, opts.probe_floor)?;
-    let alloc_classic;
-    let mut discovery = discover::Discovery::new(&alloc_multi, false, &discover_obj)
-        .map_err(kernel_error)?
-        .with_custom(opts.custom.clone());
-    // The C library nearly every process maps is probed now rather than at each process's
-    // first stop; other files are probed as processes map them.
-    match attach::find_libc() {
-        Some(libc) => match discovery.probe_path(&libc) {
-            Ok(probes) => log::info!("{}: {probes} probes", libc.display()),
-            Err(e) if e.errno == libc::EPERM || e.errno == libc::EACCES => {
-                return Err(kernel_error(e))
-            }
-            Err(e) => {
-                log::info!("uprobe_multi unavailable ({e}); attaching one uprobe per site");
-                alloc_classic = load_alloc(&process_obj, true, opts.probe_floor)?;
-                discovery = discover::Discovery::new(&alloc_classic, true, &discover_obj)
-                    .map_err(kernel_error)?
-                    .with_custom(opts.custom.clone());
-                discovery.probe_path(&libc).map_err(kernel_error)?;
-            }
-        },
-        None => log::info!("no glibc at the usual paths; allocators are found as files are mapped"),
-    }
-    match attach::find_loader() {
-        Some(loader) => {
-            if let Err(e) = discovery.probe_path(&loader) {
-                log::warn!(
-                    "cannot probe the dynamic loader {} ({e}); allocators of shared libraries \
-                     will not be recorded",
-                    loader.display()
-                );
-            }
-        }
-        None => log::warn!(
-            "no dynamic loader at the usual paths; allocators of shared libraries are found only \
-             in processes that execute a new loader"
-        ),
-    }
-    features.push(
-        if opts.probe_floor {
-            "probe_floor"
-        } else {
-            "alloc"
-        }
-        .to_string(),
-    );
-
-    let tracked = MapFd::of(&process_obj, "tracked").map_err(kernel_error)?;
-    let lost = MapFd::of(&process_obj, "lost").map_err(kernel_error)?;
+    let process_obj = objects.process();
+    let tracked = MapFd::of(process_obj, "tracked").map_err(kernel_error)?;
+    let lost = MapFd::of(process_obj, "lost").map_err(kernel_error)?;
     let ring = crate::sys::ring::RingBuffer::map(
-        MapFd::of(&process_obj, "events")
-            .map_err(kernel_error)?
-            .fd(),
+        MapFd::of(process_obj, "events").map_err(kernel_error)?.fd(),
         opts.ring_size_bytes as usize,
     )
     .map_err(|e| Error::Kernel(format!("cannot map the BPF ring buffer: {e}")))?;
@@ -280,32 +141,18 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
     let pending =
         output::PendingOutput::create(&opts.output, identity.as_ref().map(|id| (id.uid, id.gid)))?;
 
-    let control = match &opts.control {
-        Some(path) => {
-            // The FIFOs belong to the user the command runs as.
-            let owner = identity
-                .as_ref()
-                .map_or_else(process::user_ids, |id| (id.uid, id.gid));
-            let listener = listen::Listener::create(path, owner)?;
-            let gate = MapFd::of(&process_obj, "gate").map_err(kernel_error)?;
-            let control = listen::Control::new(listener, gate);
-            if opts.start_running {
-                features.push(FEATURE_CONTROL_RUNNING.to_string());
-            } else {
-                control.set_gate(false).map_err(Error::Kernel)?;
-                features.push(FEATURE_CONTROL.to_string());
-            }
-            Some(control)
-        }
-        None => None,
-    };
+    let control = opts
+        .control
+        .as_deref()
+        .map(|path| open_control(path, opts, identity.as_ref(), process_obj, &mut features))
+        .transpose()?;
     // Signals are taken synchronously by the drain loop; blocked before the child exists so
     // none is missed, and unblocked around the spawn itself (`process::with_unblocked`).
-    let signals = process::SignalSet::block(&drain::HANDLED_SIGNALS)
+    let signals = BlockedSignals::block(&drain::HANDLED_SIGNALS)
         .map_err(|e| Error::Internal(format!("cannot block signals: {e}")))?;
     // While the command's group holds the terminal we are in the background: with SIGTTOU
     // blocked, our stderr lines and taking the terminal back never stop us.
-    let background_writes = process::SignalSet::block(&[libc::SIGTTOU])
+    let background_writes = BlockedSignals::block(&[libc::SIGTTOU])
         .map_err(|e| Error::Internal(format!("cannot block signals: {e}")))?;
     // The guardian reaps the tree; should it die, the tree comes to us.
     process::become_subreaper().map_err(|e| {
@@ -314,10 +161,13 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
         ))
     })?;
 
-    // The guardian forks the command: its children are the tree's root.
+    // The guardian forks the command: its children are the tree's root. The child takes the
+    // terminal before its exec, so from here on the lease takes it back should the start fail
+    // (declared after the blocked signals, it is dropped before they are unblocked).
     tracked
         .update_u32(guardian.pid(), raw::tracked_state::TRACK_SPAWNER as u32)
         .map_err(kernel_error)?;
+    let terminal = terminal.map(Lease::starting);
     let start_monotonic_ns = process::monotonic_ns();
     let start_wall_ns = process::wall_ns();
     let child = guardian.spawn(&opts.command[0]);
@@ -325,36 +175,14 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
     let child = match child {
         Ok(c) => c,
         Err(e) => {
-            drop(pending);
-            // The child may have taken the terminal before its exec failed.
-            if let Some(t) = &terminal {
-                t.take_back();
-            }
-            background_writes.unblock();
-            signals.unblock();
+            drop(pending); // before the signals are unblocked, which a pending one may end
             return Err(e);
         }
     };
     let file = pending.commit();
     let group = foreground::CommandGroup::new(child as i32, terminal);
 
-    let (kernel_release, hostname) = process::uname();
-    let header = Header {
-        memtrack_version: env!("CARGO_PKG_VERSION").to_string(),
-        kernel_release,
-        hostname,
-        page_size_bytes: crate::sys::ring::page_size() as u32,
-        argv: opts
-            .command
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect(),
-        root_pid: child,
-        start_monotonic_ns,
-        start_wall_ns,
-        ring_size_bytes: opts.ring_size_bytes,
-        features,
-    };
+    let header = header(opts, child, (start_monotonic_ns, start_wall_ns), features);
     let session = drain::Session {
         ring,
         lost,
@@ -373,34 +201,89 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
     let allocators = discovery.summary();
     let not_found = custom::not_found_warnings(&discovery.custom_not_found());
     let left_running = guardian.left_running();
-    if left_running.is_empty() {
-        // The file is complete. Detaching the probes waits on kernel grace periods (about
-        // 0.15 s here): a background child pays that after we exit, off the caller's clock.
-        if !process::close_fds_after_exit() {
-            log::debug!("cannot fork; detaching the probes before exiting");
-        }
-        drop(discovery);
-        drop(links);
-    } else {
-        // Processes of the tree still run: detach now, then the guardian continues any that a
-        // probe stopped meanwhile (nobody would, after we exit).
-        drop(discovery);
-        drop(links);
+    // The file is complete. Detaching the probes waits on kernel grace periods (about 0.15 s
+    // here): when the tree is gone, a background child pays that after we exit, off the
+    // caller's clock. When processes of the tree still run, detach now, then the guardian
+    // continues any that a probe stopped meanwhile (nobody would, after we exit).
+    if left_running.is_empty() && !process::close_fds_after_exit() {
+        log::debug!("cannot fork; detaching the probes before exiting");
+    }
+    drop(discovery);
+    drop(links);
+    if !left_running.is_empty() {
         guardian.release();
     }
-    background_writes.unblock();
-    signals.unblock();
+    // A signal that came during the final drain is delivered here, with the file complete.
+    drop(background_writes);
+    drop(signals);
 
+    say_ending(opts, &not_found, &left_running, &allocators, &summary);
+    Ok(summary.exit_code)
+}
+
+/// The control FIFOs of `--control PATH`, owned by the user the command runs as, with the gate
+/// closed unless `--start-running`; adds the feature the header names for that mode.
+fn open_control<'obj>(
+    path: &std::path::Path,
+    opts: &RecordOptions,
+    identity: Option<&identity::Identity>,
+    process_obj: &'obj LoadedObject,
+    features: &mut Vec<String>,
+) -> Result<listen::Control<'obj>, Error> {
+    let owner = identity.map_or_else(process::user_ids, |id| (id.uid, id.gid));
+    let listener = listen::Listener::create(path, owner)?;
+    let gate = MapFd::of(process_obj, "gate").map_err(kernel_error)?;
+    let control = listen::Control::new(listener, gate);
+    if opts.start_running {
+        features.push(FEATURE_CONTROL_RUNNING.to_string());
+    } else {
+        control.set_gate(false).map_err(Error::Kernel)?;
+        features.push(FEATURE_CONTROL.to_string());
+    }
+    Ok(control)
+}
+
+/// The file's header, for the command started as `root_pid` at `start_ns` (monotonic, wall).
+fn header(
+    opts: &RecordOptions,
+    root_pid: u32,
+    start_ns: (u64, u64),
+    features: Vec<String>,
+) -> Header {
+    let (kernel_release, hostname) = process::uname();
+    Header {
+        memtrack_version: env!("CARGO_PKG_VERSION").to_string(),
+        kernel_release,
+        hostname,
+        page_size_bytes: crate::sys::ring::page_size() as u32,
+        argv: opts
+            .command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        root_pid,
+        start_monotonic_ns: start_ns.0,
+        start_wall_ns: start_ns.1,
+        ring_size_bytes: opts.ring_size_bytes,
+        features,
+    }
+}
+
+/// The closing lines on stderr, once the probes are gone, and the recorder's own cost (`-v`).
+fn say_ending(
+    opts: &RecordOptions,
+    not_found: &[String],
+    left_running: &[guardian::LeftRunning],
+    allocators: &str,
+    summary: &drain::Summary,
+) {
     // Even with -q: an allocator asked for and never seen is a mistake in the command line
     // (a misspelt symbol, a stripped file), not news.
-    for warning in &not_found {
+    for warning in not_found {
         eprintln!("memtrack: warning: {warning}");
     }
     if !opts.quiet && !left_running.is_empty() {
-        eprintln!(
-            "memtrack: {}",
-            left_running_line(&left_running, opts.ending)
-        );
+        eprintln!("memtrack: {}", left_running_line(left_running, opts.ending));
     }
     if !opts.quiet {
         eprintln!("memtrack: {allocators}");
@@ -416,7 +299,37 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
         usage.system.as_secs_f64(),
         crate::units::format_bytes(usage.peak_resident_bytes)
     );
-    Ok(summary.exit_code)
+}
+
+/// Probe the C library nearly every process maps now, rather than at each process's first
+/// stop, and the dynamic loader, whose debugger hook reports each dlopen; other files are
+/// probed as processes map them.
+fn probe_system_files(
+    mut discovery: discover::Discovery<'_>,
+) -> Result<discover::Discovery<'_>, Error> {
+    match crate::binary::find_libc() {
+        Some(libc) => {
+            let probes = discovery.probe_path(&libc).map_err(kernel_error)?;
+            log::info!("{}: {probes} probes", libc.display());
+        }
+        None => log::info!("no glibc at the usual paths; allocators are found as files are mapped"),
+    }
+    match crate::binary::find_loader() {
+        Some(loader) => {
+            if let Err(e) = discovery.probe_path(&loader) {
+                log::warn!(
+                    "cannot probe the dynamic loader {} ({e}); allocators of shared libraries \
+                     will not be recorded",
+                    loader.display()
+                );
+            }
+        }
+        None => log::warn!(
+            "no dynamic loader at the usual paths; allocators of shared libraries are found only \
+             in processes that execute a new loader"
+        ),
+    }
+    Ok(discovery)
 }
 
 /// The line naming the processes `record` stopped waiting for.

@@ -184,6 +184,23 @@ pub fn uprobe_program() -> Result<(), BpfError> {
 /// Attach a uprobe_multi link (Linux 6.6) at `offset` of the file `path`, for this process
 /// only, and detach it again.
 pub fn uprobe_multi(path: &str, offset: u64) -> Result<(), BpfError> {
+    uprobe_multi_link(path, offset, std::process::id()).map(drop)
+}
+
+/// Whether this kernel has uprobe_multi links (Linux 6.6), asked without attaching anything, as
+/// libbpf's `probe_uprobe_multi_link` does: a link on a directory is refused with EBADF only
+/// by a kernel that took the request for a uprobe_multi one and looked at its path. Nothing is
+/// attached, so nothing waits for a grace period to detach.
+pub fn uprobe_multi_links() -> Result<(), BpfError> {
+    match uprobe_multi_link("/", 0, 0) {
+        Err(e) if e.errno == libc::EBADF => Ok(()),
+        other => other.map(drop),
+    }
+}
+
+/// A uprobe_multi link of the two-instruction program at `offset` of `path`, for process `pid`
+/// (0: every process); closing the fd detaches it.
+fn uprobe_multi_link(path: &str, offset: u64, pid: u32) -> Result<OwnedFd, BpfError> {
     use std::os::fd::AsRawFd;
     let prog = load(
         sys::BPF_PROG_TYPE_KPROBE,
@@ -201,12 +218,12 @@ pub fn uprobe_multi(path: &str, offset: u64) -> Result<(), BpfError> {
         cnt: 1,
         path: cpath.as_ptr(),
         offsets: offsets.as_ptr(),
-        pid: std::process::id(),
+        pid,
         ..Default::default()
     };
     // SAFETY: prog is a live program fd; path and offsets outlive the call, cnt matches; the
     // union member set is the one BPF_TRACE_UPROBE_MULTI reads.
     let fd =
         unsafe { sys::bpf_link_create(prog.as_raw_fd(), 0, sys::BPF_TRACE_UPROBE_MULTI, &opts) };
-    own(fd, &format!("uprobe_multi link on {path}")).map(drop)
+    own(fd, &format!("uprobe_multi link on {path}"))
 }

@@ -82,11 +82,37 @@ impl SignalSet {
     }
 
     /// Unblock the signals again.
-    pub fn unblock(&self) {
+    fn unblock(&self) {
         // SAFETY: the set is initialised.
         unsafe {
             libc::pthread_sigmask(libc::SIG_UNBLOCK, &self.0, std::ptr::null_mut());
         }
+    }
+}
+
+/// A [`SignalSet`] blocked for as long as this owner lives: dropping it unblocks the signals,
+/// on whichever path leaves the scope that blocked them. A signal pending by then is delivered
+/// at the drop, so drop it where that may happen (after the file is complete).
+pub struct BlockedSignals(SignalSet);
+
+impl BlockedSignals {
+    /// Block `signals` in the calling thread until the owner is dropped.
+    pub fn block(signals: &[i32]) -> io::Result<BlockedSignals> {
+        SignalSet::block(signals).map(BlockedSignals)
+    }
+}
+
+impl std::ops::Deref for BlockedSignals {
+    type Target = SignalSet;
+
+    fn deref(&self) -> &SignalSet {
+        &self.0
+    }
+}
+
+impl Drop for BlockedSignals {
+    fn drop(&mut self) {
+        self.0.unblock();
     }
 }
 

@@ -61,6 +61,64 @@ impl Terminal {
     }
 }
 
+/// The terminal lent to the recorded command: dropping the lease takes the terminal back for
+/// our own group from whoever memtrack lent it to, and never from a group it was not lent to
+/// (after a shell's `bg`, the shell's own group holds it, and it is the shell's to give).
+pub struct Lease {
+    terminal: Terminal,
+    holder: Holder,
+}
+
+/// Whom memtrack lent the terminal to.
+#[derive(Clone, Copy)]
+enum Holder {
+    /// A child being started, which makes its own group the foreground before it execs; should
+    /// that fail, the group holding the terminal is gone, and taking it back is always right.
+    Starting,
+    /// The command's process group.
+    Group(libc::pid_t),
+}
+
+impl Lease {
+    /// The lease of `terminal` to a child about to start, which may take the terminal for its
+    /// own group.
+    pub fn starting(terminal: Terminal) -> Lease {
+        Lease {
+            terminal,
+            holder: Holder::Starting,
+        }
+    }
+
+    /// The terminal itself.
+    pub fn terminal(&self) -> &Terminal {
+        &self.terminal
+    }
+
+    /// Make `pgrp`, the command's group, the terminal's foreground.
+    pub fn lend_to(&mut self, pgrp: libc::pid_t) {
+        self.terminal.give_to(pgrp);
+        self.holder = Holder::Group(pgrp);
+    }
+
+    /// Take the terminal back if whom it was lent to still holds it (also done on drop).
+    pub fn restore(&self) {
+        match self.holder {
+            Holder::Starting => self.terminal.take_back(),
+            Holder::Group(pgrp) => {
+                if self.terminal.foreground_group() == pgrp {
+                    self.terminal.take_back();
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.restore();
+    }
+}
+
 /// tcsetpgrp with SIGTTOU blocked: a process outside the foreground group may only change it
 /// then (otherwise the kernel stops it with SIGTTOU). Async-signal-safe, so a child may call it
 /// between fork and exec. Failures are ignored: the terminal may be gone (a hangup).

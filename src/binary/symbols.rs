@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::record::placement::{self, TailJump};
+use crate::binary::placement::{self, TailJump};
 
 const SHT_SYMTAB: u32 = 2;
 const SHT_RELA: u32 = 4;
@@ -65,7 +65,7 @@ pub struct ElfSymbols {
 /// How many bytes of each kept function's code are read, for `ElfSymbols::code`: the whole
 /// function up to this size (probe placement looks for branches into its prologue), or this
 /// many when the symbol gives no size.
-const CODE_BYTES: usize = crate::record::placement::SCAN_BYTES;
+const CODE_BYTES: usize = crate::binary::placement::SCAN_BYTES;
 const CODE_BYTES_UNSIZED: usize = 64;
 
 impl ElfSymbols {
@@ -163,6 +163,8 @@ impl ElfSymbols {
 
         let mut funcs = HashMap::new();
         let mut objects = HashMap::new();
+        // The dynamic symbol tables, by section index, for the relocations that name them.
+        let mut dynamic = HashMap::new();
         for i in 0..shnum {
             let sec = section(i)?;
             if sec.kind != SHT_SYMTAB && sec.kind != SHT_DYNSYM {
@@ -209,6 +211,16 @@ impl ElfSymbols {
                     vaddr: value,
                 });
             }
+            if sec.kind == SHT_DYNSYM {
+                dynamic.insert(
+                    i,
+                    SymbolTable {
+                        entsize: sec.entsize,
+                        syms,
+                        strs,
+                    },
+                );
+            }
         }
         let mut code = HashMap::new();
         for f in funcs.values() {
@@ -224,7 +236,7 @@ impl ElfSymbols {
                 .unwrap_or_default();
             code.insert(f.offset, bytes);
         }
-        let slots = got_slots(fetch, &section, shnum, &keep)?;
+        let slots = got_slots(fetch, &section, shnum, &dynamic, &keep)?;
         let by_vaddr: HashMap<u64, &str> =
             funcs.iter().map(|(n, f)| (f.vaddr, n.as_str())).collect();
         let mut forwards = HashMap::new();
@@ -302,11 +314,13 @@ impl ElfSymbols {
 }
 
 /// The GOT slots the dynamic loader fills with the address of a kept function (JUMP_SLOT
-/// relocations of the PLT, GLOB_DAT ones of `-fno-plt` calls), by the slot's address.
+/// relocations of the PLT, GLOB_DAT ones of `-fno-plt` calls), by the slot's address. The
+/// relocations name symbols of `dynamic`, the tables the symbol loop already read.
 fn got_slots(
     fetch: &mut dyn FnMut(usize, usize) -> Result<Vec<u8>, String>,
     section: &dyn Fn(usize) -> Result<Section, String>,
     shnum: usize,
+    dynamic: &HashMap<usize, SymbolTable>,
     keep: &dyn Fn(&str) -> bool,
 ) -> Result<HashMap<u64, String>, String> {
     let mut slots = HashMap::new();
@@ -315,17 +329,11 @@ fn got_slots(
         if rela.kind != SHT_RELA || rela.entsize < 24 {
             continue;
         }
-        let symtab = section(rela.link)?;
-        if symtab.kind != SHT_DYNSYM || symtab.entsize < 24 {
+        let Some(symtab) = dynamic.get(&rela.link) else {
             continue;
-        }
-        let strtab = section(symtab.link)?;
-        let (relocs, syms, strs) = (
-            fetch(rela.offset, rela.size)?,
-            fetch(symtab.offset, symtab.size)?,
-            fetch(strtab.offset, strtab.size)?,
-        );
-        let (r, b, names) = (Bytes(&relocs), Bytes(&syms), Bytes(&strs));
+        };
+        let relocs = fetch(rela.offset, rela.size)?;
+        let (r, b, names) = (Bytes(&relocs), Bytes(&symtab.syms), Bytes(&symtab.strs));
         for e in 0..rela.size / rela.entsize {
             let at = e * rela.entsize;
             let info = r.u64(at + 8)?;
@@ -333,13 +341,20 @@ fn got_slots(
                 continue;
             }
             let sym = (info >> 32) as usize * symtab.entsize;
-            let name = names.cstr(b.u32(sym)? as usize, strs.len())?;
+            let name = names.cstr(b.u32(sym)? as usize, symtab.strs.len())?;
             if keep(name) {
                 slots.insert(r.u64(at)?, name.to_string());
             }
         }
     }
     Ok(slots)
+}
+
+/// A symbol table's entries and the string table its names are in.
+struct SymbolTable {
+    entsize: usize,
+    syms: Vec<u8>,
+    strs: Vec<u8>,
 }
 
 struct Segment {
@@ -428,7 +443,7 @@ mod tests {
 
     #[test]
     fn finds_glibc_allocator_entry_points() {
-        let Some(libc) = crate::record::attach::find_libc() else {
+        let Some(libc) = crate::binary::find_libc() else {
             eprintln!("skipped: no glibc found at the usual paths");
             return;
         };
@@ -441,7 +456,7 @@ mod tests {
 
     #[test]
     fn finds_the_loaders_debugger_hook_and_r_debug() {
-        let Some(ld) = crate::record::attach::find_loader() else {
+        let Some(ld) = crate::binary::find_loader() else {
             eprintln!("skipped: no dynamic loader found at the usual paths");
             return;
         };

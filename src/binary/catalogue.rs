@@ -12,10 +12,10 @@
 
 use std::collections::HashSet;
 
-use crate::record::attach::{Sites, Stepped};
-use crate::record::custom::{self, Custom};
-use crate::record::placement;
-use crate::record::symbols::{ElfSymbols, FuncSymbol};
+use crate::binary::custom::{self, Custom};
+use crate::binary::placement;
+use crate::binary::symbols::{ElfSymbols, FuncSymbol};
+use crate::binary::{Sites, Stepped};
 use crate::sys::raw::{
     alloc_func, alloc_layout, COOKIE_ARGS_SHIFT, COOKIE_ARG_BITS, COOKIE_LAYOUT_SHIFT,
 };
@@ -532,7 +532,7 @@ mod tests {
 
     #[test]
     fn glibc_is_found_and_probed_once_per_address() {
-        let Some(libc) = crate::record::attach::find_libc() else {
+        let Some(libc) = crate::binary::find_libc() else {
             eprintln!("skipped: no glibc at the usual paths");
             return;
         };

@@ -1,0 +1,96 @@
+//! What a program's binary offers to probe, read without loading anything into the kernel: the
+//! system's C library and dynamic loader, the ELF symbols of a file (`symbols`), the allocator
+//! functions among them (`catalogue`, and the user's own in `custom`), and where in each
+//! function a probe goes (`placement`). The result is a file's [`Sites`].
+//!
+//! Both `record` (which attaches the sites) and `preflight` (which says where they would go on
+//! this machine) read binaries through this module, so neither needs the other.
+
+pub mod catalogue;
+pub mod custom;
+pub mod placement;
+pub mod symbols;
+
+use std::path::{Path, PathBuf};
+
+/// Where distributions keep the C library; the first that exists is used.
+const LIBC_PATHS: &[&str] = &[
+    "/lib/x86_64-linux-gnu/libc.so.6",
+    "/usr/lib/x86_64-linux-gnu/libc.so.6",
+    "/lib/aarch64-linux-gnu/libc.so.6",
+    "/usr/lib/aarch64-linux-gnu/libc.so.6",
+    "/lib64/libc.so.6",
+    "/usr/lib64/libc.so.6",
+    "/usr/lib/libc.so.6",
+    "/lib/libc.so.6",
+];
+
+/// The system's glibc, resolved to its real path.
+pub fn find_libc() -> Option<PathBuf> {
+    first_existing(LIBC_PATHS)
+}
+
+/// Where distributions keep the dynamic loader (the PT_INTERP of their executables).
+const LOADER_PATHS: &[&str] = &[
+    "/lib64/ld-linux-x86-64.so.2",
+    "/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2",
+    "/lib/ld-linux-aarch64.so.1",
+    "/lib/aarch64-linux-gnu/ld-linux-aarch64.so.1",
+    "/lib/ld-linux-riscv64-lp64d.so.1",
+];
+
+/// The system's dynamic loader, resolved to its real path.
+pub fn find_loader() -> Option<PathBuf> {
+    first_existing(LOADER_PATHS)
+}
+
+fn first_existing(paths: &[&str]) -> Option<PathBuf> {
+    paths
+        .iter()
+        .map(Path::new)
+        .find(|p| p.exists())
+        .and_then(|p| std::fs::canonicalize(p).ok())
+}
+
+/// The sites to probe in one file: (file offset, cookie) pairs.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Sites {
+    /// Entry sites of functions that return a block (alloc_enter, and alloc_exit on return).
+    pub enter: Vec<(u64, u64)>,
+    /// Sites of the return probes: the entry sites again, where `[rsp]` still holds the return
+    /// address (`placement.rs`), so that one breakpoint serves both.
+    pub exit: Vec<(u64, u64)>,
+    /// Sites of the functions that release a block (free_enter).
+    pub free: Vec<(u64, u64)>,
+    /// Functions found, for the log.
+    pub functions: Vec<&'static str>,
+    /// The sites the kernel must single-step (no emulated instruction could be reached).
+    pub stepped: Vec<Stepped>,
+    /// Release functions left unprobed: they only jump to another that reports the same.
+    pub forwarded: Vec<&'static str>,
+}
+
+impl Sites {
+    /// How many probes attaching these sites makes.
+    pub fn probes(&self) -> usize {
+        self.enter.len() + self.exit.len() + self.free.len()
+    }
+}
+
+/// A site whose instruction the kernel single-steps at each hit, about ten times the cost of an
+/// emulated one (KERNEL-FACTS.md).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stepped {
+    /// The function.
+    pub function: &'static str,
+    /// The instruction probed, at the function's entry.
+    pub instruction: String,
+}
+
+impl Stepped {
+    /// "FUNC in FILE", the words `record`'s allocators line and `doctor`'s probe sites row both
+    /// name a stepped site with; `file` is the name of the file that defines it.
+    pub fn in_file(&self, file: &str) -> String {
+        format!("{} in {file}", self.function)
+    }
+}

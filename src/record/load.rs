@@ -1,0 +1,248 @@
+//! Loading the BPF objects of `bpf/` and attaching their tracepoint programs, driven by one
+//! table, [`OBJECTS`]: for each object its bytes, the maps it shares with the first (which
+//! creates them), its programs in attach order, the header feature it serves and when it is
+//! enabled.
+//!
+//! The allocator object (alloc.bpf.o, or floor.bpf.o with `--probe-floor`) is loaded here too,
+//! but its programs go on uprobes, file by file, as `discover` finds the files (`attach`).
+
+use crate::error::Error;
+use crate::preflight::UprobeLinks;
+use crate::record::{attach, discover, kernel_error, RecordOptions};
+use crate::sys::bpf::{Link, LoadedObject, OpenObject};
+use crate::sys::raw;
+
+/// One object of `bpf/`.
+pub struct Object {
+    /// Its name, bpf/NAME.bpf.c's.
+    pub name: &'static str,
+    /// The ELF image build.rs compiled.
+    bytes: &'static [u8],
+    /// The maps it uses from the first object instead of creating its own (bpf_map__reuse_fd).
+    shares: &'static [&'static str],
+    /// Its programs: attached here in this order, or left to `attach`.
+    programs: Programs,
+    /// The feature the header names for it, if it serves one of its own.
+    feature: Option<&'static str>,
+    /// When it is loaded.
+    when: When,
+}
+
+/// How an object's programs are attached.
+enum Programs {
+    /// Where their sections say (tracepoints), in this order, once everything is loaded.
+    Tracepoints(&'static [&'static str]),
+    /// On the sites `attach` plans per file: uprobe_multi programs, loaded as classic uprobes
+    /// on kernels without uprobe_multi links.
+    Uprobes(&'static [&'static str]),
+}
+
+/// When an object is enabled.
+#[derive(Clone, Copy)]
+enum When {
+    Always,
+    /// Resident memory is recorded (not `--no-rss`).
+    Rss,
+    /// Raw mappings are recorded (not `--no-mappings`).
+    Mappings,
+    /// The real allocator programs (not `--probe-floor`).
+    Allocations,
+    /// The empty programs of `--probe-floor`.
+    ProbeFloor,
+}
+
+impl When {
+    fn holds(self, opts: &RecordOptions) -> bool {
+        match self {
+            When::Always => true,
+            When::Rss => opts.rss,
+            When::Mappings => opts.mappings,
+            When::Allocations => !opts.probe_floor,
+            When::ProbeFloor => opts.probe_floor,
+        }
+    }
+}
+
+/// The maps of process.bpf.c every other object works on.
+const SHARED: &[&str] = &["tracked", "events", "lost"];
+
+/// Every object, in load and attach order. Where two attach to the same tracepoint, the order
+/// is the order of their events: at exec, the Exec event (process) comes before the new image's
+/// resident values (rss), and discovery's stop after both.
+pub const OBJECTS: &[Object] = &[
+    Object {
+        name: "process",
+        bytes: raw::PROCESS_BPF_OBJECT,
+        shares: &[],
+        programs: Programs::Tracepoints(&[
+            "sched_process_fork",
+            "sched_process_exec",
+            "sched_process_exit",
+        ]),
+        feature: Some("lifecycle"),
+        when: When::Always,
+    },
+    Object {
+        name: "rss",
+        bytes: raw::RSS_BPF_OBJECT,
+        shares: SHARED,
+        programs: Programs::Tracepoints(&["rss_stat", "rss_fork", "rss_exec", "rss_exit"]),
+        feature: Some("rss"),
+        when: When::Rss,
+    },
+    Object {
+        name: "discover",
+        bytes: raw::DISCOVER_BPF_OBJECT,
+        shares: SHARED,
+        programs: Programs::Tracepoints(&[discover::DISCOVER_EXEC]),
+        feature: None,
+        when: When::Always,
+    },
+    Object {
+        name: "mmap",
+        bytes: raw::MMAP_BPF_OBJECT,
+        shares: SHARED,
+        programs: Programs::Tracepoints(&["mmap_sys_enter", "mmap_sys_exit"]),
+        feature: Some("mappings"),
+        when: When::Mappings,
+    },
+    Object {
+        name: "alloc",
+        bytes: raw::ALLOC_BPF_OBJECT,
+        shares: &["tracked", "events", "lost", "gate"],
+        programs: Programs::Uprobes(ALLOC_PROGRAMS),
+        feature: Some("alloc"),
+        when: When::Allocations,
+    },
+    Object {
+        name: "floor",
+        bytes: raw::FLOOR_BPF_OBJECT,
+        shares: &[],
+        programs: Programs::Uprobes(ALLOC_PROGRAMS),
+        feature: Some("probe_floor"),
+        when: When::ProbeFloor,
+    },
+];
+
+/// The programs of alloc.bpf.c, and of floor.bpf.c which stands in for it.
+const ALLOC_PROGRAMS: &[&str] = &[attach::ALLOC_ENTER, attach::ALLOC_EXIT, attach::FREE_ENTER];
+
+/// The enabled objects, loaded, in table order; the first is process.bpf.o, whose maps the
+/// others share.
+pub struct Loaded {
+    objects: Vec<(&'static Object, LoadedObject)>,
+}
+
+impl Loaded {
+    /// Load every object `opts` enables, the ring buffer (process.bpf.c's `events`) sized as
+    /// `opts` says, and the allocator programs as `uprobes` says.
+    pub fn load(opts: &RecordOptions, uprobes: &UprobeLinks) -> Result<Loaded, Error> {
+        let mut objects: Vec<(&'static Object, LoadedObject)> = Vec::new();
+        for object in OBJECTS.iter().filter(|o| o.when.holds(opts)) {
+            let mut open = OpenObject::open(object.name, object.bytes).map_err(kernel_error)?;
+            match objects.first() {
+                Some((_, first)) => {
+                    for map in object.shares {
+                        open.reuse_map(map, first).map_err(kernel_error)?;
+                    }
+                }
+                None => {
+                    open.set_max_entries("events", opts.ring_size_bytes as u32)
+                        .map_err(kernel_error)?;
+                    log::info!("ring buffer: {} MiB", opts.ring_size_bytes >> 20);
+                }
+            }
+            if let (Programs::Uprobes(programs), UprobeLinks::Classic(why)) =
+                (&object.programs, uprobes)
+            {
+                log::info!("uprobe_multi unavailable ({why}); attaching one uprobe per site");
+                for prog in *programs {
+                    open.use_classic_uprobe(prog).map_err(kernel_error)?;
+                }
+            }
+            objects.push((object, open.load().map_err(kernel_error)?));
+        }
+        Ok(Loaded { objects })
+    }
+
+    /// Attach every tracepoint program, in table order; dropping the links detaches them.
+    pub fn attach(&self) -> Result<Vec<Link<'_>>, Error> {
+        let mut links = Vec::new();
+        for (object, loaded) in &self.objects {
+            if let Programs::Tracepoints(programs) = object.programs {
+                for prog in programs {
+                    links.push(loaded.attach(prog).map_err(kernel_error)?);
+                }
+            }
+        }
+        Ok(links)
+    }
+
+    /// The features the loaded objects serve, for the header, in table order.
+    pub fn features(&self) -> Vec<String> {
+        self.objects
+            .iter()
+            .filter_map(|(object, _)| object.feature.map(str::to_string))
+            .collect()
+    }
+
+    /// process.bpf.o, which owns the maps (the ring buffer, `tracked`, `lost`, `gate`).
+    pub fn process(&self) -> &LoadedObject {
+        &self.objects[0].1
+    }
+
+    /// discover.bpf.o, whose programs stop a process at exec and at dlopen (`discover`).
+    pub fn discover(&self) -> &LoadedObject {
+        self.objects
+            .iter()
+            .find(|(object, _)| object.name == "discover")
+            .map(|(_, loaded)| loaded)
+            .expect("the table enables discover.bpf.o in every mode")
+    }
+
+    /// The object whose programs `attach` puts on allocator sites (alloc, or floor).
+    pub fn allocator(&self) -> &LoadedObject {
+        self.objects
+            .iter()
+            .find(|(object, _)| matches!(object.programs, Programs::Uprobes(_)))
+            .map(|(_, loaded)| loaded)
+            .expect("the table enables one allocator object in every mode")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn process_comes_first_and_creates_the_maps_the_others_share() {
+        assert_eq!(OBJECTS[0].name, "process");
+        assert!(OBJECTS[0].shares.is_empty());
+        assert!(matches!(OBJECTS[0].when, When::Always));
+    }
+
+    #[test]
+    fn one_allocator_object_in_either_mode() {
+        for floor in [false, true] {
+            let uprobe_objects = OBJECTS
+                .iter()
+                .filter(|o| matches!(o.programs, Programs::Uprobes(_)))
+                .filter(|o| match o.when {
+                    When::Allocations => !floor,
+                    When::ProbeFloor => floor,
+                    _ => true,
+                })
+                .count();
+            assert_eq!(uprobe_objects, 1, "probe floor {floor}");
+        }
+    }
+
+    #[test]
+    fn features_keep_the_order_the_header_always_had() {
+        let features: Vec<&str> = OBJECTS.iter().filter_map(|o| o.feature).collect();
+        assert_eq!(
+            features,
+            ["lifecycle", "rss", "mappings", "alloc", "probe_floor"]
+        );
+    }
+}
