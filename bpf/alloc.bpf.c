@@ -8,7 +8,7 @@
  *
  * Exactly once: allocators call each other and themselves (operator new calls malloc;
  * realloc(NULL, n) and memalign with a small alignment reach glibc's malloc; realloc(p, 0)
- * reaches free; KERNEL-FACTS.md). So each thread keeps the outermost call in progress in
+ * reaches free; docs/kernel-facts.md). So each thread keeps the outermost call in progress in
  * `call_state`: a call that starts while another is in progress on the same thread, deeper on
  * the stack, is internal and produces no event; only the outermost call's return does. A tail
  * call (operator new[] jumping to operator new, realloc(NULL, n) to malloc) enters at the same

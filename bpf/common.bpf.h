@@ -39,7 +39,7 @@ struct {
 } events SEC(".maps");
 
 /* Lost events per enum lost_cause. A plain array updated atomically: counters shared across
- * CPUs lose updates with a plain += (KERNEL-FACTS.md). */
+ * CPUs lose updates with a plain += (docs/kernel-facts.md). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, LOST_CAUSES);
@@ -105,7 +105,7 @@ static __always_inline void fill_header(struct event_header *h, __u32 kind, __u3
 }
 
 /* Hand a record to user space without a wake-up: a wake-up per event costs about 3 us here
- * (KERNEL-FACTS.md); the recorder polls the ring on a short timer instead. */
+ * (docs/kernel-facts.md); the recorder polls the ring on a short timer instead. */
 static __always_inline void submit(void *rec)
 {
 	bpf_ringbuf_submit(rec, BPF_RB_NO_WAKEUP);

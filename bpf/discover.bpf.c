@@ -4,7 +4,7 @@
  * so that user space can find the allocator entry points those files define and attach to them
  * before a single instruction of theirs runs (src/record/discover.rs).
  *
- * Two moments (KERNEL-FACTS.md, "Attach mechanisms"):
+ * Two moments (docs/kernel-facts.md, "Attaching to code that appears later"):
  * - exec: the new executable and its dynamic loader are mapped and nothing of them has run.
  *   Needed for statically linked programs, whose allocator is in the executable; skipped when
  *   user space has scanned that executable already (the `scanned` map).

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (MIT OR Apache-2.0)
 /*
  * Raw mappings: mmap, munmap, mremap and brk made by tracked processes, from the raw syscall
- * tracepoints (tp_btf sys_enter/sys_exit; fentry is refused here, KERNEL-FACTS.md). The entry
+ * tracepoints (tp_btf sys_enter/sys_exit; fentry is refused here, docs/kernel-facts.md). The entry
  * keeps the arguments per thread, the exit reports the call only when it succeeded. These are
  * every mapping the process makes itself, allocators' own arenas included; the report keeps
  * them apart from the heap.

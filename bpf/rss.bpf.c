@@ -71,7 +71,7 @@ static long add_pending(__u64 cpu, void *data)
  * per-CPU offsets are not available as symbols here (no CONFIG_KALLSYMS_ALL), and `counters`
  * is plain memory to the verifier, so each CPU's offset is learned from cpu_probe: the address
  * of its element on that CPU minus the array's raw per-CPU pointer (struct bpf_array's
- * pptrs[0]) (KERNEL-FACTS.md). bpf_loop keeps verification to one pass over the body: an
+ * pptrs[0]) (docs/kernel-facts.md). bpf_loop keeps verification to one pass over the body: an
  * unrolled loop over MAX_CPUS cost about 0.4 s of start-up in the verifier.
  */
 static __always_inline __s64 counter_exact(struct percpu_counter *c)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the one file to copy onto a CI runner: a static-pie memtrack with glibc, libbpf,
-# libelf and zlib inside, no dynamic dependencies (KERNEL-FACTS.md, "A fully static binary
-# works"). It lands in target/static/memtrack; pass --print-path to print only that path.
+# libelf and zlib inside, no dynamic dependencies (docs/kernel-facts.md,
+# "Building"). It lands in target/static/memtrack; pass --print-path to print only that path.
 #
 # Its own target directory (target/static) keeps the normal debug and release builds intact.
 # --target is given explicitly so that +crt-static applies to memtrack alone, not to build

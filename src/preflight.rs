@@ -533,7 +533,8 @@ fn fentry(vmlinux: &Result<Option<probe::VmlinuxBtf>, BpfError>) -> Check {
             format!("fentry/{RMAP_FUNCTION} attaches"),
             DISABLES_RMAP,
         ),
-        // Refused on locked-down kernels (KERNEL-FACTS.md); nothing to fix, rss_stat covers it.
+        // Refused on locked-down kernels (docs/kernel-facts.md); nothing to fix: rss_stat covers
+        // resident memory.
         Err(e) => Check::missing(NAME, false, refusal(&e), DISABLES_RMAP, ""),
     }
 }

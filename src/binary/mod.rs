@@ -78,7 +78,7 @@ impl Sites {
 }
 
 /// A site whose instruction the kernel single-steps at each hit, about ten times the cost of an
-/// emulated one (KERNEL-FACTS.md).
+/// emulated one (docs/kernel-facts.md).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Stepped {
     /// The function.

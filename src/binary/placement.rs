@@ -4,7 +4,7 @@
 //! An x86 uprobe replaces the probed instruction with `int3`. When the trap returns, the kernel
 //! must carry out the instruction it replaced: it emulates a few (push of a register, jmp,
 //! call, jcc, nop) and single-steps every other one out of line, which costs about ten times
-//! as much here (KERNEL-FACTS.md: 5-6 µs against 0.8-1.1 µs per call). Function entries are
+//! as much here (docs/kernel-facts.md: 5-6 µs against 0.8-1.1 µs per call). Function entries are
 //! often not emulated: `endbr64` (every function built with `-fcf-protection`, as Ubuntu and
 //! Fedora build glibc, and libstdc++'s operators), jemalloc's `cmp`, mimalloc's and tcmalloc's
 //! `mov`. So the probe moves forward, over instructions that

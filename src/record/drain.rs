@@ -2,7 +2,7 @@
 //! stop when the whole tree is gone.
 //!
 //! The BPF side submits records without wake-ups (a wake-up per event costs about 3 µs,
-//! KERNEL-FACTS.md), so the loop polls: it drains what the ring holds, then sleeps for
+//! docs/kernel-facts.md), so the loop polls: it drains what the ring holds, then sleeps for
 //! `POLL_INTERVAL`, waking at once for a signal (a child's exit among them), a control request,
 //! or a discovery stop (the one record submitted with a wake-up). It sleeps even when records
 //! keep coming: draining on the producer's heels cost a CPU and made every record dearer to the
