@@ -107,7 +107,7 @@ fn assert_ran(rec: &Recording) {
 /// summary line ("...; 2 probe sites single-stepped (a in x.so, b in y.so); ..."); None
 /// without that line.
 fn single_stepped(rec: &Recording) -> Option<Vec<String>> {
-    let stderr = String::from_utf8_lossy(&rec.output.stderr);
+    let stderr = &rec.run.stderr;
     let line = stderr.lines().find(|l| l.contains("allocators: "))?;
     let Some((_, listed)) = line.split_once(" single-stepped (") else {
         return Some(Vec::new());
@@ -785,7 +785,7 @@ fn a_stripped_allocator_is_reported_not_silently_zero() {
         rec.allocs_of_size(30011).is_empty(),
         "nothing to probe in a stripped static executable"
     );
-    let stderr = String::from_utf8_lossy(&rec.output.stderr);
+    let stderr = &rec.run.stderr;
     check!(
         rec,
         stderr.contains("without a single allocator event") && stderr.contains("allocators:"),

@@ -10,7 +10,7 @@ mod common;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use common::{can_record, fixture, record_with_env, scratch_dir, Recording};
+use common::{can_record, fixture, record_with_env, scratch_dir, scratch_file, Recording};
 use memtrack::format::{EventKind, RssMember};
 use memtrack::report::{analyze, ProcessMetrics, Report};
 
@@ -123,8 +123,7 @@ fn run(name: &str, args: &[&str]) -> Run {
         args.first()
             .map_or(String::new(), |a| format!("-{}", a.len()))
     );
-    let side = scratch_dir().join(format!("{tag}.status"));
-    let _ = std::fs::remove_file(&side);
+    let side = scratch_file(format!("{tag}.status"));
     let mut command = vec![exe.to_str().unwrap().to_string()];
     command.extend(args.iter().map(|s| s.to_string()));
     let command: Vec<&str> = command.iter().map(String::as_str).collect();

@@ -75,7 +75,7 @@ fn a_thread_storm_loses_nothing_at_the_default_ring() {
             frees.get(&size)
         );
     }
-    let stderr = String::from_utf8_lossy(&rec.output.stderr);
+    let stderr = &rec.run.stderr;
     check!(
         rec,
         stderr.contains("drain thread: SCHED_FIFO priority 1"),
@@ -94,14 +94,14 @@ fn the_recorded_command_never_gets_the_recorders_priority() {
         "cut -d ' ' -f 19,41 /proc/$$/stat; sleep 0.2; cut -d ' ' -f 19,41 /proc/self/stat";
     let rec = record("priority", &["-v"], &["sh", "-c", script]);
     check!(rec, rec.code() == 0, "the script ran");
-    let stdout = String::from_utf8_lossy(&rec.output.stdout);
+    let stdout = &rec.run.stdout;
     check!(
         rec,
         stdout == "0 0\n0 0\n",
         "nice and policy of the shell, and of a child it started after the recorder raised \
          itself: {stdout:?}"
     );
-    let stderr = String::from_utf8_lossy(&rec.output.stderr);
+    let stderr = &rec.run.stderr;
     check!(
         rec,
         stderr.contains("drain thread: SCHED_FIFO priority 1"),
