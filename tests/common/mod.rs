@@ -600,7 +600,7 @@ pub fn record_with_env(
     command: &[&str],
     env: &[(&str, &std::ffi::OsStr)],
 ) -> Recording {
-    let path = scratch_file(&format!("{name}.mt"));
+    let path = scratch_file(format!("{name}.mt"));
     let mut cmd = record_command(&path, extra, command);
     cmd.envs(env.iter().copied());
     let run = run_command(&mut cmd);
