@@ -597,8 +597,7 @@ fn raw_mappings_are_recorded_on_success_only() {
         "feature"
     );
     // The report keeps them apart from the heap.
-    let report =
-        memtrack::report::accounting::analyze(&rec.header, rec.events.clone(), Some(&rec.end));
+    let report = common::analyze(&rec.header, rec.events.clone(), Some(&rec.end));
     let m = report.totals.mapped.clone().expect("mapped metrics");
     check!(
         rec,

@@ -5,9 +5,8 @@ mod common;
 
 use std::path::Path;
 
-use common::alloc_sizes;
+use common::{alloc_sizes, analyze};
 use memtrack::format::{EventKind, ReadEnd, Reader};
-use memtrack::report::analyze;
 
 fn sample(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -59,8 +58,8 @@ fn v1_malloc_free_reads_exactly() {
 /// a noise process, and 13 control commands.
 #[test]
 fn v2_control_reads_exactly() {
+    use common::Blocks;
     use memtrack::format::{ControlCommand, FEATURE_CONTROL};
-    use memtrack::report::metrics::Blocks;
 
     let mut reader = Reader::open(&sample("v2-control.mt")).unwrap();
     assert_eq!(reader.format_version(), 2);

@@ -13,12 +13,10 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use common::{
-    can_record, fixture, memtrack, record, record_fixture, recording, report_json, run,
-    run_command, scratch_dir, scratch_file, Recording, Run,
+    analyze, can_record, fixture, memtrack, record, record_fixture, recording, report_json, run,
+    run_command, scratch_dir, scratch_file, BenchmarkMetrics, Blocks, Recording, Report, Run,
 };
 use memtrack::format::{ControlCommand, EventKind, FEATURE_CONTROL, FEATURE_CONTROL_RUNNING};
-use memtrack::report::metrics::{BenchmarkMetrics, Blocks};
-use memtrack::report::{analyze, Report};
 
 /// A fresh control FIFO path for test `name` (nothing left there from an earlier run).
 fn control_path(name: &str) -> PathBuf {

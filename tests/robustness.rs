@@ -8,8 +8,8 @@ mod common;
 use std::io::Cursor;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use common::analyze;
 use memtrack::format::{ReadEnd, Reader};
-use memtrack::report::analyze;
 
 /// xorshift64*: a deterministic mutator, so a failing case can be replayed from its number.
 struct Rng(u64);
@@ -72,7 +72,7 @@ fn read_all(data: Vec<u8>) -> Option<(ReadEnd, bool)> {
     let mut reader = Reader::new(Cursor::new(data)).ok()?;
     let header = reader.header().clone();
     let events: Vec<_> = reader.by_ref().collect();
-    let mut accounting = memtrack::report::Accounting::new(&header);
+    let mut accounting = common::Accounting::new(&header);
     for e in &events {
         accounting.apply(e);
     }

@@ -10,9 +10,11 @@ mod common;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use common::{can_record, fixture, record_with_env, scratch_dir, scratch_file, Recording};
+use common::{
+    analyze, can_record, fixture, record_with_env, scratch_dir, scratch_file, ProcessMetrics,
+    Recording, Report,
+};
 use memtrack::format::{EventKind, RssMember};
-use memtrack::report::{analyze, ProcessMetrics, Report};
 
 const MIB: i64 = 1 << 20;
 
@@ -61,7 +63,7 @@ impl Run {
         self.member(pid, member).peak_bytes as i64
     }
 
-    fn member(&self, pid: u32, member: &str) -> &memtrack::report::MemberResident {
+    fn member(&self, pid: u32, member: &str) -> &common::MemberResident {
         self.process(pid)
             .own
             .resident
