@@ -8,7 +8,7 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::process::Command;
 
-use common::{can_record, memtrack, run, run_command, scratch_dir};
+use common::{memtrack, run, run_command, scratch_dir};
 
 fn sample() -> &'static str {
     concat!(
@@ -150,9 +150,7 @@ fn a_non_utf8_flag_of_memtrack_is_refused_in_one_line() {
 /// `from_env` refused the whole command line for it (exit 1).
 #[test]
 fn non_utf8_arguments_reach_the_recorded_command_untouched() {
-    if !can_record("non_utf8_arguments_reach_the_recorded_command_untouched") {
-        return;
-    }
+    skip_unless_recording!("non_utf8_arguments_reach_the_recorded_command_untouched");
     let dir = scratch_dir();
     let rec = dir.join("cli-non-utf8.mt");
     let out = dir.join("cli-non-utf8.out");
@@ -181,9 +179,7 @@ fn non_utf8_arguments_reach_the_recorded_command_untouched() {
 /// says on one line what went wrong and what to do.
 #[test]
 fn a_failed_record_keeps_the_previous_recording() {
-    if !can_record("a_failed_record_keeps_the_previous_recording") {
-        return;
-    }
+    skip_unless_recording!("a_failed_record_keeps_the_previous_recording");
     let dir = scratch_dir().join("cli-keep");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -262,9 +258,7 @@ fn bad_output_and_control_paths_are_one_line_errors() {
 /// the recorder has finished, the same file reads in full (issue 13, item 8).
 #[test]
 fn a_recording_still_being_written_says_to_wait() {
-    if !can_record("a_recording_still_being_written_says_to_wait") {
-        return;
-    }
+    skip_unless_recording!("a_recording_still_being_written_says_to_wait");
     let dir = scratch_dir();
     let path = dir.join("cli-live.mt");
     let go = dir.join("cli-live.go");
@@ -485,9 +479,7 @@ fn the_dump_format_doc_names_every_field() {
 /// records into the device, which stays one.
 #[test]
 fn recording_to_dev_null_leaves_the_device_alone() {
-    if !can_record("recording_to_dev_null_leaves_the_device_alone") {
-        return;
-    }
+    skip_unless_recording!("recording_to_dev_null_leaves_the_device_alone");
     use std::os::unix::fs::FileTypeExt;
     run(&["record", "-q", "-o", "/dev/null", "--", "true"]).expect_code(0);
     assert!(std::fs::metadata("/dev/null")

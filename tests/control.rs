@@ -327,9 +327,7 @@ fn report_by_bench_and_check_bench() {
 
 #[test]
 fn malformed_and_oversize_requests_are_refused_and_recording_goes_on() {
-    if !can_record("malformed_and_oversize_requests_are_refused_and_recording_goes_on") {
-        return;
-    }
+    skip_unless_recording!("malformed_and_oversize_requests_are_refused_and_recording_goes_on");
     let exe = fixture("control/client");
     let rec = record_control("malformed", &[], &[exe.to_str().unwrap(), "malformed"]);
     check!(
@@ -367,9 +365,7 @@ fn malformed_and_oversize_requests_are_refused_and_recording_goes_on() {
 
 #[test]
 fn a_harness_that_never_sends_stop() {
-    if !can_record("a_harness_that_never_sends_stop") {
-        return;
-    }
+    skip_unless_recording!("a_harness_that_never_sends_stop");
     let exe = fixture("control/client");
     let rec = record_control("never_stop", &[], &[exe.to_str().unwrap(), "never_stop"]);
     check!(rec, rec.code() == 0, "exit code");
@@ -427,9 +423,7 @@ fn record_with_cpu_time(name: &str, extra: &[&str], command: &[&str]) -> (f64, R
 
 #[test]
 fn a_harness_that_disconnects_halfway_through_a_line() {
-    if !can_record("a_harness_that_disconnects_halfway_through_a_line") {
-        return;
-    }
+    skip_unless_recording!("a_harness_that_disconnects_halfway_through_a_line");
     let exe = fixture("control/client");
     let path = control_path("disconnect");
     let (cpu_s, rec) = record_with_cpu_time(
@@ -462,9 +456,7 @@ fn a_harness_that_disconnects_halfway_through_a_line() {
 
 #[test]
 fn concurrent_clients_take_turns() {
-    if !can_record("concurrent_clients_take_turns") {
-        return;
-    }
+    skip_unless_recording!("concurrent_clients_take_turns");
     let exe = fixture("control/client");
     let rec = record_control(
         "concurrent",
@@ -481,9 +473,7 @@ fn concurrent_clients_take_turns() {
 
 #[test]
 fn start_running_records_from_the_start() {
-    if !can_record("start_running_records_from_the_start") {
-        return;
-    }
+    skip_unless_recording!("start_running_records_from_the_start");
     let exe = fixture("control/client");
     let running = record_control(
         "prelude_running",
@@ -520,9 +510,7 @@ fn start_running_records_from_the_start() {
 
 #[test]
 fn without_control_the_header_does_nothing_and_everything_is_recorded() {
-    if !can_record("without_control_the_header_does_nothing_and_everything_is_recorded") {
-        return;
-    }
+    skip_unless_recording!("without_control_the_header_does_nothing_and_everything_is_recorded");
     let rec = record_fixture("off", &[], "control/client", &["off"]);
     check!(rec, rec.code() == 0, "every call said MEMTRACK_CTL_OFF");
     check!(
@@ -536,9 +524,7 @@ fn without_control_the_header_does_nothing_and_everything_is_recorded() {
 
 #[test]
 fn an_existing_control_path_is_refused() {
-    if !can_record("an_existing_control_path_is_refused") {
-        return;
-    }
+    skip_unless_recording!("an_existing_control_path_is_refused");
     let path = control_path("exists");
     std::fs::write(&path, "keep me").unwrap();
     run_command(
@@ -556,9 +542,7 @@ fn an_existing_control_path_is_refused() {
 
 #[test]
 fn a_shell_harness_with_memtrack_ctl() {
-    if !can_record("a_shell_harness_with_memtrack_ctl") {
-        return;
-    }
+    skip_unless_recording!("a_shell_harness_with_memtrack_ctl");
     let worker = fixture("control/worker");
     let script = format!(
         "set -e\n\
@@ -654,9 +638,7 @@ fn client_allocations(rec: &Recording) -> std::collections::HashMap<u32, u64> {
 /// either, not only the benchmarks.
 #[test]
 fn memtrack_ctl_allocations_are_never_recorded() {
-    if !can_record("memtrack_ctl_allocations_are_never_recorded") {
-        return;
-    }
+    skip_unless_recording!("memtrack_ctl_allocations_are_never_recorded");
     let script = format!(
         "{m} ctl bench shell::empty && {m} ctl start && {m} ctl stop && {m} ctl marker round_end",
         m = memtrack()
@@ -718,9 +700,7 @@ fn memtrack_ctl_allocations_are_never_recorded() {
 #[test]
 fn no_stripped_allocator_warning_for_programs_run_while_paused() {
     let test = "no_stripped_allocator_warning_for_programs_run_while_paused";
-    if !can_record(test) {
-        return;
-    }
+    skip_unless_recording!(test);
     let churn = fixture("churn");
     // malloc(200000) is above glibc's mmap threshold: 1.5 MiB of anonymous mappings, and the
     // first small block grows the break by 132 KiB.
@@ -773,9 +753,7 @@ fn no_stripped_allocator_warning_for_programs_run_while_paused() {
 #[test]
 #[ignore]
 fn round_trip_latency() {
-    if !can_record("round_trip_latency") {
-        return;
-    }
+    skip_unless_recording!("round_trip_latency");
     let exe = fixture("control/client");
     let rec = record_control("latency", &[], &[exe.to_str().unwrap(), "latency", "1000"]);
     check!(rec, rec.code() == 0, "exit code");
@@ -797,9 +775,7 @@ fn documented_snippet(heading: &str, language: &str) -> String {
 
 #[test]
 fn the_documented_rust_snippet_works_and_allocates_nothing() {
-    if !can_record("the_documented_rust_snippet_works_and_allocates_nothing") {
-        return;
-    }
+    skip_unless_recording!("the_documented_rust_snippet_works_and_allocates_nothing");
     let dir = scratch_dir().join("rust-snippet");
     std::fs::create_dir_all(&dir).unwrap();
     let src = dir.join("main.rs");
@@ -840,9 +816,7 @@ fn main() -> std::io::Result<()> {
 
 #[test]
 fn the_documented_python_snippet_works() {
-    if !can_record("the_documented_python_snippet_works") {
-        return;
-    }
+    skip_unless_recording!("the_documented_python_snippet_works");
     if Command::new("python3").arg("--version").output().is_err() {
         eprintln!("skipped the_documented_python_snippet_works: no python3 here");
         return;
@@ -884,9 +858,7 @@ fn the_documented_python_snippet_works() {
 #[test]
 fn the_fifos_belong_to_the_user_the_command_runs_as() {
     let test = "the_fifos_belong_to_the_user_the_command_runs_as";
-    if !can_record(test) {
-        return;
-    }
+    skip_unless_recording!(test);
     let exe = fixture("control/client");
     let script = format!(
         "stat -c '%u %g %a' \"$MEMTRACK_CONTROL\" \"$MEMTRACK_CONTROL.ack\" && {} prelude",

@@ -8,7 +8,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{can_record, record, report_json, require_fixture, run, skip, Recording};
+use common::{record, report_json, require_fixture, run, skip, Recording};
 use memtrack::format::{AllocFunc, EventKind};
 
 /// The pool's four functions, family "pool"; the pool is every function's first argument.
@@ -147,9 +147,7 @@ fn pool_static(test: &str) -> Option<std::path::PathBuf> {
 #[test]
 fn pool_allocator_in_the_executable_is_recorded_exactly() {
     let test = "pool_allocator_in_the_executable_is_recorded_exactly";
-    if !can_record(test) {
-        return;
-    }
+    skip_unless_recording!(test);
     let Some(exe) = pool_static(test) else {
         return;
     };
@@ -160,9 +158,7 @@ fn pool_allocator_in_the_executable_is_recorded_exactly() {
 #[test]
 fn pool_allocator_in_a_shared_library_is_recorded_exactly() {
     let test = "pool_allocator_in_a_shared_library_is_recorded_exactly";
-    if !can_record(test) {
-        return;
-    }
+    skip_unless_recording!(test);
     let Some(lib) = require_fixture(
         test,
         "alloc/pool_alloc.c",
@@ -188,9 +184,7 @@ fn pool_allocator_in_a_shared_library_is_recorded_exactly() {
 #[test]
 fn an_allocator_no_file_defines_is_a_warning() {
     let test = "an_allocator_no_file_defines_is_a_warning";
-    if !can_record(test) {
-        return;
-    }
+    skip_unless_recording!(test);
     let Some(exe) = pool_static(test) else {
         return;
     };
@@ -298,9 +292,7 @@ fn labels(rec: &Recording, pid: u32, size: u64) -> Vec<AllocFunc> {
 #[test]
 fn python_objects_preset_counts_each_block_once() {
     let test = "python_objects_preset_counts_each_block_once";
-    if !can_record(test) {
-        return;
-    }
+    skip_unless_recording!(test);
     let python = "/usr/bin/python3";
     if !Path::new(python).exists() {
         return skip(

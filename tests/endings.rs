@@ -179,9 +179,7 @@ const ITERATIONS: usize = 300;
 /// stay stopped, and the shell must not be hung up (it used to stay in state T forever, or,
 /// in the command's own process group, die of the orphaned group's SIGHUP).
 fn killed_recorder_leaves_the_tree_running(test: &str, setsid: bool) {
-    if !can_record(test) {
-        return;
-    }
+    skip_unless_recording!(test);
     let script = format!(
         "for i in $(seq {ITERATIONS}); do cp /bin/true t$i; ./t$i || exit 1; done; echo ok > done"
     );
@@ -314,9 +312,7 @@ fn record_leaving_a_daemon(
 #[test]
 fn issue13_a_daemon_left_behind_does_not_hold_memtrack() {
     let test = "issue13_a_daemon_left_behind_does_not_hold_memtrack";
-    if !can_record(test) {
-        return;
-    }
+    skip_unless_recording!(test);
     let (rec, took, left) = record_leaving_a_daemon(test, &[], 60);
     check!(rec, rec.code() == 0, "the command's status");
     check!(
@@ -389,9 +385,7 @@ fn issue13_a_daemon_left_behind_does_not_hold_memtrack() {
 #[test]
 fn issue13_grace_wait_all_and_signals_end_the_wait() {
     let test = "issue13_grace_wait_all_and_signals_end_the_wait";
-    if !can_record(test) {
-        return;
-    }
+    skip_unless_recording!(test);
     let (rec, took, left) = record_leaving_a_daemon("grace-short", &["--grace", "300ms"], 60);
     check!(rec, rec.code() == 0, "status");
     check!(
@@ -489,9 +483,7 @@ fn issue13_progress_line_says_it_waits() {
 #[test]
 fn issue13_a_busy_daemon_does_not_hold_the_last_drain() {
     let test = "issue13_a_busy_daemon_does_not_hold_the_last_drain";
-    if !can_record(test) {
-        return;
-    }
+    skip_unless_recording!(test);
     let churn = fixture("churn");
     let script = format!(
         "({} 100000000000 64 <&- >/dev/null 2>&1 &); echo started",

@@ -7,7 +7,7 @@ mod common;
 
 use std::collections::HashSet;
 
-use common::{can_record, fixture, record, record_fixture, run, run_command};
+use common::{fixture, record, record_fixture, run, run_command};
 use memtrack::format::{AllocFunc, EventKind, ReadEnd};
 
 fn addrs(events: &[&memtrack::format::Event]) -> HashSet<u64> {
@@ -22,9 +22,7 @@ fn addrs(events: &[&memtrack::format::Event]) -> HashSet<u64> {
 
 #[test]
 fn malloc_and_free_are_recorded_exactly() {
-    if !can_record("malloc_and_free_are_recorded_exactly") {
-        return;
-    }
+    skip_unless_recording!("malloc_and_free_are_recorded_exactly");
     let exe = fixture("malloc_free");
     let rec = record("malloc_free", &[], &[exe.to_str().unwrap(), "1000"]);
     check!(rec, rec.code() == 0, "exit code");
@@ -93,9 +91,7 @@ fn malloc_and_free_are_recorded_exactly() {
 
 #[test]
 fn timestamps_are_monotonic_clock_within_the_run() {
-    if !can_record("timestamps_are_monotonic_clock_within_the_run") {
-        return;
-    }
+    skip_unless_recording!("timestamps_are_monotonic_clock_within_the_run");
     let rec = record_fixture("timestamps", &[], "malloc_free", &["10"]);
     let end = match &rec.end {
         ReadEnd::Complete(t) => t.end_monotonic_ns,
@@ -113,9 +109,7 @@ fn timestamps_are_monotonic_clock_within_the_run() {
 
 #[test]
 fn calloc_realloc_reallocarray() {
-    if !can_record("calloc_realloc_reallocarray") {
-        return;
-    }
+    skip_unless_recording!("calloc_realloc_reallocarray");
     let rec = record_fixture("calloc_realloc", &[], "calloc_realloc", &[]);
     check!(rec, rec.code() == 0, "exit code");
 
@@ -203,9 +197,7 @@ fn calloc_realloc_reallocarray() {
 
 #[test]
 fn aligned_allocators_and_a_failing_posix_memalign() {
-    if !can_record("aligned_allocators_and_a_failing_posix_memalign") {
-        return;
-    }
+    skip_unless_recording!("aligned_allocators_and_a_failing_posix_memalign");
     let rec = record_fixture("aligned", &[], "aligned", &[]);
     check!(rec, rec.code() == 0, "exit code");
     for size in [5120, 5003, 6007, 7001, 9001] {
@@ -254,9 +246,7 @@ fn aligned_allocators_and_a_failing_posix_memalign() {
 
 #[test]
 fn allocation_in_a_constructor_before_main() {
-    if !can_record("allocation_in_a_constructor_before_main") {
-        return;
-    }
+    skip_unless_recording!("allocation_in_a_constructor_before_main");
     let rec = record_fixture("constructor", &[], "constructor", &[]);
     check!(rec, rec.code() == 0, "exit code");
     let early = rec.allocs_of_size(40009);
@@ -266,9 +256,7 @@ fn allocation_in_a_constructor_before_main() {
 
 #[test]
 fn hundred_thousand_pairs_without_loss() {
-    if !can_record("hundred_thousand_pairs_without_loss") {
-        return;
-    }
+    skip_unless_recording!("hundred_thousand_pairs_without_loss");
     let rec = record_fixture("churn", &[], "churn", &["100000", "77"]);
     check!(rec, rec.code() == 0, "exit code");
     let allocs = rec.allocs_of_size(77);
@@ -297,9 +285,7 @@ fn hundred_thousand_pairs_without_loss() {
 
 #[test]
 fn fork_tree_with_exec() {
-    if !can_record("fork_tree_with_exec") {
-        return;
-    }
+    skip_unless_recording!("fork_tree_with_exec");
     let target = fixture("malloc_free");
     let rec = record_fixture("fork_tree", &[], "fork_tree", &[target.to_str().unwrap()]);
     check!(rec, rec.code() == 0, "exit code");
@@ -358,9 +344,7 @@ fn fork_tree_with_exec() {
 
 #[test]
 fn vfork_then_exec() {
-    if !can_record("vfork_then_exec") {
-        return;
-    }
+    skip_unless_recording!("vfork_then_exec");
     let target = fixture("malloc_free");
     let rec = record_fixture("vfork_exec", &[], "vfork_exec", &[target.to_str().unwrap()]);
     check!(rec, rec.code() == 0, "exit code");
@@ -388,9 +372,7 @@ fn vfork_then_exec() {
 
 #[test]
 fn four_threads_allocating() {
-    if !can_record("four_threads_allocating") {
-        return;
-    }
+    skip_unless_recording!("four_threads_allocating");
     let rec = record_fixture("threads", &[], "threads", &[]);
     check!(rec, rec.code() == 0, "exit code");
     let root = rec.header.root_pid;
@@ -425,9 +407,7 @@ fn four_threads_allocating() {
 
 #[test]
 fn command_killed_by_sigkill() {
-    if !can_record("command_killed_by_sigkill") {
-        return;
-    }
+    skip_unless_recording!("command_killed_by_sigkill");
     let rec = record_fixture("sigkill", &[], "sigkill", &[]);
     check!(rec, rec.code() == 137, "128 + SIGKILL");
     check!(
@@ -449,9 +429,7 @@ fn command_killed_by_sigkill() {
 
 #[test]
 fn exit_code_passes_through() {
-    if !can_record("exit_code_passes_through") {
-        return;
-    }
+    skip_unless_recording!("exit_code_passes_through");
     let rec = record_fixture("exit_code", &["-q"], "malloc_free", &["1", "42"]);
     check!(rec, rec.code() == 42, "the command's exit code");
     check!(rec, rec.run.stderr.is_empty(), "-q prints nothing");
@@ -459,9 +437,7 @@ fn exit_code_passes_through() {
 
 #[test]
 fn command_not_found_exits_127() {
-    if !can_record("command_not_found_exits_127") {
-        return;
-    }
+    skip_unless_recording!("command_not_found_exits_127");
     let path = common::scratch_dir().join("not_found.mt");
     run_command(
         std::process::Command::new(common::memtrack())

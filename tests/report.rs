@@ -3,9 +3,7 @@
 
 mod common;
 
-use common::{
-    can_record, fixture, record, record_fixture, report_json as json_report, run, scratch_dir,
-};
+use common::{fixture, record, record_fixture, report_json as json_report, run, scratch_dir};
 use serde_json::Value;
 
 fn process(report: &Value, pid: u32) -> &Value {
@@ -19,9 +17,7 @@ fn process(report: &Value, pid: u32) -> &Value {
 
 #[test]
 fn json_numbers_equal_what_the_fixture_did() {
-    if !can_record("json_numbers_equal_what_the_fixture_did") {
-        return;
-    }
+    skip_unless_recording!("json_numbers_equal_what_the_fixture_did");
     let rec = record_fixture("report_malloc_free", &[], "malloc_free", &["1000"]);
     let r = json_report(rec.path.to_str().unwrap(), &[]);
     assert_eq!(r["schema_version"], 1);
@@ -49,9 +45,7 @@ fn json_numbers_equal_what_the_fixture_did() {
 
 #[test]
 fn tree_numbers_and_narrowing() {
-    if !can_record("tree_numbers_and_narrowing") {
-        return;
-    }
+    skip_unless_recording!("tree_numbers_and_narrowing");
     let target = fixture("malloc_free");
     let rec = record_fixture(
         "report_fork_tree",
@@ -101,9 +95,7 @@ fn tree_numbers_and_narrowing() {
 
 #[test]
 fn check_passes_and_fails_on_the_right_limits() {
-    if !can_record("check_passes_and_fails_on_the_right_limits") {
-        return;
-    }
+    skip_unless_recording!("check_passes_and_fails_on_the_right_limits");
     let rec = record_fixture("check_malloc_free", &[], "malloc_free", &["10"]);
     let path = rec.path.to_str().unwrap();
     // 12 allocations: calloc(10, 8), 10 x 10007, 10009 leaked; peak 80 + 100070.
@@ -194,9 +186,7 @@ fn lossy_recording(name: &str) -> common::Recording {
 
 #[test]
 fn check_refuses_a_lossy_recording_unless_allowed() {
-    if !can_record("check_refuses_a_lossy_recording_unless_allowed") {
-        return;
-    }
+    skip_unless_recording!("check_refuses_a_lossy_recording_unless_allowed");
     let rec = lossy_recording("check_lossy");
     let path = rec.path.to_str().unwrap();
     let lost = rec.lost();
@@ -250,9 +240,7 @@ fn check_refuses_a_lossy_recording_unless_allowed() {
 
 #[test]
 fn check_refuses_a_truncated_recording_unless_allowed() {
-    if !can_record("check_refuses_a_truncated_recording_unless_allowed") {
-        return;
-    }
+    skip_unless_recording!("check_refuses_a_truncated_recording_unless_allowed");
     let rec = record_fixture("check_truncated", &[], "malloc_free", &["20000"]);
     let bytes = std::fs::read(&rec.path).unwrap();
     let cut = scratch_dir().join("check_truncated_cut.mt");
@@ -278,9 +266,7 @@ fn check_refuses_a_truncated_recording_unless_allowed() {
 /// (issue 13, item 11).
 #[test]
 fn probe_floor_recordings_say_so_and_check_refuses_them() {
-    if !can_record("probe_floor_recordings_say_so_and_check_refuses_them") {
-        return;
-    }
+    skip_unless_recording!("probe_floor_recordings_say_so_and_check_refuses_them");
     let rec = record_fixture(
         "probe_floor",
         &["-q", "--probe-floor"],

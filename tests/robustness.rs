@@ -145,9 +145,7 @@ fn the_binary_never_crashes_on_damaged_files() {
 /// names the range, and counts every event after it.
 #[test]
 fn a_corrupt_chunk_in_a_real_recording_is_skipped_and_the_rest_counted() {
-    if !common::can_record("a_corrupt_chunk_in_a_real_recording_is_skipped_and_the_rest_counted") {
-        return;
-    }
+    skip_unless_recording!("a_corrupt_chunk_in_a_real_recording_is_skipped_and_the_rest_counted");
     let rec = common::record_fixture("resync", &["-q"], "malloc_free", &["30000"]);
     assert_eq!(rec.code(), 0, "{}", rec.describe());
     // Each event with the offset its chunk ends at (the reader yields a chunk's events once it

@@ -11,8 +11,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use common::{
-    analyze, can_record, fixture, record_with_env, scratch_dir, scratch_file, ProcessMetrics,
-    Recording, Report,
+    analyze, fixture, record_with_env, scratch_dir, scratch_file, ProcessMetrics, Recording, Report,
 };
 use memtrack::format::{EventKind, RssMember};
 
@@ -172,9 +171,7 @@ fn disk_file(name: &str) -> PathBuf {
 
 #[test]
 fn anon_64_mib() {
-    if !can_record("anon_64_mib") {
-        return;
-    }
+    skip_unless_recording!("anon_64_mib");
     let r = run("anon", &["64"]);
     let c = r.checkpoint("anon").clone();
     assert_eq!(r.rec.code(), 0, "{}", r.rec.describe());
@@ -190,9 +187,7 @@ fn anon_64_mib() {
 
 #[test]
 fn file_mapping_64_mib() {
-    if !can_record("file_mapping_64_mib") {
-        return;
-    }
+    skip_unless_recording!("file_mapping_64_mib");
     let path = disk_file("rss-file.data");
     let r = run("file", &[path.to_str().unwrap()]);
     let c = r.checkpoint("file").clone();
@@ -208,9 +203,7 @@ fn file_mapping_64_mib() {
 
 #[test]
 fn shmem_memfd_32_mib() {
-    if !can_record("shmem_memfd_32_mib") {
-        return;
-    }
+    skip_unless_recording!("shmem_memfd_32_mib");
     let r = run("shmem", &[]);
     let c = r.checkpoint("shmem").clone();
     near!(
@@ -225,9 +218,7 @@ fn shmem_memfd_32_mib() {
 
 #[test]
 fn fork_child_touches_more() {
-    if !can_record("fork_child_touches_more") {
-        return;
-    }
+    skip_unless_recording!("fork_child_touches_more");
     let r = run("fork", &[]);
     let parent = r.checkpoint("parent").clone();
     let child = r.checkpoint("child").clone();
@@ -249,9 +240,7 @@ fn fork_child_touches_more() {
 
 #[test]
 fn fork_unmap_inherited_contract() {
-    if !can_record("fork_unmap_inherited_contract") {
-        return;
-    }
+    skip_unless_recording!("fork_unmap_inherited_contract");
     let r = run("fork_unmap_inherited", &[]);
     let parent = r.checkpoint("parent-after").clone();
     let child = r.checkpoint("child-unmapped").clone();
@@ -299,9 +288,7 @@ fn fork_unmap_inherited_contract() {
 
 #[test]
 fn fork_unmap_then_touch_peak_is_not_floored() {
-    if !can_record("fork_unmap_then_touch_peak_is_not_floored") {
-        return;
-    }
+    skip_unless_recording!("fork_unmap_then_touch_peak_is_not_floored");
     let r = run("fork_unmap_inherited", &["touch"]);
     let child = r.checkpoint("child-touched").clone();
     // The child's high-water mark is the 32 MiB it inherited, not the 16 MiB it touched later:
@@ -312,9 +299,7 @@ fn fork_unmap_then_touch_peak_is_not_floored() {
 
 #[test]
 fn thread_fork_charges_the_child() {
-    if !can_record("thread_fork_charges_the_child") {
-        return;
-    }
+    skip_unless_recording!("thread_fork_charges_the_child");
     let r = run("thread_fork", &[]);
     let parent = r.checkpoint("parent").clone();
     let child = r.checkpoint("child").clone();
@@ -329,9 +314,7 @@ fn thread_fork_charges_the_child() {
 
 #[test]
 fn vfork_spawned_child_after_exec() {
-    if !can_record("vfork_spawned_child_after_exec") {
-        return;
-    }
+    skip_unless_recording!("vfork_spawned_child_after_exec");
     let anon = fixture("rss/anon");
     let r = run("vfork_spawn", &[anon.to_str().unwrap()]);
     let child = r.checkpoint("anon").clone();
@@ -346,9 +329,7 @@ fn vfork_spawned_child_after_exec() {
 
 #[test]
 fn madvise_dontneed_then_touch_again() {
-    if !can_record("madvise_dontneed_then_touch_again") {
-        return;
-    }
+    skip_unless_recording!("madvise_dontneed_then_touch_again");
     let r = run("madvise", &[]);
     let c = r.checkpoint("madvise").clone();
     near!(r, r.peak(c.pid), c.hwm, "peak vs VmHWM");
@@ -357,9 +338,7 @@ fn madvise_dontneed_then_touch_again() {
 
 #[test]
 fn leader_exit_worker_faults() {
-    if !can_record("leader_exit_worker_faults") {
-        return;
-    }
+    skip_unless_recording!("leader_exit_worker_faults");
     let r = run("leader_exit", &[]);
     let c = r.checkpoint("worker").clone();
     near!(r, r.peak(c.pid), c.hwm, "peak vs VmHWM");
@@ -386,9 +365,7 @@ fn leader_exit_worker_faults() {
 
 #[test]
 fn reclaim_by_another_task_is_charged_to_the_owner() {
-    if !can_record("reclaim_by_another_task_is_charged_to_the_owner") {
-        return;
-    }
+    skip_unless_recording!("reclaim_by_another_task_is_charged_to_the_owner");
     let path = disk_file("rss-reclaim.data");
     let r = run("reclaim", &[path.to_str().unwrap()]);
     if r.rec.code() == 77 {

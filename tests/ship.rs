@@ -41,9 +41,7 @@ const DOCTOR_ROWS: [&str; 10] = [
 
 #[test]
 fn doctor_lists_every_check_and_says_record_can_work() {
-    if !can_record("doctor_lists_every_check_and_says_record_can_work") {
-        return;
-    }
+    skip_unless_recording!("doctor_lists_every_check_and_says_record_can_work");
     let out = run(&["doctor"]).expect_code(0).stdout;
     let rows: Vec<&str> = out
         .lines()
@@ -252,9 +250,7 @@ fn record_under_sudo(name: &str, sudo_as: &TestUser, extra: &[&str]) -> (PathBuf
 #[test]
 fn under_sudo_the_command_runs_as_the_invoking_user_and_owns_the_file() {
     let test = "under_sudo_the_command_runs_as_the_invoking_user_and_owns_the_file";
-    if !can_record(test) {
-        return;
-    }
+    skip_unless_recording!(test);
     let Some(user) = test_user(test) else { return };
     let (path, out) = record_under_sudo("sudo_user", user, &[]);
     let words: Vec<&str> = out.split_whitespace().collect();
@@ -284,9 +280,7 @@ fn under_sudo_the_command_runs_as_the_invoking_user_and_owns_the_file() {
 #[test]
 fn user_flag_overrides_sudo_and_root_keeps_root() {
     let test = "user_flag_overrides_sudo_and_root_keeps_root";
-    if !can_record(test) {
-        return;
-    }
+    skip_unless_recording!(test);
     let Some(user) = test_user(test) else { return };
     let (path, out) = record_under_sudo("user_nobody", user, &["--user", "nobody"]);
     assert!(out.starts_with("65534 65534 "), "--user nobody: {out}");
@@ -299,9 +293,7 @@ fn user_flag_overrides_sudo_and_root_keeps_root() {
 
 #[test]
 fn unknown_user_is_a_one_line_error_before_anything_runs() {
-    if !can_record("unknown_user_is_a_one_line_error_before_anything_runs") {
-        return;
-    }
+    skip_unless_recording!("unknown_user_is_a_one_line_error_before_anything_runs");
     let path = scratch_file("unknown_user.mt");
     let err = run_command(
         Command::new(memtrack())
@@ -349,9 +341,7 @@ fn start_sleeper(name: &str, extra: &[&str]) -> (std::process::Child, PathBuf, u
 
 #[test]
 fn sigterm_reaches_the_whole_command_group_and_the_file_is_finished() {
-    if !can_record("sigterm_reaches_the_whole_command_group_and_the_file_is_finished") {
-        return;
-    }
+    skip_unless_recording!("sigterm_reaches_the_whole_command_group_and_the_file_is_finished");
     let (mut child, path, grandchild) = start_sleeper("sigterm", &[]);
     send_signal("TERM", i64::from(child.id()));
     let Some(status) = wait_for(&mut child, Duration::from_secs(20)) else {
@@ -383,9 +373,7 @@ fn sigterm_reaches_the_whole_command_group_and_the_file_is_finished() {
 
 #[test]
 fn sigkill_leaves_a_file_readable_up_to_the_last_chunk() {
-    if !can_record("sigkill_leaves_a_file_readable_up_to_the_last_chunk") {
-        return;
-    }
+    skip_unless_recording!("sigkill_leaves_a_file_readable_up_to_the_last_chunk");
     let (mut child, path, _) = start_sleeper("sigkill_recorder", &[]);
     // Chunks are flushed at least every second; give a loaded machine some slack.
     std::thread::sleep(Duration::from_millis(2500));
@@ -547,9 +535,7 @@ fn static_binary_has_no_dynamic_dependencies_and_records_from_an_empty_directory
     );
     assert!(headers.contains("DYN"), "position independent (static-pie)");
 
-    if !can_record(test) {
-        return;
-    }
+    skip_unless_recording!(test);
     let dir = scratch_dir().join("static-empty-dir");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();

@@ -626,6 +626,17 @@ pub fn recording(run: Run, path: PathBuf) -> Recording {
     }
 }
 
+/// Return from the test `$test` (a name) when this machine cannot record: [`can_record`] says
+/// why, or fails the test under CI.
+#[macro_export]
+macro_rules! skip_unless_recording {
+    ($test:expr) => {
+        if !$crate::common::can_record($test) {
+            return;
+        }
+    };
+}
+
 /// Assert `cond`, printing the recording's run on failure.
 #[macro_export]
 macro_rules! check {
