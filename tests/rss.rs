@@ -27,13 +27,15 @@ struct Checkpoint {
     shmem: i64,
 }
 
-struct Run {
+/// A recording of an rss fixture, its report, and what the fixture read from /proc at each
+/// checkpoint.
+struct RssRun {
     rec: Recording,
     report: Report,
     checkpoints: HashMap<String, Checkpoint>,
 }
 
-impl Run {
+impl RssRun {
     fn process(&self, pid: u32) -> &ProcessMetrics {
         self.report
             .processes
@@ -116,7 +118,8 @@ macro_rules! near {
     }};
 }
 
-fn run(name: &str, args: &[&str]) -> Run {
+/// Record the fixture `testdata/rss/NAME.c` with `args`, and read back its checkpoints.
+fn record_rss(name: &str, args: &[&str]) -> RssRun {
     let exe = fixture(&format!("rss/{name}"));
     // Tests may run one fixture with different arguments at the same time.
     let tag = format!(
@@ -157,7 +160,7 @@ fn run(name: &str, args: &[&str]) -> Run {
             ))
         })
         .collect();
-    Run {
+    RssRun {
         rec,
         report,
         checkpoints,
@@ -172,7 +175,7 @@ fn disk_file(name: &str) -> PathBuf {
 #[test]
 fn anon_64_mib() {
     skip_unless_recording!("anon_64_mib");
-    let r = run("anon", &["64"]);
+    let r = record_rss("anon", &["64"]);
     let c = r.checkpoint("anon").clone();
     assert_eq!(r.rec.code(), 0, "{}", r.rec.describe());
     near!(r, r.peak(c.pid), c.hwm, "peak vs VmHWM");
@@ -189,7 +192,7 @@ fn anon_64_mib() {
 fn file_mapping_64_mib() {
     skip_unless_recording!("file_mapping_64_mib");
     let path = disk_file("rss-file.data");
-    let r = run("file", &[path.to_str().unwrap()]);
+    let r = record_rss("file", &[path.to_str().unwrap()]);
     let c = r.checkpoint("file").clone();
     near!(
         r,
@@ -204,7 +207,7 @@ fn file_mapping_64_mib() {
 #[test]
 fn shmem_memfd_32_mib() {
     skip_unless_recording!("shmem_memfd_32_mib");
-    let r = run("shmem", &[]);
+    let r = record_rss("shmem", &[]);
     let c = r.checkpoint("shmem").clone();
     near!(
         r,
@@ -219,7 +222,7 @@ fn shmem_memfd_32_mib() {
 #[test]
 fn fork_child_touches_more() {
     skip_unless_recording!("fork_child_touches_more");
-    let r = run("fork", &[]);
+    let r = record_rss("fork", &[]);
     let parent = r.checkpoint("parent").clone();
     let child = r.checkpoint("child").clone();
     near!(r, r.peak(parent.pid), parent.hwm, "parent peak vs VmHWM");
@@ -241,7 +244,7 @@ fn fork_child_touches_more() {
 #[test]
 fn fork_unmap_inherited_contract() {
     skip_unless_recording!("fork_unmap_inherited_contract");
-    let r = run("fork_unmap_inherited", &[]);
+    let r = record_rss("fork_unmap_inherited", &[]);
     let parent = r.checkpoint("parent-after").clone();
     let child = r.checkpoint("child-unmapped").clone();
     let page = r.rec.header.page_size_bytes as i64;
@@ -289,7 +292,7 @@ fn fork_unmap_inherited_contract() {
 #[test]
 fn fork_unmap_then_touch_peak_is_not_floored() {
     skip_unless_recording!("fork_unmap_then_touch_peak_is_not_floored");
-    let r = run("fork_unmap_inherited", &["touch"]);
+    let r = record_rss("fork_unmap_inherited", &["touch"]);
     let child = r.checkpoint("child-touched").clone();
     // The child's high-water mark is the 32 MiB it inherited, not the 16 MiB it touched later:
     // flooring the estimate at zero after the unmap would report about 16 MiB.
@@ -300,7 +303,7 @@ fn fork_unmap_then_touch_peak_is_not_floored() {
 #[test]
 fn thread_fork_charges_the_child() {
     skip_unless_recording!("thread_fork_charges_the_child");
-    let r = run("thread_fork", &[]);
+    let r = record_rss("thread_fork", &[]);
     let parent = r.checkpoint("parent").clone();
     let child = r.checkpoint("child").clone();
     near!(r, r.peak(child.pid), child.hwm, "child peak vs VmHWM");
@@ -316,7 +319,7 @@ fn thread_fork_charges_the_child() {
 fn vfork_spawned_child_after_exec() {
     skip_unless_recording!("vfork_spawned_child_after_exec");
     let anon = fixture("rss/anon");
-    let r = run("vfork_spawn", &[anon.to_str().unwrap()]);
+    let r = record_rss("vfork_spawn", &[anon.to_str().unwrap()]);
     let child = r.checkpoint("anon").clone();
     near!(
         r,
@@ -330,7 +333,7 @@ fn vfork_spawned_child_after_exec() {
 #[test]
 fn madvise_dontneed_then_touch_again() {
     skip_unless_recording!("madvise_dontneed_then_touch_again");
-    let r = run("madvise", &[]);
+    let r = record_rss("madvise", &[]);
     let c = r.checkpoint("madvise").clone();
     near!(r, r.peak(c.pid), c.hwm, "peak vs VmHWM");
     assert!(r.peak(c.pid) < 80 * MIB, "peak is 64 MiB, not 96");
@@ -339,7 +342,7 @@ fn madvise_dontneed_then_touch_again() {
 #[test]
 fn leader_exit_worker_faults() {
     skip_unless_recording!("leader_exit_worker_faults");
-    let r = run("leader_exit", &[]);
+    let r = record_rss("leader_exit", &[]);
     let c = r.checkpoint("worker").clone();
     near!(r, r.peak(c.pid), c.hwm, "peak vs VmHWM");
     let exits: Vec<usize> = r
@@ -367,7 +370,7 @@ fn leader_exit_worker_faults() {
 fn reclaim_by_another_task_is_charged_to_the_owner() {
     skip_unless_recording!("reclaim_by_another_task_is_charged_to_the_owner");
     let path = disk_file("rss-reclaim.data");
-    let r = run("reclaim", &[path.to_str().unwrap()]);
+    let r = record_rss("reclaim", &[path.to_str().unwrap()]);
     if r.rec.code() == 77 {
         eprintln!("skipped reclaim: this kernel refused process_madvise(MADV_PAGEOUT)");
         return;
