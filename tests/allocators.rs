@@ -11,9 +11,7 @@ mod common;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use common::{
-    build_fixture, can_record, record, record_with_env, require, system_library, Recording,
-};
+use common::{build_fixture, record, record_with_env, require, system_library, Recording};
 use memtrack::format::{map_bits, AllocFunc, Event, EventKind};
 
 /// The allocation events (Alloc and Realloc) of `size` bytes in process `pid`.
@@ -107,7 +105,7 @@ fn assert_ran(rec: &Recording) {
 /// summary line ("...; 2 probe sites single-stepped (a in x.so, b in y.so); ..."); None
 /// without that line.
 fn single_stepped(rec: &Recording) -> Option<Vec<String>> {
-    let stderr = String::from_utf8_lossy(&rec.output.stderr);
+    let stderr = &rec.run.stderr;
     let line = stderr.lines().find(|l| l.contains("allocators: "))?;
     let Some((_, listed)) = line.split_once(" single-stepped (") else {
         return Some(Vec::new());
@@ -197,9 +195,7 @@ fn c_api(test: &str, alloc: &Allocator, out: &str, flags: &[&str]) -> Option<Pat
 #[test]
 fn jemalloc_mimalloc_tcmalloc_linked_dynamically() {
     let test = "jemalloc_mimalloc_tcmalloc_linked_dynamically";
-    if !can_record(test) {
-        return;
-    }
+    skip_unless_recording!(test);
     for alloc in &ALLOCATORS {
         let Some(exe) = c_api(test, alloc, &format!("c_api_{}", alloc.name), alloc.dynamic) else {
             continue;
@@ -223,9 +219,7 @@ fn jemalloc_mimalloc_tcmalloc_linked_dynamically() {
 #[test]
 fn jemalloc_and_tcmalloc_linked_statically() {
     let test = "jemalloc_and_tcmalloc_linked_statically";
-    if !can_record(test) {
-        return;
-    }
+    skip_unless_recording!(test);
     for alloc in &ALLOCATORS {
         let Some(flags) = alloc.fully_static else {
             eprintln!("{test}: Debian ships no static {}; not tested", alloc.name);
@@ -249,9 +243,7 @@ fn jemalloc_and_tcmalloc_linked_statically() {
 
 #[test]
 fn glibc_linked_statically() {
-    if !can_record("glibc_linked_statically") {
-        return;
-    }
+    skip_unless_recording!("glibc_linked_statically");
     let Some(exe) = require(
         "glibc_linked_statically",
         build_fixture("alloc/c_api.c", "c_api_glibc_static", &["-static"]),
@@ -271,9 +263,7 @@ fn glibc_linked_statically() {
 #[test]
 fn jemalloc_mimalloc_tcmalloc_preloaded() {
     let test = "jemalloc_mimalloc_tcmalloc_preloaded";
-    if !can_record(test) {
-        return;
-    }
+    skip_unless_recording!(test);
     let Some(exe) = require(test, build_fixture("alloc/c_api.c", "c_api_plain", &[])) else {
         return;
     };
@@ -316,9 +306,7 @@ const CXX_BLOCKS: [(u64, AllocFunc); 12] = [
 #[test]
 fn cxx_new_and_delete_in_every_variant() {
     let test = "cxx_new_and_delete_in_every_variant";
-    if !can_record(test) {
-        return;
-    }
+    skip_unless_recording!(test);
     // With libstdc++ as a shared library, and linked statically (with glibc) into the program.
     for (out, flags, lib) in [
         ("cxx_new_delete", &[][..], "libstdc++"),
@@ -383,9 +371,7 @@ fn assert_cxx(rec: &Recording, lib: &str) {
 #[test]
 fn cxx_new_and_delete_of_preloaded_allocators() {
     let test = "cxx_new_and_delete_of_preloaded_allocators";
-    if !can_record(test) {
-        return;
-    }
+    skip_unless_recording!(test);
     let Some(exe) = require(
         test,
         build_fixture("alloc/cxx_new_delete.cpp", "cxx_new_delete", &[]),
@@ -420,9 +406,7 @@ fn cxx_new_and_delete_of_preloaded_allocators() {
 #[test]
 fn dlopened_allocators_are_recorded_from_their_first_call() {
     let test = "dlopened_allocators_are_recorded_from_their_first_call";
-    if !can_record(test) {
-        return;
-    }
+    skip_unless_recording!(test);
     let (Some(exe), Some(tc), Some(mi)) = (
         require(
             test,
@@ -473,9 +457,7 @@ fn dlopened_allocators_are_recorded_from_their_first_call() {
 #[test]
 fn statically_linked_jemalloc_run_by_a_wrapper() {
     let test = "statically_linked_jemalloc_run_by_a_wrapper";
-    if !can_record(test) {
-        return;
-    }
+    skip_unless_recording!(test);
     let alloc = &ALLOCATORS[0];
     let out = "c_api_jemalloc_static";
     let Some(exe) = c_api(test, alloc, out, alloc.fully_static.unwrap()) else {
@@ -502,9 +484,7 @@ fn statically_linked_jemalloc_run_by_a_wrapper() {
 #[test]
 fn raw_mappings_are_recorded_on_success_only() {
     let test = "raw_mappings_are_recorded_on_success_only";
-    if !can_record(test) {
-        return;
-    }
+    skip_unless_recording!(test);
     let Some(exe) = require(test, build_fixture("alloc/mappings.c", "mappings", &[])) else {
         return;
     };
@@ -597,8 +577,7 @@ fn raw_mappings_are_recorded_on_success_only() {
         "feature"
     );
     // The report keeps them apart from the heap.
-    let report =
-        memtrack::report::accounting::analyze(&rec.header, rec.events.clone(), Some(&rec.end));
+    let report = common::analyze(&rec.header, rec.events.clone(), Some(&rec.end));
     let m = report.totals.mapped.clone().expect("mapped metrics");
     check!(
         rec,
@@ -640,9 +619,7 @@ fn assert_balanced(rec: &Recording, min_allocs: usize) {
 #[test]
 fn python_frees_never_exceed_its_allocations() {
     let test = "python_frees_never_exceed_its_allocations";
-    if !can_record(test) {
-        return;
-    }
+    skip_unless_recording!(test);
     let python = Path::new("/usr/bin/python3");
     if require(
         test,
@@ -670,9 +647,7 @@ fn python_frees_never_exceed_its_allocations() {
 #[test]
 fn gcc_frees_never_exceed_its_allocations() {
     let test = "gcc_frees_never_exceed_its_allocations";
-    if !can_record(test) {
-        return;
-    }
+    skip_unless_recording!(test);
     let dir = common::scratch_dir();
     let src = dir.join("gcc_input.c");
     std::fs::write(
@@ -736,9 +711,7 @@ fn rust_fixture() -> Result<PathBuf, String> {
 #[test]
 fn rust_with_the_system_allocator_and_with_mimalloc() {
     let test = "rust_with_the_system_allocator_and_with_mimalloc";
-    if !can_record(test) {
-        return;
-    }
+    skip_unless_recording!(test);
     let Some(bins) = require(test, rust_fixture()) else {
         return;
     };
@@ -769,9 +742,7 @@ fn rust_with_the_system_allocator_and_with_mimalloc() {
 #[test]
 fn a_stripped_allocator_is_reported_not_silently_zero() {
     let test = "a_stripped_allocator_is_reported_not_silently_zero";
-    if !can_record(test) {
-        return;
-    }
+    skip_unless_recording!(test);
     let alloc = &ALLOCATORS[0];
     let mut flags = alloc.fully_static.unwrap().to_vec();
     flags.push("-s");
@@ -785,7 +756,7 @@ fn a_stripped_allocator_is_reported_not_silently_zero() {
         rec.allocs_of_size(30011).is_empty(),
         "nothing to probe in a stripped static executable"
     );
-    let stderr = String::from_utf8_lossy(&rec.output.stderr);
+    let stderr = &rec.run.stderr;
     check!(
         rec,
         stderr.contains("without a single allocator event") && stderr.contains("allocators:"),

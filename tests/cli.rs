@@ -8,17 +8,7 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::process::Command;
 
-use common::{can_record, memtrack, scratch_dir};
-
-/// Run the memtrack binary; returns (exit code, stdout, stderr).
-fn run<S: AsRef<OsStr>>(args: &[S]) -> (i32, String, String) {
-    let out = Command::new(memtrack()).args(args).output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use common::{memtrack, run, run_command, scratch_dir};
 
 fn sample() -> &'static str {
     concat!(
@@ -29,17 +19,8 @@ fn sample() -> &'static str {
 
 /// Asserts that `args` fails with `code` and one stderr line containing each of `want`.
 fn assert_bad(args: &[&str], code: i32, want: &[&str]) {
-    let (got, stdout, stderr) = run(args);
-    assert_eq!(got, code, "{args:?}: stdout {stdout} stderr {stderr}");
-    assert_eq!(stdout, "", "{args:?}: nothing on stdout");
-    assert_eq!(
-        stderr.trim_end().lines().count(),
-        1,
-        "{args:?}: one line: {stderr}"
-    );
-    for w in want {
-        assert!(stderr.contains(w), "{args:?}: {w:?} missing from {stderr}");
-    }
+    let run = run(args).expect_failure(code, want);
+    assert_eq!(run.stdout, "", "nothing on stdout\n{}", run.describe());
 }
 
 #[test]
@@ -139,50 +120,51 @@ fn help_and_version_print_on_stdout_and_exit_0() {
         &["ctl", "hello", "-h"],
         &["ctl", "bench", "--help"],
     ] {
-        let (code, stdout, stderr) = run(args);
-        assert_eq!(code, 0, "{args:?}: {stderr}");
-        assert!(stdout.starts_with("Usage: memtrack"), "{args:?}: {stdout}");
-        assert_eq!(stderr, "", "{args:?}");
+        let run = run(args).expect_code(0);
+        assert!(
+            run.stdout.starts_with("Usage: memtrack"),
+            "{}",
+            run.describe()
+        );
+        assert_eq!(run.stderr, "", "{}", run.describe());
     }
-    let (_, top, _) = run(&["--help"]);
+    let top = run(&["--help"]).stdout;
     assert!(top.contains("--version"), "{top}");
     assert!(top.contains("-h, --help"), "{top}");
     for args in [&["--version"][..], &["-V"]] {
-        let (code, stdout, stderr) = run(args);
-        assert_eq!(code, 0, "{args:?}: {stderr}");
-        assert_eq!(stdout, format!("memtrack {}\n", env!("CARGO_PKG_VERSION")));
+        let run = run(args).expect_code(0);
+        assert_eq!(
+            run.stdout,
+            format!("memtrack {}\n", env!("CARGO_PKG_VERSION"))
+        );
     }
 }
 
 #[test]
 fn a_non_utf8_flag_of_memtrack_is_refused_in_one_line() {
-    let (code, _, stderr) = run(&[OsStr::new("report"), OsStr::from_bytes(b"run-\xff.mt")]);
-    assert_eq!(code, 2, "{stderr}");
-    assert!(stderr.contains("not valid UTF-8"), "{stderr}");
-    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    run(&[OsStr::new("report"), OsStr::from_bytes(b"run-\xff.mt")])
+        .expect_failure(2, &["not valid UTF-8"]);
 }
 
 /// The recorded command gets its arguments byte for byte: 0xff is not UTF-8, and argh's own
 /// `from_env` refused the whole command line for it (exit 1).
 #[test]
 fn non_utf8_arguments_reach_the_recorded_command_untouched() {
-    if !can_record("non_utf8_arguments_reach_the_recorded_command_untouched") {
-        return;
-    }
+    skip_unless_recording!("non_utf8_arguments_reach_the_recorded_command_untouched");
     let dir = scratch_dir();
     let rec = dir.join("cli-non-utf8.mt");
     let out = dir.join("cli-non-utf8.out");
     let _ = std::fs::remove_file(&out);
     let arg = b"a\xffb\xc3(";
     let script = format!("printf '%s' \"$1\" > '{}'", out.display());
-    let status = Command::new(memtrack())
-        .args(["record", "-q", "-o"])
-        .arg(&rec)
-        .args(["--", "sh", "-c", &script, "sh"])
-        .arg(OsStr::from_bytes(arg))
-        .status()
-        .unwrap();
-    assert_eq!(status.code(), Some(0), "{status}");
+    run_command(
+        Command::new(memtrack())
+            .args(["record", "-q", "-o"])
+            .arg(&rec)
+            .args(["--", "sh", "-c", &script, "sh"])
+            .arg(OsStr::from_bytes(arg)),
+    )
+    .expect_code(0);
     assert_eq!(std::fs::read(&out).unwrap(), arg);
     // The header keeps a readable form of the command line.
     let header = memtrack::format::Reader::open(&rec)
@@ -197,9 +179,7 @@ fn non_utf8_arguments_reach_the_recorded_command_untouched() {
 /// says on one line what went wrong and what to do.
 #[test]
 fn a_failed_record_keeps_the_previous_recording() {
-    if !can_record("a_failed_record_keeps_the_previous_recording") {
-        return;
-    }
+    skip_unless_recording!("a_failed_record_keeps_the_previous_recording");
     let dir = scratch_dir().join("cli-keep");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -223,10 +203,7 @@ fn a_failed_record_keeps_the_previous_recording() {
         ),
     ];
     for (args, code, want) in cases {
-        let (got, _, stderr) = run(args);
-        assert_eq!(got, *code, "{args:?}: {stderr}");
-        assert!(stderr.contains(want), "{args:?}: {stderr}");
-        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+        run(args).expect_failure(*code, &[want]);
         assert_eq!(
             std::fs::read(&path).unwrap(),
             b"the previous recording",
@@ -240,8 +217,7 @@ fn a_failed_record_keeps_the_previous_recording() {
         assert_eq!(names.len(), 2, "{names:?}");
     }
     // A command that starts replaces it.
-    let (code, _, stderr) = run(&["record", "-q", "-o", p, "--", "true"]);
-    assert_eq!(code, 0, "{stderr}");
+    run(&["record", "-q", "-o", p, "--", "true"]).expect_code(0);
     assert!(memtrack::format::Reader::open(&path).is_ok());
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2);
 }
@@ -270,10 +246,11 @@ fn bad_output_and_control_paths_are_one_line_errors() {
     for (args, want) in cases {
         assert_bad(args, 125, &[want]);
     }
-    let (_, _, stderr) = run(&["record", "-o", missing, "--", "true"]);
+    let run = run(&["record", "-o", missing, "--", "true"]);
     assert!(
-        stderr.contains("does not exist; create it first"),
-        "{stderr}"
+        run.stderr.contains("does not exist; create it first"),
+        "{}",
+        run.describe()
     );
 }
 
@@ -281,9 +258,7 @@ fn bad_output_and_control_paths_are_one_line_errors() {
 /// the recorder has finished, the same file reads in full (issue 13, item 8).
 #[test]
 fn a_recording_still_being_written_says_to_wait() {
-    if !can_record("a_recording_still_being_written_says_to_wait") {
-        return;
-    }
+    skip_unless_recording!("a_recording_still_being_written_says_to_wait");
     let dir = scratch_dir();
     let path = dir.join("cli-live.mt");
     let go = dir.join("cli-live.go");
@@ -310,20 +285,20 @@ fn a_recording_still_being_written_says_to_wait() {
         &["check", p, "--max-allocs", "1"],
         &["dump", p],
     ] {
-        let (code, stdout, stderr) = run(args);
-        assert_eq!(code, 2, "{args:?}: {stdout} {stderr}");
-        assert!(
-            stderr.contains("the recording is still being written")
-                && stderr.contains("wait for memtrack record to finish"),
-            "{args:?}: {stderr}"
+        let run = run(args).expect_failure(
+            2,
+            &[
+                "the recording is still being written",
+                "wait for memtrack record to finish",
+            ],
         );
-        assert!(!stderr.contains("damaged"), "{stderr}");
-        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+        assert!(!run.stderr.contains("damaged"), "{}", run.describe());
     }
     std::fs::write(&go, b"").unwrap();
     assert!(recorder.wait().unwrap().success());
-    let (code, stdout, stderr) = run(&["report", p, "--format", "json"]);
-    assert_eq!(code, 0, "{stderr}");
+    let stdout = run(&["report", p, "--format", "json"])
+        .expect_code(0)
+        .stdout;
     assert!(
         stdout.contains("\"complete\":true") || stdout.contains("\"complete\": true"),
         "{stdout}"
@@ -333,7 +308,7 @@ fn a_recording_still_being_written_says_to_wait() {
 /// `--ring-size` takes what its help and the README say: a power of two from 1 to 1024.
 #[test]
 fn ring_size_range_is_what_the_help_says() {
-    let (_, help, _) = run(&["record", "--help"]);
+    let help = run(&["record", "--help"]).stdout;
     let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(help.contains("a power of two from 1 to 1024"), "{help}");
     for bad in ["0", "2048", "3"] {
@@ -504,12 +479,9 @@ fn the_dump_format_doc_names_every_field() {
 /// records into the device, which stays one.
 #[test]
 fn recording_to_dev_null_leaves_the_device_alone() {
-    if !can_record("recording_to_dev_null_leaves_the_device_alone") {
-        return;
-    }
+    skip_unless_recording!("recording_to_dev_null_leaves_the_device_alone");
     use std::os::unix::fs::FileTypeExt;
-    let (code, _, stderr) = run(&["record", "-q", "-o", "/dev/null", "--", "true"]);
-    assert_eq!(code, 0, "{stderr}");
+    run(&["record", "-q", "-o", "/dev/null", "--", "true"]).expect_code(0);
     assert!(std::fs::metadata("/dev/null")
         .unwrap()
         .file_type()

@@ -1,10 +1,12 @@
 //! Files from every released format version stay readable: each sample in `testdata/compat/`
 //! is read and its contents checked exactly. Add a sample whenever the format version changes.
 
+mod common;
+
 use std::path::Path;
 
+use common::{alloc_sizes, analyze};
 use memtrack::format::{EventKind, ReadEnd, Reader};
-use memtrack::report::analyze;
 
 fn sample(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -30,13 +32,7 @@ fn v1_malloc_free_reads_exactly() {
     assert_eq!(trailer.exit_code, 3);
     assert!(trailer.lost.is_empty());
 
-    let sizes: Vec<u64> = events
-        .iter()
-        .filter_map(|e| match e.kind {
-            EventKind::Alloc { size, .. } => Some(size),
-            _ => None,
-        })
-        .collect();
+    let sizes = alloc_sizes(&events);
     assert_eq!(sizes.iter().filter(|&&s| s == 10007).count(), 10);
     assert_eq!(sizes.iter().filter(|&&s| s == 10009).count(), 1);
     assert_eq!(sizes.len(), 12, "{sizes:?}");
@@ -62,8 +58,8 @@ fn v1_malloc_free_reads_exactly() {
 /// a noise process, and 13 control commands.
 #[test]
 fn v2_control_reads_exactly() {
+    use common::Blocks;
     use memtrack::format::{ControlCommand, FEATURE_CONTROL};
-    use memtrack::report::metrics::Blocks;
 
     let mut reader = Reader::open(&sample("v2-control.mt")).unwrap();
     assert_eq!(reader.format_version(), 2);

@@ -12,17 +12,16 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
 
-use common::{can_record, fixture, memtrack, record, scratch_dir, Recording};
+use common::{
+    analyze, can_record, fixture, memtrack, record, record_fixture, recording, report_json, run,
+    run_command, scratch_dir, scratch_file, BenchmarkMetrics, Blocks, Recording, Report, Run,
+};
 use memtrack::format::{ControlCommand, EventKind, FEATURE_CONTROL, FEATURE_CONTROL_RUNNING};
-use memtrack::report::metrics::{BenchmarkMetrics, Blocks};
-use memtrack::report::{analyze, Report};
 
 /// A fresh control FIFO path for test `name` (nothing left there from an earlier run).
 fn control_path(name: &str) -> PathBuf {
-    let path = scratch_dir().join(format!("{name}.ctl"));
-    let _ = std::fs::remove_file(&path);
-    let _ = std::fs::remove_file(scratch_dir().join(format!("{name}.ctl.ack")));
-    path
+    scratch_file(format!("{name}.ctl.ack"));
+    scratch_file(format!("{name}.ctl"))
 }
 
 /// `memtrack record --control <scratch>/<name>.ctl [extra...] -- command...`.
@@ -289,29 +288,18 @@ fn commands_are_stamped_on_the_events_clock_in_stream_order() {
     }
 }
 
-/// Runs the memtrack binary with `args`; returns (exit code, stdout, stderr).
-fn run(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(memtrack()).args(args).output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 #[test]
 fn report_by_bench_and_check_bench() {
     let Some(rec) = harness() else { return };
     let file = rec.path.to_str().unwrap();
-    let (code, text, err) = run(&["report", file, "--by", "bench"]);
-    assert_eq!(code, 0, "{err}");
+    let text = run(&["report", file, "--by", "bench"])
+        .expect_code(0)
+        .stdout;
     assert!(text.contains("benchmarks (3)"), "{text}");
     for uri in ["harness::own", "harness::child", "harness::exec"] {
         assert!(text.lines().any(|l| l.ends_with(uri)), "{uri} in\n{text}");
     }
-    let (code, json, _) = run(&["report", file, "--format", "json", "--by", "bench"]);
-    assert_eq!(code, 0);
-    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let v = report_json(file, &["--by", "bench"]);
     assert_eq!(v["schema_version"], 1);
     assert_eq!(v["benchmarks"][0]["metrics"]["heap"]["allocs"], 10);
     assert_eq!(
@@ -325,23 +313,21 @@ fn report_by_bench_and_check_bench() {
         args.extend_from_slice(extra);
         run(&args)
     };
-    let (code, out, _) = check("harness::own", &limits);
-    assert_eq!(code, 0, "{out}");
-    let (code, out, _) = check("harness::own", &["--max-allocs", "9"]);
-    assert_eq!(code, 1, "{out}");
+    check("harness::own", &limits).expect_code(0);
+    let out = check("harness::own", &["--max-allocs", "9"])
+        .expect_code(1)
+        .stdout;
     assert!(out.contains("FAIL"), "{out}");
-    let (code, _, err) = check("harness::nope", &["--max-allocs", "9"]);
-    assert_eq!(code, 2);
+    let err = check("harness::nope", &["--max-allocs", "9"])
+        .expect_code(2)
+        .stderr;
     assert!(err.contains("--by bench` lists its benchmarks"), "{err}");
-    let (code, _, err) = check("harness::own", &["--max-allocs", "9", "--tree", "1"]);
-    assert_eq!(code, 2, "{err}");
+    check("harness::own", &["--max-allocs", "9", "--tree", "1"]).expect_code(2);
 }
 
 #[test]
 fn malformed_and_oversize_requests_are_refused_and_recording_goes_on() {
-    if !can_record("malformed_and_oversize_requests_are_refused_and_recording_goes_on") {
-        return;
-    }
+    skip_unless_recording!("malformed_and_oversize_requests_are_refused_and_recording_goes_on");
     let exe = fixture("control/client");
     let rec = record_control("malformed", &[], &[exe.to_str().unwrap(), "malformed"]);
     check!(
@@ -349,7 +335,7 @@ fn malformed_and_oversize_requests_are_refused_and_recording_goes_on() {
         rec.code() == 0,
         "every refusal as expected, then a benchmark"
     );
-    let stderr = String::from_utf8_lossy(&rec.output.stderr);
+    let stderr = &rec.run.stderr;
     check!(
         rec,
         stderr.contains("control: refused 'bogus': unknown command 'bogus'")
@@ -379,9 +365,7 @@ fn malformed_and_oversize_requests_are_refused_and_recording_goes_on() {
 
 #[test]
 fn a_harness_that_never_sends_stop() {
-    if !can_record("a_harness_that_never_sends_stop") {
-        return;
-    }
+    skip_unless_recording!("a_harness_that_never_sends_stop");
     let exe = fixture("control/client");
     let rec = record_control("never_stop", &[], &[exe.to_str().unwrap(), "never_stop"]);
     check!(rec, rec.code() == 0, "exit code");
@@ -429,29 +413,17 @@ fn record_with_cpu_time(name: &str, extra: &[&str], command: &[&str]) -> (f64, R
     assert_eq!(pid, child.id() as i32);
     let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     let cpu = secs(usage.ru_utime) + secs(usage.ru_stime);
-    let mut reader = memtrack::format::Reader::open(&path).unwrap();
-    let events = reader.by_ref().collect();
     let output = std::process::Output {
         status: std::process::ExitStatus::from_raw(status),
         stdout: Vec::new(),
         stderr: std::fs::read(&stderr_path).unwrap(),
     };
-    let rec = Recording {
-        command: command_line,
-        output,
-        path,
-        header: reader.header().clone(),
-        events,
-        end: reader.end().cloned().unwrap(),
-    };
-    (cpu, rec)
+    (cpu, recording(Run::new(command_line, output), path))
 }
 
 #[test]
 fn a_harness_that_disconnects_halfway_through_a_line() {
-    if !can_record("a_harness_that_disconnects_halfway_through_a_line") {
-        return;
-    }
+    skip_unless_recording!("a_harness_that_disconnects_halfway_through_a_line");
     let exe = fixture("control/client");
     let path = control_path("disconnect");
     let (cpu_s, rec) = record_with_cpu_time(
@@ -460,7 +432,7 @@ fn a_harness_that_disconnects_halfway_through_a_line() {
         &[exe.to_str().unwrap(), "disconnect"],
     );
     check!(rec, rec.code() == 0, "stop works after the half line");
-    let stderr = String::from_utf8_lossy(&rec.output.stderr);
+    let stderr = &rec.run.stderr;
     check!(
         rec,
         stderr.contains("dropped an unfinished line a client left 1 s ago: 'sto'"),
@@ -484,9 +456,7 @@ fn a_harness_that_disconnects_halfway_through_a_line() {
 
 #[test]
 fn concurrent_clients_take_turns() {
-    if !can_record("concurrent_clients_take_turns") {
-        return;
-    }
+    skip_unless_recording!("concurrent_clients_take_turns");
     let exe = fixture("control/client");
     let rec = record_control(
         "concurrent",
@@ -503,9 +473,7 @@ fn concurrent_clients_take_turns() {
 
 #[test]
 fn start_running_records_from_the_start() {
-    if !can_record("start_running_records_from_the_start") {
-        return;
-    }
+    skip_unless_recording!("start_running_records_from_the_start");
     let exe = fixture("control/client");
     let running = record_control(
         "prelude_running",
@@ -542,11 +510,8 @@ fn start_running_records_from_the_start() {
 
 #[test]
 fn without_control_the_header_does_nothing_and_everything_is_recorded() {
-    if !can_record("without_control_the_header_does_nothing_and_everything_is_recorded") {
-        return;
-    }
-    let exe = fixture("control/client");
-    let rec = record("off", &[], &[exe.to_str().unwrap(), "off"]);
+    skip_unless_recording!("without_control_the_header_does_nothing_and_everything_is_recorded");
+    let rec = record_fixture("off", &[], "control/client", &["off"]);
     check!(rec, rec.code() == 0, "every call said MEMTRACK_CTL_OFF");
     check!(
         rec,
@@ -559,30 +524,25 @@ fn without_control_the_header_does_nothing_and_everything_is_recorded() {
 
 #[test]
 fn an_existing_control_path_is_refused() {
-    if !can_record("an_existing_control_path_is_refused") {
-        return;
-    }
+    skip_unless_recording!("an_existing_control_path_is_refused");
     let path = control_path("exists");
     std::fs::write(&path, "keep me").unwrap();
-    let out = Command::new(memtrack())
-        .args(["record", "-o"])
-        .arg(scratch_dir().join("exists.mt"))
-        .arg("--control")
-        .arg(&path)
-        .args(["--", "true"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(125), "{stderr}");
-    assert!(stderr.contains("already exists"), "{stderr}");
+    run_command(
+        Command::new(memtrack())
+            .args(["record", "-o"])
+            .arg(scratch_dir().join("exists.mt"))
+            .arg("--control")
+            .arg(&path)
+            .args(["--", "true"]),
+    )
+    .expect_code(125)
+    .expect_stderr("already exists");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "keep me");
 }
 
 #[test]
 fn a_shell_harness_with_memtrack_ctl() {
-    if !can_record("a_shell_harness_with_memtrack_ctl") {
-        return;
-    }
+    skip_unless_recording!("a_shell_harness_with_memtrack_ctl");
     let worker = fixture("control/worker");
     let script = format!(
         "set -e\n\
@@ -678,9 +638,7 @@ fn client_allocations(rec: &Recording) -> std::collections::HashMap<u32, u64> {
 /// either, not only the benchmarks.
 #[test]
 fn memtrack_ctl_allocations_are_never_recorded() {
-    if !can_record("memtrack_ctl_allocations_are_never_recorded") {
-        return;
-    }
+    skip_unless_recording!("memtrack_ctl_allocations_are_never_recorded");
     let script = format!(
         "{m} ctl bench shell::empty && {m} ctl start && {m} ctl stop && {m} ctl marker round_end",
         m = memtrack()
@@ -728,7 +686,7 @@ fn memtrack_ctl_allocations_are_never_recorded() {
          in all): {:?}",
         heap(b)
     );
-    let stderr = String::from_utf8_lossy(&rec.output.stderr);
+    let stderr = &rec.run.stderr;
     check!(
         rec,
         stderr.contains("allocator records of memtrack ctl clients"),
@@ -742,9 +700,7 @@ fn memtrack_ctl_allocations_are_never_recorded() {
 #[test]
 fn no_stripped_allocator_warning_for_programs_run_while_paused() {
     let test = "no_stripped_allocator_warning_for_programs_run_while_paused";
-    if !can_record(test) {
-        return;
-    }
+    skip_unless_recording!(test);
     let churn = fixture("churn");
     // malloc(200000) is above glibc's mmap threshold: 1.5 MiB of anonymous mappings, and the
     // first small block grows the break by 132 KiB.
@@ -755,7 +711,7 @@ fn no_stripped_allocator_warning_for_programs_run_while_paused() {
     );
     let rec = record_control("paused_glibc", &[], &["sh", "-c", &script]);
     check!(rec, rec.code() == 0, "the script succeeded");
-    let stderr = String::from_utf8_lossy(&rec.output.stderr);
+    let stderr = &rec.run.stderr;
     check!(
         rec,
         !stderr.contains("without a single allocator event"),
@@ -780,7 +736,7 @@ fn no_stripped_allocator_warning_for_programs_run_while_paused() {
         &["sh", "-c", &script],
     );
     check!(rec, rec.code() == 0, "the script succeeded");
-    let stderr = String::from_utf8_lossy(&rec.output.stderr);
+    let stderr = &rec.run.stderr;
     let warned: Vec<&str> = stderr
         .lines()
         .filter(|l| l.contains("without a single allocator event"))
@@ -797,13 +753,11 @@ fn no_stripped_allocator_warning_for_programs_run_while_paused() {
 #[test]
 #[ignore]
 fn round_trip_latency() {
-    if !can_record("round_trip_latency") {
-        return;
-    }
+    skip_unless_recording!("round_trip_latency");
     let exe = fixture("control/client");
     let rec = record_control("latency", &[], &[exe.to_str().unwrap(), "latency", "1000"]);
     check!(rec, rec.code() == 0, "exit code");
-    println!("{}", String::from_utf8_lossy(&rec.output.stdout));
+    println!("{}", rec.run.stdout);
 }
 
 /// The fenced block of `language` that follows `heading` in docs/control-protocol.md.
@@ -821,9 +775,7 @@ fn documented_snippet(heading: &str, language: &str) -> String {
 
 #[test]
 fn the_documented_rust_snippet_works_and_allocates_nothing() {
-    if !can_record("the_documented_rust_snippet_works_and_allocates_nothing") {
-        return;
-    }
+    skip_unless_recording!("the_documented_rust_snippet_works_and_allocates_nothing");
     let dir = scratch_dir().join("rust-snippet");
     std::fs::create_dir_all(&dir).unwrap();
     let src = dir.join("main.rs");
@@ -842,17 +794,13 @@ fn main() -> std::io::Result<()> {
     let snippet = documented_snippet("### Rust", "rust");
     std::fs::write(&src, format!("{snippet}{main}")).unwrap();
     let exe = dir.join("harness");
-    let out = Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))
-        .args(["--edition", "2021", "-O", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_command(
+        Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))
+            .args(["--edition", "2021", "-O", "-o"])
+            .arg(&exe)
+            .arg(&src),
+    )
+    .expect_code(0);
     let rec = record_control("rust-snippet", &[], &[exe.to_str().unwrap()]);
     check!(rec, rec.code() == 0, "the harness succeeded");
     let report = report_of(&rec);
@@ -868,9 +816,7 @@ fn main() -> std::io::Result<()> {
 
 #[test]
 fn the_documented_python_snippet_works() {
-    if !can_record("the_documented_python_snippet_works") {
-        return;
-    }
+    skip_unless_recording!("the_documented_python_snippet_works");
     if Command::new("python3").arg("--version").output().is_err() {
         eprintln!("skipped the_documented_python_snippet_works: no python3 here");
         return;
@@ -912,9 +858,7 @@ fn the_documented_python_snippet_works() {
 #[test]
 fn the_fifos_belong_to_the_user_the_command_runs_as() {
     let test = "the_fifos_belong_to_the_user_the_command_runs_as";
-    if !can_record(test) {
-        return;
-    }
+    skip_unless_recording!(test);
     let exe = fixture("control/client");
     let script = format!(
         "stat -c '%u %g %a' \"$MEMTRACK_CONTROL\" \"$MEMTRACK_CONTROL.ack\" && {} prelude",
@@ -926,7 +870,7 @@ fn the_fifos_belong_to_the_user_the_command_runs_as() {
         rec.code() == 0,
         "the client, as nobody, talks to memtrack"
     );
-    let stdout = String::from_utf8_lossy(&rec.output.stdout);
+    let stdout = &rec.run.stdout;
     check!(
         rec,
         stdout.lines().take(2).all(|l| l == "65534 65534 600"),

@@ -7,9 +7,8 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
-use common::{build_fixture, can_record, memtrack, record, require, Recording};
+use common::{record, report_json, require_fixture, run, skip, Recording};
 use memtrack::format::{AllocFunc, EventKind};
 
 /// The pool's four functions, family "pool"; the pool is every function's first argument.
@@ -120,7 +119,7 @@ fn assert_pool_run(rec: &Recording, pool_file: &str) {
         pool.is_some_and(|c| c.2 == "pool" && c.3 == 7),
         "{pool_file} is covered as family pool with 7 probes: {coverage:?}"
     );
-    let stderr = String::from_utf8_lossy(&rec.output.stderr);
+    let stderr = &rec.run.stderr;
     check!(
         rec,
         stderr.contains(&format!("pool in {pool_file} (7 probes)")),
@@ -129,12 +128,7 @@ fn assert_pool_run(rec: &Recording, pool_file: &str) {
     check!(rec, !stderr.contains("warning"), "no warning");
 
     // The report's totals: the fixture's own blocks are all there is besides stdout's buffer.
-    let out = Command::new(memtrack())
-        .args(["report", "--format", "json"])
-        .arg(&rec.path)
-        .output()
-        .unwrap();
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let json = report_json(&rec.path, &[]);
     let files = json["run"]["files"].as_array().unwrap();
     check!(
         rec,
@@ -145,16 +139,16 @@ fn assert_pool_run(rec: &Recording, pool_file: &str) {
     );
 }
 
+/// The pool fixture with its allocator linked into the executable, or `None` when `test` skips.
+fn pool_static(test: &str) -> Option<std::path::PathBuf> {
+    require_fixture(test, "alloc/pool.c", "pool_static", &["-DPOOL_STATIC"])
+}
+
 #[test]
 fn pool_allocator_in_the_executable_is_recorded_exactly() {
     let test = "pool_allocator_in_the_executable_is_recorded_exactly";
-    if !can_record(test) {
-        return;
-    }
-    let Some(exe) = require(
-        test,
-        build_fixture("alloc/pool.c", "pool_static", &["-DPOOL_STATIC"]),
-    ) else {
+    skip_unless_recording!(test);
+    let Some(exe) = pool_static(test) else {
         return;
     };
     let rec = record("pool_static", &POOL, &[exe.to_str().unwrap()]);
@@ -164,24 +158,22 @@ fn pool_allocator_in_the_executable_is_recorded_exactly() {
 #[test]
 fn pool_allocator_in_a_shared_library_is_recorded_exactly() {
     let test = "pool_allocator_in_a_shared_library_is_recorded_exactly";
-    if !can_record(test) {
-        return;
-    }
-    let Some(lib) = require(
+    skip_unless_recording!(test);
+    let Some(lib) = require_fixture(
         test,
-        build_fixture("alloc/pool_alloc.c", "libpool.so", &["-shared", "-fPIC"]),
+        "alloc/pool_alloc.c",
+        "libpool.so",
+        &["-shared", "-fPIC"],
     ) else {
         return;
     };
     let dir = lib.parent().unwrap().to_str().unwrap().to_string();
     let rpath = format!("-Wl,-rpath,{dir}");
-    let Some(exe) = require(
+    let Some(exe) = require_fixture(
         test,
-        build_fixture(
-            "alloc/pool.c",
-            "pool_shared",
-            &[lib.to_str().unwrap(), &rpath],
-        ),
+        "alloc/pool.c",
+        "pool_shared",
+        &[lib.to_str().unwrap(), &rpath],
     ) else {
         return;
     };
@@ -192,13 +184,8 @@ fn pool_allocator_in_a_shared_library_is_recorded_exactly() {
 #[test]
 fn an_allocator_no_file_defines_is_a_warning() {
     let test = "an_allocator_no_file_defines_is_a_warning";
-    if !can_record(test) {
-        return;
-    }
-    let Some(exe) = require(
-        test,
-        build_fixture("alloc/pool.c", "pool_static", &["-DPOOL_STATIC"]),
-    ) else {
+    skip_unless_recording!(test);
+    let Some(exe) = pool_static(test) else {
         return;
     };
     let rec = record(
@@ -213,7 +200,7 @@ fn an_allocator_no_file_defines_is_a_warning() {
         &[exe.to_str().unwrap()],
     );
     check!(rec, rec.code() == 0, "exit code");
-    let stderr = String::from_utf8_lossy(&rec.output.stderr);
+    let stderr = &rec.run.stderr;
     let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains("warning")).collect();
     check!(
         rec,
@@ -238,45 +225,35 @@ fn a_bad_allocator_spec_is_one_usage_line() {
             "'grab' is not alloc, calloc, realloc or free",
         ),
     ] {
-        let out = Command::new(memtrack())
-            .args([
-                "record",
-                "-o",
-                "/dev/null",
-                "--allocator",
-                spec,
-                "--",
-                "true",
-            ])
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(125), "{spec}: {stderr}");
-        assert_eq!(stderr.lines().count(), 1, "{spec}: {stderr}");
-        assert!(
-            stderr.starts_with(&format!("memtrack: --allocator '{spec}': {says}; give ")),
-            "{spec}: {stderr}"
-        );
-    }
-    let out = Command::new(memtrack())
-        .args([
+        let run = run(&[
             "record",
             "-o",
             "/dev/null",
-            "--python-objects",
             "--allocator",
-            "PyObject_Malloc=alloc(size=arg1)",
+            spec,
             "--",
             "true",
         ])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(125), "{stderr}");
-    assert!(
-        stderr.contains("PyObject_Malloc is named twice"),
-        "{stderr}"
-    );
+        .expect_failure(125, &[]);
+        assert!(
+            run.stderr
+                .starts_with(&format!("memtrack: --allocator '{spec}': {says}; give ")),
+            "{}",
+            run.describe()
+        );
+    }
+    run(&[
+        "record",
+        "-o",
+        "/dev/null",
+        "--python-objects",
+        "--allocator",
+        "PyObject_Malloc=alloc(size=arg1)",
+        "--",
+        "true",
+    ])
+    .expect_code(125)
+    .expect_stderr("PyObject_Malloc is named twice");
 }
 
 /// Calls CPython's allocator functions through their exported symbols (ctypes), with sizes
@@ -315,16 +292,13 @@ fn labels(rec: &Recording, pid: u32, size: u64) -> Vec<AllocFunc> {
 #[test]
 fn python_objects_preset_counts_each_block_once() {
     let test = "python_objects_preset_counts_each_block_once";
-    if !can_record(test) {
-        return;
-    }
+    skip_unless_recording!(test);
     let python = "/usr/bin/python3";
     if !Path::new(python).exists() {
-        require::<()>(
+        return skip(
             test,
-            Err(format!("{python} is not installed (scripts/setup.sh)")),
+            &format!("{python} is not installed (scripts/setup.sh)"),
         );
-        return;
     }
     // Today's malloc view: pymalloc's fallback is a malloc of the same size.
     let plain = record("python_plain", &[], &[python, "-c", PYTHON_WORKLOAD]);

@@ -10,9 +10,7 @@ use std::process::{Command, Stdio};
 
 #[test]
 fn output_pipes_close_when_record_exits() {
-    if !common::can_record("output_pipes_close_when_record_exits") {
-        return;
-    }
+    skip_unless_recording!("output_pipes_close_when_record_exits");
     let out = common::scratch_dir().join("detach-pipes.mt");
     let mut child = Command::new(common::memtrack())
         .args(["record", "-o"])

@@ -12,8 +12,8 @@ use common::*;
 
 /// The Cap* lines of a `grep Cap /proc/self/status` the recorded command printed, as
 /// (name, mask) pairs.
-fn capability_lines(stdout: &[u8]) -> Vec<(String, u64)> {
-    String::from_utf8_lossy(stdout)
+fn capability_lines(stdout: &str) -> Vec<(String, u64)> {
+    stdout
         .lines()
         .filter_map(|l| {
             let (name, value) = l.split_once(':')?;
@@ -25,31 +25,18 @@ fn capability_lines(stdout: &[u8]) -> Vec<(String, u64)> {
 
 /// Assert that the recorded command printed its capability sets and holds nothing in
 /// CapInh, CapPrm, CapEff and CapAmb.
-fn assert_no_capabilities(what: &str, out: &std::process::Output) {
-    let caps = capability_lines(&out.stdout);
-    let describe = || {
-        format!(
-            "{what}: status {}\nstdout:\n{}\nstderr:\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    };
-    assert_eq!(out.status.code(), Some(0), "{}", describe());
+fn assert_no_capabilities(what: &str, run: &Run) {
+    let caps = capability_lines(&run.stdout);
+    assert_eq!(run.code(), 0, "{what}\n{}", run.describe());
     for set in ["CapInh", "CapPrm", "CapEff", "CapAmb"] {
         let mask = caps.iter().find(|(n, _)| n == set).map(|(_, m)| *m);
-        assert_eq!(mask, Some(0), "{set} of the command\n{}", describe());
+        assert_eq!(
+            mask,
+            Some(0),
+            "{what}: {set} of the command\n{}",
+            run.describe()
+        );
     }
-}
-
-/// Whether the tests run as root (effective uid 0).
-fn is_root() -> bool {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|ids| ids.split_whitespace().nth(1).map(|e| e == "0"))
-        .unwrap_or(false)
 }
 
 /// `setpriv` (util-linux), or why the test skips.
@@ -87,15 +74,15 @@ fn issue13_ambient_capabilities_do_not_reach_the_command() {
     let path = dir.join("ambient.mt");
     let _ = std::fs::remove_file(&path);
     let caps = "+bpf,+perfmon,+sys_admin";
-    let out = Command::new(&setpriv)
-        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
-        .args(["--inh-caps", caps, "--ambient-caps", caps])
-        .arg(memtrack())
-        .args(["record", "-q", "-o"])
-        .arg(&path)
-        .args(["--", "grep", "Cap", "/proc/self/status"])
-        .output()
-        .expect("run setpriv");
+    let out = run_command(
+        Command::new(&setpriv)
+            .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+            .args(["--inh-caps", caps, "--ambient-caps", caps])
+            .arg(memtrack())
+            .args(["record", "-q", "-o"])
+            .arg(&path)
+            .args(["--", "grep", "Cap", "/proc/self/status"]),
+    );
     assert_no_capabilities("memtrack as nobody with ambient capabilities", &out);
     let (header, _, _) = read_recording(&path);
     assert_eq!(header.argv, ["grep", "Cap", "/proc/self/status"]);
@@ -114,22 +101,24 @@ fn issue13_user_drop_leaves_no_capabilities() {
     };
     let path = open_dir("user-drop").join("user.mt");
     let _ = std::fs::remove_file(&path);
-    let out = Command::new(&setpriv)
-        .args(["--inh-caps", "+sys_admin"])
-        .arg(memtrack())
-        .args(["record", "-q", "--user", "nobody", "-o"])
-        .arg(&path)
-        .args(["--", "grep", "Cap", "/proc/self/status"])
-        .output()
-        .expect("run setpriv");
+    let record = ["record", "-q", "--user", "nobody", "-o"];
+    let command = ["--", "grep", "Cap", "/proc/self/status"];
+    let out = run_command(
+        Command::new(&setpriv)
+            .args(["--inh-caps", "+sys_admin"])
+            .arg(memtrack())
+            .args(record)
+            .arg(&path)
+            .args(command),
+    );
     assert_no_capabilities("root with --user nobody", &out);
     // And plain root with --user, no capability games: nothing either.
-    let out = Command::new(memtrack())
-        .args(["record", "-q", "--user", "nobody", "-o"])
-        .arg(&path)
-        .args(["--", "grep", "Cap", "/proc/self/status"])
-        .output()
-        .expect("run memtrack");
+    let out = run_command(
+        Command::new(memtrack())
+            .args(record)
+            .arg(&path)
+            .args(command),
+    );
     assert_no_capabilities("root with --user nobody", &out);
     assert!(Path::new(&path).exists());
 }
@@ -190,9 +179,7 @@ const ITERATIONS: usize = 300;
 /// stay stopped, and the shell must not be hung up (it used to stay in state T forever, or,
 /// in the command's own process group, die of the orphaned group's SIGHUP).
 fn killed_recorder_leaves_the_tree_running(test: &str, setsid: bool) {
-    if !can_record(test) {
-        return;
-    }
+    skip_unless_recording!(test);
     let script = format!(
         "for i in $(seq {ITERATIONS}); do cp /bin/true t$i; ./t$i || exit 1; done; echo ok > done"
     );
@@ -295,21 +282,29 @@ fn kill_pids(pids: &[(u32, String)]) {
 
 /// The `exit` member of process `pid` in `memtrack report --format json`.
 fn json_exit_of(path: &Path, pid: u32) -> Option<String> {
-    let out = Command::new(memtrack())
-        .args(["report", "--format", "json"])
-        .arg(path)
-        .output()
-        .expect("run memtrack report");
-    assert!(out.status.success(), "{out:?}");
-    let text = String::from_utf8_lossy(&out.stdout);
-    // One object per process: find ours and read its "exit" member without a JSON crate.
-    let at = text
-        .find(&format!("\"pid\": {pid},"))
-        .or_else(|| text.find(&format!("\"pid\":{pid},")))?;
-    let rest = &text[at..];
-    let exit = rest.find("\"exit\":")?;
-    let value = rest[exit + "\"exit\":".len()..].trim_start();
-    Some(value.split([',', '\n']).next().unwrap().trim().to_string())
+    let report = report_json(path, &[]);
+    let process = report["processes"]
+        .as_array()?
+        .iter()
+        .find(|p| p["pid"] == pid)?;
+    Some(process.get("exit")?.to_string())
+}
+
+/// Record `sh -c` of a line that leaves a daemon (`sleep SECS`) behind and ends at once, as
+/// sccache and Gradle start theirs. Returns the recording, how long memtrack took, and the
+/// processes it said it left running, which are killed already.
+fn record_leaving_a_daemon(
+    name: &str,
+    extra: &[&str],
+    sleep_secs: u32,
+) -> (Recording, std::time::Duration, Vec<(u32, String)>) {
+    let line = format!("(setsid sleep {sleep_secs} <&- >/dev/null 2>&1 &); echo done");
+    let start = std::time::Instant::now();
+    let rec = record(name, extra, &["sh", "-c", &line]);
+    let took = start.elapsed();
+    let left = left_running(&rec.run.stderr);
+    kill_pids(&left);
+    (rec, took, left)
 }
 
 /// A daemon the command leaves behind (`(setsid sleep 60 <&- >/dev/null 2>&1 &)`, as sccache and Gradle start
@@ -317,23 +312,8 @@ fn json_exit_of(path: &Path, pid: u32) -> Option<String> {
 #[test]
 fn issue13_a_daemon_left_behind_does_not_hold_memtrack() {
     let test = "issue13_a_daemon_left_behind_does_not_hold_memtrack";
-    if !can_record(test) {
-        return;
-    }
-    let start = std::time::Instant::now();
-    let rec = record(
-        test,
-        &[],
-        &[
-            "sh",
-            "-c",
-            "(setsid sleep 60 <&- >/dev/null 2>&1 &); echo done",
-        ],
-    );
-    let took = start.elapsed();
-    let err = String::from_utf8_lossy(&rec.output.stderr).into_owned();
-    let left = left_running(&err);
-    kill_pids(&left);
+    skip_unless_recording!(test);
+    let (rec, took, left) = record_leaving_a_daemon(test, &[], 60);
     check!(rec, rec.code() == 0, "the command's status");
     check!(
         rec,
@@ -352,7 +332,11 @@ fn issue13_a_daemon_left_behind_does_not_hold_memtrack() {
     );
     let (daemon, name) = &left[0];
     check!(rec, name == "sleep", "the daemon is the sleep: {left:?}");
-    check!(rec, err.contains("after 2.0 s"), "says how long it waited");
+    check!(
+        rec,
+        rec.run.stderr.contains("after 2.0 s"),
+        "says how long it waited"
+    );
     check!(
         rec,
         matches!(rec.end, memtrack::format::ReadEnd::Complete(_)),
@@ -388,12 +372,7 @@ fn issue13_a_daemon_left_behind_does_not_hold_memtrack() {
         exit.as_deref() == Some("null"),
         "the report shows it running (exit null): {exit:?}"
     );
-    let text = Command::new(memtrack())
-        .arg("report")
-        .arg(&rec.path)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&text.stdout);
+    let text = run(&["report", rec.path.to_str().unwrap()]).stdout;
     check!(
         rec,
         text.contains("still running when the recording ended"),
@@ -406,23 +385,8 @@ fn issue13_a_daemon_left_behind_does_not_hold_memtrack() {
 #[test]
 fn issue13_grace_wait_all_and_signals_end_the_wait() {
     let test = "issue13_grace_wait_all_and_signals_end_the_wait";
-    if !can_record(test) {
-        return;
-    }
-    let start = std::time::Instant::now();
-    let rec = record(
-        "grace-short",
-        &["--grace", "300ms"],
-        &[
-            "sh",
-            "-c",
-            "(setsid sleep 60 <&- >/dev/null 2>&1 &); echo done",
-        ],
-    );
-    let took = start.elapsed();
-    let err = String::from_utf8_lossy(&rec.output.stderr).into_owned();
-    let left = left_running(&err);
-    kill_pids(&left);
+    skip_unless_recording!(test);
+    let (rec, took, left) = record_leaving_a_daemon("grace-short", &["--grace", "300ms"], 60);
     check!(rec, rec.code() == 0, "status");
     check!(
         rec,
@@ -432,21 +396,10 @@ fn issue13_grace_wait_all_and_signals_end_the_wait() {
     check!(rec, left.len() == 1, "{left:?}");
 
     // --wait-all: the daemon's whole life is recorded, its exit included.
-    let start = std::time::Instant::now();
-    let rec = record(
-        "wait-all",
-        &["--wait-all"],
-        &[
-            "sh",
-            "-c",
-            "(setsid sleep 3 <&- >/dev/null 2>&1 &); echo done",
-        ],
-    );
-    let took = start.elapsed();
-    let err = String::from_utf8_lossy(&rec.output.stderr).into_owned();
+    let (rec, took, left) = record_leaving_a_daemon("wait-all", &["--wait-all"], 3);
     check!(rec, rec.code() == 0, "status");
     check!(rec, took >= std::time::Duration::from_secs(3), "{took:?}");
-    check!(rec, left_running(&err).is_empty(), "nobody left: {err}");
+    check!(rec, left.is_empty(), "nobody left");
     let sleeper = rec
         .execs()
         .into_iter()
@@ -461,8 +414,7 @@ fn issue13_grace_wait_all_and_signals_end_the_wait() {
     // --wait-all, then SIGTERM and SIGINT: each ends the wait, and memtrack still exits with the
     // command's status and a finished file.
     for signal in ["TERM", "INT"] {
-        let path = scratch_dir().join(format!("wait-all-{signal}.mt"));
-        let _ = std::fs::remove_file(&path);
+        let path = scratch_file(format!("wait-all-{signal}.mt"));
         let mut cmd = record_command(
             &path,
             &["--wait-all"],
@@ -479,14 +431,7 @@ fn issue13_grace_wait_all_and_signals_end_the_wait() {
         let sent = std::time::Instant::now();
         send_signal(signal, i64::from(child.id()));
         let status = wait_for(&mut child, std::time::Duration::from_secs(10));
-        let mut err = String::new();
-        use std::io::Read;
-        child
-            .stderr
-            .take()
-            .unwrap()
-            .read_to_string(&mut err)
-            .unwrap();
+        let err = read_pipe(child.stderr.take());
         let left = left_running(&err);
         kill_pids(&left);
         let status = status.unwrap_or_else(|| panic!("SIG{signal} did not end the wait: {err}"));
@@ -513,26 +458,7 @@ fn issue13_grace_wait_all_and_signals_end_the_wait() {
 #[test]
 fn issue13_progress_line_says_it_waits() {
     let test = "issue13_progress_line_says_it_waits";
-    if !can_record(test) {
-        return;
-    }
-    let have_script = Command::new("script")
-        .args(["-q", "-e", "-c", "true", "/dev/null"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if require(
-        test,
-        if have_script {
-            Ok(())
-        } else {
-            Err("script(1) cannot open a pseudo-terminal here (bsdutils)".to_string())
-        },
-    )
-    .is_none()
-    {
+    if !can_record(test) || require(test, script_works()).is_none() {
         return;
     }
     let path = scratch_dir().join("progress-waits.mt");
@@ -542,27 +468,9 @@ fn issue13_progress_line_says_it_waits() {
         memtrack(),
         path.display()
     );
-    let mut child = Command::new("script")
-        .args(["-q", "-e", "-f", "-c", &shell, "/dev/null"])
-        .env("SHELL", "/bin/sh")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("run script(1)");
-    let stdin = child.stdin.take();
-    let status = wait_for(&mut child, std::time::Duration::from_secs(30));
-    drop(stdin);
-    let mut seen = String::new();
-    use std::io::Read;
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut seen)
-        .unwrap();
+    let (code, seen) = on_terminal(&shell, "", b"");
     kill_pids(&left_running(&seen));
-    assert_eq!(status.and_then(|s| s.code()), Some(0), "terminal:\n{seen}");
+    assert_eq!(code, 0, "terminal:\n{seen}");
     assert!(
         seen.contains("the command ended; waiting up to"),
         "the progress line says it waits:\n{seen}"
@@ -575,16 +483,13 @@ fn issue13_progress_line_says_it_waits() {
 #[test]
 fn issue13_a_busy_daemon_does_not_hold_the_last_drain() {
     let test = "issue13_a_busy_daemon_does_not_hold_the_last_drain";
-    if !can_record(test) {
-        return;
-    }
+    skip_unless_recording!(test);
     let churn = fixture("churn");
     let script = format!(
         "({} 100000000000 64 <&- >/dev/null 2>&1 &); echo started",
         churn.display()
     );
-    let path = scratch_dir().join("busy-daemon.mt");
-    let _ = std::fs::remove_file(&path);
+    let path = scratch_file("busy-daemon.mt");
     let mut cmd = record_command(&path, &["-q", "--grace", "1s"], &["sh", "-c", &script]);
     cmd.stderr(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null());

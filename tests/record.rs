@@ -7,7 +7,7 @@ mod common;
 
 use std::collections::HashSet;
 
-use common::{can_record, fixture, record};
+use common::{fixture, record, record_fixture, run, run_command};
 use memtrack::format::{AllocFunc, EventKind, ReadEnd};
 
 fn addrs(events: &[&memtrack::format::Event]) -> HashSet<u64> {
@@ -22,9 +22,7 @@ fn addrs(events: &[&memtrack::format::Event]) -> HashSet<u64> {
 
 #[test]
 fn malloc_and_free_are_recorded_exactly() {
-    if !can_record("malloc_and_free_are_recorded_exactly") {
-        return;
-    }
+    skip_unless_recording!("malloc_and_free_are_recorded_exactly");
     let exe = fixture("malloc_free");
     let rec = record("malloc_free", &[], &[exe.to_str().unwrap(), "1000"]);
     check!(rec, rec.code() == 0, "exit code");
@@ -93,11 +91,8 @@ fn malloc_and_free_are_recorded_exactly() {
 
 #[test]
 fn timestamps_are_monotonic_clock_within_the_run() {
-    if !can_record("timestamps_are_monotonic_clock_within_the_run") {
-        return;
-    }
-    let exe = fixture("malloc_free");
-    let rec = record("timestamps", &[], &[exe.to_str().unwrap(), "10"]);
+    skip_unless_recording!("timestamps_are_monotonic_clock_within_the_run");
+    let rec = record_fixture("timestamps", &[], "malloc_free", &["10"]);
     let end = match &rec.end {
         ReadEnd::Complete(t) => t.end_monotonic_ns,
         other => panic!("incomplete: {other:?}"),
@@ -114,11 +109,8 @@ fn timestamps_are_monotonic_clock_within_the_run() {
 
 #[test]
 fn calloc_realloc_reallocarray() {
-    if !can_record("calloc_realloc_reallocarray") {
-        return;
-    }
-    let exe = fixture("calloc_realloc");
-    let rec = record("calloc_realloc", &[], &[exe.to_str().unwrap()]);
+    skip_unless_recording!("calloc_realloc_reallocarray");
+    let rec = record_fixture("calloc_realloc", &[], "calloc_realloc", &[]);
     check!(rec, rec.code() == 0, "exit code");
 
     let callocs = rec.allocs_of_size(7063);
@@ -205,11 +197,8 @@ fn calloc_realloc_reallocarray() {
 
 #[test]
 fn aligned_allocators_and_a_failing_posix_memalign() {
-    if !can_record("aligned_allocators_and_a_failing_posix_memalign") {
-        return;
-    }
-    let exe = fixture("aligned");
-    let rec = record("aligned", &[], &[exe.to_str().unwrap()]);
+    skip_unless_recording!("aligned_allocators_and_a_failing_posix_memalign");
+    let rec = record_fixture("aligned", &[], "aligned", &[]);
     check!(rec, rec.code() == 0, "exit code");
     for size in [5120, 5003, 6007, 7001, 9001] {
         let a = rec.allocs_of_size(size);
@@ -257,11 +246,8 @@ fn aligned_allocators_and_a_failing_posix_memalign() {
 
 #[test]
 fn allocation_in_a_constructor_before_main() {
-    if !can_record("allocation_in_a_constructor_before_main") {
-        return;
-    }
-    let exe = fixture("constructor");
-    let rec = record("constructor", &[], &[exe.to_str().unwrap()]);
+    skip_unless_recording!("allocation_in_a_constructor_before_main");
+    let rec = record_fixture("constructor", &[], "constructor", &[]);
     check!(rec, rec.code() == 0, "exit code");
     let early = rec.allocs_of_size(40009);
     check!(rec, early.len() == 1, "the constructor's malloc");
@@ -270,11 +256,8 @@ fn allocation_in_a_constructor_before_main() {
 
 #[test]
 fn hundred_thousand_pairs_without_loss() {
-    if !can_record("hundred_thousand_pairs_without_loss") {
-        return;
-    }
-    let exe = fixture("churn");
-    let rec = record("churn", &[], &[exe.to_str().unwrap(), "100000", "77"]);
+    skip_unless_recording!("hundred_thousand_pairs_without_loss");
+    let rec = record_fixture("churn", &[], "churn", &["100000", "77"]);
     check!(rec, rec.code() == 0, "exit code");
     let allocs = rec.allocs_of_size(77);
     check!(
@@ -302,16 +285,9 @@ fn hundred_thousand_pairs_without_loss() {
 
 #[test]
 fn fork_tree_with_exec() {
-    if !can_record("fork_tree_with_exec") {
-        return;
-    }
-    let exe = fixture("fork_tree");
+    skip_unless_recording!("fork_tree_with_exec");
     let target = fixture("malloc_free");
-    let rec = record(
-        "fork_tree",
-        &[],
-        &[exe.to_str().unwrap(), target.to_str().unwrap()],
-    );
+    let rec = record_fixture("fork_tree", &[], "fork_tree", &[target.to_str().unwrap()]);
     check!(rec, rec.code() == 0, "exit code");
     let root = rec.header.root_pid;
     let forks = rec.forks();
@@ -368,16 +344,9 @@ fn fork_tree_with_exec() {
 
 #[test]
 fn vfork_then_exec() {
-    if !can_record("vfork_then_exec") {
-        return;
-    }
-    let exe = fixture("vfork_exec");
+    skip_unless_recording!("vfork_then_exec");
     let target = fixture("malloc_free");
-    let rec = record(
-        "vfork_exec",
-        &[],
-        &[exe.to_str().unwrap(), target.to_str().unwrap()],
-    );
+    let rec = record_fixture("vfork_exec", &[], "vfork_exec", &[target.to_str().unwrap()]);
     check!(rec, rec.code() == 0, "exit code");
     let root = rec.header.root_pid;
     let forks = rec.forks();
@@ -403,11 +372,8 @@ fn vfork_then_exec() {
 
 #[test]
 fn four_threads_allocating() {
-    if !can_record("four_threads_allocating") {
-        return;
-    }
-    let exe = fixture("threads");
-    let rec = record("threads", &[], &[exe.to_str().unwrap()]);
+    skip_unless_recording!("four_threads_allocating");
+    let rec = record_fixture("threads", &[], "threads", &[]);
     check!(rec, rec.code() == 0, "exit code");
     let root = rec.header.root_pid;
     let mut tids = HashSet::new();
@@ -441,11 +407,8 @@ fn four_threads_allocating() {
 
 #[test]
 fn command_killed_by_sigkill() {
-    if !can_record("command_killed_by_sigkill") {
-        return;
-    }
-    let exe = fixture("sigkill");
-    let rec = record("sigkill", &[], &[exe.to_str().unwrap()]);
+    skip_unless_recording!("command_killed_by_sigkill");
+    let rec = record_fixture("sigkill", &[], "sigkill", &[]);
     check!(rec, rec.code() == 137, "128 + SIGKILL");
     check!(
         rec,
@@ -466,34 +429,23 @@ fn command_killed_by_sigkill() {
 
 #[test]
 fn exit_code_passes_through() {
-    if !can_record("exit_code_passes_through") {
-        return;
-    }
-    let exe = fixture("malloc_free");
-    let rec = record("exit_code", &["-q"], &[exe.to_str().unwrap(), "1", "42"]);
+    skip_unless_recording!("exit_code_passes_through");
+    let rec = record_fixture("exit_code", &["-q"], "malloc_free", &["1", "42"]);
     check!(rec, rec.code() == 42, "the command's exit code");
-    check!(rec, rec.output.stderr.is_empty(), "-q prints nothing");
+    check!(rec, rec.run.stderr.is_empty(), "-q prints nothing");
 }
 
 #[test]
 fn command_not_found_exits_127() {
-    if !can_record("command_not_found_exits_127") {
-        return;
-    }
+    skip_unless_recording!("command_not_found_exits_127");
     let path = common::scratch_dir().join("not_found.mt");
-    let out = std::process::Command::new(common::memtrack())
-        .args(["record", "-o"])
-        .arg(&path)
-        .args(["--", "/nonexistent/command-xyz"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(127), "stderr: {stderr}");
-    assert!(
-        stderr.contains("command not found: /nonexistent/command-xyz"),
-        "stderr: {stderr}"
-    );
-    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    run_command(
+        std::process::Command::new(common::memtrack())
+            .args(["record", "-o"])
+            .arg(&path)
+            .args(["--", "/nonexistent/command-xyz"]),
+    )
+    .expect_failure(127, &["command not found: /nonexistent/command-xyz"]);
     assert!(!path.exists(), "no file left behind");
 }
 
@@ -506,17 +458,6 @@ fn bad_flags_are_one_line_errors() {
         ),
         (vec!["record", "-o", "x.mt"], "no command given"),
     ] {
-        let out = std::process::Command::new(common::memtrack())
-            .args(&args)
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(125), "{args:?}: {stderr}");
-        assert!(stderr.contains(want), "{args:?}: {stderr}");
-        assert_eq!(
-            stderr.trim_end().lines().count(),
-            1,
-            "{args:?}: one line: {stderr}"
-        );
+        run(&args).expect_failure(125, &[want]);
     }
 }

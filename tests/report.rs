@@ -3,28 +3,8 @@
 
 mod common;
 
-use std::process::Command;
-
-use common::{can_record, fixture, memtrack, record, scratch_dir};
+use common::{fixture, record, record_fixture, report_json as json_report, run, scratch_dir};
 use serde_json::Value;
-
-/// Run the memtrack binary; returns (exit code, stdout, stderr).
-fn run(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(memtrack()).args(args).output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn json_report(path: &str, extra: &[&str]) -> Value {
-    let mut args = vec!["report", path, "--format", "json"];
-    args.extend(extra);
-    let (code, stdout, stderr) = run(&args);
-    assert_eq!(code, 0, "report failed: {stderr}");
-    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
-}
 
 fn process(report: &Value, pid: u32) -> &Value {
     report["processes"]
@@ -37,11 +17,8 @@ fn process(report: &Value, pid: u32) -> &Value {
 
 #[test]
 fn json_numbers_equal_what_the_fixture_did() {
-    if !can_record("json_numbers_equal_what_the_fixture_did") {
-        return;
-    }
-    let exe = fixture("malloc_free");
-    let rec = record("report_malloc_free", &[], &[exe.to_str().unwrap(), "1000"]);
+    skip_unless_recording!("json_numbers_equal_what_the_fixture_did");
+    let rec = record_fixture("report_malloc_free", &[], "malloc_free", &["1000"]);
     let r = json_report(rec.path.to_str().unwrap(), &[]);
     assert_eq!(r["schema_version"], 1);
     assert_eq!(r["complete"], true, "{r:#}");
@@ -68,15 +45,13 @@ fn json_numbers_equal_what_the_fixture_did() {
 
 #[test]
 fn tree_numbers_and_narrowing() {
-    if !can_record("tree_numbers_and_narrowing") {
-        return;
-    }
-    let exe = fixture("fork_tree");
+    skip_unless_recording!("tree_numbers_and_narrowing");
     let target = fixture("malloc_free");
-    let rec = record(
+    let rec = record_fixture(
         "report_fork_tree",
         &[],
-        &[exe.to_str().unwrap(), target.to_str().unwrap()],
+        "fork_tree",
+        &[target.to_str().unwrap()],
     );
     let path = rec.path.to_str().unwrap();
     let root = rec.header.root_pid;
@@ -108,8 +83,7 @@ fn tree_numbers_and_narrowing() {
     let tree = json_report(path, &["--tree", &root.to_string()]);
     assert_eq!(tree["totals"]["heap"]["allocs"], 1 + 1 + 2 + 3);
     // The text form says the same numbers.
-    let (code, text, _) = run(&["report", path]);
-    assert_eq!(code, 0);
+    let text = run(&["report", path]).expect_code(0).stdout;
     assert!(text.contains("processes"), "{text}");
     for pid in [root, children[0], children[1], children[2]] {
         assert!(
@@ -121,11 +95,8 @@ fn tree_numbers_and_narrowing() {
 
 #[test]
 fn check_passes_and_fails_on_the_right_limits() {
-    if !can_record("check_passes_and_fails_on_the_right_limits") {
-        return;
-    }
-    let exe = fixture("malloc_free");
-    let rec = record("check_malloc_free", &[], &[exe.to_str().unwrap(), "10"]);
+    skip_unless_recording!("check_passes_and_fails_on_the_right_limits");
+    let rec = record_fixture("check_malloc_free", &[], "malloc_free", &["10"]);
     let path = rec.path.to_str().unwrap();
     // 12 allocations: calloc(10, 8), 10 x 10007, 10009 leaked; peak 80 + 100070.
     let cases: &[(&[&str], i32)] = &[
@@ -145,11 +116,7 @@ fn check_passes_and_fails_on_the_right_limits() {
     for (limits, want) in cases {
         let mut args = vec!["check", path];
         args.extend(limits.iter());
-        let (code, stdout, stderr) = run(&args);
-        assert_eq!(
-            code, *want,
-            "check {limits:?}\nstdout:\n{stdout}\nstderr:\n{stderr}"
-        );
+        let stdout = run(&args).expect_code(*want).stdout;
         assert_eq!(
             stdout.lines().count(),
             limits.len() / 2,
@@ -195,14 +162,7 @@ fn check_and_report_reject_bad_input_with_exit_2() {
         ),
     ];
     for (args, want) in cases {
-        let (code, stdout, stderr) = run(args);
-        assert_eq!(code, 2, "{args:?}: stdout {stdout} stderr {stderr}");
-        assert!(stderr.contains(want), "{args:?}: {stderr}");
-        assert_eq!(
-            stderr.trim_end().lines().count(),
-            1,
-            "{args:?}: one line: {stderr}"
-        );
+        run(args).expect_failure(2, &[want]);
     }
 }
 
@@ -226,28 +186,35 @@ fn lossy_recording(name: &str) -> common::Recording {
 
 #[test]
 fn check_refuses_a_lossy_recording_unless_allowed() {
-    if !can_record("check_refuses_a_lossy_recording_unless_allowed") {
-        return;
-    }
+    skip_unless_recording!("check_refuses_a_lossy_recording_unless_allowed");
     let rec = lossy_recording("check_lossy");
     let path = rec.path.to_str().unwrap();
     let lost = rec.lost();
     // The limits hold on what was read, but lost frees may hide behind them: exit 2, naming
     // the cause and the way out.
-    let (code, stdout, stderr) = run(&[
-        "check",
-        path,
-        "--max-leaked",
-        "1TiB",
-        "--max-allocs",
-        "1000000000",
-    ]);
-    assert_eq!(code, 2, "stdout {stdout} stderr {stderr}");
-    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("the recording is incomplete"), "{stderr}");
-    assert!(stderr.contains(&format!("{lost} events lost")), "{stderr}");
-    assert!(stderr.contains("ring_full"), "{stderr}");
-    assert!(stderr.contains("--allow-incomplete"), "{stderr}");
+    let loose_check = |extra: &[&str]| {
+        let mut args = vec![
+            "check",
+            path,
+            "--max-leaked",
+            "1TiB",
+            "--max-allocs",
+            "1000000000",
+        ];
+        args.extend(extra);
+        run(&args)
+    };
+    let stdout = loose_check(&[])
+        .expect_failure(
+            2,
+            &[
+                "the recording is incomplete",
+                &format!("{lost} events lost"),
+                "ring_full",
+                "--allow-incomplete",
+            ],
+        )
+        .stdout;
     // The warning says which way each number may be wrong.
     assert!(stdout.contains("incomplete: "), "{stdout}");
     assert!(
@@ -255,22 +222,11 @@ fn check_refuses_a_lossy_recording_unless_allowed() {
         "{stdout}"
     );
     // A failed leak limit proves nothing either: lost frees make leaks too high.
-    let (code, _, stderr) = run(&["check", path, "--max-leaked", "0"]);
-    assert_eq!(code, 2, "{stderr}");
+    run(&["check", path, "--max-leaked", "0"]).expect_code(2);
     // Allocations can only be too low: a failed count is certain.
-    let (code, stdout, _) = run(&["check", path, "--max-allocs", "1"]);
-    assert_eq!(code, 1, "{stdout}");
+    run(&["check", path, "--max-allocs", "1"]).expect_code(1);
     // Told to, check judges what was read.
-    let (code, stdout, stderr) = run(&[
-        "check",
-        path,
-        "--max-leaked",
-        "1TiB",
-        "--max-allocs",
-        "1000000000",
-        "--allow-incomplete",
-    ]);
-    assert_eq!(code, 0, "stdout {stdout} stderr {stderr}");
+    loose_check(&["--allow-incomplete"]).expect_code(0);
     let r = json_report(path, &[]);
     assert_eq!(r["complete"], false);
     assert_eq!(r["lost_events"]["total"], lost);
@@ -284,44 +240,38 @@ fn check_refuses_a_lossy_recording_unless_allowed() {
 
 #[test]
 fn check_refuses_a_truncated_recording_unless_allowed() {
-    if !can_record("check_refuses_a_truncated_recording_unless_allowed") {
-        return;
-    }
-    let exe = fixture("malloc_free");
-    let rec = record("check_truncated", &[], &[exe.to_str().unwrap(), "20000"]);
+    skip_unless_recording!("check_refuses_a_truncated_recording_unless_allowed");
+    let rec = record_fixture("check_truncated", &[], "malloc_free", &["20000"]);
     let bytes = std::fs::read(&rec.path).unwrap();
     let cut = scratch_dir().join("check_truncated_cut.mt");
     std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
     let cut = cut.to_str().unwrap();
-    let (code, _, stderr) = run(&["check", cut, "--max-allocs", "1000000"]);
-    assert_eq!(code, 2, "{stderr}");
-    assert!(stderr.contains("damaged at byte offset"), "{stderr}");
-    assert!(stderr.contains("cut short"), "{stderr}");
-    let (code, _, stderr) = run(&[
+    run(&["check", cut, "--max-allocs", "1000000"])
+        .expect_code(2)
+        .expect_stderr("damaged at byte offset")
+        .expect_stderr("cut short");
+    run(&[
         "check",
         cut,
         "--max-allocs",
         "1000000",
         "--allow-incomplete",
-    ]);
-    assert_eq!(code, 0, "{stderr}");
+    ])
+    .expect_code(0);
     // Cut short, every value can only grow with the missing events: a failure is certain.
-    let (code, _, _) = run(&["check", cut, "--max-peak-heap", "1"]);
-    assert_eq!(code, 1);
+    run(&["check", cut, "--max-peak-heap", "1"]).expect_code(1);
 }
 
 /// A `--probe-floor` recording has no allocations: every report says so and `check` refuses it
 /// (issue 13, item 11).
 #[test]
 fn probe_floor_recordings_say_so_and_check_refuses_them() {
-    if !can_record("probe_floor_recordings_say_so_and_check_refuses_them") {
-        return;
-    }
-    let exe = fixture("malloc_free");
-    let rec = record(
+    skip_unless_recording!("probe_floor_recordings_say_so_and_check_refuses_them");
+    let rec = record_fixture(
         "probe_floor",
         &["-q", "--probe-floor"],
-        &[exe.to_str().unwrap(), "10"],
+        "malloc_free",
+        &["10"],
     );
     assert_eq!(rec.code(), 0, "{}", rec.describe());
     let path = rec.path.to_str().unwrap();
@@ -335,14 +285,13 @@ fn probe_floor_recordings_say_so_and_check_refuses_them() {
         "{r:#}"
     );
     assert_eq!(r["totals"]["heap"]["allocs"], 0);
-    let (code, text, _) = run(&["report", path]);
-    assert_eq!(code, 0);
+    let text = run(&["report", path]).expect_code(0).stdout;
     assert!(
         text.contains("INCOMPLETE: recorded with --probe-floor"),
         "{text}"
     );
     let pid = rec.header.root_pid.to_string();
-    let (_, text, _) = run(&["report", path, "--pid", &pid]);
+    let text = run(&["report", path, "--pid", &pid]).stdout;
     assert!(
         text.contains("INCOMPLETE: recorded with --probe-floor"),
         "{text}"
@@ -350,9 +299,6 @@ fn probe_floor_recordings_say_so_and_check_refuses_them() {
     for extra in [&[][..], &["--allow-incomplete"]] {
         let mut args = vec!["check", path, "--max-allocs", "100"];
         args.extend(extra);
-        let (code, stdout, stderr) = run(&args);
-        assert_eq!(code, 2, "{args:?}: {stdout} {stderr}");
-        assert!(stderr.contains("recorded with --probe-floor"), "{stderr}");
-        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+        run(&args).expect_failure(2, &["recorded with --probe-floor"]);
     }
 }

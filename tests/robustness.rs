@@ -7,10 +7,9 @@ mod common;
 
 use std::io::Cursor;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::process::Command;
 
+use common::analyze;
 use memtrack::format::{ReadEnd, Reader};
-use memtrack::report::analyze;
 
 /// xorshift64*: a deterministic mutator, so a failing case can be replayed from its number.
 struct Rng(u64);
@@ -73,7 +72,7 @@ fn read_all(data: Vec<u8>) -> Option<(ReadEnd, bool)> {
     let mut reader = Reader::new(Cursor::new(data)).ok()?;
     let header = reader.header().clone();
     let events: Vec<_> = reader.by_ref().collect();
-    let mut accounting = memtrack::report::Accounting::new(&header);
+    let mut accounting = common::Accounting::new(&header);
     for e in &events {
         accounting.apply(e);
     }
@@ -127,20 +126,16 @@ fn the_binary_never_crashes_on_damaged_files() {
             vec!["check", path.to_str().unwrap(), "--max-allocs", "100"],
             vec!["dump", path.to_str().unwrap()],
         ] {
-            let out = Command::new(common::memtrack())
-                .args(&args)
-                .output()
-                .unwrap();
-            let code = out.status.code();
-            let stderr = String::from_utf8_lossy(&out.stderr);
+            let run = common::run(&args);
             assert!(
-                matches!(code, Some(0..=2)),
-                "case {case} {args:?}: status {:?}\n{stderr}",
-                out.status
+                matches!(run.status.code(), Some(0..=2)),
+                "case {case}\n{}",
+                run.describe()
             );
             assert!(
-                !stderr.contains("panicked"),
-                "case {case} {args:?}: {stderr}"
+                !run.stderr.contains("panicked"),
+                "case {case}\n{}",
+                run.describe()
             );
         }
     }
@@ -150,11 +145,8 @@ fn the_binary_never_crashes_on_damaged_files() {
 /// names the range, and counts every event after it.
 #[test]
 fn a_corrupt_chunk_in_a_real_recording_is_skipped_and_the_rest_counted() {
-    if !common::can_record("a_corrupt_chunk_in_a_real_recording_is_skipped_and_the_rest_counted") {
-        return;
-    }
-    let exe = common::fixture("malloc_free");
-    let rec = common::record("resync", &["-q"], &[exe.to_str().unwrap(), "30000"]);
+    skip_unless_recording!("a_corrupt_chunk_in_a_real_recording_is_skipped_and_the_rest_counted");
+    let rec = common::record_fixture("resync", &["-q"], "malloc_free", &["30000"]);
     assert_eq!(rec.code(), 0, "{}", rec.describe());
     // Each event with the offset its chunk ends at (the reader yields a chunk's events once it
     // has read the whole frame).
@@ -184,12 +176,7 @@ fn a_corrupt_chunk_in_a_real_recording_is_skipped_and_the_rest_counted() {
         .filter(|(c, e)| *c == end && is_alloc(e))
         .count();
     assert!(lost_allocs > 0);
-    let out = Command::new(common::memtrack())
-        .args(["report", damaged.to_str().unwrap(), "--format", "json"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = common::report_json(&damaged, &[]);
     assert_eq!(r["complete"], false);
     assert_eq!(r["damage"], serde_json::Value::Null, "{:#}", r["damage"]);
     assert_eq!(
@@ -219,11 +206,7 @@ fn a_corrupt_chunk_in_a_real_recording_is_skipped_and_the_rest_counted() {
         "{reason}"
     );
     // The text report says the same, and check refuses the file unless allowed.
-    let out = Command::new(common::memtrack())
-        .args(["report", damaged.to_str().unwrap()])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = common::run(&["report", damaged.to_str().unwrap()]).stdout;
     assert!(
         text.contains(&format!(
             "INCOMPLETE: the file is damaged: 1 range ({} bytes) skipped",
@@ -231,16 +214,9 @@ fn a_corrupt_chunk_in_a_real_recording_is_skipped_and_the_rest_counted() {
         )),
         "{text}"
     );
-    let out = Command::new(common::memtrack())
-        .args(["check", damaged.to_str().unwrap(), "--max-leaked", "1GiB"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains(&format!(
+    common::run(&["check", damaged.to_str().unwrap(), "--max-leaked", "1GiB"])
+        .expect_code(2)
+        .expect_stderr(&format!(
             "1 damaged range skipped, the first at byte offset {start}"
-        )),
-        "{stderr}"
-    );
+        ));
 }

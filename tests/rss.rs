@@ -10,9 +10,10 @@ mod common;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use common::{can_record, fixture, record_with_env, scratch_dir, Recording};
+use common::{
+    analyze, fixture, record_with_env, scratch_dir, scratch_file, ProcessMetrics, Recording, Report,
+};
 use memtrack::format::{EventKind, RssMember};
-use memtrack::report::{analyze, ProcessMetrics, Report};
 
 const MIB: i64 = 1 << 20;
 
@@ -26,13 +27,15 @@ struct Checkpoint {
     shmem: i64,
 }
 
-struct Run {
+/// A recording of an rss fixture, its report, and what the fixture read from /proc at each
+/// checkpoint.
+struct RssRun {
     rec: Recording,
     report: Report,
     checkpoints: HashMap<String, Checkpoint>,
 }
 
-impl Run {
+impl RssRun {
     fn process(&self, pid: u32) -> &ProcessMetrics {
         self.report
             .processes
@@ -61,7 +64,7 @@ impl Run {
         self.member(pid, member).peak_bytes as i64
     }
 
-    fn member(&self, pid: u32, member: &str) -> &memtrack::report::MemberResident {
+    fn member(&self, pid: u32, member: &str) -> &common::MemberResident {
         self.process(pid)
             .own
             .resident
@@ -115,7 +118,8 @@ macro_rules! near {
     }};
 }
 
-fn run(name: &str, args: &[&str]) -> Run {
+/// Record the fixture `testdata/rss/NAME.c` with `args`, and read back its checkpoints.
+fn record_rss(name: &str, args: &[&str]) -> RssRun {
     let exe = fixture(&format!("rss/{name}"));
     // Tests may run one fixture with different arguments at the same time.
     let tag = format!(
@@ -123,8 +127,7 @@ fn run(name: &str, args: &[&str]) -> Run {
         args.first()
             .map_or(String::new(), |a| format!("-{}", a.len()))
     );
-    let side = scratch_dir().join(format!("{tag}.status"));
-    let _ = std::fs::remove_file(&side);
+    let side = scratch_file(format!("{tag}.status"));
     let mut command = vec![exe.to_str().unwrap().to_string()];
     command.extend(args.iter().map(|s| s.to_string()));
     let command: Vec<&str> = command.iter().map(String::as_str).collect();
@@ -157,7 +160,7 @@ fn run(name: &str, args: &[&str]) -> Run {
             ))
         })
         .collect();
-    Run {
+    RssRun {
         rec,
         report,
         checkpoints,
@@ -171,10 +174,8 @@ fn disk_file(name: &str) -> PathBuf {
 
 #[test]
 fn anon_64_mib() {
-    if !can_record("anon_64_mib") {
-        return;
-    }
-    let r = run("anon", &["64"]);
+    skip_unless_recording!("anon_64_mib");
+    let r = record_rss("anon", &["64"]);
     let c = r.checkpoint("anon").clone();
     assert_eq!(r.rec.code(), 0, "{}", r.rec.describe());
     near!(r, r.peak(c.pid), c.hwm, "peak vs VmHWM");
@@ -189,11 +190,9 @@ fn anon_64_mib() {
 
 #[test]
 fn file_mapping_64_mib() {
-    if !can_record("file_mapping_64_mib") {
-        return;
-    }
+    skip_unless_recording!("file_mapping_64_mib");
     let path = disk_file("rss-file.data");
-    let r = run("file", &[path.to_str().unwrap()]);
+    let r = record_rss("file", &[path.to_str().unwrap()]);
     let c = r.checkpoint("file").clone();
     near!(
         r,
@@ -207,10 +206,8 @@ fn file_mapping_64_mib() {
 
 #[test]
 fn shmem_memfd_32_mib() {
-    if !can_record("shmem_memfd_32_mib") {
-        return;
-    }
-    let r = run("shmem", &[]);
+    skip_unless_recording!("shmem_memfd_32_mib");
+    let r = record_rss("shmem", &[]);
     let c = r.checkpoint("shmem").clone();
     near!(
         r,
@@ -224,10 +221,8 @@ fn shmem_memfd_32_mib() {
 
 #[test]
 fn fork_child_touches_more() {
-    if !can_record("fork_child_touches_more") {
-        return;
-    }
-    let r = run("fork", &[]);
+    skip_unless_recording!("fork_child_touches_more");
+    let r = record_rss("fork", &[]);
     let parent = r.checkpoint("parent").clone();
     let child = r.checkpoint("child").clone();
     near!(r, r.peak(parent.pid), parent.hwm, "parent peak vs VmHWM");
@@ -248,10 +243,8 @@ fn fork_child_touches_more() {
 
 #[test]
 fn fork_unmap_inherited_contract() {
-    if !can_record("fork_unmap_inherited_contract") {
-        return;
-    }
-    let r = run("fork_unmap_inherited", &[]);
+    skip_unless_recording!("fork_unmap_inherited_contract");
+    let r = record_rss("fork_unmap_inherited", &[]);
     let parent = r.checkpoint("parent-after").clone();
     let child = r.checkpoint("child-unmapped").clone();
     let page = r.rec.header.page_size_bytes as i64;
@@ -298,10 +291,8 @@ fn fork_unmap_inherited_contract() {
 
 #[test]
 fn fork_unmap_then_touch_peak_is_not_floored() {
-    if !can_record("fork_unmap_then_touch_peak_is_not_floored") {
-        return;
-    }
-    let r = run("fork_unmap_inherited", &["touch"]);
+    skip_unless_recording!("fork_unmap_then_touch_peak_is_not_floored");
+    let r = record_rss("fork_unmap_inherited", &["touch"]);
     let child = r.checkpoint("child-touched").clone();
     // The child's high-water mark is the 32 MiB it inherited, not the 16 MiB it touched later:
     // flooring the estimate at zero after the unmap would report about 16 MiB.
@@ -311,10 +302,8 @@ fn fork_unmap_then_touch_peak_is_not_floored() {
 
 #[test]
 fn thread_fork_charges_the_child() {
-    if !can_record("thread_fork_charges_the_child") {
-        return;
-    }
-    let r = run("thread_fork", &[]);
+    skip_unless_recording!("thread_fork_charges_the_child");
+    let r = record_rss("thread_fork", &[]);
     let parent = r.checkpoint("parent").clone();
     let child = r.checkpoint("child").clone();
     near!(r, r.peak(child.pid), child.hwm, "child peak vs VmHWM");
@@ -328,11 +317,9 @@ fn thread_fork_charges_the_child() {
 
 #[test]
 fn vfork_spawned_child_after_exec() {
-    if !can_record("vfork_spawned_child_after_exec") {
-        return;
-    }
+    skip_unless_recording!("vfork_spawned_child_after_exec");
     let anon = fixture("rss/anon");
-    let r = run("vfork_spawn", &[anon.to_str().unwrap()]);
+    let r = record_rss("vfork_spawn", &[anon.to_str().unwrap()]);
     let child = r.checkpoint("anon").clone();
     near!(
         r,
@@ -345,10 +332,8 @@ fn vfork_spawned_child_after_exec() {
 
 #[test]
 fn madvise_dontneed_then_touch_again() {
-    if !can_record("madvise_dontneed_then_touch_again") {
-        return;
-    }
-    let r = run("madvise", &[]);
+    skip_unless_recording!("madvise_dontneed_then_touch_again");
+    let r = record_rss("madvise", &[]);
     let c = r.checkpoint("madvise").clone();
     near!(r, r.peak(c.pid), c.hwm, "peak vs VmHWM");
     assert!(r.peak(c.pid) < 80 * MIB, "peak is 64 MiB, not 96");
@@ -356,10 +341,8 @@ fn madvise_dontneed_then_touch_again() {
 
 #[test]
 fn leader_exit_worker_faults() {
-    if !can_record("leader_exit_worker_faults") {
-        return;
-    }
-    let r = run("leader_exit", &[]);
+    skip_unless_recording!("leader_exit_worker_faults");
+    let r = record_rss("leader_exit", &[]);
     let c = r.checkpoint("worker").clone();
     near!(r, r.peak(c.pid), c.hwm, "peak vs VmHWM");
     let exits: Vec<usize> = r
@@ -385,11 +368,9 @@ fn leader_exit_worker_faults() {
 
 #[test]
 fn reclaim_by_another_task_is_charged_to_the_owner() {
-    if !can_record("reclaim_by_another_task_is_charged_to_the_owner") {
-        return;
-    }
+    skip_unless_recording!("reclaim_by_another_task_is_charged_to_the_owner");
     let path = disk_file("rss-reclaim.data");
-    let r = run("reclaim", &[path.to_str().unwrap()]);
+    let r = record_rss("reclaim", &[path.to_str().unwrap()]);
     if r.rec.code() == 77 {
         eprintln!("skipped reclaim: this kernel refused process_madvise(MADV_PAGEOUT)");
         return;

@@ -7,15 +7,19 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{can_record, fixture, memtrack, read_recording, scratch_dir, send_signal, wait_for};
+use common::{
+    alloc_sizes, can_record, exits, fixture, is_root, memtrack, on_terminal, read_pipe,
+    read_recording, require, run, run_command, scratch_dir, scratch_file, script_works,
+    send_signal, skip, wait_for,
+};
 use memtrack::format::{EventKind, ReadEnd};
 
 /// The rows of `memtrack doctor`, in order.
@@ -32,39 +36,13 @@ const DOCTOR_ROWS: [&str; 10] = [
     "probe sites",
 ];
 
-fn run(cmd: &mut Command) -> (i32, String, String) {
-    let out = cmd.output().unwrap_or_else(|e| panic!("run {cmd:?}: {e}"));
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-/// Skip (or, under CI, fail) with a reason.
-fn skip(test: &str, why: &str) {
-    if std::env::var_os("CI").is_some() {
-        panic!("{test}: {why}; CI machines must be able to run it");
-    }
-    eprintln!("skipped {test}: {why}");
-}
-
-fn is_root() -> bool {
-    std::fs::metadata("/proc/self")
-        .map(|m| m.uid() == 0)
-        .unwrap_or(false)
-}
-
 // ---------------------------------------------------------------------------------------------
 // doctor
 
 #[test]
 fn doctor_lists_every_check_and_says_record_can_work() {
-    if !can_record("doctor_lists_every_check_and_says_record_can_work") {
-        return;
-    }
-    let (code, out, err) = run(Command::new(memtrack()).arg("doctor"));
-    assert_eq!(code, 0, "doctor exit code\nstdout:\n{out}\nstderr:\n{err}");
+    skip_unless_recording!("doctor_lists_every_check_and_says_record_can_work");
+    let out = run(&["doctor"]).expect_code(0).stdout;
     let rows: Vec<&str> = out
         .lines()
         .filter(|l| DOCTOR_ROWS.iter().any(|r| l.starts_with(r)))
@@ -135,10 +113,9 @@ fn without_privileges_doctor_and_record_say_the_same_line() {
     let as_nobody = |args: &[&str]| {
         let mut cmd = Command::new(&bin);
         cmd.args(args).uid(65534).gid(65534).current_dir("/");
-        run(&mut cmd)
+        run_command(&mut cmd)
     };
-    let (code, out, _) = as_nobody(&["doctor"]);
-    assert_eq!(code, 1, "doctor as nobody:\n{out}");
+    let out = as_nobody(&["doctor"]).expect_code(1).stdout;
     let verdict = out
         .split("record cannot work here:\n")
         .nth(1)
@@ -150,8 +127,9 @@ fn without_privileges_doctor_and_record_say_the_same_line() {
     );
     assert_eq!(verdict.lines().count(), 1, "only the cause:\n{out}");
 
-    let (code, _, err) = as_nobody(&["record", "-o", "/tmp/never.mt", "--", "true"]);
-    assert_eq!(code, 125, "record as nobody: {err}");
+    let err = as_nobody(&["record", "-o", "/tmp/never.mt", "--", "true"])
+        .expect_code(125)
+        .stderr;
     assert_eq!(
         err.trim_end(),
         format!("memtrack: {line} (`memtrack doctor` lists every check)"),
@@ -192,13 +170,13 @@ fn test_user(test: &str) -> Option<&'static TestUser> {
             return Err("needs root to create a user and switch to it".into());
         }
         if id_of("group", TEST_GROUP).is_none() {
-            let (code, _, err) = run(Command::new("groupadd").args(["--system", TEST_GROUP]));
-            if code != 0 {
-                return Err(format!("groupadd {TEST_GROUP} failed: {err}"));
+            let run = run_command(Command::new("groupadd").args(["--system", TEST_GROUP]));
+            if run.code() != 0 {
+                return Err(format!("groupadd {TEST_GROUP} failed: {}", run.stderr));
             }
         }
         if id_of("passwd", TEST_USER).is_none() {
-            let (code, _, err) = run(Command::new("useradd").args([
+            let run = run_command(Command::new("useradd").args([
                 "--system",
                 "--user-group",
                 "--no-create-home",
@@ -210,8 +188,8 @@ fn test_user(test: &str) -> Option<&'static TestUser> {
                 TEST_GROUP,
                 TEST_USER,
             ]));
-            if code != 0 {
-                return Err(format!("useradd {TEST_USER} failed: {err}"));
+            if run.code() != 0 {
+                return Err(format!("useradd {TEST_USER} failed: {}", run.stderr));
             }
         }
         let uid = id_of("passwd", TEST_USER).ok_or("no uid after useradd")?;
@@ -245,8 +223,7 @@ const WHO_AM_I: &str = "echo \"$(id -u) $(id -g) [$(id -G)] $HOME $USER $LOGNAME
 
 /// Record `sh -c WHO_AM_I` as if run with `sudo` by `sudo_as`, with `extra` flags.
 fn record_under_sudo(name: &str, sudo_as: &TestUser, extra: &[&str]) -> (PathBuf, String) {
-    let path = scratch_dir().join(format!("{name}.mt"));
-    let _ = std::fs::remove_file(&path);
+    let path = scratch_file(format!("{name}.mt"));
     let mut cmd = Command::new(memtrack());
     cmd.args(["record", "-q", "-o"])
         .arg(&path)
@@ -258,8 +235,7 @@ fn record_under_sudo(name: &str, sudo_as: &TestUser, extra: &[&str]) -> (PathBuf
         .env("HOME", "/root")
         .env("USER", "root")
         .env("LOGNAME", "root");
-    let (code, out, err) = run(&mut cmd);
-    assert_eq!(code, 0, "{cmd:?}\nstdout:\n{out}\nstderr:\n{err}");
+    let out = run_command(&mut cmd).expect_code(0).stdout;
     let (_, events, end) = read_recording(&path);
     assert!(matches!(end, ReadEnd::Complete(_)), "{end:?}");
     assert!(
@@ -274,9 +250,7 @@ fn record_under_sudo(name: &str, sudo_as: &TestUser, extra: &[&str]) -> (PathBuf
 #[test]
 fn under_sudo_the_command_runs_as_the_invoking_user_and_owns_the_file() {
     let test = "under_sudo_the_command_runs_as_the_invoking_user_and_owns_the_file";
-    if !can_record(test) {
-        return;
-    }
+    skip_unless_recording!(test);
     let Some(user) = test_user(test) else { return };
     let (path, out) = record_under_sudo("sudo_user", user, &[]);
     let words: Vec<&str> = out.split_whitespace().collect();
@@ -306,9 +280,7 @@ fn under_sudo_the_command_runs_as_the_invoking_user_and_owns_the_file() {
 #[test]
 fn user_flag_overrides_sudo_and_root_keeps_root() {
     let test = "user_flag_overrides_sudo_and_root_keeps_root";
-    if !can_record(test) {
-        return;
-    }
+    skip_unless_recording!(test);
     let Some(user) = test_user(test) else { return };
     let (path, out) = record_under_sudo("user_nobody", user, &["--user", "nobody"]);
     assert!(out.starts_with("65534 65534 "), "--user nobody: {out}");
@@ -321,21 +293,20 @@ fn user_flag_overrides_sudo_and_root_keeps_root() {
 
 #[test]
 fn unknown_user_is_a_one_line_error_before_anything_runs() {
-    if !can_record("unknown_user_is_a_one_line_error_before_anything_runs") {
-        return;
-    }
-    let path = scratch_dir().join("unknown_user.mt");
-    let _ = std::fs::remove_file(&path);
-    let (code, _, err) = run(Command::new(memtrack())
-        .args(["record", "--user", "no-such-user-xyz", "-o"])
-        .arg(&path)
-        .args(["--", "true"]));
-    assert_eq!(code, 125, "{err}");
+    skip_unless_recording!("unknown_user_is_a_one_line_error_before_anything_runs");
+    let path = scratch_file("unknown_user.mt");
+    let err = run_command(
+        Command::new(memtrack())
+            .args(["record", "--user", "no-such-user-xyz", "-o"])
+            .arg(&path)
+            .args(["--", "true"]),
+    )
+    .expect_failure(125, &[])
+    .stderr;
     assert!(
         err.starts_with("memtrack: --user no-such-user-xyz: no such user"),
         "{err}"
     );
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert!(!path.exists(), "no file for a run that never started");
 }
 
@@ -346,8 +317,7 @@ fn unknown_user_is_a_one_line_error_before_anything_runs() {
 /// returns memtrack, the recording's path and the sleeper's child pid.
 fn start_sleeper(name: &str, extra: &[&str]) -> (std::process::Child, PathBuf, u32) {
     let exe = fixture("sleeper");
-    let path = scratch_dir().join(format!("{name}.mt"));
-    let _ = std::fs::remove_file(&path);
+    let path = scratch_file(format!("{name}.mt"));
     let mut child = Command::new(memtrack())
         .args(["record", "-o"])
         .arg(&path)
@@ -371,21 +341,13 @@ fn start_sleeper(name: &str, extra: &[&str]) -> (std::process::Child, PathBuf, u
 
 #[test]
 fn sigterm_reaches_the_whole_command_group_and_the_file_is_finished() {
-    if !can_record("sigterm_reaches_the_whole_command_group_and_the_file_is_finished") {
-        return;
-    }
+    skip_unless_recording!("sigterm_reaches_the_whole_command_group_and_the_file_is_finished");
     let (mut child, path, grandchild) = start_sleeper("sigterm", &[]);
     send_signal("TERM", i64::from(child.id()));
     let Some(status) = wait_for(&mut child, Duration::from_secs(20)) else {
         panic!("memtrack still runs 20 s after SIGTERM: the signal missed part of the tree");
     };
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
+    let err = read_pipe(child.stderr.take());
     assert_eq!(status.code(), Some(143), "128 + SIGTERM\nstderr:\n{err}");
 
     let (header, events, end) = read_recording(&path);
@@ -393,13 +355,7 @@ fn sigterm_reaches_the_whole_command_group_and_the_file_is_finished() {
         matches!(end, ReadEnd::Complete(_)),
         "complete file: {end:?}"
     );
-    let exits: Vec<(u32, i32)> = events
-        .iter()
-        .filter_map(|e| match e.kind {
-            EventKind::Exit { status } => Some((e.pid, status)),
-            _ => None,
-        })
-        .collect();
+    let exits = exits(&events);
     assert!(
         exits.contains(&(header.root_pid, libc::SIGTERM)),
         "the command died by SIGTERM: {exits:?}"
@@ -408,13 +364,7 @@ fn sigterm_reaches_the_whole_command_group_and_the_file_is_finished() {
         exits.contains(&(grandchild, libc::SIGTERM)),
         "its child too (same process group): {exits:?}"
     );
-    let sizes: Vec<u64> = events
-        .iter()
-        .filter_map(|e| match e.kind {
-            EventKind::Alloc { size, .. } => Some(size),
-            _ => None,
-        })
-        .collect();
+    let sizes = alloc_sizes(&events);
     assert!(
         sizes.contains(&15000) && sizes.contains(&15001),
         "both allocations"
@@ -423,9 +373,7 @@ fn sigterm_reaches_the_whole_command_group_and_the_file_is_finished() {
 
 #[test]
 fn sigkill_leaves_a_file_readable_up_to_the_last_chunk() {
-    if !can_record("sigkill_leaves_a_file_readable_up_to_the_last_chunk") {
-        return;
-    }
+    skip_unless_recording!("sigkill_leaves_a_file_readable_up_to_the_last_chunk");
     let (mut child, path, _) = start_sleeper("sigkill_recorder", &[]);
     // Chunks are flushed at least every second; give a loaded machine some slack.
     std::thread::sleep(Duration::from_millis(2500));
@@ -447,78 +395,14 @@ fn sigkill_leaves_a_file_readable_up_to_the_last_chunk() {
     assert_eq!(allocs, 1, "the allocation made before the kill was flushed");
 }
 
-/// Whether script(1) can give a command a terminal here.
-fn have_script(test: &str) -> bool {
-    let ok = Command::new("script")
-        .args(["-q", "-e", "-c", "true", "/dev/null"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    if !ok {
-        skip(test, "script(1) cannot open a pseudo-terminal here");
-    }
-    ok
-}
-
-/// Run `shell_command` on a fresh pseudo-terminal with script(1); `input` is typed into the
-/// terminal once `ready` appears in its output (at once when `ready` is empty). Returns the
-/// exit code and everything the terminal showed.
-fn on_terminal(shell_command: &str, ready: &str, input: &[u8]) -> (i32, String) {
-    let mut child = Command::new("script")
-        .args(["-q", "-e", "-f", "-c", shell_command, "/dev/null"])
-        .env("SHELL", "/bin/sh")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run script(1)");
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = stdout.read(&mut buf) {
-            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
-                break;
-            }
-        }
-    });
-    let mut seen = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !ready.is_empty()
-        && !String::from_utf8_lossy(&seen).contains(ready)
-        && Instant::now() < deadline
-    {
-        if let Ok(chunk) = rx.recv_timeout(Duration::from_millis(50)) {
-            seen.extend(chunk);
-        }
-    }
-    stdin.write_all(input).unwrap();
-    stdin.flush().unwrap();
-    let status = wait_for(&mut child, Duration::from_secs(30));
-    drop(stdin);
-    while let Ok(chunk) = rx.recv_timeout(Duration::from_millis(500)) {
-        seen.extend(chunk);
-    }
-    let seen = String::from_utf8_lossy(&seen).into_owned();
-    let code = status.and_then(|s| s.code()).unwrap_or_else(|| {
-        panic!("{shell_command}: still running on the terminal after 30 s; it showed:\n{seen}")
-    });
-    (code, seen)
-}
-
 #[test]
 fn ctrl_c_on_a_terminal_reaches_the_command_and_the_file_is_finished() {
     let test = "ctrl_c_on_a_terminal_reaches_the_command_and_the_file_is_finished";
-    if !can_record(test) || !have_script(test) {
+    if !can_record(test) || require(test, script_works()).is_none() {
         return;
     }
     let exe = fixture("sleeper");
-    let path = scratch_dir().join("ctrl_c.mt");
-    let _ = std::fs::remove_file(&path);
+    let path = scratch_file("ctrl_c.mt");
     let shell = format!(
         "{} record -q -o {} -- {}",
         memtrack(),
@@ -550,7 +434,7 @@ fn ctrl_c_on_a_terminal_reaches_the_command_and_the_file_is_finished() {
 #[test]
 fn the_command_owns_the_terminal_and_can_read_it() {
     let test = "the_command_owns_the_terminal_and_can_read_it";
-    if !can_record(test) || !have_script(test) {
+    if !can_record(test) || require(test, script_works()).is_none() {
         return;
     }
     let path = scratch_dir().join("terminal_read.mt");
@@ -571,7 +455,7 @@ fn the_command_owns_the_terminal_and_can_read_it() {
 #[test]
 fn progress_line_only_on_a_terminal() {
     let test = "progress_line_only_on_a_terminal";
-    if !can_record(test) || !have_script(test) {
+    if !can_record(test) || require(test, script_works()).is_none() {
         return;
     }
     let path = scratch_dir().join("progress.mt");
@@ -583,11 +467,14 @@ fn progress_line_only_on_a_terminal() {
         "a progress line on the terminal:\n{seen}"
     );
 
-    let (code, _, err) = run(Command::new(memtrack())
-        .args(["record", "-o"])
-        .arg(&path)
-        .args(["--", "sleep", "1.5"]));
-    assert_eq!(code, 0, "{err}");
+    let err = run_command(
+        Command::new(memtrack())
+            .args(["record", "-o"])
+            .arg(&path)
+            .args(["--", "sleep", "1.5"]),
+    )
+    .expect_code(0)
+    .stderr;
     assert!(!err.contains("events/s") && !err.contains('\r'), "{err:?}");
     // The allocators found (issue 6), then the summary.
     assert_eq!(
@@ -634,35 +521,36 @@ fn static_binary_has_no_dynamic_dependencies_and_records_from_an_empty_directory
     let Some(bin) = static_binary(test) else {
         return;
     };
-    let (code, headers, err) = run(Command::new("readelf").args(["-lW"]).arg(&bin));
-    assert_eq!(code, 0, "readelf: {err}");
+    let headers = run_command(Command::new("readelf").args(["-lW"]).arg(&bin))
+        .expect_code(0)
+        .stdout;
     assert!(
         !headers.contains("INTERP"),
         "no program interpreter:\n{headers}"
     );
-    let (_, dynamic, _) = run(Command::new("readelf").args(["-dW"]).arg(&bin));
+    let dynamic = run_command(Command::new("readelf").args(["-dW"]).arg(&bin)).stdout;
     assert!(
         !dynamic.contains("(NEEDED)"),
         "no shared libraries:\n{dynamic}"
     );
     assert!(headers.contains("DYN"), "position independent (static-pie)");
 
-    if !can_record(test) {
-        return;
-    }
+    skip_unless_recording!(test);
     let dir = scratch_dir().join("static-empty-dir");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::copy(&bin, dir.join("memtrack")).unwrap();
     let exe = fixture("malloc_free");
-    let (code, _, err) = run(Command::new("./memtrack")
-        .current_dir(&dir)
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .args(["record", "-o", "run.mt", "--"])
-        .arg(&exe)
-        .arg("10"));
-    assert_eq!(code, 0, "static record: {err}");
+    run_command(
+        Command::new("./memtrack")
+            .current_dir(&dir)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .args(["record", "-o", "run.mt", "--"])
+            .arg(&exe)
+            .arg("10"),
+    )
+    .expect_code(0);
     let (_, events, end) = read_recording(&dir.join("run.mt"));
     assert!(matches!(end, ReadEnd::Complete(_)), "{end:?}");
     let blocks = events
@@ -670,12 +558,14 @@ fn static_binary_has_no_dynamic_dependencies_and_records_from_an_empty_directory
         .filter(|e| matches!(e.kind, EventKind::Alloc { size: 10007, .. }))
         .count();
     assert_eq!(blocks, 10, "the fixture's ten blocks");
-    let (code, out, err) = run(Command::new("./memtrack").current_dir(&dir).arg("doctor"));
-    assert_eq!(code, 0, "static doctor:\n{out}{err}");
-    let (code, out, err) = run(Command::new("./memtrack")
-        .current_dir(&dir)
-        .args(["report", "run.mt"]));
-    assert_eq!(code, 0, "static report: {err}");
+    run_command(Command::new("./memtrack").current_dir(&dir).arg("doctor")).expect_code(0);
+    let out = run_command(
+        Command::new("./memtrack")
+            .current_dir(&dir)
+            .args(["report", "run.mt"]),
+    )
+    .expect_code(0)
+    .stdout;
     assert!(out.contains("allocations"), "{out}");
 }
 
@@ -698,7 +588,7 @@ fn flags_in(help: &str) -> Vec<String> {
 fn every_subcommand_and_flag_in_help_is_in_the_readme() {
     let readme =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
-    let (_, top, _) = run(Command::new(memtrack()).arg("--help"));
+    let top = run(&["--help"]).stdout;
     let commands: Vec<&str> = top
         .split("Commands:")
         .nth(1)
@@ -722,8 +612,7 @@ fn every_subcommand_and_flag_in_help_is_in_the_readme() {
         if !readme.contains(&format!("memtrack {sub}")) {
             missing.push(format!("memtrack {sub}"));
         }
-        let (code, help, _) = run(Command::new(memtrack()).args([sub, "--help"]));
-        assert_eq!(code, 0, "memtrack {sub} --help");
+        let help = run(&[sub, "--help"]).expect_code(0).stdout;
         for flag in flags_in(&help) {
             if !readme.contains(&flag) {
                 missing.push(format!("memtrack {sub} {flag}"));

@@ -7,7 +7,7 @@ mod common;
 
 use std::collections::HashMap;
 
-use common::{can_record, fixture, record};
+use common::{fixture, record};
 use memtrack::format::EventKind;
 
 /// Processes, threads per process, malloc+free pairs per thread: 1.6 M records. The tests run
@@ -24,9 +24,7 @@ const FIRST_SIZE: u64 = 23_100;
 
 #[test]
 fn a_thread_storm_loses_nothing_at_the_default_ring() {
-    if !can_record("a_thread_storm_loses_nothing_at_the_default_ring") {
-        return;
-    }
+    skip_unless_recording!("a_thread_storm_loses_nothing_at_the_default_ring");
     let exe = fixture("thread_storm");
     let rec = record(
         "thread_storm",
@@ -75,7 +73,7 @@ fn a_thread_storm_loses_nothing_at_the_default_ring() {
             frees.get(&size)
         );
     }
-    let stderr = String::from_utf8_lossy(&rec.output.stderr);
+    let stderr = &rec.run.stderr;
     check!(
         rec,
         stderr.contains("drain thread: SCHED_FIFO priority 1"),
@@ -87,21 +85,19 @@ fn a_thread_storm_loses_nothing_at_the_default_ring() {
 /// the normal policy and nice 0 (fields 19 and 41 of /proc/PID/stat).
 #[test]
 fn the_recorded_command_never_gets_the_recorders_priority() {
-    if !can_record("the_recorded_command_never_gets_the_recorders_priority") {
-        return;
-    }
+    skip_unless_recording!("the_recorded_command_never_gets_the_recorders_priority");
     let script =
         "cut -d ' ' -f 19,41 /proc/$$/stat; sleep 0.2; cut -d ' ' -f 19,41 /proc/self/stat";
     let rec = record("priority", &["-v"], &["sh", "-c", script]);
     check!(rec, rec.code() == 0, "the script ran");
-    let stdout = String::from_utf8_lossy(&rec.output.stdout);
+    let stdout = &rec.run.stdout;
     check!(
         rec,
         stdout == "0 0\n0 0\n",
         "nice and policy of the shell, and of a child it started after the recorder raised \
          itself: {stdout:?}"
     );
-    let stderr = String::from_utf8_lossy(&rec.output.stderr);
+    let stderr = &rec.run.stderr;
     check!(
         rec,
         stderr.contains("drain thread: SCHED_FIFO priority 1"),

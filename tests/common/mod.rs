@@ -1,15 +1,24 @@
 //! The harness every integration test shares: build the C fixtures of `testdata/`, run the real
-//! `memtrack` binary, and read the recording back through the library. On failure it prints the
-//! command, its status, stdout and stderr, so a stranger can debug a red run.
-#![allow(dead_code)]
+//! `memtrack` binary ([`run`], [`record`]), and read the recording back through the library. On
+//! failure it prints the command, its status, stdout and stderr, so a stranger can debug a red
+//! run. What the tests take from `src/report` is re-exported here, so a move there is fixed once.
+// Each test binary uses a part of the harness: the rest is not dead, only unused there.
+#![allow(dead_code, unused_imports)]
 
 use std::collections::HashSet;
+use std::ffi::OsStr;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Output};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use memtrack::format::{AllocFunc, Event, EventKind, Header, ReadEnd, Reader};
+
+// What the tests take from `src/report`, named once: a move there (issue 14 splits the
+// accounting into parts) is then fixed in this one place.
+pub use memtrack::report::metrics::{BenchmarkMetrics, Blocks};
+pub use memtrack::report::{analyze, Accounting, MemberResident, ProcessMetrics, Report};
 
 /// The memtrack binary under test.
 pub fn memtrack() -> &'static str {
@@ -21,6 +30,13 @@ pub fn scratch_dir() -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("memtrack-tests");
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+/// The path `name` in the scratch directory, with whatever an earlier run left there removed.
+pub fn scratch_file(name: impl AsRef<Path>) -> PathBuf {
+    let path = scratch_dir().join(name);
+    let _ = std::fs::remove_file(&path);
+    path
 }
 
 /// Whether this machine lets us record (root or the BPF capabilities, and BTF). When it does
@@ -43,6 +59,25 @@ pub fn can_record(test: &str) -> bool {
             false
         }
     }
+}
+
+/// Whether the tests run as root (effective uid 0).
+pub fn is_root() -> bool {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|ids| ids.split_whitespace().nth(1).map(|e| e == "0"))
+        .unwrap_or(false)
+}
+
+/// Say why `test` skips; under CI fail instead, since CI machines install and allow
+/// everything (scripts/setup.sh).
+pub fn skip(test: &str, why: &str) {
+    if std::env::var_os("CI").is_some() {
+        panic!("{test}: {why}; CI machines must have it (scripts/setup.sh)");
+    }
+    eprintln!("skipped {test}: {why}");
 }
 
 static BUILD_LOCK: Mutex<()> = Mutex::new(());
@@ -121,15 +156,27 @@ pub fn build_fixture(src: &str, out: &str, flags: &[&str]) -> Result<PathBuf, St
 /// saying why `test` skips; under CI it fails instead, since CI installs everything
 /// (scripts/setup.sh).
 pub fn require<T>(test: &str, thing: Result<T, String>) -> Option<T> {
-    match thing {
-        Ok(t) => Some(t),
-        Err(why) if std::env::var_os("CI").is_some() => {
-            panic!("{test}: {why}; CI machines must have it (scripts/setup.sh)")
-        }
-        Err(why) => {
-            eprintln!("skipped {test}: {why}");
-            None
-        }
+    thing.map_err(|why| skip(test, &why)).ok()
+}
+
+/// [`build_fixture`], or `None` after saying why `test` skips (see [`require`]).
+pub fn require_fixture(test: &str, src: &str, out: &str, flags: &[&str]) -> Option<PathBuf> {
+    require(test, build_fixture(src, out, flags))
+}
+
+/// Whether script(1) can give a command a terminal here, or why not.
+pub fn script_works() -> Result<(), String> {
+    let ok = Command::new("script")
+        .args(["-q", "-e", "-c", "true", "/dev/null"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if ok {
+        Ok(())
+    } else {
+        Err("script(1) cannot open a pseudo-terminal here (bsdutils)".to_string())
     }
 }
 
@@ -149,10 +196,114 @@ pub fn system_library(name: &str) -> Result<PathBuf, String> {
     .ok_or_else(|| format!("{name} is not installed (scripts/setup.sh installs it)"))
 }
 
+/// A finished run of a command (memtrack itself, or a tool a test needs): what it said and how
+/// it ended, with the command line for the failure message.
+pub struct Run {
+    pub command: String,
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    /// What `output` of `command` said, as text.
+    pub fn new(command: String, output: Output) -> Run {
+        Run {
+            command,
+            status: output.status,
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
+    /// The exit code, or -1 when a signal ended the command.
+    pub fn code(&self) -> i32 {
+        self.status.code().unwrap_or(-1)
+    }
+
+    /// Everything a failure message needs.
+    pub fn describe(&self) -> String {
+        format!(
+            "command: {}\nstatus: {}\nstdout:\n{}\nstderr:\n{}",
+            self.command, self.status, self.stdout, self.stderr
+        )
+    }
+
+    /// This run, after asserting that it exited with `code` (printing the run otherwise).
+    #[track_caller]
+    pub fn expect_code(self, code: i32) -> Run {
+        assert_eq!(self.code(), code, "exit code\n{}", self.describe());
+        self
+    }
+
+    /// This run, after asserting that its stderr contains `want`.
+    #[track_caller]
+    pub fn expect_stderr(self, want: &str) -> Run {
+        assert!(
+            self.stderr.contains(want),
+            "{want:?} missing\n{}",
+            self.describe()
+        );
+        self
+    }
+
+    /// This run, after asserting that it failed with `code` and said so in one line of stderr
+    /// that contains each of `want`.
+    #[track_caller]
+    pub fn expect_failure(self, code: i32, want: &[&str]) -> Run {
+        let run = self.expect_code(code);
+        assert_eq!(
+            run.stderr.lines().count(),
+            1,
+            "one line on stderr\n{}",
+            run.describe()
+        );
+        for w in want {
+            assert!(run.stderr.contains(w), "{w:?} missing\n{}", run.describe());
+        }
+        run
+    }
+}
+
+/// Run the memtrack binary with `args` and wait for it.
+pub fn run<S: AsRef<OsStr>>(args: &[S]) -> Run {
+    run_command(Command::new(memtrack()).args(args))
+}
+
+/// Run `cmd` (its stdout and stderr captured) and wait for it.
+pub fn run_command(cmd: &mut Command) -> Run {
+    let command = format!("{cmd:?}");
+    let output = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("run {command}: {e}"));
+    Run::new(command, output)
+}
+
+/// `memtrack report --format json PATH [extra...]`, asserted to succeed, as JSON.
+#[track_caller]
+pub fn report_json(path: impl AsRef<OsStr>, extra: &[&str]) -> serde_json::Value {
+    let mut cmd = Command::new(memtrack());
+    cmd.arg("report")
+        .arg(path)
+        .args(["--format", "json"])
+        .args(extra);
+    let run = run_command(&mut cmd).expect_code(0);
+    serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e})\n{}", run.describe()))
+}
+
+/// Everything left to read from a child's captured stdout or stderr.
+pub fn read_pipe(pipe: Option<impl Read>) -> String {
+    let mut text = String::new();
+    pipe.expect("the pipe was captured")
+        .read_to_string(&mut text)
+        .expect("read the child's output");
+    text
+}
+
 /// A finished `memtrack record` run and what it wrote.
 pub struct Recording {
-    pub command: String,
-    pub output: Output,
+    pub run: Run,
     pub path: PathBuf,
     pub header: Header,
     pub events: Vec<Event>,
@@ -162,19 +313,12 @@ pub struct Recording {
 impl Recording {
     /// The recorder's exit code.
     pub fn code(&self) -> i32 {
-        self.output.status.code().unwrap_or(-1)
+        self.run.code()
     }
 
     /// Everything a failure message needs.
     pub fn describe(&self) -> String {
-        format!(
-            "command: {}\nstatus: {}\nstdout:\n{}\nstderr:\n{}\nread end: {:?}",
-            self.command,
-            self.output.status,
-            String::from_utf8_lossy(&self.output.stdout),
-            String::from_utf8_lossy(&self.output.stderr),
-            self.end
-        )
+        format!("{}\nread end: {:?}", self.run.describe(), self.end)
     }
 
     /// Successful allocations (Alloc, Realloc) of exactly `size` bytes.
@@ -247,13 +391,7 @@ impl Recording {
 
     /// Exit events as (pid, status).
     pub fn exits(&self) -> Vec<(u32, i32)> {
-        self.events
-            .iter()
-            .filter_map(|e| match e.kind {
-                EventKind::Exit { status } => Some((e.pid, status)),
-                _ => None,
-            })
-            .collect()
+        exits(&self.events)
     }
 
     /// Exec events as (pid, filename, argv).
@@ -330,13 +468,85 @@ impl Recording {
     }
 }
 
+/// Exit events of `events` as (pid, status).
+pub fn exits(events: &[Event]) -> Vec<(u32, i32)> {
+    events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Exit { status } => Some((e.pid, status)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The sizes of the Alloc events of `events`, in order.
+pub fn alloc_sizes(events: &[Event]) -> Vec<u64> {
+    events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Alloc { size, .. } => Some(size),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Read a recording completely: header, every readable event, and how reading ended.
 pub fn read_recording(path: &Path) -> (Header, Vec<Event>, ReadEnd) {
-    let mut reader =
-        Reader::open(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+}
+
+fn read(path: &Path) -> Result<(Header, Vec<Event>, ReadEnd), String> {
+    let mut reader = Reader::open(path).map_err(|e| e.to_string())?;
     let events: Vec<Event> = reader.by_ref().collect();
     let end = reader.end().cloned().expect("reader says how it ended");
-    (reader.header().clone(), events, end)
+    Ok((reader.header().clone(), events, end))
+}
+
+/// Run `shell_command` on a fresh pseudo-terminal with script(1); `input` is typed into the
+/// terminal once `ready` appears in its output (at once when `ready` is empty). Returns the
+/// exit code and everything the terminal showed.
+pub fn on_terminal(shell_command: &str, ready: &str, input: &[u8]) -> (i32, String) {
+    let mut child = Command::new("script")
+        .args(["-q", "-e", "-f", "-c", shell_command, "/dev/null"])
+        .env("SHELL", "/bin/sh")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run script(1)");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stdout.read(&mut buf) {
+            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !ready.is_empty()
+        && !String::from_utf8_lossy(&seen).contains(ready)
+        && Instant::now() < deadline
+    {
+        if let Ok(chunk) = rx.recv_timeout(Duration::from_millis(50)) {
+            seen.extend(chunk);
+        }
+    }
+    stdin.write_all(input).unwrap();
+    stdin.flush().unwrap();
+    let status = wait_for(&mut child, Duration::from_secs(30));
+    drop(stdin);
+    while let Ok(chunk) = rx.recv_timeout(Duration::from_millis(500)) {
+        seen.extend(chunk);
+    }
+    let seen = String::from_utf8_lossy(&seen).into_owned();
+    let code = status.and_then(|s| s.code()).unwrap_or_else(|| {
+        panic!("{shell_command}: still running on the terminal after 30 s; it showed:\n{seen}")
+    });
+    (code, seen)
 }
 
 /// Wait up to `limit` for `child`; kill it and return `None` if it is still running then.
@@ -381,6 +591,14 @@ pub fn record(name: &str, extra: &[&str], command: &[&str]) -> Recording {
     record_with_env(name, extra, command, &[])
 }
 
+/// Build the fixture `testdata/FIXTURE.c` and [`record`] it with `args` under `name`.
+pub fn record_fixture(name: &str, extra: &[&str], fixture_name: &str, args: &[&str]) -> Recording {
+    let exe = fixture(fixture_name);
+    let mut command = vec![exe.to_str().unwrap()];
+    command.extend_from_slice(args);
+    record(name, extra, &command)
+}
+
 /// As [`record`], with extra environment variables for memtrack and so for the command.
 pub fn record_with_env(
     name: &str,
@@ -388,33 +606,35 @@ pub fn record_with_env(
     command: &[&str],
     env: &[(&str, &std::ffi::OsStr)],
 ) -> Recording {
-    let path = scratch_dir().join(format!("{name}.mt"));
-    let _ = std::fs::remove_file(&path);
+    let path = scratch_file(format!("{name}.mt"));
     let mut cmd = record_command(&path, extra, command);
     cmd.envs(env.iter().copied());
-    let command_line = format!("{cmd:?}");
-    let output = cmd.output().expect("run memtrack");
-    let (header, events, end) = match Reader::open(&path) {
-        Ok(mut reader) => {
-            let events: Vec<Event> = reader.by_ref().collect();
-            let end = reader.end().cloned().expect("reader says how it ended");
-            (reader.header().clone(), events, end)
-        }
-        Err(e) => panic!(
-            "cannot read {}: {e}\ncommand: {command_line}\nstatus: {}\nstderr:\n{}",
-            path.display(),
-            output.status,
-            String::from_utf8_lossy(&output.stderr)
-        ),
-    };
+    let run = run_command(&mut cmd);
+    recording(run, path)
+}
+
+/// The recording `run` wrote at `path`, read back through the library.
+pub fn recording(run: Run, path: PathBuf) -> Recording {
+    let (header, events, end) = read(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}\n{}", path.display(), run.describe()));
     Recording {
-        command: command_line,
-        output,
+        run,
         path,
         header,
         events,
         end,
     }
+}
+
+/// Return from the test `$test` (a name) when this machine cannot record: [`can_record`] says
+/// why, or fails the test under CI.
+#[macro_export]
+macro_rules! skip_unless_recording {
+    ($test:expr) => {
+        if !$crate::common::can_record($test) {
+            return;
+        }
+    };
 }
 
 /// Assert `cond`, printing the recording's run on failure.
