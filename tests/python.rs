@@ -9,10 +9,10 @@
 
 mod common;
 
+use std::ffi::OsStr;
 use std::path::PathBuf;
-use std::process::Command;
 
-use common::{can_record, memtrack, scratch_dir};
+use common::{report_json, run, scratch_dir};
 
 /// os.readv's blocks for the `stop` request (an iovec and a Py_buffer array, and one calloc):
 /// made just before the reply arrives, freed just after. When memtrack acts on `stop` after
@@ -51,9 +51,7 @@ fn tracemalloc_count(stderr: &str) -> Option<(u64, u64)> {
 
 #[test]
 fn live_python_blocks_of_a_window_equal_tracemalloc() {
-    if !can_record("live_python_blocks_of_a_window_equal_tracemalloc") {
-        return;
-    }
+    skip_unless_recording!("live_python_blocks_of_a_window_equal_tracemalloc");
     let python = match python() {
         Ok(p) => p,
         Err(why) if std::env::var_os("CI").is_some() => {
@@ -73,31 +71,24 @@ fn live_python_blocks_of_a_window_equal_tracemalloc() {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("run.mt");
-        let output = Command::new(memtrack())
-            .arg("record")
-            .arg("--python-objects")
-            .arg("--control")
-            .arg(dir.join("ctl"))
-            .arg("-o")
-            .arg(&file)
-            .arg("--")
-            .arg(&python)
-            .arg(script)
-            .arg(objects)
-            .output()
-            .expect("run memtrack record");
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(output.status.success(), "record failed: {stderr}");
-        let traced = tracemalloc_count(&stderr)
-            .unwrap_or_else(|| panic!("no tracemalloc line in stderr:\n{stderr}"));
+        let control = dir.join("ctl");
+        let recorded = run(&[
+            OsStr::new("record"),
+            OsStr::new("--python-objects"),
+            OsStr::new("--control"),
+            control.as_os_str(),
+            OsStr::new("-o"),
+            file.as_os_str(),
+            OsStr::new("--"),
+            python.as_os_str(),
+            OsStr::new(script),
+            OsStr::new(objects),
+        ])
+        .expect_code(0);
+        let traced = tracemalloc_count(&recorded.stderr)
+            .unwrap_or_else(|| panic!("no tracemalloc line\n{}", recorded.describe()));
 
-        let report = Command::new(memtrack())
-            .args(["report", "--format", "json"])
-            .arg(&file)
-            .output()
-            .expect("run memtrack report");
-        assert!(report.status.success(), "{report:?}");
-        let json: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+        let json = report_json(&file, &[]);
         let bench = json["benchmarks"]
             .as_array()
             .and_then(|b| b.iter().find(|b| b["uri"] == "python"))
@@ -114,7 +105,8 @@ fn live_python_blocks_of_a_window_equal_tracemalloc() {
         assert!(
             extra == (0, 0) || extra == READV_BLOCKS,
             "{objects} objects: memtrack counts {leaked:?} (blocks, bytes) live at the end of the \
-             window, tracemalloc {traced:?}; only os.readv's {READV_BLOCKS:?} may differ\n{stderr}"
+             window, tracemalloc {traced:?}; only os.readv's {READV_BLOCKS:?} may differ\n{}",
+            recorded.describe()
         );
         if objects != "0" {
             // Four kept objects per item, at least: the test measured something.
