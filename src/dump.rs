@@ -119,6 +119,7 @@ fn write_line<T: Serialize>(
 mod tests {
     use super::*;
     use crate::format::{AllocFunc, Event, EventKind, Writer};
+    use crate::testkit::FailingOutput;
     use std::path::PathBuf;
 
     /// A recording in a temporary file, removed on drop.
@@ -223,45 +224,33 @@ mod tests {
         assert!(lines[2]["trailer"].is_object(), "{lines:?}");
     }
 
-    /// An output whose reader went away after `left` bytes.
-    struct ClosedPipe {
-        left: usize,
-    }
-
-    impl Write for ClosedPipe {
-        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-            if self.left == 0 {
-                return Err(io::Error::from(io::ErrorKind::BrokenPipe));
-            }
-            let n = b.len().min(self.left);
-            self.left -= n;
-            Ok(n)
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
-
     #[test]
     fn broken_pipe_ends_quietly() {
         let rec = TempRecording::new("pipe", 100_000, true);
-        let end = run(&rec.0, &mut ClosedPipe { left: 100 }).unwrap();
+        let end = run(
+            &rec.0,
+            &mut FailingOutput {
+                left: 100,
+                error: io::ErrorKind::BrokenPipe,
+            },
+        )
+        .unwrap();
         assert!(matches!(end, ReadEnd::Damaged { ref reason, .. } if reason == OUTPUT_CLOSED));
     }
 
     #[test]
     fn other_output_errors_are_errors() {
-        struct Full;
-        impl Write for Full {
-            fn write(&mut self, _: &[u8]) -> io::Result<usize> {
-                Err(io::Error::other("disk full"))
-            }
-            fn flush(&mut self) -> io::Result<()> {
-                Ok(())
-            }
-        }
         let rec = TempRecording::new("full", 1, true);
-        assert!(matches!(run(&rec.0, &mut Full), Err(Error::Io { .. })));
+        assert!(matches!(
+            run(
+                &rec.0,
+                &mut FailingOutput {
+                    left: 0,
+                    error: io::ErrorKind::Other,
+                },
+            ),
+            Err(Error::Io { .. })
+        ));
     }
 
     #[test]

@@ -207,3 +207,101 @@ pub fn benchmark_events(count: u64, live: u64) -> impl Iterator<Item = Event> {
         }
     })
 }
+
+// --- format: the recording's own builders (headers and trailers with every field set, events at
+// absolute times, chunk payloads encoded and decoded, outputs that fail) for format/* and dump.
+
+use std::io;
+
+use crate::format::wire::{append, ChunkDecoder, ChunkEncoder, DecodeFault, WireRecord};
+use crate::format::{LostCount, Trailer};
+
+/// An event at `ts_ns` itself (not relative to [`START`]), by thread `tid` of process `pid`.
+pub fn ev(ts_ns: u64, pid: u32, tid: u32, kind: EventKind) -> Event {
+    Event {
+        ts_ns,
+        pid,
+        tid,
+        kind,
+    }
+}
+
+/// A header with every field set, strings included, for round trips through the file.
+pub fn full_header() -> Header {
+    Header {
+        memtrack_version: "0.1.0".into(),
+        kernel_release: "6.8.0-test".into(),
+        hostname: "runner".into(),
+        page_size_bytes: 4096,
+        argv: vec!["cargo".into(), "bench".into()],
+        root_pid: 4242,
+        start_monotonic_ns: 1_000_000_000,
+        start_wall_ns: 1_700_000_000_000_000_000,
+        ring_size_bytes: 64 << 20,
+        features: vec!["alloc".into(), "rss".into()],
+    }
+}
+
+/// A trailer with a loss count (its event and chunk counts are the writer's to fill in).
+pub fn full_trailer() -> Trailer {
+    Trailer {
+        end_monotonic_ns: 9_000_000_000,
+        events: 0,
+        chunks: 0,
+        lost: vec![LostCount {
+            cause: "ring_full".into(),
+            count: 3,
+        }],
+        exit_code: 0,
+    }
+}
+
+/// `events` encoded as one chunk payload.
+pub fn encode_chunk(events: &[Event]) -> Vec<u8> {
+    let mut enc = ChunkEncoder::default();
+    let mut out = Vec::new();
+    for e in events {
+        enc.encode(e, &mut out).unwrap();
+    }
+    out
+}
+
+/// Every event of one chunk payload, or the first fault.
+pub fn decode_chunk(payload: &[u8]) -> Result<Vec<Event>, DecodeFault> {
+    let mut dec = ChunkDecoder::default();
+    let mut pos = 0;
+    let mut events = Vec::new();
+    while pos < payload.len() {
+        events.push(dec.next_event(payload, &mut pos)?);
+    }
+    Ok(events)
+}
+
+/// The bytes of one record.
+pub fn record_bytes(rec: &WireRecord<'_>) -> Vec<u8> {
+    let mut v = Vec::new();
+    append(&mut v, rec).unwrap();
+    v
+}
+
+/// An output that accepts `left` bytes, then fails every write with `error`.
+pub struct FailingOutput {
+    /// Bytes still accepted.
+    pub left: usize,
+    /// What the writes after those fail with.
+    pub error: io::ErrorKind,
+}
+
+impl io::Write for FailingOutput {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        if self.left == 0 {
+            return Err(io::Error::from(self.error));
+        }
+        let n = b.len().min(self.left);
+        self.left -= n;
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}

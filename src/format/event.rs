@@ -1,7 +1,7 @@
 //! The logical event model: what happened in the recorded process tree, with absolute values.
 //!
 //! The recorder decodes kernel records into these; the writer encodes them compactly (see
-//! `wire.rs`); the reader decodes them back; `report` and `dump` consume them. Nothing here knows
+//! `wire`); the reader decodes them back; `report` and `dump` consume them. Nothing here knows
 //! about BPF or about the on-disk encoding.
 
 use serde::{Deserialize, Serialize};

@@ -465,43 +465,7 @@ mod tests {
         AllocFunc, ControlCommand, EventKind, LostCount, MarkerKind, RssMember,
     };
     use crate::format::writer::Writer;
-
-    fn header() -> Header {
-        Header {
-            memtrack_version: "0.1.0".into(),
-            kernel_release: "6.8.0-test".into(),
-            hostname: "runner".into(),
-            page_size_bytes: 4096,
-            argv: vec!["cargo".into(), "bench".into()],
-            root_pid: 4242,
-            start_monotonic_ns: 1_000_000_000,
-            start_wall_ns: 1_700_000_000_000_000_000,
-            ring_size_bytes: 64 << 20,
-            features: vec!["alloc".into(), "rss".into()],
-        }
-    }
-
-    fn trailer() -> Trailer {
-        Trailer {
-            end_monotonic_ns: 9_000_000_000,
-            events: 0,
-            chunks: 0,
-            lost: vec![LostCount {
-                cause: "ring_full".into(),
-                count: 3,
-            }],
-            exit_code: 0,
-        }
-    }
-
-    fn ev(ts_ns: u64, pid: u32, tid: u32, kind: EventKind) -> Event {
-        Event {
-            ts_ns,
-            pid,
-            tid,
-            kind,
-        }
-    }
+    use crate::testkit::{ev, full_header, full_trailer};
 
     /// One event of every kind, with awkward values.
     fn every_kind() -> Vec<Event> {
@@ -686,7 +650,7 @@ mod tests {
 
     /// Writes `events`, closing a chunk after every `per_chunk` events.
     fn record(events: &[Event], per_chunk: usize) -> Recording {
-        let mut w = Writer::new(Vec::new(), &header()).unwrap();
+        let mut w = Writer::new(Vec::new(), &full_header()).unwrap();
         let header_end = w.bytes_written();
         let mut chunk_ends = Vec::new();
         for (i, e) in events.iter().enumerate() {
@@ -700,7 +664,7 @@ mod tests {
         if chunk_ends.last().map(|c| c.1) != Some(events.len()) && !events.is_empty() {
             chunk_ends.push((w.bytes_written(), events.len()));
         }
-        let bytes = w.finish(&trailer()).unwrap();
+        let bytes = w.finish(&full_trailer()).unwrap();
         Recording {
             bytes,
             chunk_ends,
@@ -772,7 +736,7 @@ mod tests {
         let expected = Trailer {
             events: events.len() as u64,
             chunks: 1,
-            ..trailer()
+            ..full_trailer()
         };
         assert_eq!(end, ReadEnd::Complete(expected));
     }
@@ -790,7 +754,7 @@ mod tests {
     fn header_round_trips() {
         let rec = record(&every_kind(), 4);
         let r = Reader::new(&rec.bytes[..]).unwrap();
-        assert_eq!(r.header(), &header());
+        assert_eq!(r.header(), &full_header());
         assert_eq!(r.offset(), rec.header_end);
         assert!(r.end().is_none());
     }
@@ -806,11 +770,11 @@ mod tests {
     #[test]
     fn many_chunks_keep_order_and_values() {
         let events = busy_events(50_000);
-        let mut w = Writer::new(Vec::new(), &header()).unwrap();
+        let mut w = Writer::new(Vec::new(), &full_header()).unwrap();
         for e in &events {
             w.push(e).unwrap();
         }
-        let bytes = w.finish(&trailer()).unwrap();
+        let bytes = w.finish(&full_trailer()).unwrap();
         let mut r = Reader::new(&bytes[..]).unwrap();
         let mut n = 0;
         for (got, want) in r.by_ref().zip(&events) {
@@ -850,7 +814,7 @@ mod tests {
                 live: Vec::new(),
             })
             .collect();
-        let mut w = Writer::new(Vec::new(), &header()).unwrap();
+        let mut w = Writer::new(Vec::new(), &full_header()).unwrap();
         let (mut mallocs, mut frees) = (0u32, 0u32);
         let mut ts = 5_000_000_000_000u64;
         while frees < 100_000 {
@@ -887,7 +851,7 @@ mod tests {
         }
         let events = w.events_written();
         assert_eq!(events, 200_000);
-        let bytes = w.finish(&trailer()).unwrap();
+        let bytes = w.finish(&full_trailer()).unwrap();
         let (read, end) = read_all(&bytes).unwrap();
         assert_eq!(read.len() as u64, events);
         assert!(matches!(end, ReadEnd::Complete(_)));
@@ -1362,7 +1326,7 @@ mod tests {
         let path = std::env::temp_dir().join(format!("memtrack-live-{}.mt", std::process::id()));
         let file = File::create(&path).unwrap();
         assert!(crate::sys::lock::try_lock_exclusive(&file).unwrap());
-        let mut w = Writer::new(file, &header()).unwrap();
+        let mut w = Writer::new(file, &full_header()).unwrap();
         w.flush_chunk().unwrap();
         match Reader::open(&path) {
             Err(Error::BadFile { message, .. }) => assert_eq!(message, STILL_BEING_WRITTEN),
@@ -1381,11 +1345,11 @@ mod tests {
     fn open_reads_a_written_file() {
         let path = std::env::temp_dir().join(format!("memtrack-ok-{}.mt", std::process::id()));
         let file = File::create(&path).unwrap();
-        let mut w = Writer::new(file, &header()).unwrap();
+        let mut w = Writer::new(file, &full_header()).unwrap();
         for e in every_kind() {
             w.push(&e).unwrap();
         }
-        w.finish(&trailer()).unwrap();
+        w.finish(&full_trailer()).unwrap();
         let mut r = Reader::open(&path).unwrap();
         let events: Vec<Event> = r.by_ref().collect();
         std::fs::remove_file(&path).unwrap();
@@ -1399,13 +1363,13 @@ mod tests {
     #[ignore]
     fn decode_speed() {
         let events = busy_events(2_000_000);
-        let mut w = Writer::new(Vec::new(), &header()).unwrap();
+        let mut w = Writer::new(Vec::new(), &full_header()).unwrap();
         let t = std::time::Instant::now();
         for e in &events {
             w.push(e).unwrap();
         }
         let encode = t.elapsed();
-        let bytes = w.finish(&trailer()).unwrap();
+        let bytes = w.finish(&full_trailer()).unwrap();
         let t = std::time::Instant::now();
         let n = Reader::new(&bytes[..]).unwrap().count();
         let decode = t.elapsed();

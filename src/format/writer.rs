@@ -197,29 +197,8 @@ fn encode_error(what: &'static str, e: postcard::Error) -> FormatError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::event::AllocFunc;
+    use crate::testkit::{ev, free, header, FailingOutput};
     use std::io;
-
-    fn header() -> Header {
-        Header {
-            memtrack_version: "0.1.0".into(),
-            argv: vec!["true".into()],
-            page_size_bytes: 4096,
-            ..Header::default()
-        }
-    }
-
-    fn free(ts_ns: u64, addr: u64) -> Event {
-        Event {
-            ts_ns,
-            pid: 1,
-            tid: 1,
-            kind: EventKind::Free {
-                func: AllocFunc::Free,
-                addr,
-            },
-        }
-    }
 
     #[test]
     fn new_writes_magic_version_and_header_at_once() {
@@ -236,7 +215,7 @@ mod tests {
     fn push_buffers_until_flush() {
         let mut w = Writer::new(Vec::new(), &header()).unwrap();
         let start = w.bytes_written();
-        w.push(&free(1, 0x10)).unwrap();
+        w.push(&ev(1, 1, 1, free(0x10))).unwrap();
         assert_eq!(w.bytes_written(), start);
         assert_eq!(w.events_written(), 1);
         w.flush_chunk().unwrap();
@@ -259,7 +238,7 @@ mod tests {
         let start = w.bytes_written();
         let mut n = 0u64;
         while w.bytes_written() == start {
-            w.push(&free(n * 1000, n * 64)).unwrap();
+            w.push(&ev(n * 1000, 1, 1, free(n * 64))).unwrap();
             n += 1;
         }
         let chunk = (w.bytes_written() - start) as usize - FRAME_HEAD_BYTES;
@@ -271,10 +250,10 @@ mod tests {
     fn finish_fills_counts_and_returns_output() {
         let mut w = Writer::new(Vec::new(), &header()).unwrap();
         for i in 0..5 {
-            w.push(&free(i, 16)).unwrap();
+            w.push(&ev(i, 1, 1, free(16))).unwrap();
         }
         w.flush_chunk().unwrap();
-        w.push(&free(9, 16)).unwrap();
+        w.push(&ev(9, 1, 1, free(16))).unwrap();
         let total = w.bytes_written();
         let trailer = Trailer {
             events: 999,
@@ -305,7 +284,7 @@ mod tests {
         assert!(matches!(err, FormatError::TooLarge { .. }), "{err}");
         assert_eq!(w.events_written(), 0);
         assert!(w.payload.is_empty());
-        w.push(&free(2, 8)).unwrap();
+        w.push(&ev(2, 1, 1, free(8))).unwrap();
         assert_eq!(w.events_written(), 1);
     }
 
@@ -336,53 +315,70 @@ mod tests {
         ));
     }
 
-    /// An output that fails every write.
-    struct Broken;
-
-    impl Write for Broken {
-        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
-            Err(io::Error::other("disk full"))
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
-
     #[test]
     fn output_errors_are_returned() {
         assert!(matches!(
-            Writer::new(Broken, &header()),
+            Writer::new(
+                FailingOutput {
+                    left: 0,
+                    error: io::ErrorKind::Other,
+                },
+                &header()
+            ),
             Err(FormatError::Io(_))
         ));
     }
 
-    /// An output that accepts `left` bytes, then fails.
-    struct FailsAfter {
-        left: usize,
-    }
-
-    impl Write for FailsAfter {
-        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-            if self.left == 0 {
-                return Err(io::Error::other("disk full"));
+    /// The encoder's speed in the recorder's hot loop, and the bytes it writes:
+    /// `cargo test --release --lib -- --ignored --nocapture encode_speed`. 10 million
+    /// malloc/free events (a 1 million event stream of 12 threads, pushed 10 times) into a
+    /// `Vec`; the checksum of the bytes must not change when the encoder is reworked (its header
+    /// is spelled out so that it does not change with the test kit's).
+    #[test]
+    #[ignore]
+    fn encode_speed() {
+        let events: Vec<Event> = crate::testkit::benchmark_events(1_000_000, 1_000).collect();
+        let header = Header {
+            memtrack_version: "0.1.0".into(),
+            argv: vec!["true".into()],
+            page_size_bytes: 4096,
+            ..Header::default()
+        };
+        let mut w = Writer::new(Vec::with_capacity(128 << 20), &header).unwrap();
+        let t = std::time::Instant::now();
+        for _ in 0..10 {
+            for e in &events {
+                w.push(e).unwrap();
             }
-            let n = b.len().min(self.left);
-            self.left -= n;
-            Ok(n)
         }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
+        let elapsed = t.elapsed();
+        let n = w.events_written();
+        let bytes = w.finish(&Trailer::default()).unwrap();
+        let crc = crate::format::crc::crc32(&bytes);
+        println!(
+            "encode {:.1} M events/s ({:.2} ns/event), {:.3} bytes/event, {} bytes, crc32 {crc:08x}",
+            n as f64 / elapsed.as_secs_f64() / 1e6,
+            elapsed.as_nanos() as f64 / n as f64,
+            bytes.len() as f64 / n as f64,
+            bytes.len(),
+        );
     }
 
     #[test]
     fn failed_chunk_write_is_an_error_and_does_not_panic_later() {
-        let mut w = Writer::new(FailsAfter { left: 200 }, &header()).unwrap();
+        let mut w = Writer::new(
+            FailingOutput {
+                left: 200,
+                error: io::ErrorKind::Other,
+            },
+            &header(),
+        )
+        .unwrap();
         for i in 0..100 {
-            w.push(&free(i, i)).unwrap();
+            w.push(&ev(i, 1, 1, free(i))).unwrap();
         }
         assert!(matches!(w.flush_chunk(), Err(FormatError::Io(_))));
-        w.push(&free(1, 1)).unwrap();
+        w.push(&ev(1, 1, 1, free(1))).unwrap();
         assert!(w.finish(&Trailer::default()).is_err());
     }
 }

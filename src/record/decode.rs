@@ -385,4 +385,65 @@ mod tests {
         e.args_len = 100_000; // clamped, no panic
         decode(&bytes(&e)).unwrap();
     }
+
+    /// `decode` turns the kernel's `enum alloc_func` (bpf/event.h) into `AllocFunc` (whose
+    /// numbers are on disk) by number, so the two must pair up one to one with equal numbers.
+    /// Both matches below are exhaustive: a value added on one side only fails to compile here.
+    #[test]
+    fn c_and_rust_alloc_func_numbers_agree() {
+        use crate::sys::raw::alloc_func;
+        macro_rules! pairs {
+            ($($c:ident = $rust:ident,)*) => {
+                fn rust_of(c: alloc_func) -> AllocFunc {
+                    match c { $(alloc_func::$c => AllocFunc::$rust,)* }
+                }
+                fn c_of(rust: AllocFunc) -> alloc_func {
+                    match rust { $(AllocFunc::$rust => alloc_func::$c,)* }
+                }
+                const PAIRS: usize = [$(stringify!($c)),*].len();
+            };
+        }
+        pairs! {
+            FUNC_MALLOC = Malloc,
+            FUNC_CALLOC = Calloc,
+            FUNC_REALLOC = Realloc,
+            FUNC_REALLOCARRAY = Reallocarray,
+            FUNC_ALIGNED_ALLOC = AlignedAlloc,
+            FUNC_MEMALIGN = Memalign,
+            FUNC_POSIX_MEMALIGN = PosixMemalign,
+            FUNC_VALLOC = Valloc,
+            FUNC_PVALLOC = Pvalloc,
+            FUNC_FREE = Free,
+            FUNC_NEW = New,
+            FUNC_NEW_ARRAY = NewArray,
+            FUNC_DELETE = Delete,
+            FUNC_DELETE_ARRAY = DeleteArray,
+            FUNC_MALLOCX = Mallocx,
+            FUNC_RALLOCX = Rallocx,
+            FUNC_DALLOCX = Dallocx,
+            FUNC_ZALLOC = Zalloc,
+            FUNC_CUSTOM_ALLOC = CustomAlloc,
+            FUNC_CUSTOM_CALLOC = CustomCalloc,
+            FUNC_CUSTOM_REALLOC = CustomRealloc,
+            FUNC_CUSTOM_FREE = CustomFree,
+        }
+        // Every Rust function is in ALL (which `from_u8` reads), once.
+        assert_eq!(AllocFunc::ALL.len(), PAIRS);
+        for rust in AllocFunc::ALL {
+            let c = c_of(rust);
+            assert_eq!(c as u32, rust as u32, "{c:?} and {rust:?} differ in number");
+            assert_eq!(rust_of(c), rust);
+            // And the decoder itself reads the C number as its pair.
+            let e = alloc_event {
+                h: header(event_kind::EV_ALLOC, 1, 1, 1),
+                func: c as u32,
+                ..Default::default()
+            };
+            let kind = decode(&bytes(&e)).unwrap().kind;
+            assert!(
+                matches!(kind, EventKind::Alloc { func, .. } if func == rust),
+                "{c:?} decodes as {kind:?}"
+            );
+        }
+    }
 }

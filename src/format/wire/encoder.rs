@@ -1,0 +1,297 @@
+//! The writer's side of a chunk: each event becomes its record, with the thread table and the
+//! delta codecs (`delta`) advanced exactly as the decoder will advance them.
+//!
+//! This runs in the recorder's hot loop (millions of events per second): it appends straight to
+//! the writer's reused buffer and allocates nothing but an exec's argv list.
+
+use crate::intmap::IntMap;
+
+use super::super::event::{AllocFunc, ControlCommand, Event, EventKind};
+use super::delta::{Delta, ThreadState};
+use super::record::{append, WireRecord};
+
+/// The writer's side of a chunk's state.
+#[derive(Default)]
+pub(crate) struct ChunkEncoder {
+    time: Delta,
+    /// Index of the current thread; meaningful once `threads` is not empty.
+    current: usize,
+    threads: Vec<ThreadState>,
+    /// (pid << 32 | tid) to its index in `threads`; looked up on every thread switch.
+    index: IntMap<u64, u32>,
+}
+
+impl ChunkEncoder {
+    /// Forgets everything, for a new chunk (keeps the allocations).
+    pub(crate) fn reset(&mut self) {
+        self.time = Delta::default();
+        self.current = 0;
+        self.threads.clear();
+        self.index.clear();
+    }
+
+    /// Appends the records for `ev` to `out`: a `Thread` or `Switch` record if the thread
+    /// changed, then the event's own record.
+    pub(crate) fn encode(&mut self, ev: &Event, out: &mut Vec<u8>) -> postcard::Result<()> {
+        let t = self.select_thread(ev.pid, ev.tid, out)?;
+        let dt_ns = self.time.encode(ev.ts_ns);
+        let th = &mut self.threads[t];
+        let rec = match &ev.kind {
+            &EventKind::Alloc {
+                func,
+                addr,
+                size,
+                stack_id,
+            } => {
+                let daddr = th.heap.encode(addr);
+                if func == AllocFunc::Malloc && stack_id == 0 {
+                    WireRecord::Malloc { dt_ns, daddr, size }
+                } else {
+                    let func = func as u8;
+                    WireRecord::Alloc {
+                        dt_ns,
+                        func,
+                        daddr,
+                        size,
+                        stack_id,
+                    }
+                }
+            }
+            &EventKind::Free { func, addr } => {
+                let daddr = th.heap.encode(addr);
+                if func == AllocFunc::Free {
+                    WireRecord::Free { dt_ns, daddr }
+                } else {
+                    let func = func as u8;
+                    WireRecord::Release { dt_ns, func, daddr }
+                }
+            }
+            &EventKind::Realloc {
+                func,
+                old_addr,
+                addr,
+                size,
+                stack_id,
+            } => {
+                let (dold_addr, daddr) = th.heap.encode_move(old_addr, addr);
+                let func = func as u8;
+                WireRecord::Realloc {
+                    dt_ns,
+                    func,
+                    dold_addr,
+                    daddr,
+                    size,
+                    stack_id,
+                }
+            }
+            &EventKind::AllocFailed { func, size } => {
+                let func = func as u8;
+                WireRecord::AllocFailed { dt_ns, func, size }
+            }
+            &EventKind::Fork { child } => WireRecord::Fork { dt_ns, child },
+            EventKind::Exec { filename, argv } => WireRecord::Exec {
+                dt_ns,
+                filename,
+                // The one allocation per event the writer makes; execs are rare.
+                argv: argv.iter().map(String::as_str).collect(),
+            },
+            &EventKind::Exit { status } => WireRecord::Exit { dt_ns, status },
+            &EventKind::Rss {
+                member,
+                delta_pages,
+                value_pages,
+                by_owner,
+            } => WireRecord::Rss {
+                dt_ns,
+                member: member as u8,
+                by_owner,
+                delta_pages,
+                dvalue_pages: th.rss[member as usize].encode(delta_pages, value_pages),
+            },
+            EventKind::Lost { cause, total } => WireRecord::Lost {
+                dt_ns,
+                cause,
+                total: *total,
+            },
+            &EventKind::Mmap {
+                addr,
+                len,
+                prot,
+                flags,
+            } => WireRecord::Mmap {
+                dt_ns,
+                daddr: th.map.encode(addr),
+                len,
+                prot,
+                flags,
+            },
+            &EventKind::Munmap { addr, len } => WireRecord::Munmap {
+                dt_ns,
+                daddr: th.map.encode(addr),
+                len,
+            },
+            &EventKind::Mremap {
+                old_addr,
+                old_len,
+                addr,
+                len,
+            } => {
+                let (dold_addr, daddr) = th.map.encode_move(old_addr, addr);
+                WireRecord::Mremap {
+                    dt_ns,
+                    dold_addr,
+                    old_len,
+                    daddr,
+                    len,
+                }
+            }
+            &EventKind::Brk { from, to } => {
+                let (dfrom, dto) = th.map.encode_move(from, to);
+                WireRecord::Brk { dt_ns, dfrom, dto }
+            }
+            EventKind::Coverage {
+                path,
+                allocator,
+                probes,
+            } => WireRecord::Coverage {
+                dt_ns,
+                path,
+                allocator,
+                probes: *probes,
+            },
+            EventKind::Control { command } => match command {
+                ControlCommand::Start => WireRecord::ControlStart { dt_ns },
+                ControlCommand::Stop => WireRecord::ControlStop { dt_ns },
+                ControlCommand::Bench { uri, pid } => WireRecord::ControlBench {
+                    dt_ns,
+                    uri,
+                    pid: *pid,
+                },
+                &ControlCommand::Marker { kind } => WireRecord::ControlMarker {
+                    dt_ns,
+                    kind: kind as u8,
+                },
+            },
+        };
+        append(out, &rec)
+    }
+
+    /// Makes (pid, tid) the current thread, appending the record that says so if it was not;
+    /// returns its index.
+    fn select_thread(&mut self, pid: u32, tid: u32, out: &mut Vec<u8>) -> postcard::Result<usize> {
+        if let Some(cur) = self.threads.get(self.current) {
+            if cur.pid == pid && cur.tid == tid {
+                return Ok(self.current);
+            }
+        }
+        let key = (u64::from(pid) << 32) | u64::from(tid);
+        if let Some(&index) = self.index.get(&key) {
+            append(out, &WireRecord::Switch { index })?;
+            self.current = index as usize;
+        } else {
+            append(out, &WireRecord::Thread { pid, tid })?;
+            let index = self.threads.len();
+            self.threads.push(ThreadState::new(pid, tid));
+            // The chunk size limit keeps this far below u32::MAX (see MAX_THREADS_PER_CHUNK).
+            self.index.insert(key, index as u32);
+            self.current = index;
+        }
+        Ok(self.current)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::event::RssMember;
+    use crate::testkit::{decode_chunk, encode_chunk, ev, free, malloc};
+
+    #[test]
+    fn malloc_then_free_of_same_block_is_small() {
+        let payload = encode_chunk(&[
+            ev(1_000, 7, 7, malloc(0x5555_5555_9000, 64)),
+            ev(4_000, 7, 7, free(0x5555_5555_9000)),
+            ev(7_000, 7, 7, malloc(0x5555_5555_9000, 64)),
+        ]);
+        let first = encode_chunk(&[ev(1_000, 7, 7, malloc(0x5555_5555_9000, 64))]);
+        // The second and third events cost tag + 2-byte dt + 1-byte daddr (+ size).
+        assert_eq!(payload.len() - first.len(), 4 + 5);
+    }
+
+    #[test]
+    fn addresses_are_tracked_per_thread() {
+        let payload = encode_chunk(&[
+            ev(0, 1, 1, malloc(0x5555_0000_0000, 64)),
+            ev(0, 1, 2, malloc(0x7f00_0000_0000, 64)),
+            ev(0, 1, 1, free(0x5555_0000_0000)),
+        ]);
+        // Last record: Switch (2 bytes) then Free with daddr 0 (3 bytes).
+        assert_eq!(&payload[payload.len() - 5..], [1, 0, 3, 0, 0]);
+    }
+
+    #[test]
+    fn predicted_rss_value_costs_one_byte() {
+        let payload = encode_chunk(&[
+            ev(
+                1,
+                5,
+                5,
+                EventKind::Rss {
+                    member: RssMember::Anon,
+                    delta_pages: 1,
+                    value_pages: 25_600,
+                    by_owner: true,
+                },
+            ),
+            ev(
+                2,
+                5,
+                5,
+                EventKind::Rss {
+                    member: RssMember::Anon,
+                    delta_pages: 1,
+                    value_pages: 25_601,
+                    by_owner: true,
+                },
+            ),
+        ]);
+        assert_eq!(&payload[payload.len() - 6..], [11, 2, 1, 1, 2, 0]);
+    }
+
+    #[test]
+    fn mapping_addresses_do_not_disturb_heap_deltas() {
+        let with_mmap = encode_chunk(&[
+            ev(0, 1, 1, malloc(0x5555_0000_0000, 64)),
+            ev(
+                0,
+                1,
+                1,
+                EventKind::Mmap {
+                    addr: 0x7f00_0000_0000,
+                    len: 4096,
+                    prot: 3,
+                    flags: 0x22,
+                },
+            ),
+            ev(0, 1, 1, free(0x5555_0000_0000)),
+        ]);
+        // The free still costs tag + dt + a one-byte zero delta.
+        assert_eq!(&with_mmap[with_mmap.len() - 3..], [3, 0, 0]);
+    }
+
+    #[test]
+    fn reset_makes_chunk_self_contained() {
+        let mut enc = ChunkEncoder::default();
+        let mut first = Vec::new();
+        enc.encode(&ev(5_000, 3, 4, malloc(0x7f00, 32)), &mut first)
+            .unwrap();
+        enc.reset();
+        let mut second = Vec::new();
+        enc.encode(&ev(6_000, 3, 4, malloc(0x7f40, 32)), &mut second)
+            .unwrap();
+        assert_eq!(
+            decode_chunk(&second).unwrap(),
+            [ev(6_000, 3, 4, malloc(0x7f40, 32))]
+        );
+    }
+}
