@@ -4,6 +4,10 @@
 //! Data flows one way: kernel (`bpf/`) → ring (`sys::ring`) → decode (`record::decode`) →
 //! writer (`format::writer`) → file → reader (`format::reader`) → accounting (`report`) →
 //! render. `record` and `report` never import each other; both use `format`.
+//!
+//! All `unsafe` code lives in `sys`: the owners of what C hands over, whose `Drop` frees it.
+
+#![deny(unsafe_code)]
 
 pub mod binary;
 pub mod cli;
@@ -20,6 +24,7 @@ pub mod table;
 pub mod units;
 pub mod unwind;
 
+#[allow(unsafe_code)]
 mod sys;
 #[cfg(test)]
 mod testkit;

@@ -2,6 +2,8 @@
 //! result into a message and an exit code. Everything else lives in the library: `cli` turns
 //! the flags into each subcommand's validated options, which the subcommand runs on.
 
+#![deny(unsafe_code)]
+
 use std::ffi::OsString;
 use std::io;
 use std::process::ExitCode;

@@ -305,3 +305,16 @@ impl io::Write for FailingOutput {
         Ok(())
     }
 }
+
+/// This process's peak resident memory, as the `VmHWM:` line of /proc/self/status (empty when
+/// unreadable): what the throughput benchmarks print beside their speed.
+pub fn peak_resident() -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM"))
+                .map(str::to_string)
+        })
+        .unwrap_or_default()
+}

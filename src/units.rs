@@ -112,11 +112,6 @@ pub fn parse_size(input: &str) -> Result<u64, ParseSizeError> {
     u64::try_from(bytes).map_err(|_| too_large())
 }
 
-/// The same as [`parse_size`] with the error as a string, the form `argh`'s `from_str_fn` takes.
-pub fn parse_size_arg(input: &str) -> Result<u64, String> {
-    parse_size(input).map_err(|e| e.to_string())
-}
-
 /// Parses ASCII digits into a u128; `None` on overflow. An empty string is zero.
 fn parse_digits(digits: &str) -> Option<u128> {
     digits.bytes().try_fold(0u128, |acc, b| {
@@ -388,12 +383,6 @@ mod tests {
     fn non_ascii_does_not_panic() {
         assert!(parse_size("5µB").is_err());
         assert!(parse_size("５").is_err());
-    }
-
-    #[test]
-    fn arg_form_is_string() {
-        assert_eq!(parse_size_arg("1k"), Ok(1024));
-        assert!(parse_size_arg("x").is_err());
     }
 
     #[test]

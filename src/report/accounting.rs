@@ -856,14 +856,7 @@ mod tests {
         let started = std::time::Instant::now();
         let report = analyze(&Header::default(), events, None);
         let elapsed = started.elapsed().as_secs_f64();
-        let hwm = std::fs::read_to_string("/proc/self/status")
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find(|l| l.starts_with("VmHWM"))
-                    .map(str::to_string)
-            })
-            .unwrap_or_default();
+        let hwm = crate::testkit::peak_resident();
         println!(
             "{EVENTS} events, ~{} live blocks: {elapsed:.3} s, {:.1} M events/s; {hwm}; \
              peak {} B; benchmark allocations {:?}",

@@ -18,8 +18,8 @@ pub fn write_json(report: &Report, out: &mut dyn Write) -> io::Result<()> {
 mod tests {
     use super::*;
     use crate::format::{Header, ReadEnd};
-    use crate::report::accounting::analyze;
     use crate::report::metrics::SCHEMA_VERSION;
+    use crate::testkit::analyze;
     use crate::testkit::{at, exit, header, malloc};
     use serde_json::Value;
 

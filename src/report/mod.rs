@@ -541,14 +541,7 @@ mod tests {
         let started = std::time::Instant::now();
         let report = read_report(&file.0).unwrap();
         let elapsed = started.elapsed().as_secs_f64();
-        let hwm = std::fs::read_to_string("/proc/self/status")
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find(|l| l.starts_with("VmHWM"))
-                    .map(str::to_string)
-            })
-            .unwrap_or_default();
+        let hwm = crate::testkit::peak_resident();
         assert_eq!(report.run.events, EVENTS);
         println!(
             "{EVENTS} events, {size} bytes on disk: report in {elapsed:.3} s, {:.1} M events/s; \

@@ -562,7 +562,7 @@ fn percent(part: u64, whole: u64) -> String {
 mod tests {
     use super::*;
     use crate::format::{Header, ReadEnd};
-    use crate::report::accounting::analyze;
+    use crate::testkit::analyze;
     use crate::testkit::{at, exit, fork, free, lost, malloc, START};
 
     fn header() -> Header {
