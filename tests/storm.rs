@@ -11,11 +11,11 @@ use common::{fixture, record};
 use memtrack::format::EventKind;
 
 /// Processes, threads per process, malloc+free pairs per thread: 1.6 M records. The tests run
-/// the debug build, whose drain takes about 0.9 us per record (the release build 0.08 us): at
-/// normal priority it lost 80 % of them on the 2-CPU machine (3 runs of 3, bc0a7b1), with
-/// the drain thread raised none (3 of 3). Four times as many pairs make the debug drain
-/// CPU-bound on one CPU whatever its priority; the release build is measured on those in
-/// scripts/bench.sh (the `thread-storm` workload) and docs/PERFORMANCE.md.
+/// the dev build of the recorder (opt-level 1 for memtrack, Cargo.toml), whose drain takes
+/// about 0.7 us per record (the release build 0.08 us). At opt-level 0 (1.3 us per record) and
+/// normal priority it lost 80 % of them on the 2-CPU machine (3 runs of 3, bc0a7b1), with the
+/// drain thread raised none; the release build is measured on a larger storm in
+/// scripts/bench.sh (the `threads` workload) and docs/PERFORMANCE.md.
 const PROCS: u64 = 4;
 const THREADS: u64 = 4;
 const PAIRS: u64 = 50_000;
