@@ -293,6 +293,7 @@ mod tests {
         }
         assert_eq!(trie.len(), 20 + 100_000 * 10);
         let took = start.elapsed();
+        eprintln!("interned 100,000 stacks of 30 frames in {took:?}");
         assert!(took.as_secs() < 10, "interning took {took:?}");
     }
 }
