@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use gimli::{BaseAddresses, DebugFrame, EhFrame, LittleEndian};
 
 pub use cfi::PLT_CFA_EXPRESSION;
-pub use elf::CfiSection;
+pub use elf::{CfiSection, Segment};
 pub use row::{CfaRule, RbpRule, RowRule, UnwindRow};
 
 /// One file's unwind table: the rows the BPF walk searches, what went into them, and what
@@ -39,6 +39,7 @@ pub struct UnwindTable {
     rows: Vec<UnwindRow>,
     stats: UnwindStats,
     identity: FileIdentity,
+    segments: Vec<Segment>,
 }
 
 impl UnwindTable {
@@ -55,6 +56,35 @@ impl UnwindTable {
     /// The file's content identity.
     pub fn identity(&self) -> &FileIdentity {
         &self.identity
+    }
+
+    /// The rows with their pc turned from an ELF virtual address into a file offset, which is
+    /// what the BPF walk has: the kernel's VMA of a pc says where in the file it is, not where
+    /// the linker put it. Each row moves by the delta of the executable segment it is in (the
+    /// last one starting at or before it); a file without executable segments keeps its pcs.
+    /// A row whose offset would not fit 32 bits is dropped with everything after it (the table
+    /// still ends unknown there: the walk stops instead of guessing).
+    pub fn file_offset_rows(&self) -> Vec<UnwindRow> {
+        let mut out = Vec::with_capacity(self.rows.len());
+        let mut seg = 0;
+        for row in &self.rows {
+            let pc = u64::from(row.pc);
+            while seg + 1 < self.segments.len() && self.segments[seg + 1].vaddr <= pc {
+                seg += 1;
+            }
+            let moved = match self.segments.get(seg) {
+                Some(s) if s.vaddr <= pc || seg == 0 => {
+                    (pc as i128 - s.vaddr as i128 + s.offset as i128).max(0)
+                }
+                _ => pc as i128,
+            };
+            let Ok(pc) = u32::try_from(moved) else {
+                break;
+            };
+            out.push(UnwindRow { pc, ..*row });
+        }
+        out.sort_by_key(|r| r.pc);
+        out
     }
 
     /// The rule at `pc` (an ELF virtual address), found as the BPF walk finds it: the last row
@@ -331,13 +361,14 @@ fn table_of(cfi: elf::CfiBytes<'_>) -> Result<UnwindTable, UnwindErrorKind> {
     if all.fdes.is_empty() {
         return Err(UnwindErrorKind::NoCfi);
     }
-    assemble(fdes, &all, cfi.identity)
+    assemble(fdes, &all, cfi.identity, cfi.segments)
 }
 
 fn assemble(
     fdes: SectionFdes,
     walked: &cfi::Cfi,
     identity: FileIdentity,
+    segments: Vec<Segment>,
 ) -> Result<UnwindTable, UnwindErrorKind> {
     let (rows, assembly) =
         table::assemble(walked).map_err(|e| UnwindErrorKind::AboveFourGiB(e.pc))?;
@@ -356,6 +387,7 @@ fn assemble(
         rows,
         stats,
         identity,
+        segments,
     })
 }
 
@@ -415,6 +447,7 @@ mod tests {
             text_address: None,
             got_address: None,
             identity: FileIdentity::CfiHash(0),
+            segments: Vec::new(),
         })
         .map_err(|kind| UnwindError { path: None, kind })
     }
