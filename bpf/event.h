@@ -267,8 +267,7 @@ enum stack_stat {
 	STAT_UNSUPPORTED = 3,
 	STAT_COLLISIONS = 4, /* two stacks with one hash: the second was sent uncached */
 	STAT_UNCACHED = 5,   /* the dedup map was full: the stack was sent uncached */
-	STAT_IDS = 6,        /* stack ids handed out */
-	STACK_STATS = 7,
+	STACK_STATS = 6,
 };
 
 /* A call stack seen for the first time: allocation events carry `id` in their stack_id. The

@@ -58,13 +58,22 @@ struct {
 	__type(value, struct stack_seen);
 } stack_ids SEC(".maps");
 
-/* Counters per enum stack_stat; STAT_IDS is also where ids come from. */
+/* Counters per enum stack_stat, per CPU: every walk counts, and one counter shared by every CPU
+ * would bounce its cache line between them. */
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, STACK_STATS);
 	__type(key, __u32);
 	__type(value, __u64);
 } stack_stats SEC(".maps");
+
+/* Element 0: the last stack id handed out. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} stack_next_id SEC(".maps");
 
 /* Element 0 is 1 when stacks are recorded; user space sets it after load (`--no-stacks` leaves
  * it 0, and then no allocation pays for a walk). */
@@ -118,12 +127,24 @@ struct walk {
 	__u32 bp_lost; /* the caller's rbp could not be followed */
 };
 
-/* Everything a walk works on, 1.3 KiB, too big for the BPF stack. Per thread, in its task
+#define ROW_CACHE 64
+
+struct cached_row {
+	__u64 frame; /* module << 32 | offset, plus 1 (0: empty) */
+	struct unwind_row row;
+	__u32 _pad;
+};
+
+/* Everything a walk works on, 2.8 KiB, too big for the BPF stack. Per thread, in its task
  * storage (not per CPU: a uprobe program can be preempted, and another thread's walk on the same
  * CPU would write over this one's frames); the file cache carries over to its next walk. */
 struct walk_state {
 	struct walk w;
 	struct stack_event ev;
+	/* The rows of the frames this thread's walks met, direct-mapped by frame: a thread walks
+	 * the same call paths over and over, and a hit saves the binary search. Rows never change
+	 * once loaded, so nothing invalidates these. */
+	struct cached_row rows[ROW_CACHE];
 };
 
 struct {
@@ -137,6 +158,7 @@ static __always_inline void count_stat(__u32 stat)
 {
 	__u64 *n = bpf_map_lookup_elem(&stack_stats, &stat);
 
+	/* Atomic even per CPU: a uprobe program can be preempted by another on its CPU. */
 	if (n)
 		__sync_fetch_and_add(n, 1);
 }
@@ -249,6 +271,7 @@ static __always_inline void mix(struct walk *w, __u64 frame)
 __noinline long walk_frame(struct walk_state *s)
 {
 	struct unwind_row row;
+	struct cached_row *slot;
 	__u64 pc, cfa, ra, frame;
 	struct walk *w;
 	__u32 off, depth;
@@ -274,9 +297,16 @@ __noinline long walk_frame(struct walk_state *s)
 	w->depth = depth + 1;
 	mix(w, frame);
 
-	if (!find_row(w, off, &row)) {
-		w->end = STACK_UNKNOWN;
-		return 1;
+	slot = &s->rows[(frame * 0x9e3779b97f4a7c15ULL) >> 58 & (ROW_CACHE - 1)];
+	if (slot->frame == frame + 1) {
+		row = slot->row;
+	} else {
+		if (!find_row(w, off, &row)) {
+			w->end = STACK_UNKNOWN;
+			return 1;
+		}
+		slot->frame = frame + 1;
+		slot->row = row;
 	}
 	switch (row.cfa_rule) {
 	case CFA_RSP:
@@ -405,7 +435,7 @@ __noinline __u32 stack_id(struct pt_regs *ctx)
 	}
 
 	ev = &s->ev;
-	ids = bpf_map_lookup_elem(&stack_stats, &(__u32){ STAT_IDS });
+	ids = bpf_map_lookup_elem(&stack_next_id, &(__u32){ 0 });
 	if (!ids)
 		return 0;
 	depth = s->w.depth;

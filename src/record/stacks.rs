@@ -122,7 +122,7 @@ impl<'obj> Tables<'obj> {
             file: File::open(path).ok(),
         });
         self.pending.push(Event {
-            ts_ns: process::monotonic_ns(),
+            ts_ns: 0, // set when written
             pid,
             tid: 0,
             kind: EventKind::Module {
@@ -171,9 +171,15 @@ impl<'obj> Tables<'obj> {
         }
     }
 
-    /// Module events to write, oldest first.
+    /// Module events to write, oldest first, stamped now: the C library's and the loader's
+    /// tables are built before the recording starts, and no event may predate its header.
     pub fn take_events(&mut self) -> Vec<Event> {
-        std::mem::take(&mut self.pending)
+        let now = process::monotonic_ns();
+        let mut out = std::mem::take(&mut self.pending);
+        for ev in &mut out {
+            ev.ts_ns = now;
+        }
+        out
     }
 
     /// One line for the end of `record`.
@@ -189,7 +195,7 @@ impl<'obj> Tables<'obj> {
 
     /// The kernel's walk counters, as the file's `StackStats` event.
     fn stats_event(&self) -> Event {
-        let n = |s: stack_stat| self.stats.lookup_u64(s as u32).unwrap_or(0);
+        let n = |s: stack_stat| self.stats.lookup_percpu_u64_sum(s as u32).unwrap_or(0);
         Event {
             ts_ns: process::monotonic_ns(),
             pid: 0,

@@ -468,6 +468,28 @@ impl<'obj> MapFd<'obj> {
         Ok(MappedArray { map, stride })
     }
 
+    /// The sum over every CPU of the u64 at `key` of a per-CPU array map.
+    pub fn lookup_percpu_u64_sum(&self, key: u32) -> Result<u64, BpfError> {
+        // SAFETY: a plain query of the machine's possible CPUs.
+        let cpus = unsafe { sys::libbpf_num_possible_cpus() };
+        if cpus <= 0 {
+            return Err(BpfError::new("count the possible CPUs", -cpus));
+        }
+        // The kernel writes each CPU's value rounded up to 8 bytes: u64 values exactly.
+        let mut values = vec![0u64; cpus as usize];
+        // SAFETY: key is u32; values holds one u64 per possible CPU, what the kernel copies
+        // out for a per-CPU map with 8-byte values.
+        let rc = unsafe {
+            sys::bpf_map_lookup_elem(
+                self.fd,
+                &key as *const u32 as *const c_void,
+                values.as_mut_ptr() as *mut c_void,
+            )
+        };
+        check(rc, || format!("read map {}", self.name))?;
+        Ok(values.iter().sum())
+    }
+
     /// Read the u64 at `key` of an array map.
     pub fn lookup_u64(&self, key: u32) -> Result<u64, BpfError> {
         let mut value = 0u64;
