@@ -111,6 +111,21 @@ pub(crate) fn cfi_bytes<'d, R: ReadRef<'d>>(data: R) -> Result<CfiBytes<'d>, Unw
     })
 }
 
+/// The `NT_GNU_BUILD_ID` of an ELF file (`None` when it has none), for the recording's module
+/// records; the same note `cfi_bytes` takes the identity from.
+pub(crate) fn build_id<'d, R: ReadRef<'d>>(data: R) -> Result<Option<Vec<u8>>, UnwindErrorKind> {
+    let file = match FileKind::parse(data) {
+        Ok(FileKind::Elf64) => ElfFile64::<Endianness, R>::parse(data)
+            .map_err(|e| UnwindErrorKind::Damaged(e.to_string()))?,
+        Ok(FileKind::Elf32) => return Err(UnwindErrorKind::NotX86_64("a 32-bit ELF file")),
+        _ => return Err(UnwindErrorKind::NotElf),
+    };
+    match file.build_id() {
+        Ok(id) => Ok(id.filter(|id| !id.is_empty()).map(<[u8]>::to_vec)),
+        Err(e) => Err(UnwindErrorKind::Damaged(format!("the build-id note: {e}"))),
+    }
+}
+
 /// The named section, if it has bytes in this file (a separate debug file keeps `.eh_frame`
 /// as a header without contents, `SHT_NOBITS`).
 fn present<'d, 'f, R: ReadRef<'d>>(

@@ -277,6 +277,15 @@ pub fn build(path: &Path) -> Result<UnwindTable, UnwindError> {
     build_from(&cache).map_err(with_path)
 }
 
+/// The GNU build id (`NT_GNU_BUILD_ID` note) of the open ELF file `file`, `None` when it has
+/// none: what the recording's `Module` event carries, so a report on another machine can match
+/// debug files and tell whether its copy of a file is the one that ran. Reads only the headers
+/// and the notes, through the caller's descriptor (the file may have been replaced since).
+pub fn build_id(file: &File) -> Result<Option<Vec<u8>>, UnwindError> {
+    let cache = object::ReadCache::new(file);
+    elf::build_id(&cache).map_err(|kind| UnwindError { path: None, kind })
+}
+
 /// Builds the unwind table of an ELF file already in memory.
 pub fn build_from_bytes(data: &[u8]) -> Result<UnwindTable, UnwindError> {
     build_from(data).map_err(|kind| UnwindError { path: None, kind })
@@ -356,6 +365,44 @@ mod tests {
     use super::*;
     use gimli::write::CallFrameInstruction as I;
     use gimli::X86_64;
+
+    #[test]
+    fn build_id_is_the_note_readelf_shows() {
+        let exe = std::env::current_exe().unwrap();
+        let out = std::process::Command::new("readelf")
+            .arg("-n")
+            .arg(&exe)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let shown = text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("Build ID: "))
+            .map(str::to_owned);
+        let got = build_id(&File::open(&exe).unwrap()).unwrap();
+        let hex = got.map(|id| id.iter().map(|b| format!("{b:02x}")).collect::<String>());
+        assert_eq!(hex, shown, "{text}");
+    }
+
+    #[test]
+    fn build_id_of_a_file_without_the_note_is_none() {
+        let dir = std::env::temp_dir().join(format!("memtrack-buildid-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (src, exe) = (dir.join("none.c"), dir.join("none"));
+        std::fs::write(&src, "int main(void) { return 0; }\n").unwrap();
+        let ok = std::process::Command::new("cc")
+            .arg("-Wl,--build-id=none")
+            .arg("-o")
+            .arg(&exe)
+            .arg(&src)
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        assert_eq!(build_id(&File::open(&exe).unwrap()).unwrap(), None);
+        let not_elf = build_id(&File::open(&src).unwrap()).unwrap_err();
+        assert!(not_elf.to_string().contains("not an ELF file"), "{not_elf}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     fn table(fdes: &[Fde]) -> Result<UnwindTable, UnwindError> {
         let data = eh_frame(false, fdes);
