@@ -426,6 +426,82 @@ mod tests {
         assert_eq!(v["run"]["events"], 7);
     }
 
+    /// A written recording with call stacks: pid 1 allocates 64 bytes from main -> malloc and
+    /// leaks them, and 8 bytes from a truncated stack it frees at once.
+    fn stacks_recording_bytes() -> Vec<u8> {
+        use crate::format::{Trailer, Writer, MODULE_MARK};
+        use crate::testkit::*;
+        let mut events = stack_prelude(vec![
+            module(1, "/lib/libc.so.6"),
+            stack_node(1, 0, 1, 0x100),
+            stack_node(2, 1, 1, 0x9a1b0),
+            stack_node(3, 0, MODULE_MARK, 1),
+            stack_node(4, 3, 1, 0x9a1b0),
+        ]);
+        events.extend([
+            at(10, 1, 1, malloc_from(2, 0x10, 64)),
+            at(20, 1, 1, malloc_from(4, 0x20, 8)),
+            at(30, 1, 1, free(0x20)),
+            at(40, 1, 1, exit(0)),
+            at(
+                50,
+                0,
+                0,
+                symbol(1, 0x9a1b0, &[("malloc", "malloc.c", 3287)]),
+            ),
+            at(50, 0, 0, stack_stats([2, 1, 0, 0, 0, 0])),
+        ]);
+        let mut w = Writer::new(Vec::new(), &header()).unwrap();
+        for e in &events {
+            w.push(e).unwrap();
+        }
+        w.finish(&Trailer::default()).unwrap()
+    }
+
+    fn with_stacks(opts: ReportOptions) -> ReportOptions {
+        ReportOptions {
+            stacks: Some(SiteOptions::default()),
+            ..opts
+        }
+    }
+
+    #[test]
+    fn stacks_of_a_written_file() {
+        let file = temp_recording("stacks", &stacks_recording_bytes());
+        let opts = ReportOptions {
+            format: OutputFormat::Json,
+            ..with_stacks(report_of(&file.0))
+        };
+        let mut out = Vec::new();
+        run_report(&opts, &mut out).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let s = &v["stacks"];
+        assert_eq!(s["recorded"], true);
+        assert_eq!(
+            (s["walks"].as_u64(), s["truncated"].as_u64()),
+            (Some(2), Some(1))
+        );
+        assert_eq!(s["sites"][0]["stack_id"], 2);
+        assert_eq!(s["sites"][0]["leaked_bytes"], 64);
+        assert_eq!(s["sites"][0]["frames"][0]["function"], "malloc");
+        assert_eq!(s["sites"][1]["temporary"], 1);
+        assert_eq!(s["sites"][1]["frames"][1]["function"], "[truncated]");
+    }
+
+    #[test]
+    fn stacks_of_a_file_without_them_is_a_note() {
+        let file = temp_recording("no-stacks", &recording_bytes());
+        let mut out = Vec::new();
+        run_report(&with_stacks(report_of(&file.0)), &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.trim_end().ends_with(
+                "record again without --no-stacks to see where the allocations come from"
+            ),
+            "{text}"
+        );
+    }
+
     #[test]
     fn report_narrowed_to_a_pid_of_a_file() {
         let file = temp_recording("pid", &recording_bytes());
