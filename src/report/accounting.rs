@@ -411,7 +411,13 @@ impl Accounting {
             self.log,
             end,
         );
-        report.stacks = stacks;
+        if let Some((scope, benches)) = stacks {
+            report.stacks = Some(scope);
+            // Benchmarks are listed in the order they were first named: their index.
+            for (b, sites) in report.benchmarks.iter_mut().zip(benches) {
+                b.stacks = Some(sites);
+            }
+        }
         report
     }
 }

@@ -374,6 +374,8 @@ impl Benchmarks {
                         // Raw mappings are not scoped to benchmarks (yet).
                         mapped: None,
                     },
+                    // Filled in by the sites pass, when there is one.
+                    stacks: None,
                 }
             })
             .collect()

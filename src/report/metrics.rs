@@ -420,6 +420,10 @@ pub struct BenchmarkMetrics {
     /// Heap and resident metrics inside its windows. `processes` counts the processes whose
     /// allocator events were counted; see docs/report-schema.md for what `leaked` means here.
     pub metrics: Metrics,
+    /// Its own top allocation sites (`report --stacks`): the blocks it owns, its heap peak;
+    /// absent without `--stacks` or when it allocated nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stacks: Option<StackReport>,
 }
 
 /// How many markers of each kind a benchmark received.
@@ -636,6 +640,7 @@ mod tests {
                 resident: None,
                 mapped: None,
             },
+            stacks: None,
         }
     }
 

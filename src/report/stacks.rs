@@ -319,6 +319,11 @@ pub(super) struct StackPass {
     /// Live blocks in the scope: (process, address) -> leaf of their stack (0: none).
     blocks: IntMap<(ProcIdx, u64), u32>,
     sites: SiteTable,
+    /// Live blocks a benchmark owns (allocated inside its windows): (process, address) ->
+    /// (leaf, benchmark index), whatever the scope, for the benchmarks' own sites.
+    bench_blocks: IntMap<(ProcIdx, u64), (u32, usize)>,
+    /// Each benchmark's sites, by its index in `bench::Benchmarks`.
+    bench_sites: Vec<SiteTable>,
 }
 
 impl StackPass {
@@ -334,6 +339,8 @@ impl StackPass {
             recorded: false,
             blocks: IntMap::default(),
             sites: SiteTable::default(),
+            bench_blocks: IntMap::default(),
+            bench_sites: Vec::new(),
         }
     }
 
@@ -417,6 +424,13 @@ impl StackPass {
             self.blocks.insert((i, addr), leaf);
             self.sites.allocate(leaf, size, ts);
         }
+        if let Some(b) = bench {
+            if self.bench_sites.len() <= b {
+                self.bench_sites.resize_with(b + 1, SiteTable::default);
+            }
+            self.bench_blocks.insert((i, addr), (leaf, b));
+            self.bench_sites[b].allocate(leaf, size, ts);
+        }
     }
 
     /// Process `i` released its live block at `addr` of `size` bytes (`temporary` as the heap
@@ -425,6 +439,9 @@ impl StackPass {
     pub(super) fn release(&mut self, i: ProcIdx, addr: u64, size: u64, temporary: bool) {
         if let Some(leaf) = self.blocks.remove(&(i, addr)) {
             self.sites.end(leaf, size, Ending::Released { temporary });
+        }
+        if let Some((leaf, b)) = self.bench_blocks.remove(&(i, addr)) {
+            self.bench_sites[b].end(leaf, size, Ending::Released { temporary });
         }
     }
 
@@ -441,26 +458,49 @@ impl StackPass {
     }
 
     fn end_blocks(&mut self, i: ProcIdx, live: &IntMap<u64, u64>, how: Ending) {
-        if self.blocks.is_empty() {
+        if self.blocks.is_empty() && self.bench_blocks.is_empty() {
             return;
         }
+        // A benchmark's blocks still live at the end are its leaks, as its heap counts them
+        // (docs/report-schema.md, "benchmark").
+        let bench_how = match how {
+            Ending::LiveAtEnd => Ending::Leaked,
+            other => other,
+        };
         for (&addr, &size) in live {
             if let Some(leaf) = self.blocks.remove(&(i, addr)) {
                 self.sites.end(leaf, size, how);
+            }
+            if let Some((leaf, b)) = self.bench_blocks.remove(&(i, addr)) {
+                self.bench_sites[b].end(leaf, size, bench_how);
             }
         }
     }
 
     /// Ends the pass: the blocks of processes still running are live at the end; the sites
-    /// are sorted and cut to the request, each with its frames. `start_ns` is the recording's
-    /// start.
-    pub(super) fn finish(mut self, table: &ProcessTable, start_ns: u64) -> StackReport {
+    /// are sorted and cut to the options, each with its frames. Returns the scope's sites and
+    /// each benchmark's (by its index; a benchmark that allocated nothing has none).
+    /// `start_ns` is the recording's start.
+    pub(super) fn finish(
+        mut self,
+        table: &ProcessTable,
+        start_ns: u64,
+    ) -> (StackReport, Vec<StackReport>) {
         for (k, p) in table.procs().iter().enumerate() {
             if p.is_alive() {
                 self.end_blocks(ProcIdx::new(k), &p.live, Ending::LiveAtEnd);
             }
         }
-        let table = &self.sites;
+        let benches = self
+            .bench_sites
+            .iter()
+            .map(|t| self.report_of(t, start_ns))
+            .collect();
+        (self.report_of(&self.sites, start_ns), benches)
+    }
+
+    /// The report of the sites of `table`.
+    fn report_of(&self, table: &SiteTable, start_ns: u64) -> StackReport {
         let mut sites: Vec<SiteMetrics> = table
             .sites
             .iter()
@@ -949,6 +989,62 @@ mod tests {
         assert_eq!((site(&r, B).live_at_end_bytes), 20);
     }
 
+    #[test]
+    fn each_benchmark_has_its_own_sites() {
+        let r = sites_of(
+            Scope::Run,
+            SiteOrder::Peak,
+            vec![
+                bench(1, "a", 0),
+                start(2),
+                at(3, 1, 1, malloc_from(A, 1, 10)),
+                bench(4, "b", 0),
+                at(5, 1, 1, malloc_from(B, 2, 20)),
+                at(6, 1, 1, free(2)), // temporary, of b
+                at(7, 1, 1, malloc_from(A, 3, 5)),
+                stop(8),
+                at(9, 1, 1, free(1)), // a's block, freed after its window: not a's leak
+                at(10, 1, 1, exit(0)),
+            ],
+        );
+        let sites_of_bench = |k: usize| {
+            let s = r.benchmarks[k]
+                .stacks
+                .as_ref()
+                .expect("sites of the benchmark");
+            let mut v: Vec<(u32, [u64; 6])> = s
+                .sites
+                .iter()
+                .map(|x| {
+                    let c = columns(x);
+                    (x.stack_id, [c.0, c.1, c.2, c.3, c.4, c.5])
+                })
+                .collect();
+            v.sort();
+            (s.peak_live_bytes, v)
+        };
+        assert_eq!(sites_of_bench(0), (10, vec![(A, [1, 10, 10, 0, 0, 0])]));
+        // b: its peak is 20 (B's block), then A's 5 are leaked at exit.
+        assert_eq!(
+            sites_of_bench(1),
+            (20, vec![(A, [1, 5, 0, 1, 5, 0]), (B, [1, 20, 20, 0, 0, 1])])
+        );
+        assert_eq!(r.benchmarks[1].metrics.heap.peak_live_bytes, 20);
+        // The run's sites are not cut to the benchmarks; the run peaks at 30 (A 10, B 20).
+        assert_eq!(columns(site(&r, A)), (2, 15, 10, 1, 5, 0));
+    }
+
+    #[test]
+    fn benchmarks_have_no_sites_without_the_request() {
+        let mut events = stack_prelude(trie());
+        events.extend([
+            bench(1, "a", 0),
+            start(2),
+            at(3, 1, 1, malloc_from(A, 1, 10)),
+        ]);
+        assert_eq!(run(events).benchmarks[0].stacks, None);
+    }
+
     // --- frames ----------------------------------------------------------------------------
 
     fn frame_names(s: &SiteMetrics) -> Vec<String> {
@@ -1076,6 +1172,14 @@ mod tests {
                 let pid = 1 + rng.below(3) as u32;
                 let addr = rng.below(12) * 16;
                 let leaf = [0, A, B][rng.below(3) as usize];
+                if rng.below(10) == 0 {
+                    events.push(match rng.below(3) {
+                        0 => start(t),
+                        1 => stop(t),
+                        _ => bench(t, ["x", "y"][rng.below(2) as usize], rng.below(3) as u32),
+                    });
+                    continue;
+                }
                 let kind = match rng.below(10) {
                     0..=3 => malloc_from(leaf, addr, rng.below(100)),
                     4..=6 => free(addr),
@@ -1105,6 +1209,20 @@ mod tests {
                 "seed {seed}"
             );
             assert_eq!(sum(|s| s.temporary), h.temporary_allocs, "seed {seed}");
+            for b in &r.benchmarks {
+                let h = &b.metrics.heap;
+                let Some(s) = &b.stacks else {
+                    assert_eq!(h.allocs, 0, "seed {seed}");
+                    continue;
+                };
+                let sum = |f: fn(&SiteMetrics) -> u64| s.sites.iter().map(f).sum::<u64>();
+                assert_eq!(sum(|s| s.peak_live_bytes), h.peak_live_bytes, "seed {seed}");
+                assert_eq!(sum(|s| s.allocations), h.allocs, "seed {seed}");
+                assert_eq!(sum(|s| s.allocated_bytes), h.bytes_allocated, "seed {seed}");
+                assert_eq!(sum(|s| s.leaked_bytes), h.leaked.bytes, "seed {seed}");
+                assert_eq!(sum(|s| s.leaked_blocks), h.leaked.blocks, "seed {seed}");
+                assert_eq!(sum(|s| s.temporary), h.temporary_allocs, "seed {seed}");
+            }
         }
     }
 }

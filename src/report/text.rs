@@ -249,12 +249,33 @@ fn scope_title(report: &Report) -> String {
     }
 }
 
-/// The top allocation sites (`--stacks`): a line of stack-walk counters, then one aligned row
-/// per site with its frames indented under it, innermost first.
+/// The top allocation sites of the scope (`--stacks`).
 fn write_stacks(report: &Report, out: &mut dyn Write) -> io::Result<()> {
-    let Some(stacks) = &report.stacks else {
-        return Ok(());
-    };
+    match &report.stacks {
+        Some(stacks) => write_sites(&scope_title(report), stacks, out),
+        None => Ok(()),
+    }
+}
+
+/// The top allocation sites of each benchmark (`--by bench --stacks`), or the one note of a
+/// recording without call stacks.
+fn write_benchmark_stacks(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    match &report.stacks {
+        None => return Ok(()),
+        Some(stacks) if !stacks.recorded => return write_sites("", stacks, out),
+        Some(_) => {}
+    }
+    for b in &report.benchmarks {
+        if let Some(stacks) = &b.stacks {
+            write_sites(&format!("benchmark {}", clean(&b.uri)), stacks, out)?;
+        }
+    }
+    Ok(())
+}
+
+/// The top allocation sites of the scope called `title`: a line of stack-walk counters, then
+/// one aligned row per site with its frames indented under it, innermost first.
+fn write_sites(title: &str, stacks: &StackReport, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out)?;
     if !stacks.recorded {
         return writeln!(out, "{NO_STACKS}");
@@ -266,9 +287,8 @@ fn write_stacks(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     };
     writeln!(
         out,
-        "allocation sites by {}: {shown} ({}: peak heap {})",
+        "allocation sites by {}: {shown} ({title}: peak heap {})",
         order_label(&stacks.order),
-        scope_title(report),
         peak(stacks.peak_live_bytes, stacks.peak_live_at_ns)
     )?;
     write_walks(stacks, out)?;
@@ -619,7 +639,7 @@ pub fn write_benchmarks_text(report: &Report, out: &mut dyn Write) -> io::Result
         "  inside each benchmark's windows, in its pid and descendants; LEAKED: not freed while \
          measured"
     )?;
-    write_stacks(report, out)
+    write_benchmark_stacks(report, out)
 }
 
 /// The cells of one process's row.
@@ -1096,6 +1116,30 @@ mod stacks_tests {
         let text = render_sites(events, 10);
         assert_eq!(text, format!("{NO_STACKS}\n"));
         assert!(NO_STACKS.contains("record again without --no-stacks"));
+    }
+
+    #[test]
+    fn by_bench_lists_each_benchmarks_sites() {
+        let mut events = stack_prelude(vec![module(1, "/a"), stack_node(1, 0, 1, 5)]);
+        events.extend([
+            bench(1, "parse::small", 0),
+            start(2),
+            at(3, 1, 1, malloc_from(1, 1, 10)),
+            stop(4),
+            at(5, 1, 1, exit(0)),
+        ]);
+        let report = analyze_sites(&header(), events, None, &Scope::Run, SiteOptions::default());
+        let mut out = Vec::new();
+        write_benchmarks_text(&report, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains(
+                "allocation sites by live bytes at the peak: 1 site (benchmark parse::small: \
+                 peak heap 10 B at 3 ns)"
+            ),
+            "{text}"
+        );
+        assert_eq!(text.matches("allocation sites").count(), 1, "{text}");
     }
 
     #[test]
