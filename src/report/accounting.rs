@@ -413,9 +413,11 @@ impl Accounting {
         );
         if let Some((scope, benches)) = stacks {
             report.stacks = Some(scope);
-            // Benchmarks are listed in the order they were first named: their index.
-            for (b, sites) in report.benchmarks.iter_mut().zip(benches) {
-                b.stacks = Some(sites);
+            // Benchmarks are listed in the order they were first named: by their index.
+            for (b, sites) in benches {
+                if let Some(bench) = report.benchmarks.get_mut(b) {
+                    bench.stacks = Some(sites);
+                }
             }
         }
         report
@@ -969,6 +971,29 @@ mod tests {
             pid: 1,
         };
         throughput_of(64, vec![control(bench), control(ControlCommand::Start)]);
+    }
+
+    /// The same with the sites pass (`report --stacks`; every allocation without a stack, so
+    /// the cost of the pass's bookkeeping itself).
+    #[test]
+    #[ignore]
+    fn report_throughput_few_live_with_sites() {
+        const EVENTS: u64 = 10_000_000;
+        let started = std::time::Instant::now();
+        let report = analyze_sites(
+            &Header::default(),
+            benchmark_events(EVENTS, 64),
+            None,
+            &Scope::Run,
+            SiteOptions::default(),
+        );
+        let elapsed = started.elapsed().as_secs_f64();
+        println!(
+            "{EVENTS} events with sites: {elapsed:.3} s, {:.1} M events/s; {}; {} sites",
+            EVENTS as f64 / elapsed / 1e6,
+            crate::testkit::peak_resident(),
+            report.stacks.map_or(0, |s| s.sites_total)
+        );
     }
 
     /// The same with about 1.2 million live blocks, to see the cost of a large live set.

@@ -322,8 +322,8 @@ pub(super) struct StackPass {
     /// Live blocks a benchmark owns (allocated inside its windows): (process, address) ->
     /// (leaf, benchmark index), whatever the scope, for the benchmarks' own sites.
     bench_blocks: IntMap<(ProcIdx, u64), (u32, usize)>,
-    /// Each benchmark's sites, by its index in `bench::Benchmarks`.
-    bench_sites: Vec<SiteTable>,
+    /// The sites of each benchmark that allocated, by its index in `bench::Benchmarks`.
+    bench_sites: IntMap<usize, SiteTable>,
 }
 
 impl StackPass {
@@ -340,7 +340,7 @@ impl StackPass {
             blocks: IntMap::default(),
             sites: SiteTable::default(),
             bench_blocks: IntMap::default(),
-            bench_sites: Vec::new(),
+            bench_sites: IntMap::default(),
         }
     }
 
@@ -425,11 +425,11 @@ impl StackPass {
             self.sites.allocate(leaf, size, ts);
         }
         if let Some(b) = bench {
-            if self.bench_sites.len() <= b {
-                self.bench_sites.resize_with(b + 1, SiteTable::default);
-            }
             self.bench_blocks.insert((i, addr), (leaf, b));
-            self.bench_sites[b].allocate(leaf, size, ts);
+            self.bench_sites
+                .entry(b)
+                .or_default()
+                .allocate(leaf, size, ts);
         }
     }
 
@@ -441,7 +441,7 @@ impl StackPass {
             self.sites.end(leaf, size, Ending::Released { temporary });
         }
         if let Some((leaf, b)) = self.bench_blocks.remove(&(i, addr)) {
-            self.bench_sites[b].end(leaf, size, Ending::Released { temporary });
+            self.bench_end(b, leaf, size, Ending::Released { temporary });
         }
     }
 
@@ -455,6 +455,13 @@ impl StackPass {
             Ending::Dropped
         };
         self.end_blocks(i, live, how);
+    }
+
+    /// A live block of benchmark `b` ended (it has a table: it allocated the block).
+    fn bench_end(&mut self, b: usize, leaf: u32, size: u64, how: Ending) {
+        if let Some(t) = self.bench_sites.get_mut(&b) {
+            t.end(leaf, size, how);
+        }
     }
 
     fn end_blocks(&mut self, i: ProcIdx, live: &IntMap<u64, u64>, how: Ending) {
@@ -472,20 +479,20 @@ impl StackPass {
                 self.sites.end(leaf, size, how);
             }
             if let Some((leaf, b)) = self.bench_blocks.remove(&(i, addr)) {
-                self.bench_sites[b].end(leaf, size, bench_how);
+                self.bench_end(b, leaf, size, bench_how);
             }
         }
     }
 
     /// Ends the pass: the blocks of processes still running are live at the end; the sites
     /// are sorted and cut to the options, each with its frames. Returns the scope's sites and
-    /// each benchmark's (by its index; a benchmark that allocated nothing has none).
+    /// those of each benchmark that allocated, with its index.
     /// `start_ns` is the recording's start.
     pub(super) fn finish(
         mut self,
         table: &ProcessTable,
         start_ns: u64,
-    ) -> (StackReport, Vec<StackReport>) {
+    ) -> (StackReport, Vec<(usize, StackReport)>) {
         for (k, p) in table.procs().iter().enumerate() {
             if p.is_alive() {
                 self.end_blocks(ProcIdx::new(k), &p.live, Ending::LiveAtEnd);
@@ -494,7 +501,7 @@ impl StackPass {
         let benches = self
             .bench_sites
             .iter()
-            .map(|t| self.report_of(t, start_ns))
+            .map(|(&b, t)| (b, self.report_of(t, start_ns)))
             .collect();
         (self.report_of(&self.sites, start_ns), benches)
     }
