@@ -163,7 +163,8 @@ pub struct RecordArgs {
     subcommand,
     help_triggers("-h", "--help", "help"),
     name = "report",
-    example = "memtrack report run.mt --format json"
+    example = "memtrack report run.mt --format json",
+    example = "memtrack report run.mt --stacks --stacks-by leaked"
 )]
 pub struct ReportArgs {
     /// the recording to read
