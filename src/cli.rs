@@ -15,7 +15,8 @@ use crate::control::{self, CtlOptions, Request};
 use crate::error::{Error, Subcommand};
 use crate::format::{ControlCommand, MarkerKind};
 use crate::record::{self, custom, guardian, RecordOptions};
-use crate::report::{check, CheckOptions, ReportOptions, Rows, Scope};
+use crate::report::stacks::DEFAULT_TOP;
+use crate::report::{check, CheckOptions, ReportOptions, Rows, Scope, SiteOptions, SiteOrder};
 use crate::units;
 
 /// Record every heap allocation and resident-memory change of a command and all its
@@ -170,7 +171,8 @@ pub struct RecordArgs {
     subcommand,
     help_triggers("-h", "--help", "help"),
     name = "report",
-    example = "memtrack report run.mt --format json"
+    example = "memtrack report run.mt --format json",
+    example = "memtrack report run.mt --stacks --stacks-by leaked"
 )]
 pub struct ReportArgs {
     /// the recording to read
@@ -185,10 +187,24 @@ pub struct ReportArgs {
     /// only this process and its descendants
     #[argh(option, from_str_fn(parse_pid))]
     pub tree: Option<u32>,
+    /// only this benchmark: its pid tree inside its measuring windows
+    #[argh(option)]
+    pub bench: Option<String>,
     /// rows of the text form: process (default) or bench (one row per benchmark the harness
     /// named; JSON always has both)
     #[argh(option, default = "String::from(\"process\")")]
     pub by: String,
+    /// also list the top allocation sites (call stacks) of the scope: live bytes at its heap
+    /// peak, bytes and count allocated, leaked, temporary, and each site's frames
+    #[argh(switch)]
+    pub stacks: bool,
+    /// sort the sites by peak (live bytes at the heap peak, default), allocated, count, leaked
+    /// or temporary; implies --stacks
+    #[argh(option)]
+    pub stacks_by: Option<String>,
+    /// how many sites to list (default 10, 0 for all); implies --stacks
+    #[argh(option, from_str_fn(parse_count))]
+    pub stacks_top: Option<u64>,
 }
 
 /// Fail (exit 1) when a recording exceeds memory limits; exit 0 when all hold, 2 on a bad file
@@ -600,21 +616,55 @@ impl TryFrom<ReportArgs> for ReportOptions {
             other => return Err(bad_value("--by", other, "give process or bench")),
         };
         let scope =
-            match (a.pid, a.tree) {
-                (Some(_), Some(_)) => return Err(Error::Usage(
+            match (a.pid, a.tree, a.bench) {
+                (Some(_), Some(_), _) => return Err(Error::Usage(
                     "--pid and --tree cannot be used together: --pid shows one process, --tree \
                      a process and its descendants"
                         .into(),
                 )),
-                (Some(pid), None) => Scope::Process { pid },
-                (None, Some(pid)) => Scope::Tree { pid },
-                (None, None) => Scope::Run,
+                (Some(_), None, Some(_)) | (None, Some(_), Some(_)) => return Err(Error::Usage(
+                    "--bench cannot be used with --pid or --tree: --bench already names the pid \
+                     tree the harness gave the benchmark"
+                        .into(),
+                )),
+                (Some(pid), None, None) => Scope::Process { pid },
+                (None, Some(pid), None) => Scope::Tree { pid },
+                (None, None, Some(uri)) => Scope::Benchmark { uri },
+                (None, None, None) => Scope::Run,
             };
+        let order = match a.stacks_by.as_deref() {
+            None => None,
+            Some(name) => Some(
+                SiteOrder::NAMES
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|&(_, order)| order)
+                    .ok_or_else(|| {
+                        bad_value(
+                            "--stacks-by",
+                            name,
+                            "give peak, allocated, count, leaked or temporary",
+                        )
+                    })?,
+            ),
+        };
+        let top =
+            match a.stacks_top {
+                Some(n) => Some(usize::try_from(n).map_err(|_| {
+                    bad_value("--stacks-top", &n.to_string(), "give a count of sites")
+                })?),
+                None => None,
+            };
+        let stacks = (a.stacks || order.is_some() || top.is_some()).then(|| SiteOptions {
+            order: order.unwrap_or_default(),
+            top: top.unwrap_or(DEFAULT_TOP),
+        });
         Ok(ReportOptions {
             file: a.file,
             format,
             scope,
             rows,
+            stacks,
         })
     }
 }
@@ -766,6 +816,47 @@ mod tests {
                 file: "run.mt".into(),
                 ..ReportOptions::default()
             }
+        );
+    }
+
+    #[test]
+    fn stacks_flags() {
+        assert_eq!(report(&[]).unwrap().stacks, None);
+        assert_eq!(
+            report(&["--stacks"]).unwrap().stacks,
+            Some(SiteOptions {
+                order: SiteOrder::Peak,
+                top: 10
+            })
+        );
+        // Choosing an order or a count asks for the sites too.
+        assert_eq!(
+            report(&["--stacks-by", "leaked", "--stacks-top", "0"])
+                .unwrap()
+                .stacks,
+            Some(SiteOptions {
+                order: SiteOrder::Leaked,
+                top: 0
+            })
+        );
+        assert_eq!(
+            usage(report(&["--stacks-by", "size"])),
+            "--stacks-by size: give peak, allocated, count, leaked or temporary"
+        );
+    }
+
+    #[test]
+    fn report_of_a_benchmark() {
+        assert_eq!(
+            report(&["--bench", "parse::small"]).unwrap().scope,
+            Scope::Benchmark {
+                uri: "parse::small".into()
+            }
+        );
+        let e = usage(report(&["--bench", "b", "--tree", "1"]));
+        assert!(
+            e.starts_with("--bench cannot be used with --pid or --tree"),
+            "{e}"
         );
     }
 

@@ -4,7 +4,9 @@
 //!
 //! Test-only (`#[cfg(test)]` in `lib.rs`); nothing outside the tests sees it.
 
-use crate::format::{AllocFunc, ControlCommand, Event, EventKind, Header, MarkerKind, RssMember};
+use crate::format::{
+    AllocFunc, ControlCommand, Event, EventKind, Header, MarkerKind, RssMember, SymbolFrame,
+};
 
 pub use crate::report::accounting::analyze;
 use crate::report::metrics::{HeapMetrics, ProcessMetrics, Report};
@@ -69,6 +71,82 @@ pub fn realloc(old_addr: u64, addr: u64, size: u64) -> EventKind {
         size,
         stack_id: 0,
     }
+}
+
+/// `malloc` returning `addr`, called from the stack whose leaf node is `stack`.
+pub fn malloc_from(stack: u32, addr: u64, size: u64) -> EventKind {
+    EventKind::Alloc {
+        func: AllocFunc::Malloc,
+        addr,
+        size,
+        stack_id: stack,
+    }
+}
+
+/// `realloc(old_addr, size)` returning `addr`, called from the stack whose leaf is `stack`.
+pub fn realloc_from(stack: u32, old_addr: u64, addr: u64, size: u64) -> EventKind {
+    EventKind::Realloc {
+        func: AllocFunc::Realloc,
+        old_addr,
+        addr,
+        size,
+        stack_id: stack,
+    }
+}
+
+/// The executable file `path` as stack module `id`.
+pub fn module(id: u32, path: &str) -> EventKind {
+    EventKind::Module {
+        id,
+        path: path.into(),
+        build_id: vec![0xab, 0xcd],
+        dev: 8,
+        ino: u64::from(id) + 100,
+    }
+}
+
+/// Stack trie node `id` under `parent` (0: the root): file offset `offset` of module `module`.
+pub fn stack_node(id: u32, parent: u32, module: u32, offset: u64) -> EventKind {
+    EventKind::StackNode {
+        id,
+        parent,
+        module,
+        offset,
+    }
+}
+
+/// The symbols of `offset` in `module`: `frames` as (function, file, line), innermost first.
+pub fn symbol(module: u32, offset: u64, frames: &[(&str, &str, u32)]) -> EventKind {
+    EventKind::Symbol {
+        module,
+        offset,
+        frames: frames
+            .iter()
+            .map(|&(function, file, line)| SymbolFrame {
+                function: function.into(),
+                file: file.into(),
+                line,
+            })
+            .collect(),
+    }
+}
+
+/// Stack-walk counters: walks, truncated, unknown, unsupported, collisions, uncached.
+pub fn stack_stats(counts: [u64; 6]) -> EventKind {
+    let [walks, truncated, unknown, unsupported, collisions, uncached] = counts;
+    EventKind::StackStats {
+        walks,
+        truncated,
+        unknown,
+        unsupported,
+        collisions,
+        uncached,
+    }
+}
+
+/// Stack events at the start of a recording (pid/tid 0, as the recorder writes them).
+pub fn stack_prelude(kinds: Vec<EventKind>) -> Vec<Event> {
+    kinds.into_iter().map(|k| at(0, 0, 0, k)).collect()
 }
 
 /// A failed `malloc(size)`.

@@ -22,8 +22,10 @@ use crate::intmap::IntMap;
 
 use super::assemble::{self, RunLog};
 use super::bench::Benchmarks;
+use super::metrics::Scope;
 use super::metrics::{Blocks, FileCoverage, Report};
 use super::resident::MEMBERS;
+use super::stacks::{SiteOptions, StackPass};
 use super::tree::{Lookup, ProcIdx, ProcessTable};
 
 /// The streaming state: feed it every event in file order, then call [`Accounting::finish`].
@@ -34,6 +36,9 @@ pub struct Accounting {
     table: ProcessTable,
     benches: Benchmarks,
     log: RunLog,
+    /// The allocation sites, when the report asks for them (`--stacks`); boxed and optional so
+    /// a report without them pays one branch per allocator event.
+    stacks: Option<Box<StackPass>>,
 }
 
 impl Accounting {
@@ -48,6 +53,15 @@ impl Accounting {
             table: ProcessTable::new(header),
             benches: Benchmarks::new(!header.features.iter().any(|f| f == FEATURE_CONTROL)),
             log: RunLog::default(),
+            stacks: None,
+        }
+    }
+
+    /// A fresh pass that also finds the allocation sites of `scope`.
+    pub fn with_sites(header: &Header, scope: &Scope, options: SiteOptions) -> Accounting {
+        Accounting {
+            stacks: Some(Box::new(StackPass::new(scope, options))),
+            ..Accounting::new(header)
         }
     }
 
@@ -59,14 +73,19 @@ impl Accounting {
         self.log.last_ts_ns = self.log.last_ts_ns.max(event.ts_ns);
         let (pid, tid, ts) = (event.pid, event.tid, event.ts_ns);
         match &event.kind {
-            EventKind::Alloc { addr, size, .. } => {
+            EventKind::Alloc {
+                addr,
+                size,
+                stack_id,
+                ..
+            } => {
                 let i = self.table.active(pid, ts);
                 self.table[i].heap.count_alloc(*size);
                 let bench = self.benches.measured_in(&self.table, i);
                 if let Some(b) = bench {
                     self.benches.heap(b).count_alloc(*size);
                 }
-                self.insert_block(i, tid, *addr, *size, ts, bench);
+                self.insert_block(i, tid, *addr, *size, ts, bench, *stack_id);
             }
             EventKind::Free { addr, .. } => {
                 let i = match self.table.lookup(pid) {
@@ -85,6 +104,7 @@ impl Accounting {
                 old_addr,
                 addr,
                 size,
+                stack_id,
                 ..
             } => {
                 let i = self.table.active(pid, ts);
@@ -100,7 +120,7 @@ impl Accounting {
                 }
                 // The old block goes first, so a realloc never counts both blocks at once.
                 self.release(i, *old_addr, None, bench);
-                self.insert_block(i, tid, *addr, *size, ts, bench);
+                self.insert_block(i, tid, *addr, *size, ts, bench, *stack_id);
             }
             EventKind::AllocFailed { .. } => {
                 let i = self.table.active(pid, ts);
@@ -188,11 +208,15 @@ impl Accounting {
                     self.benches.follow_resident(&self.table, ts);
                 }
             }
-            // Call stacks (format version 4) are not accounted yet.
+            // The stack trie and its names: only the sites pass reads them.
             EventKind::Module { .. }
             | EventKind::StackNode { .. }
             | EventKind::Symbol { .. }
-            | EventKind::StackStats { .. } => {}
+            | EventKind::StackStats { .. } => {
+                if let Some(stacks) = self.stacks.as_deref_mut() {
+                    stacks.note(&event.kind);
+                }
+            }
         }
     }
 
@@ -201,6 +225,7 @@ impl Accounting {
     /// hot path of every allocation (measured: without it, the report of a recording without
     /// benchmarks ran 5% slower than before benchmark scoping).
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     fn insert_block(
         &mut self,
         i: ProcIdx,
@@ -209,6 +234,7 @@ impl Accounting {
         size: u64,
         ts: u64,
         bench: Option<usize>,
+        stack_id: u32,
     ) {
         let p = &mut self.table[i];
         let replaced = p.live.insert(addr, size);
@@ -220,6 +246,20 @@ impl Accounting {
         self.table.grow_heap(i, size, ts);
         self.benches
             .insert(&mut self.table[i], addr, size, ts, bench, replaced);
+        if let Some(stacks) = self.stacks.as_deref_mut() {
+            let benches = &self.benches;
+            stacks.insert(
+                &self.table,
+                i,
+                addr,
+                size,
+                stack_id,
+                ts,
+                bench,
+                replaced,
+                |b| benches.uri(b),
+            );
+        }
     }
 
     /// Releases `addr` in process `i`, measured in benchmark `measured` (if any), or counts an
@@ -240,6 +280,9 @@ impl Accounting {
                     _ => false,
                 };
                 let owns = !p.bench_blocks.is_empty();
+                if let Some(stacks) = self.stacks.as_deref_mut() {
+                    stacks.release(i, addr, size, temporary);
+                }
                 self.table.shrink_heap(i, size);
                 if owns || measured.is_some() {
                     let p = &mut self.table[i];
@@ -258,6 +301,10 @@ impl Accounting {
     /// Empties the live heap of process `i` (at exec or exit) and returns what it held.
     fn drop_live(&mut self, i: ProcIdx, keep_capacity: bool) -> Blocks {
         let p = &mut self.table[i];
+        if let Some(stacks) = self.stacks.as_deref_mut() {
+            // Only exit gives the memory back; exec keeps the capacity for the new image.
+            stacks.drop_process(i, &p.live, !keep_capacity);
+        }
         let held = Blocks {
             blocks: p.live.len() as u64,
             bytes: p.heap.live_bytes,
@@ -354,14 +401,26 @@ impl Accounting {
     /// Ends the pass: `end` is how reading ended (`None` when the caller does not know, as for
     /// synthetic streams; it is not taken as damage).
     pub fn finish(self, end: Option<&ReadEnd>) -> Report {
-        assemble::report(
+        let start_ns = self.header.start_monotonic_ns;
+        let stacks = self.stacks.map(|s| s.finish(&self.table, start_ns));
+        let mut report = assemble::report(
             &self.header,
             self.page_bytes,
             self.table,
             self.benches,
             self.log,
             end,
-        )
+        );
+        if let Some((scope, benches)) = stacks {
+            report.stacks = Some(scope);
+            // Benchmarks are listed in the order they were first named: by their index.
+            for (b, sites) in benches {
+                if let Some(bench) = report.benchmarks.get_mut(b) {
+                    bench.stacks = Some(sites);
+                }
+            }
+        }
+        report
     }
 }
 
@@ -380,6 +439,21 @@ pub fn analyze<I: IntoIterator<Item = Event>>(
     end: Option<&ReadEnd>,
 ) -> Report {
     let mut accounting = Accounting::new(header);
+    for event in events {
+        accounting.apply(&event);
+    }
+    accounting.finish(end)
+}
+
+/// [`analyze`] that also finds the allocation sites of `scope`.
+pub fn analyze_sites<I: IntoIterator<Item = Event>>(
+    header: &Header,
+    events: I,
+    end: Option<&ReadEnd>,
+    scope: &Scope,
+    options: SiteOptions,
+) -> Report {
+    let mut accounting = Accounting::with_sites(header, scope, options);
     for event in events {
         accounting.apply(&event);
     }
@@ -897,6 +971,29 @@ mod tests {
             pid: 1,
         };
         throughput_of(64, vec![control(bench), control(ControlCommand::Start)]);
+    }
+
+    /// The same with the sites pass (`report --stacks`; every allocation without a stack, so
+    /// the cost of the pass's bookkeeping itself).
+    #[test]
+    #[ignore]
+    fn report_throughput_few_live_with_sites() {
+        const EVENTS: u64 = 10_000_000;
+        let started = std::time::Instant::now();
+        let report = analyze_sites(
+            &Header::default(),
+            benchmark_events(EVENTS, 64),
+            None,
+            &Scope::Run,
+            SiteOptions::default(),
+        );
+        let elapsed = started.elapsed().as_secs_f64();
+        println!(
+            "{EVENTS} events with sites: {elapsed:.3} s, {:.1} M events/s; {}; {} sites",
+            EVENTS as f64 / elapsed / 1e6,
+            crate::testkit::peak_resident(),
+            report.stacks.map_or(0, |s| s.sites_total)
+        );
     }
 
     /// The same with about 1.2 million live blocks, to see the cost of a large live set.

@@ -303,6 +303,7 @@ fn completeness(
         totals,
         processes,
         benchmarks,
+        stacks: None,
     }
 }
 

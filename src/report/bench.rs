@@ -259,6 +259,11 @@ impl Benchmarks {
         }
     }
 
+    /// The URI of benchmark `b`.
+    pub(super) fn uri(&self, b: usize) -> &str {
+        &self.list[b].uri
+    }
+
     /// The heap counters of benchmark `b`.
     #[inline]
     pub(super) fn heap(&mut self, b: usize) -> &mut HeapCounters {
@@ -369,6 +374,8 @@ impl Benchmarks {
                         // Raw mappings are not scoped to benchmarks (yet).
                         mapped: None,
                     },
+                    // Filled in by the sites pass, when there is one.
+                    stacks: None,
                 }
             })
             .collect()

@@ -93,6 +93,116 @@ mod tests {
         assert_eq!(v["incomplete_reasons"].as_array().map(Vec::len), Some(1));
     }
 
+    /// The JSON of a run whose only site (main -> malloc, symbolized) leaks 24 bytes, with
+    /// `report --stacks`.
+    fn sites_sample(walks: bool) -> Value {
+        use crate::report::stacks::SiteOptions;
+        use crate::report::Scope;
+        use crate::testkit::{malloc_from, module, stack_node, stack_prelude, stack_stats, symbol};
+        let mut kinds = vec![
+            module(1, "/lib/libc.so.6"),
+            stack_node(1, 0, 1, 0x100),
+            stack_node(2, 1, 1, 0x9a1b0),
+            symbol(1, 0x9a1b0, &[("malloc", "malloc.c", 3287)]),
+        ];
+        if walks {
+            kinds.push(stack_stats([1, 0, 0, 0, 0, 0]));
+        }
+        let mut events = stack_prelude(kinds);
+        events.extend([at(5, 1, 1, malloc_from(2, 0x10, 24)), at(6, 1, 1, exit(0))]);
+        let report = crate::report::accounting::analyze_sites(
+            &header(),
+            events,
+            None,
+            &Scope::Run,
+            SiteOptions::default(),
+        );
+        let mut out = Vec::new();
+        write_json(&report, &mut out).unwrap();
+        serde_json::from_slice(&out).unwrap()
+    }
+
+    #[test]
+    fn stacks_shape() {
+        let v = sites_sample(true);
+        let s = &v["stacks"];
+        let keys = |v: &Value| -> Vec<String> {
+            let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+            k.sort();
+            k
+        };
+        assert_eq!(
+            keys(s),
+            [
+                "collisions",
+                "order",
+                "peak_live_at_ns",
+                "peak_live_bytes",
+                "recorded",
+                "sites",
+                "sites_total",
+                "truncated",
+                "uncached",
+                "unknown",
+                "unsupported",
+                "walks"
+            ]
+        );
+        assert_eq!(
+            (s["recorded"].as_bool(), s["order"].as_str()),
+            (Some(true), Some("peak"))
+        );
+        assert_eq!(
+            (s["walks"].as_u64(), s["truncated"].as_u64()),
+            (Some(1), Some(0))
+        );
+        let site = &s["sites"][0];
+        assert_eq!(
+            keys(site),
+            [
+                "allocated_bytes",
+                "allocations",
+                "frames",
+                "leaked_blocks",
+                "leaked_bytes",
+                "live_at_end_blocks",
+                "live_at_end_bytes",
+                "peak_live_bytes",
+                "stack_id",
+                "temporary"
+            ]
+        );
+        assert_eq!(site["stack_id"], 2);
+        assert_eq!(site["allocated_bytes"], 24);
+        assert_eq!(site["allocations"], 1);
+        assert_eq!(site["peak_live_bytes"], 24);
+        assert_eq!(site["leaked_bytes"], 24);
+        assert_eq!(site["leaked_blocks"], 1);
+        assert_eq!(site["temporary"], 0);
+        let f = &site["frames"];
+        assert_eq!(f[0]["function"], "malloc");
+        assert_eq!(f[0]["file"], "malloc.c");
+        assert_eq!(f[0]["line"], 3287);
+        assert_eq!(f[0]["module"], "/lib/libc.so.6");
+        assert_eq!(f[0]["offset"], 0x9a1b0);
+        assert_eq!(f[0]["inlined"], false);
+        assert_eq!(f[1]["function"], "");
+        assert_eq!(f[1]["offset"], 0x100);
+        assert_eq!(f.as_array().map(Vec::len), Some(2));
+    }
+
+    #[test]
+    fn walk_counters_are_absent_when_the_file_has_none() {
+        let v = sites_sample(false);
+        assert_eq!(v["stacks"]["walks"], Value::Null);
+        assert_eq!(v["stacks"]["sites_total"], 1);
+    }
+
+    #[test]
+    fn no_stacks_key_without_the_flag() {
+        assert!(sample(None).get("stacks").is_none());
+    }
+
     #[test]
     fn scope_is_run_by_default() {
         assert_eq!(sample(None)["scope"]["kind"], "run");

@@ -45,6 +45,116 @@ pub struct Report {
     /// One entry per benchmark URI the harness named, in the order they were first named; empty
     /// for a recording without control commands. Not narrowed by `--pid` / `--tree`.
     pub benchmarks: Vec<BenchmarkMetrics>,
+    /// The top allocation sites of the scope (`report --stacks`); absent without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stacks: Option<StackReport>,
+}
+
+/// The allocation sites of the report's scope (`report --stacks`): each distinct call stack
+/// with what its blocks did. A recording without call stacks has `recorded` false and no sites.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct StackReport {
+    /// Whether the recording has call stacks (false: recorded with `--no-stacks`, or by a
+    /// memtrack before call stacks).
+    pub recorded: bool,
+    /// What the sites are sorted by: "peak", "allocated", "count", "leaked" or "temporary".
+    pub order: String,
+    /// The scope's heap peak the sites' `peak_live_bytes` are taken at (they add up to it).
+    pub peak_live_bytes: u64,
+    /// When that peak was first reached; absent when nothing was ever live.
+    pub peak_live_at_ns: Option<u64>,
+    /// Distinct sites in the scope; `sites` holds the top ones (`--stacks-top`).
+    pub sites_total: u64,
+    /// The top sites, in `order`, largest first.
+    pub sites: Vec<SiteMetrics>,
+    /// The kernel's stack-walk counters (cumulative over the recording, not narrowed to the
+    /// scope); absent when the file has none (cut short, or no call stacks).
+    #[serde(flatten)]
+    pub walks: Option<StackWalks>,
+}
+
+/// How the kernel's stack walks ended, over the whole recording.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct StackWalks {
+    /// Walks made (one per new call of an outermost allocator).
+    pub walks: u64,
+    /// Walks that reached the depth limit: the stack is cut, marked `[truncated]`.
+    pub truncated: u64,
+    /// Walks that ended at a pc no unwind table covers: marked `[unknown]`.
+    pub unknown: u64,
+    /// Walks that ended at unwind rules the walk cannot compute: marked `[unsupported]`.
+    pub unsupported: u64,
+    /// Stack hash collisions detected.
+    pub collisions: u64,
+    /// Stacks sent without deduplication because the kernel's stack map was full.
+    pub uncached: u64,
+}
+
+/// One allocation site: one distinct call stack and what the blocks it allocated did in the
+/// scope.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SiteMetrics {
+    /// The stack's leaf node id in the recording (0: allocations without a call stack).
+    pub stack_id: u32,
+    /// Its frames, innermost (the allocator) first; an inlined function comes before the
+    /// function it was inlined into.
+    pub frames: Vec<SiteFrame>,
+    /// Bytes requested by its allocations (a realloc counts its new size).
+    pub allocated_bytes: u64,
+    /// Its allocations, reallocs included.
+    pub allocations: u64,
+    /// Its live bytes at the scope's heap peak (`StackReport::peak_live_bytes`).
+    pub peak_live_bytes: u64,
+    /// Bytes live when their process exited.
+    pub leaked_bytes: u64,
+    /// Blocks live when their process exited.
+    pub leaked_blocks: u64,
+    /// Bytes live at the end of the recording in processes still running (not leaks).
+    pub live_at_end_bytes: u64,
+    /// Blocks live at the end of the recording in processes still running.
+    pub live_at_end_blocks: u64,
+    /// Its allocations freed by the thread that made them before it allocated anything else.
+    pub temporary: u64,
+}
+
+/// One frame of a site's stack.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SiteFrame {
+    /// The function, demangled; "" when unknown; for a frame that ends a walk early,
+    /// "[truncated]", "[unknown]" or "[unsupported]".
+    pub function: String,
+    /// Its source file; "" when unknown.
+    pub file: String,
+    /// Its source line; 0 when unknown.
+    pub line: u32,
+    /// The executable file the frame is in, as the recorder found it mapped; "" for a frame
+    /// that ends a walk early.
+    pub module: String,
+    /// The file offset in `module` inside the frame's instruction (the allocator's entry for
+    /// the innermost frame, inside the call for the others); for a frame that ends a walk early,
+    /// why (1 truncated, 2 unknown, 3 unsupported).
+    pub offset: u64,
+    /// Whether the function was inlined into the next frame (same `module` and `offset`).
+    pub inlined: bool,
+}
+
+impl SiteFrame {
+    /// A frame that is no function: a mark that ends a walk, or a stack the file lacks.
+    pub fn mark(what: &str, offset: u64) -> SiteFrame {
+        SiteFrame {
+            function: what.to_string(),
+            file: String::new(),
+            line: 0,
+            module: String::new(),
+            offset,
+            inlined: false,
+        }
+    }
+
+    /// Whether it is a mark rather than code.
+    pub fn is_mark(&self) -> bool {
+        self.module.is_empty() && self.function.starts_with('[')
+    }
 }
 
 /// Where reading a damaged file stopped.
@@ -310,6 +420,10 @@ pub struct BenchmarkMetrics {
     /// Heap and resident metrics inside its windows. `processes` counts the processes whose
     /// allocator events were counted; see docs/report-schema.md for what `leaked` means here.
     pub metrics: Metrics,
+    /// Its own top allocation sites (`report --stacks`): the blocks it owns, its heap peak;
+    /// absent without `--stacks` or when it allocated nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stacks: Option<StackReport>,
 }
 
 /// How many markers of each kind a benchmark received.
@@ -506,6 +620,7 @@ mod tests {
                 process(5, 0, 50),
             ],
             benchmarks: vec![bench("a", 7), bench("b b", 8)],
+            stacks: None,
         }
     }
 
@@ -525,6 +640,7 @@ mod tests {
                 resident: None,
                 mapped: None,
             },
+            stacks: None,
         }
     }
 

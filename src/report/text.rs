@@ -12,7 +12,8 @@ use crate::table::{Align, Column, Table};
 use crate::units::{format_bytes, format_duration_ns};
 
 use super::metrics::{
-    HeapMetrics, Metrics, ProcessMetrics, Report, ResidentMetrics, RunInfo, Scope,
+    HeapMetrics, Metrics, ProcessMetrics, Report, ResidentMetrics, RunInfo, Scope, SiteFrame,
+    SiteMetrics, StackReport,
 };
 
 /// Width of the label column of the summary.
@@ -23,6 +24,10 @@ const BAR_WIDTH: usize = 40;
 const COMMAND_WIDTH: usize = 100;
 /// Deepest indentation shown; deeper processes are listed at this level (depth is in the JSON).
 const MAX_INDENT: u32 = 24;
+/// Frames shown per allocation site; the JSON has them all. The innermost ones say where the
+/// allocation was made; a deep stack's outer frames (main, the runtime) would push the next
+/// site off the screen.
+const SITE_FRAMES: usize = 12;
 
 /// Writes `report` for people.
 pub fn write_text(report: &Report, out: &mut dyn Write) -> io::Result<()> {
@@ -39,7 +44,7 @@ pub fn write_text(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             counted(report.benchmarks.len() as u64, "benchmark", "benchmarks")
         )?;
     }
-    Ok(())
+    write_stacks(report, out)
 }
 
 /// Which allocator the recorder found where, so that a run without allocations says why.
@@ -151,13 +156,7 @@ fn write_summary(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let t: &Metrics = &report.totals;
     let h = &t.heap;
     writeln!(out)?;
-    let title = match &report.scope {
-        Scope::Run => format!("whole run ({})", processes(t.processes)),
-        Scope::Process { pid } => format!("process {pid}"),
-        Scope::Tree { pid } => format!("tree of process {pid} ({})", processes(t.processes)),
-        Scope::Benchmark { uri } => format!("benchmark {}", clean(uri)),
-    };
-    writeln!(out, "{title}")?;
+    writeln!(out, "{}", scope_title(report))?;
     let line = |out: &mut dyn Write, label: &str, value: String| -> io::Result<()> {
         writeln!(out, "  {label:<LABEL_WIDTH$}{value}")
     };
@@ -237,6 +236,204 @@ fn write_summary(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// What the report covers: "whole run (3 processes)", "process 42", ...
+fn scope_title(report: &Report) -> String {
+    let t: &Metrics = &report.totals;
+    match &report.scope {
+        Scope::Run => format!("whole run ({})", processes(t.processes)),
+        Scope::Process { pid } => format!("process {pid}"),
+        Scope::Tree { pid } => format!("tree of process {pid} ({})", processes(t.processes)),
+        Scope::Benchmark { uri } => format!("benchmark {}", clean(uri)),
+    }
+}
+
+/// The top allocation sites of the scope (`--stacks`).
+fn write_stacks(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    match &report.stacks {
+        Some(stacks) => write_sites(&scope_title(report), stacks, out),
+        None => Ok(()),
+    }
+}
+
+/// The top allocation sites of each benchmark (`--by bench --stacks`), or the one note of a
+/// recording without call stacks.
+fn write_benchmark_stacks(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    match &report.stacks {
+        None => return Ok(()),
+        Some(stacks) if !stacks.recorded => return write_sites("", stacks, out),
+        Some(_) => {}
+    }
+    for b in &report.benchmarks {
+        if let Some(stacks) = &b.stacks {
+            write_sites(&format!("benchmark {}", clean(&b.uri)), stacks, out)?;
+        }
+    }
+    Ok(())
+}
+
+/// The top allocation sites of the scope called `title`: a line of stack-walk counters, then
+/// one aligned row per site with its frames indented under it, innermost first.
+fn write_sites(title: &str, stacks: &StackReport, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out)?;
+    if !stacks.recorded {
+        return writeln!(out, "{NO_STACKS}");
+    }
+    let shown = if stacks.sites.len() as u64 == stacks.sites_total {
+        counted(stacks.sites_total, "site", "sites")
+    } else {
+        format!("top {} of {} sites", stacks.sites.len(), stacks.sites_total)
+    };
+    writeln!(
+        out,
+        "allocation sites by {}: {shown} ({title}: peak heap {})",
+        order_label(&stacks.order),
+        peak(stacks.peak_live_bytes, stacks.peak_live_at_ns)
+    )?;
+    write_walks(stacks, out)?;
+    if stacks.sites.is_empty() {
+        return Ok(());
+    }
+    let with_end = stacks.sites.iter().any(|s| s.live_at_end_blocks > 0);
+    let mut header = vec![
+        ("#", Align::Right),
+        ("AT PEAK", Align::Right),
+        ("ALLOCATED", Align::Right),
+        ("ALLOCS", Align::Right),
+        ("LEAKED", Align::Right),
+    ];
+    if with_end {
+        header.push(("LIVE AT END", Align::Right));
+    }
+    header.push(("TEMPORARY", Align::Right));
+    let columns = header
+        .iter()
+        .map(|&(_, align)| Column {
+            align,
+            before: "  ",
+        })
+        .collect();
+    let mut table = Table::new(columns);
+    table.row(header.iter().map(|(h, _)| h.to_string()).collect());
+    for (n, site) in stacks.sites.iter().enumerate() {
+        table.row(site_row(n + 1, site, with_end));
+    }
+    let lines = table.lines();
+    writeln!(out)?;
+    writeln!(out, "{}", lines[0].trim_end())?;
+    for (line, site) in lines[1..].iter().zip(&stacks.sites) {
+        writeln!(out, "{}", line.trim_end())?;
+        write_frames(&site.frames, out)?;
+    }
+    if with_end {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "  LIVE AT END: in processes still running when the recording ended (not leaks)"
+        )?;
+    }
+    Ok(())
+}
+
+/// What a recording without call stacks says to `--stacks`: why, and how to get them.
+const NO_STACKS: &str = "allocation sites: this recording has no call stacks (recorded with \
+                         --no-stacks, or by a memtrack without them); record again without \
+                         --no-stacks to see where the allocations come from";
+
+/// The words for a `--stacks-by` order in the sites' title line.
+fn order_label(order: &str) -> &str {
+    match order {
+        "peak" => "live bytes at the peak",
+        "allocated" => "bytes allocated",
+        "count" => "allocations",
+        "leaked" => "bytes leaked",
+        "temporary" => "temporary allocations",
+        other => other,
+    }
+}
+
+/// The kernel's stack-walk counters, every cause shown as lost events are.
+fn write_walks(stacks: &StackReport, out: &mut dyn Write) -> io::Result<()> {
+    match &stacks.walks {
+        Some(w) => writeln!(
+            out,
+            "  stack walks: {}, {} truncated, {} unknown, {} unsupported, {} hash collisions, {} \
+             sent uncached",
+            w.walks, w.truncated, w.unknown, w.unsupported, w.collisions, w.uncached
+        ),
+        None => writeln!(
+            out,
+            "  stack walks: the file has no walk counters (they are written at the end of \
+             record: it was cut short)"
+        ),
+    }
+}
+
+/// The cells of one site's row.
+fn site_row(n: usize, s: &SiteMetrics, with_end: bool) -> Vec<String> {
+    let leaked = if s.leaked_blocks == 0 {
+        "0 B".to_string()
+    } else {
+        format!(
+            "{} in {}",
+            format_bytes(s.leaked_bytes),
+            counted(s.leaked_blocks, "block", "blocks")
+        )
+    };
+    let mut row = vec![
+        n.to_string(),
+        format_bytes(s.peak_live_bytes),
+        format_bytes(s.allocated_bytes),
+        s.allocations.to_string(),
+        leaked,
+    ];
+    if with_end {
+        row.push(format_bytes(s.live_at_end_bytes));
+    }
+    row.push(s.temporary.to_string());
+    row
+}
+
+/// A site's frames, indented under its row, at most [`SITE_FRAMES`].
+fn write_frames(frames: &[SiteFrame], out: &mut dyn Write) -> io::Result<()> {
+    if frames.is_empty() {
+        return writeln!(out, "       [no call stack recorded for these allocations]");
+    }
+    for f in frames.iter().take(SITE_FRAMES) {
+        writeln!(out, "       {}", shorten(&clean(&frame_text(f))))?;
+    }
+    if frames.len() > SITE_FRAMES {
+        let more = frames.len() - SITE_FRAMES;
+        let noun = if more == 1 { "frame" } else { "frames" };
+        writeln!(
+            out,
+            "       … {more} more {noun} (--format json lists every frame)"
+        )?;
+    }
+    Ok(())
+}
+
+/// One frame for people: "function  file:line", "function  libc.so.6+0x9a1b0" without a line,
+/// "libc.so.6+0x9a1b0" without a name, or the mark ("[truncated]").
+fn frame_text(f: &SiteFrame) -> String {
+    if f.is_mark() {
+        return f.function.clone();
+    }
+    let module = f.module.rsplit('/').next().unwrap_or(&f.module);
+    let place = if f.file.is_empty() {
+        format!("{module}+{:#x}", f.offset)
+    } else if f.line == 0 {
+        f.file.clone()
+    } else {
+        format!("{}:{}", f.file, f.line)
+    };
+    let inlined = if f.inlined { " (inlined)" } else { "" };
+    if f.function.is_empty() {
+        place
+    } else {
+        format!("{}{inlined}  {place}", f.function)
+    }
 }
 
 /// Peak resident memory of the scope, with its members.
@@ -384,7 +581,7 @@ pub fn write_benchmarks_text(report: &Report, out: &mut dyn Write) -> io::Result
             "no benchmarks: the harness named none (record it with --control PATH and have it \
              send `bench URI PID`; see docs/control-protocol.md)"
         )?;
-        return Ok(());
+        return write_stacks(report, out);
     }
     let with_resident = report
         .benchmarks
@@ -442,7 +639,7 @@ pub fn write_benchmarks_text(report: &Report, out: &mut dyn Write) -> io::Result
         "  inside each benchmark's windows, in its pid and descendants; LEAKED: not freed while \
          measured"
     )?;
-    Ok(())
+    write_benchmark_stacks(report, out)
 }
 
 /// The cells of one process's row.
@@ -820,5 +1017,140 @@ mod tests {
             .max()
             .unwrap();
         assert!(widest <= 2 + 2 * MAX_INDENT as usize, "{widest}");
+    }
+}
+
+#[cfg(test)]
+mod stacks_tests {
+    use super::*;
+    use crate::format::{Event, MODULE_MARK};
+    use crate::report::accounting::analyze_sites;
+    use crate::report::stacks::{SiteOptions, SiteOrder};
+    use crate::testkit::*;
+
+    /// Two sites under main: make_a's (symbolized, one frame inlined) and a stack whose caller
+    /// has no symbol and whose walk was truncated. A's block is leaked, B's is freed at once.
+    fn events() -> Vec<Event> {
+        let mut events = stack_prelude(vec![
+            module(1, "/usr/lib/x86_64-linux-gnu/libc.so.6"),
+            module(2, "/work/app"),
+            stack_node(1, 0, 2, 0x1100),
+            stack_node(2, 1, 1, 0x9a1b0),
+            stack_node(3, 0, MODULE_MARK, 1),
+            stack_node(4, 3, 2, 0x1234),
+            stack_node(5, 4, 1, 0x9a1b0),
+            symbol(1, 0x9a1b0, &[("malloc", "", 0)]),
+            symbol(2, 0x1100, &[("make_a", "app.c", 7), ("main", "app.c", 20)]),
+            stack_stats([3, 1, 0, 0, 0, 0]),
+        ]);
+        events.extend(seq(vec![
+            malloc_from(2, 0x10, 4096),
+            malloc_from(5, 0x20, 100),
+            free(0x20),
+            exit(0),
+        ]));
+        events
+    }
+
+    fn render_sites(events: Vec<Event>, top: usize) -> String {
+        let options = SiteOptions {
+            order: SiteOrder::Peak,
+            top,
+        };
+        let report = analyze_sites(&header(), events, None, &Scope::Run, options);
+        let mut out = Vec::new();
+        write_text(&report, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let at = text.find("allocation sites").expect("a sites section");
+        text[at..].to_string()
+    }
+
+    #[test]
+    fn sites_with_frames_under_them() {
+        assert_eq!(
+            render_sites(events(), 10),
+            "allocation sites by live bytes at the peak: 2 sites (whole run (1 process): peak heap \
+             4.1 KiB at 1 ns)
+  stack walks: 3, 1 truncated, 0 unknown, 0 unsupported, 0 hash collisions, 0 sent uncached
+
+  #  AT PEAK  ALLOCATED  ALLOCS              LEAKED  TEMPORARY
+  1  4.0 KiB    4.0 KiB       1  4.0 KiB in 1 block          0
+       malloc  libc.so.6+0x9a1b0
+       make_a (inlined)  app.c:7
+       main  app.c:20
+  2    100 B      100 B       1                 0 B          1
+       malloc  libc.so.6+0x9a1b0
+       app+0x1234
+       [truncated]
+"
+        );
+    }
+
+    #[test]
+    fn top_says_how_many_there_are() {
+        let text = render_sites(events(), 1);
+        assert!(text.starts_with("allocation sites by live bytes at the peak: top 1 of 2 sites"));
+        assert!(!text.contains("[truncated]"), "{text}");
+    }
+
+    #[test]
+    fn long_stacks_are_cut_in_text() {
+        let mut kinds = vec![module(1, "/a")];
+        for id in 1..=20 {
+            kinds.push(stack_node(id, id - 1, 1, u64::from(id)));
+        }
+        let mut events = stack_prelude(kinds);
+        events.extend(seq(vec![malloc_from(20, 1, 1), exit(0)]));
+        let text = render_sites(events, 10);
+        assert!(text.contains("a+0x9\n"), "{text}");
+        assert!(!text.contains("a+0x8\n"), "{text}");
+        assert!(
+            text.ends_with("       … 8 more frames (--format json lists every frame)\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_recording_without_stacks_gets_one_note() {
+        let events = seq(vec![malloc(1, 10), exit(0)]);
+        let text = render_sites(events, 10);
+        assert_eq!(text, format!("{NO_STACKS}\n"));
+        assert!(NO_STACKS.contains("record again without --no-stacks"));
+    }
+
+    #[test]
+    fn by_bench_lists_each_benchmarks_sites() {
+        let mut events = stack_prelude(vec![module(1, "/a"), stack_node(1, 0, 1, 5)]);
+        events.extend([
+            bench(1, "parse::small", 0),
+            start(2),
+            at(3, 1, 1, malloc_from(1, 1, 10)),
+            stop(4),
+            at(5, 1, 1, exit(0)),
+        ]);
+        let report = analyze_sites(&header(), events, None, &Scope::Run, SiteOptions::default());
+        let mut out = Vec::new();
+        write_benchmarks_text(&report, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains(
+                "allocation sites by live bytes at the peak: 1 site (benchmark parse::small: \
+                 peak heap 10 B at 3 ns)"
+            ),
+            "{text}"
+        );
+        assert_eq!(text.matches("allocation sites").count(), 1, "{text}");
+    }
+
+    #[test]
+    fn live_at_end_gets_a_column_and_a_note() {
+        let mut events = stack_prelude(vec![module(1, "/a"), stack_node(1, 0, 1, 5)]);
+        events.extend(seq(vec![malloc_from(1, 1, 10)]));
+        let text = render_sites(events, 10);
+        assert!(text.contains("LIVE AT END"), "{text}");
+        assert!(
+            text.contains("still running when the recording ended"),
+            "{text}"
+        );
     }
 }
