@@ -1259,8 +1259,8 @@ fn recursion_deeper_than_the_limit_is_truncated_and_marked() {
 /// `memtrack dump` lines of a recording with two stacks sharing a prefix, one truncated, in
 /// the shape of issue 15's format (format version 4).
 const DUMP_SAMPLE: &str = r#"{"header":{"memtrack_version":"0.4.0","root_pid":100}}
-{"ts_ns":1,"pid":100,"tid":0,"kind":{"type":"module","id":1,"path":"/usr/lib/x86_64-linux-gnu/libc.so.6","build_id":[147,172],"dev":65024,"ino":326279}}
-{"ts_ns":1,"pid":100,"tid":0,"kind":{"type":"module","id":2,"path":"/tmp/fixtures/stacks_chain","build_id":[],"dev":65024,"ino":42}}
+{"ts_ns":1,"pid":100,"tid":0,"kind":{"type":"module","id":1,"path":"/usr/lib/x86_64-linux-gnu/libc.so.6","build_id":"93ac61ec","dev":65024,"ino":326279}}
+{"ts_ns":1,"pid":100,"tid":0,"kind":{"type":"module","id":2,"path":"/tmp/fixtures/stacks_chain","build_id":"","dev":65024,"ino":42}}
 {"ts_ns":2,"pid":0,"tid":0,"kind":{"type":"stack_node","id":1,"parent":0,"module":1,"offset":160511}}
 {"ts_ns":2,"pid":0,"tid":0,"kind":{"type":"stack_node","id":2,"parent":1,"module":2,"offset":4368}}
 {"ts_ns":2,"pid":0,"tid":0,"kind":{"type":"stack_node","id":3,"parent":2,"module":1,"offset":625968}}
