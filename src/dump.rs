@@ -254,6 +254,72 @@ mod tests {
     }
 
     #[test]
+    fn stack_events_are_lines_with_a_hex_build_id() {
+        use crate::format::SymbolFrame;
+        use serde_json::json;
+        let line = |kind| {
+            let ev = Event {
+                ts_ns: 5,
+                pid: 0,
+                tid: 0,
+                kind,
+            };
+            let mut out = Vec::new();
+            write_line(&mut out, &mut Vec::new(), &ev).unwrap_or_else(|_| panic!("json"));
+            serde_json::from_slice::<serde_json::Value>(&out).unwrap()["kind"].clone()
+        };
+        let module = EventKind::Module {
+            id: 1,
+            path: "/lib/libc.so.6".into(),
+            build_id: vec![0x0a, 0xff, 0x00],
+            dev: 2049,
+            ino: 77,
+        };
+        assert_eq!(
+            line(module),
+            json!({"type": "module", "id": 1, "path": "/lib/libc.so.6",
+                   "build_id": "0aff00", "dev": 2049, "ino": 77})
+        );
+        let node = EventKind::StackNode {
+            id: 2,
+            parent: 1,
+            module: 1,
+            offset: 4096,
+        };
+        assert_eq!(
+            line(node),
+            json!({"type": "stack_node", "id": 2, "parent": 1, "module": 1, "offset": 4096})
+        );
+        let symbol = EventKind::Symbol {
+            module: 1,
+            offset: 4096,
+            frames: vec![SymbolFrame {
+                function: "main".into(),
+                file: "main.c".into(),
+                line: 3,
+            }],
+        };
+        assert_eq!(
+            line(symbol),
+            json!({"type": "symbol", "module": 1, "offset": 4096,
+                   "frames": [{"function": "main", "file": "main.c", "line": 3}]})
+        );
+        let stats = EventKind::StackStats {
+            walks: 9,
+            truncated: 1,
+            unknown: 2,
+            unsupported: 3,
+            collisions: 4,
+            uncached: 5,
+        };
+        assert_eq!(
+            line(stats),
+            json!({"type": "stack_stats", "walks": 9, "truncated": 1, "unknown": 2,
+                   "unsupported": 3, "collisions": 4, "uncached": 5})
+        );
+    }
+
+    #[test]
     fn missing_file_is_an_error() {
         let mut out = Vec::new();
         let err = run(Path::new("/nonexistent/x.mt"), &mut out).unwrap_err();

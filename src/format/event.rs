@@ -164,7 +164,8 @@ impl RssMember {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EventKind {
     /// A successful allocation of `size` requested bytes at `addr`. `realloc(NULL, n)` is an
-    /// `Alloc` with `func: Realloc`. `stack_id` is 0 until call stacks are recorded.
+    /// `Alloc` with `func: Realloc`. `stack_id` is the leaf `StackNode` id of its call
+    /// stack, 0 when none was recorded (`record --no-stacks`, files before version 4).
     Alloc {
         func: AllocFunc,
         addr: u64,
@@ -236,6 +237,87 @@ pub enum EventKind {
     /// stamped when the recorder acted on it, and written after every event the ring held by
     /// then. pid and tid are 0: the recorder wrote it, not a process of the tree.
     Control { command: ControlCommand },
+    /// An executable file the recorder scanned and built an unwind table for; stack frames name
+    /// it by `id` (ids from 1; 0 and `MODULE_MARK` are reserved). `build_id` is its GNU build id
+    /// (empty when it has none; hex in `memtrack dump`), `dev` and `ino` the file's identity
+    /// (`dev` the kernel's internal form, major << 20 | minor, as `record::discover` keys
+    /// files). pid/tid of the event: the process that mapped it first, tid 0 (format version 4
+    /// on, as are the kinds below).
+    Module {
+        id: u32,
+        path: String,
+        #[serde(serialize_with = "hex")]
+        build_id: Vec<u8>,
+        dev: u32,
+        ino: u64,
+    },
+    /// One node of the recording's call-stack trie. `parent` 0 is the root. Nodes go from the
+    /// outermost frame (near main/_start) down to the innermost (the allocator's own frame, the
+    /// leaf). `offset` is a file offset in module `module` that lies INSIDE the instruction of
+    /// interest: the allocator entry site for the leaf, and (return address - 1), i.e. inside
+    /// the call instruction, for every caller frame; so symbolizing `offset` as is gives the
+    /// right line. Written before the first event that refers to it. pid/tid 0.
+    StackNode {
+        id: u32,
+        parent: u32,
+        module: u32,
+        offset: u64,
+    },
+    /// What `offset` of `module` is, written at the end of `record` for every (module, offset)
+    /// some `StackNode` uses (unless `record --no-symbols`): `frames` innermost first, i.e. the
+    /// inlined function first and the function it was inlined into last; empty when nothing is
+    /// known.
+    Symbol {
+        module: u32,
+        offset: u64,
+        frames: Vec<SymbolFrame>,
+    },
+    /// Stack-walk counters from the kernel, written at the end of `record` (cumulative, the
+    /// last one wins): walks made, walks that hit the depth limit, ended at a pc with no unwind
+    /// table, ended at CFI the walk cannot compute, hash collisions detected, stacks sent
+    /// without caching because the dedup map was full.
+    StackStats {
+        walks: u64,
+        truncated: u64,
+        unknown: u64,
+        unsupported: u64,
+        collisions: u64,
+        uncached: u64,
+    },
+}
+
+/// One function of a symbolized stack frame (see `EventKind::Symbol`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SymbolFrame {
+    /// The function's name, demangled (C++, Rust); "" when unknown.
+    pub function: String,
+    /// The source file; "" when unknown.
+    pub file: String,
+    /// The source line; 0 when unknown.
+    pub line: u32,
+}
+
+/// Module id of the pseudo-frame that ends a walk that did not reach the outermost frame; its
+/// `offset` says why: `MARK_TRUNCATED` depth limit reached, `MARK_UNKNOWN` a pc no unwind table
+/// covers, `MARK_UNSUPPORTED` CFI the walk cannot compute. It is the outermost frame of such a
+/// stack (first child of the root), so a flame graph shows "[truncated]" on top.
+pub const MODULE_MARK: u32 = u32::MAX;
+/// `offset` of a `MODULE_MARK` frame: the walk reached its depth limit.
+pub const MARK_TRUNCATED: u64 = 1;
+/// `offset` of a `MODULE_MARK` frame: the walk ended at a pc no unwind table covers.
+pub const MARK_UNKNOWN: u64 = 2;
+/// `offset` of a `MODULE_MARK` frame: the walk ended at CFI it cannot compute.
+pub const MARK_UNSUPPORTED: u64 = 3;
+
+/// Bytes as lower-case hex, for build ids in JSON (`memtrack dump`): what `file` and
+/// `readelf -n` print, not an array of numbers.
+fn hex<S: serde::Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+    use std::fmt::Write;
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(out, "{b:02x}");
+    }
+    s.serialize_str(&out)
 }
 
 /// `PROT_EXEC`, `MAP_SHARED`, `MAP_ANONYMOUS` as Linux numbers them (the same on every

@@ -4,11 +4,11 @@
 //! both sides share; `wire` is its compact encoding inside a chunk; `chunk` frames and checksums
 //! (`crc`) the pieces; `writer` and `reader` put it together.
 //!
-//! Layout of format version 3 (all fixed-width integers little-endian):
+//! Layout of format version 4 (all fixed-width integers little-endian):
 //!
 //! ```text
 //! offset 0   magic           8 bytes  "MEMTRACK"
-//! offset 8   format version  u16      3
+//! offset 8   format version  u16      4
 //! offset 10  header frame    tag 'H'  payload: postcard Header
 //! ...        chunk frames    tag 'C'  payload: postcard WireRecords, each chunk decodes alone
 //! last       trailer frame   tag 'T'  payload: postcard Trailer
@@ -25,7 +25,11 @@
 //! stop, bench and marker commands) and changed nothing else, so the reader decodes both with
 //! one decoder, and a version 1 file is exactly a version 2 file without control events; 3
 //! appended the `AllocFunc` numbers 18 to 21 (allocators named with `record --allocator`), and a
-//! version 2 file is exactly a version 3 file without them.
+//! version 2 file is exactly a version 3 file without them; 4 appended call stacks
+//! (`WireRecord` 22 to 25: the modules, the stack trie's nodes, the symbols and the stack-walk
+//! counters) and `MallocStack` (26: a malloc with a stack id, the compact `Malloc` with one
+//! more varint), and a version 3 file is exactly a version 4 file without them (every
+//! `stack_id` 0).
 //!
 //! To change the format: append `WireRecord` variants (the variant number is on disk) for new
 //! event kinds, and bump `FORMAT_VERSION` so that an older memtrack refuses the file by naming
@@ -51,7 +55,7 @@ pub use writer::{Writer, CHUNK_TARGET_BYTES};
 pub const MAGIC: [u8; 8] = *b"MEMTRACK";
 
 /// The format version this memtrack writes (and the newest it reads).
-pub const FORMAT_VERSION: u16 = 3;
+pub const FORMAT_VERSION: u16 = 4;
 
 /// The oldest format version this memtrack reads.
 pub const OLDEST_FORMAT_VERSION: u16 = 1;

@@ -175,6 +175,16 @@ fn too_large(ev: &Event) -> Option<FormatError> {
                 .fold(filename.len(), |n, a| n.saturating_add(a.len() + 5)),
         ),
         EventKind::Lost { cause, .. } => ("a lost-events event", cause.len()),
+        EventKind::Module { path, build_id, .. } => {
+            ("a module event", path.len().saturating_add(build_id.len()))
+        }
+        // Each frame also costs two length varints and a line, 15 bytes at most.
+        EventKind::Symbol { frames, .. } => (
+            "a symbol event",
+            frames.iter().fold(0usize, |n, f| {
+                n.saturating_add(f.function.len() + f.file.len() + 15)
+            }),
+        ),
         EventKind::Control {
             command: ControlCommand::Bench { uri, .. },
         } => ("a bench control event", uri.len()),
@@ -206,7 +216,7 @@ mod tests {
         let out = w.get_ref();
         assert_eq!(&out[..8], b"MEMTRACK");
         assert_eq!(&out[8..10], &FORMAT_VERSION.to_le_bytes());
-        assert_eq!(FORMAT_VERSION, 3);
+        assert_eq!(FORMAT_VERSION, 4);
         assert_eq!(out[10], TAG_HEADER);
         assert_eq!(w.bytes_written(), out.len() as u64);
     }
@@ -301,6 +311,31 @@ mod tests {
             },
         };
         assert!(matches!(w.push(&ev), Err(FormatError::TooLarge { .. })));
+    }
+
+    #[test]
+    fn oversized_symbol_is_refused() {
+        use crate::format::SymbolFrame;
+        let mut w = Writer::new(Vec::new(), &header()).unwrap();
+        // Many small frames add up: the limit is on the whole event, not one string.
+        let frame = SymbolFrame {
+            function: "f".repeat(1000),
+            file: String::new(),
+            line: 1,
+        };
+        let count = MAX_EVENT_STRING_BYTES / 1000;
+        let ev = Event {
+            ts_ns: 1,
+            pid: 0,
+            tid: 0,
+            kind: EventKind::Symbol {
+                module: 1,
+                offset: 0x1000,
+                frames: vec![frame; count],
+            },
+        };
+        assert!(matches!(w.push(&ev), Err(FormatError::TooLarge { .. })));
+        assert_eq!(w.events_written(), 0);
     }
 
     #[test]

@@ -188,6 +188,11 @@ impl Accounting {
                     self.benches.follow_resident(&self.table, ts);
                 }
             }
+            // Call stacks (format version 4) are not accounted yet.
+            EventKind::Module { .. }
+            | EventKind::StackNode { .. }
+            | EventKind::Symbol { .. }
+            | EventKind::StackStats { .. } => {}
         }
     }
 

@@ -7,8 +7,10 @@
 
 use std::fmt;
 
-use super::super::event::{AllocFunc, ControlCommand, Event, EventKind, MarkerKind, RssMember};
-use super::delta::{Delta, ThreadState};
+use super::super::event::{
+    AllocFunc, ControlCommand, Event, EventKind, MarkerKind, RssMember, SymbolFrame,
+};
+use super::delta::{Delta, NodeIds, ThreadState};
 use super::record::{take, WireRecord, MAX_THREADS_PER_CHUNK};
 
 /// Why a chunk payload that passed its checksum still does not decode. Only a writer bug or a
@@ -62,6 +64,7 @@ fn func(v: u8) -> Result<AllocFunc, DecodeFault> {
 #[derive(Default)]
 pub(crate) struct ChunkDecoder {
     time: Delta,
+    nodes: NodeIds,
     current: Option<usize>,
     threads: Vec<ThreadState>,
 }
@@ -70,6 +73,7 @@ impl ChunkDecoder {
     /// Forgets everything, for a new chunk (keeps the allocations).
     pub(crate) fn reset(&mut self) {
         self.time = Delta::default();
+        self.nodes = NodeIds::default();
         self.current = None;
         self.threads.clear();
     }
@@ -122,7 +126,7 @@ impl ChunkDecoder {
                     .current
                     .and_then(|i| self.threads.get_mut(i))
                     .ok_or(DecodeFault::NoThread)?;
-                event_kind(th, other)?
+                event_kind(th, &mut self.nodes, other)?
             }
         };
         let Some(th) = self.current.and_then(|i| self.threads.get(i)) else {
@@ -137,8 +141,13 @@ impl ChunkDecoder {
     }
 }
 
-/// The timestamp delta and absolute event of an event record, updating `th`'s state.
-fn event_kind(th: &mut ThreadState, rec: WireRecord<'_>) -> Result<(i64, EventKind), DecodeFault> {
+/// The timestamp delta and absolute event of an event record, updating `th`'s state (and the
+/// chunk's `nodes` for a stack node).
+fn event_kind(
+    th: &mut ThreadState,
+    nodes: &mut NodeIds,
+    rec: WireRecord<'_>,
+) -> Result<(i64, EventKind), DecodeFault> {
     Ok(match rec {
         // Handled by the caller; listed so that a new variant must be thought about here.
         WireRecord::Thread { .. } | WireRecord::Switch { .. } => {
@@ -150,6 +159,20 @@ fn event_kind(th: &mut ThreadState, rec: WireRecord<'_>) -> Result<(i64, EventKi
                 addr: th.heap.decode(daddr),
                 size,
                 stack_id: 0,
+            };
+            (dt_ns, kind)
+        }
+        WireRecord::MallocStack {
+            dt_ns,
+            daddr,
+            size,
+            stack_id,
+        } => {
+            let kind = EventKind::Alloc {
+                func: AllocFunc::Malloc,
+                addr: th.heap.decode(daddr),
+                size,
+                stack_id,
             };
             (dt_ns, kind)
         }
@@ -320,6 +343,79 @@ fn event_kind(th: &mut ThreadState, rec: WireRecord<'_>) -> Result<(i64, EventKi
         WireRecord::ControlMarker { dt_ns, kind } => {
             let kind = MarkerKind::from_u8(kind).ok_or(DecodeFault::UnknownMarker(kind))?;
             (dt_ns, control(ControlCommand::Marker { kind }))
+        }
+        WireRecord::Module {
+            dt_ns,
+            id,
+            path,
+            build_id,
+            dev,
+            ino,
+        } => {
+            let kind = EventKind::Module {
+                id,
+                path: path.to_owned(),
+                build_id: build_id.to_vec(),
+                dev,
+                ino,
+            };
+            (dt_ns, kind)
+        }
+        WireRecord::StackNode {
+            dt_ns,
+            did,
+            dparent,
+            module,
+            offset,
+        } => {
+            let (id, parent) = nodes.decode(did, dparent);
+            let kind = EventKind::StackNode {
+                id,
+                parent,
+                module,
+                offset,
+            };
+            (dt_ns, kind)
+        }
+        WireRecord::Symbol {
+            dt_ns,
+            module,
+            offset,
+            frames,
+        } => {
+            let frames = frames
+                .into_iter()
+                .map(|f| SymbolFrame {
+                    function: f.function.to_owned(),
+                    file: f.file.to_owned(),
+                    line: f.line,
+                })
+                .collect();
+            let kind = EventKind::Symbol {
+                module,
+                offset,
+                frames,
+            };
+            (dt_ns, kind)
+        }
+        WireRecord::StackStats {
+            dt_ns,
+            walks,
+            truncated,
+            unknown,
+            unsupported,
+            collisions,
+            uncached,
+        } => {
+            let kind = EventKind::StackStats {
+                walks,
+                truncated,
+                unknown,
+                unsupported,
+                collisions,
+                uncached,
+            };
+            (dt_ns, kind)
         }
     })
 }
@@ -617,6 +713,141 @@ mod tests {
             ));
         }
         round_trip(&events);
+    }
+
+    #[test]
+    fn stacks_round_trip() {
+        use crate::format::event::{SymbolFrame, MARK_TRUNCATED, MODULE_MARK};
+        let node = |id, parent, module, offset| EventKind::StackNode {
+            id,
+            parent,
+            module,
+            offset,
+        };
+        let frame = |function: &str, file: &str, line| SymbolFrame {
+            function: function.into(),
+            file: file.into(),
+            line,
+        };
+        round_trip(&[
+            ev(
+                1,
+                7,
+                0,
+                EventKind::Module {
+                    id: 1,
+                    path: "/usr/lib/x86_64-linux-gnu/libc.so.6".into(),
+                    build_id: (0..20).collect(),
+                    dev: 0xfe01,
+                    ino: u64::MAX,
+                },
+            ),
+            ev(
+                2,
+                7,
+                0,
+                EventKind::Module {
+                    id: u32::MAX - 1,
+                    path: String::new(),
+                    build_id: vec![],
+                    dev: u32::MAX,
+                    ino: 0,
+                },
+            ),
+            ev(3, 0, 0, node(1, 0, 1, 0x2_9d90)),
+            ev(3, 0, 0, node(2, 1, 1, 0x2_7249)),
+            ev(3, 0, 0, node(3, 2, 1, u64::MAX)),
+            ev(4, 0, 0, node(4, 1, 2, 0)),
+            ev(5, 0, 0, node(17, 3, MODULE_MARK, MARK_TRUNCATED)),
+            ev(6, 0, 0, node(5, 0, 1, 1)),
+            ev(7, 0, 0, node(u32::MAX, u32::MAX, 0, 0)),
+            ev(8, 0, 0, node(0, u32::MAX, 0, 0)),
+            ev(
+                9,
+                7,
+                7,
+                EventKind::Alloc {
+                    func: AllocFunc::Malloc,
+                    addr: 0x5555_0000_1000,
+                    size: 24,
+                    stack_id: 3,
+                },
+            ),
+            ev(
+                10,
+                7,
+                7,
+                EventKind::Alloc {
+                    func: AllocFunc::Malloc,
+                    addr: 0x5555_0000_1020,
+                    size: 24,
+                    stack_id: u32::MAX,
+                },
+            ),
+            ev(11, 7, 7, malloc(0x5555_0000_1040, 8)),
+            ev(
+                12,
+                0,
+                0,
+                EventKind::Symbol {
+                    module: 1,
+                    offset: 0x2_7249,
+                    frames: vec![
+                        frame(
+                            "std::vector<int>::push_back",
+                            "/usr/include/c++/12/bits/stl_vector.h",
+                            1287,
+                        ),
+                        frame("main", "main.cc", 12),
+                        frame("", "", 0),
+                    ],
+                },
+            ),
+            ev(
+                13,
+                0,
+                0,
+                EventKind::Symbol {
+                    module: MODULE_MARK,
+                    offset: 0,
+                    frames: vec![],
+                },
+            ),
+            ev(
+                14,
+                0,
+                0,
+                EventKind::StackStats {
+                    walks: 1_000_000,
+                    truncated: 3,
+                    unknown: 2,
+                    unsupported: 1,
+                    collisions: 0,
+                    uncached: u64::MAX,
+                },
+            ),
+        ]);
+    }
+
+    #[test]
+    fn a_new_stack_s_nodes_cost_little() {
+        // Three nodes of a new chain after the first: tag, dt, did 0, dparent 1, module, and
+        // the offset's varint (3 bytes here).
+        let nodes = |n: u32| {
+            let events: Vec<Event> = (1..=n)
+                .map(|id| {
+                    let kind = EventKind::StackNode {
+                        id,
+                        parent: id - 1,
+                        module: 1,
+                        offset: 0x1_0000 + u64::from(id),
+                    };
+                    ev(0, 0, 0, kind)
+                })
+                .collect();
+            encode_chunk(&events).len()
+        };
+        assert_eq!(nodes(4) - nodes(1), 3 * 8);
     }
 
     #[test]

@@ -74,6 +74,35 @@ impl Predicted {
     }
 }
 
+/// The chunk's stream of call-stack trie node ids (`StackNode` records). The trie hands out
+/// ids in order and the recorder writes a new stack's nodes parents first, so a node is nearly
+/// always the next id, and the child of the node before it: both steps store 0 and 1, one byte
+/// each. u32 arithmetic wraps, so every (id, parent) pair round-trips and no stored step decodes
+/// to an id outside u32.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct NodeIds {
+    prev: u32,
+}
+
+impl NodeIds {
+    /// `(did, dparent)`: `id` minus (the previous id plus one), and `id` minus `parent`; `id`
+    /// becomes the previous id.
+    #[inline]
+    pub(super) fn encode(&mut self, id: u32, parent: u32) -> (i32, i32) {
+        let did = id.wrapping_sub(self.prev.wrapping_add(1)) as i32;
+        self.prev = id;
+        (did, id.wrapping_sub(parent) as i32)
+    }
+
+    /// `(id, parent)`; the inverse of `encode`.
+    #[inline]
+    pub(super) fn decode(&mut self, did: i32, dparent: i32) -> (u32, u32) {
+        let id = self.prev.wrapping_add(1).wrapping_add(did as u32);
+        self.prev = id;
+        (id, id.wrapping_sub(dparent as u32))
+    }
+}
+
 /// What one thread of the chunk's table remembers, identically on both sides.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct ThreadState {
@@ -129,6 +158,28 @@ mod tests {
                 assert_eq!(dec.decode_move(d_from, d_to), (a, b));
             }
         }
+    }
+
+    #[test]
+    fn node_ids_round_trip_every_pair_of_extremes() {
+        let awkward = [0, 1, 2, 1000, u32::MAX, u32::MAX - 1, 1 << 31];
+        let (mut enc, mut dec) = (NodeIds::default(), NodeIds::default());
+        for id in awkward {
+            for parent in awkward {
+                let (did, dparent) = enc.encode(id, parent);
+                assert_eq!(dec.decode(did, dparent), (id, parent));
+            }
+        }
+    }
+
+    #[test]
+    fn a_new_chain_of_nodes_stores_zero_and_one() {
+        let mut n = NodeIds::default();
+        assert_eq!(n.encode(1, 0), (0, 1));
+        assert_eq!(n.encode(2, 1), (0, 1));
+        assert_eq!(n.encode(3, 2), (0, 1));
+        // A new branch off node 1: the next id, two steps back to its parent.
+        assert_eq!(n.encode(4, 1), (0, 3));
     }
 
     #[test]

@@ -2,18 +2,20 @@
 //! delta codecs (`delta`) advanced exactly as the decoder will advance them.
 //!
 //! This runs in the recorder's hot loop (millions of events per second): it appends straight to
-//! the writer's reused buffer and allocates nothing but an exec's argv list.
+//! the writer's reused buffer and allocates nothing but an exec's argv list and a symbol's frame
+//! list.
 
 use crate::intmap::IntMap;
 
 use super::super::event::{AllocFunc, ControlCommand, Event, EventKind};
-use super::delta::{Delta, ThreadState};
-use super::record::{append, WireRecord};
+use super::delta::{Delta, NodeIds, ThreadState};
+use super::record::{append, WireFrame, WireRecord};
 
 /// The writer's side of a chunk's state.
 #[derive(Default)]
 pub(crate) struct ChunkEncoder {
     time: Delta,
+    nodes: NodeIds,
     /// Index of the current thread; meaningful once `threads` is not empty.
     current: usize,
     threads: Vec<ThreadState>,
@@ -25,6 +27,7 @@ impl ChunkEncoder {
     /// Forgets everything, for a new chunk (keeps the allocations).
     pub(crate) fn reset(&mut self) {
         self.time = Delta::default();
+        self.nodes = NodeIds::default();
         self.current = 0;
         self.threads.clear();
         self.index.clear();
@@ -46,6 +49,13 @@ impl ChunkEncoder {
                 let daddr = th.heap.encode(addr);
                 if func == AllocFunc::Malloc && stack_id == 0 {
                     WireRecord::Malloc { dt_ns, daddr, size }
+                } else if func == AllocFunc::Malloc {
+                    WireRecord::MallocStack {
+                        dt_ns,
+                        daddr,
+                        size,
+                        stack_id,
+                    }
                 } else {
                     let func = func as u8;
                     WireRecord::Alloc {
@@ -172,6 +182,69 @@ impl ChunkEncoder {
                     kind: kind as u8,
                 },
             },
+            EventKind::Module {
+                id,
+                path,
+                build_id,
+                dev,
+                ino,
+            } => WireRecord::Module {
+                dt_ns,
+                id: *id,
+                path,
+                build_id,
+                dev: *dev,
+                ino: *ino,
+            },
+            &EventKind::StackNode {
+                id,
+                parent,
+                module,
+                offset,
+            } => {
+                let (did, dparent) = self.nodes.encode(id, parent);
+                WireRecord::StackNode {
+                    dt_ns,
+                    did,
+                    dparent,
+                    module,
+                    offset,
+                }
+            }
+            EventKind::Symbol {
+                module,
+                offset,
+                frames,
+            } => WireRecord::Symbol {
+                dt_ns,
+                module: *module,
+                offset: *offset,
+                // Allocates, as an exec does; symbols are written once, at the end.
+                frames: frames
+                    .iter()
+                    .map(|f| WireFrame {
+                        function: &f.function,
+                        file: &f.file,
+                        line: f.line,
+                    })
+                    .collect(),
+            },
+            &EventKind::StackStats {
+                walks,
+                truncated,
+                unknown,
+                unsupported,
+                collisions,
+                uncached,
+            } => WireRecord::StackStats {
+                dt_ns,
+                walks,
+                truncated,
+                unknown,
+                unsupported,
+                collisions,
+                uncached,
+            },
         };
         append(out, &rec)
     }
@@ -216,6 +289,23 @@ mod tests {
         let first = encode_chunk(&[ev(1_000, 7, 7, malloc(0x5555_5555_9000, 64))]);
         // The second and third events cost tag + 2-byte dt + 1-byte daddr (+ size).
         assert_eq!(payload.len() - first.len(), 4 + 5);
+    }
+
+    #[test]
+    fn malloc_with_a_stack_costs_only_the_stack_id_more() {
+        let with_stack = |stack_id| {
+            let kind = EventKind::Alloc {
+                func: AllocFunc::Malloc,
+                addr: 0x5555_5555_9000,
+                size: 64,
+                stack_id,
+            };
+            encode_chunk(&[ev(1_000, 7, 7, kind)]).len()
+        };
+        let plain = encode_chunk(&[ev(1_000, 7, 7, malloc(0x5555_5555_9000, 64))]).len();
+        assert_eq!(with_stack(0), plain);
+        assert_eq!(with_stack(100), plain + 1);
+        assert_eq!(with_stack(100_000), plain + 3);
     }
 
     #[test]

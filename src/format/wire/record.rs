@@ -17,7 +17,7 @@ pub const MAX_THREADS_PER_CHUNK: usize = 1 << 16;
 /// move, change their fields or disappear (files of every earlier format version must stay
 /// readable). A change that cannot be an appended variant needs a new `FORMAT_VERSION`; so does
 /// an appended variant, so that an older reader says "upgrade memtrack" instead of "damaged"
-/// (version 2 appended 18 to 21).
+/// (version 2 appended 18 to 21, version 4 22 to 26).
 ///
 /// `dt_ns` is always the delta from the previous event of the chunk; `daddr` the delta from the
 /// current thread's previous address; `func` an `AllocFunc` number.
@@ -116,6 +116,59 @@ pub enum WireRecord<'a> {
     ControlBench { dt_ns: i64, uri: &'a str, pid: u32 },
     /// 21: `Control` `Marker`: `kind` is a `MarkerKind` number.
     ControlMarker { dt_ns: i64, kind: u8 },
+    /// 22: `Module` (format version 4 on, as are the variants below).
+    Module {
+        dt_ns: i64,
+        id: u32,
+        path: &'a str,
+        build_id: &'a [u8],
+        dev: u32,
+        ino: u64,
+    },
+    /// 23: `StackNode`: `did` is `id` minus the chunk's previous node id plus one (0 for the
+    /// next id, as the trie hands them out), `dparent` is `id` minus `parent` (1 for a child
+    /// created right after its parent); see `delta::NodeIds`.
+    StackNode {
+        dt_ns: i64,
+        did: i32,
+        dparent: i32,
+        module: u32,
+        offset: u64,
+    },
+    /// 24: `Symbol`.
+    Symbol {
+        dt_ns: i64,
+        module: u32,
+        offset: u64,
+        #[serde(borrow)]
+        frames: Vec<WireFrame<'a>>,
+    },
+    /// 25: `StackStats`.
+    StackStats {
+        dt_ns: i64,
+        walks: u64,
+        truncated: u64,
+        unknown: u64,
+        unsupported: u64,
+        collisions: u64,
+        uncached: u64,
+    },
+    /// 26: `Alloc` by malloc with a stack id: nearly every malloc once stacks are recorded, so
+    /// it costs the stack id's varint more than `Malloc`, not the function byte as well.
+    MallocStack {
+        dt_ns: i64,
+        daddr: i64,
+        size: u64,
+        stack_id: u32,
+    },
+}
+
+/// One `SymbolFrame` of a `Symbol` record.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireFrame<'a> {
+    pub function: &'a str,
+    pub file: &'a str,
+    pub line: u32,
 }
 
 /// The record at the start of `bytes` and its length: the common records by hand, any other
@@ -181,8 +234,8 @@ impl Fields<'_> {
     }
 }
 
-/// The records of allocations and resident memory (the thread records, the allocator records
-/// and `Rss`: nearly all of a recording) read by hand, with their length; `None` for any other
+/// The records of allocations and resident memory (the thread records, the allocator records,
+/// `MallocStack` and `Rss`: nearly all of a recording) read by hand, with their length; `None` for any other
 /// record and for anything this cannot read, which then goes through postcard. Going through
 /// serde for these was a third of the reader's time. Tests hold the two to the same results.
 /// Each arm lists the fields in the variant's declared order, which is postcard's: a struct
@@ -228,6 +281,12 @@ fn take_common(bytes: &[u8]) -> Option<(WireRecord<'static>, usize)> {
             dt_ns: f.i64()?,
             func: f.u8()?,
             size: f.u64()?,
+        },
+        26 => WireRecord::MallocStack {
+            dt_ns: f.i64()?,
+            daddr: f.i64()?,
+            size: f.u64()?,
+            stack_id: f.u32()?,
         },
         11 => WireRecord::Rss {
             dt_ns: f.i64()?,
@@ -289,7 +348,7 @@ mod tests {
         for _ in 0..20_000 {
             let (a, b, c) = (spread(&mut rng), spread(&mut rng), spread(&mut rng));
             let (d, f) = (spread(&mut rng), rng.below(256) as u8);
-            let rec = match rng.below(10) {
+            let rec = match rng.below(11) {
                 0 => WireRecord::Thread {
                     pid: a as u32,
                     tid: b as u32,
@@ -329,6 +388,12 @@ mod tests {
                     func: f,
                     size: b,
                 },
+                9 => WireRecord::MallocStack {
+                    dt_ns: a as i64,
+                    daddr: b as i64,
+                    size: c,
+                    stack_id: d as u32,
+                },
                 8 => WireRecord::Rss {
                     dt_ns: a as i64,
                     member: f,
@@ -358,7 +423,7 @@ mod tests {
         // Random bytes, biased to the common tags and to long and overlong varints: whatever
         // the hand decoder reads, postcard reads the same way, to the same length.
         let mut rng = XorShift(0xbad);
-        let mut read = [0u32; 12];
+        let mut read = [0u32; 27];
         for _ in 0..200_000 {
             let len = 1 + rng.below(24) as usize;
             let mut bytes: Vec<u8> = (0..len)
@@ -368,7 +433,7 @@ mod tests {
                     _ => rng.below(256) as u8,
                 })
                 .collect();
-            bytes[0] = [0, 1, 2, 3, 4, 5, 6, 7, 11, 10][rng.below(10) as usize];
+            bytes[0] = [0, 1, 2, 3, 4, 5, 6, 7, 11, 26, 10][rng.below(11) as usize];
             if let Some((rec, n)) = take_common(&bytes) {
                 read[bytes[0] as usize] += 1;
                 let (theirs, rest) = postcard::take_from_bytes::<WireRecord<'_>>(&bytes)
@@ -376,7 +441,7 @@ mod tests {
                 assert_eq!((theirs, bytes.len() - rest.len()), (rec, n), "{bytes:02x?}");
             }
         }
-        for tag in [0, 1, 2, 3, 4, 5, 6, 7, 11] {
+        for tag in [0, 1, 2, 3, 4, 5, 6, 7, 11, 26] {
             assert!(
                 read[tag] > 500,
                 "too few reads of tag {tag} to test: {read:?}"
@@ -407,7 +472,7 @@ mod tests {
     #[test]
     fn variant_numbers_are_pinned() {
         // These numbers are on disk; this test fails if a variant is moved or inserted.
-        let cases: [(WireRecord<'_>, u8); 22] = [
+        let cases: [(WireRecord<'_>, u8); 27] = [
             (WireRecord::Thread { pid: 0, tid: 0 }, 0),
             (WireRecord::Switch { index: 0 }, 1),
             (
@@ -546,6 +611,57 @@ mod tests {
                 20,
             ),
             (WireRecord::ControlMarker { dt_ns: 0, kind: 0 }, 21),
+            (
+                WireRecord::Module {
+                    dt_ns: 0,
+                    id: 0,
+                    path: "",
+                    build_id: &[],
+                    dev: 0,
+                    ino: 0,
+                },
+                22,
+            ),
+            (
+                WireRecord::StackNode {
+                    dt_ns: 0,
+                    did: 0,
+                    dparent: 0,
+                    module: 0,
+                    offset: 0,
+                },
+                23,
+            ),
+            (
+                WireRecord::Symbol {
+                    dt_ns: 0,
+                    module: 0,
+                    offset: 0,
+                    frames: vec![],
+                },
+                24,
+            ),
+            (
+                WireRecord::StackStats {
+                    dt_ns: 0,
+                    walks: 0,
+                    truncated: 0,
+                    unknown: 0,
+                    unsupported: 0,
+                    collisions: 0,
+                    uncached: 0,
+                },
+                25,
+            ),
+            (
+                WireRecord::MallocStack {
+                    dt_ns: 0,
+                    daddr: 0,
+                    size: 0,
+                    stack_id: 0,
+                },
+                26,
+            ),
         ];
         for (rec, n) in cases {
             assert_eq!(record_bytes(&rec)[0], n, "{rec:?}");
@@ -566,5 +682,29 @@ mod tests {
             daddr: 0,
         };
         assert_eq!(record_bytes(&rec), [3, 1, 0]);
+        // The same malloc with stack 300 (varint ac 02): two bytes more, no function byte.
+        let rec = WireRecord::MallocStack {
+            dt_ns: 3000,
+            daddr: -80,
+            size: 64,
+            stack_id: 300,
+        };
+        assert_eq!(
+            record_bytes(&rec),
+            [26, 0xf0, 0x2e, 0x9f, 0x01, 64, 0xac, 0x02]
+        );
+        // A build id is its length and its bytes, as postcard writes a byte string.
+        let rec = WireRecord::Module {
+            dt_ns: 0,
+            id: 1,
+            path: "/a",
+            build_id: &[0xde, 0xad],
+            dev: 2,
+            ino: 3,
+        };
+        assert_eq!(
+            record_bytes(&rec),
+            [22, 0, 1, 2, b'/', b'a', 2, 0xde, 0xad, 2, 3]
+        );
     }
 }
