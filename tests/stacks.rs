@@ -20,13 +20,8 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use common::{build_fixture, require, scratch_dir, scratch_file};
+use memtrack::format::{MARK_TRUNCATED, MARK_UNKNOWN, MARK_UNSUPPORTED, MODULE_MARK};
 
-// The design of issue 15 (src/format/event.rs, format version 4); replace with the library's
-// constants when they land.
-/// Module id of the pseudo-frame that ends a walk that did not reach the outermost frame.
-const MODULE_MARK: u32 = u32::MAX;
-/// The mark's offset when the walk reached its depth limit.
-const MARK_TRUNCATED: u64 = 1;
 /// The deepest walk the recorder makes, in frames (the leaf included).
 const MAX_DEPTH: usize = 127;
 
@@ -310,9 +305,9 @@ impl Walk {
 /// What a mark's offset means.
 fn mark_name(offset: u64) -> String {
     match offset {
-        1 => "[truncated]".to_string(),
-        2 => "[unknown]".to_string(),
-        3 => "[unsupported]".to_string(),
+        MARK_TRUNCATED => "[truncated]".to_string(),
+        MARK_UNKNOWN => "[unknown]".to_string(),
+        MARK_UNSUPPORTED => "[unsupported]".to_string(),
         n => format!("[mark {n}]"),
     }
 }
@@ -1605,4 +1600,87 @@ fn glibc_aliases_are_the_same_function() {
     assert!(aliases.same(libc, "__libc_start_main_impl", "__libc_start_main"));
     assert!(!aliases.same(libc, "malloc", "free"));
     assert!(!aliases.same(libc, "malloc", "no_such_function"));
+}
+
+#[test]
+fn dump_parsing_reads_the_events_as_the_library_serializes_them() {
+    use memtrack::format::{AllocFunc, Event, EventKind, SymbolFrame};
+    let event = |pid, kind| Event {
+        ts_ns: 1,
+        pid,
+        tid: pid,
+        kind,
+    };
+    let events = [
+        event(
+            7,
+            EventKind::Module {
+                id: 1,
+                path: "/lib/libc.so.6".into(),
+                build_id: vec![0x93, 0xac],
+                dev: 1,
+                ino: 2,
+            },
+        ),
+        event(
+            0,
+            EventKind::StackNode {
+                id: 1,
+                parent: 0,
+                module: MODULE_MARK,
+                offset: MARK_TRUNCATED,
+            },
+        ),
+        event(
+            0,
+            EventKind::StackNode {
+                id: 2,
+                parent: 1,
+                module: 1,
+                offset: 0x98930,
+            },
+        ),
+        event(
+            7,
+            EventKind::Alloc {
+                func: AllocFunc::Malloc,
+                addr: 4096,
+                size: 7777,
+                stack_id: 2,
+            },
+        ),
+        event(
+            0,
+            EventKind::Symbol {
+                module: 1,
+                offset: 0x98930,
+                frames: vec![SymbolFrame {
+                    function: "malloc".into(),
+                    file: "malloc.c".into(),
+                    line: 3287,
+                }],
+            },
+        ),
+    ];
+    let dump: Vec<String> = events
+        .iter()
+        .map(|e| serde_json::to_string(e).unwrap())
+        .collect();
+    let stacks = DumpStacks::parse(&dump.join("\n")).unwrap();
+    assert_eq!(
+        stacks.allocs,
+        [DumpAlloc {
+            pid: 7,
+            tid: 7,
+            size: 7777,
+            stack_id: 2
+        }]
+    );
+    assert_eq!(
+        stacks.walk(2).unwrap(),
+        Walk {
+            nodes: vec![vec![frame("malloc", "malloc.c", 3287, "/lib/libc.so.6")]],
+            mark: Some(MARK_TRUNCATED),
+        }
+    );
 }
