@@ -473,13 +473,16 @@ struct ModuleFacts {
 }
 
 impl ModuleFacts {
-    /// Whether `a` and `b` name one address in `module`.
+    /// Whether `a` and `b` name one address in `module` (a symbol version such as
+    /// `@@GLIBC_2.2.5`, which a symbolizer may print, is not part of the name).
     fn aliases(&mut self, module: &str, a: &str, b: &str) -> bool {
+        let unversioned = |name: &str| name.split('@').next().unwrap_or(name).to_string();
+        let (a, b) = (unversioned(a), unversioned(b));
         let symbols = self
             .symbols
             .entry(module.to_string())
             .or_insert_with(|| module_symbols(Path::new(module)));
-        match (symbols.get(a), symbols.get(b)) {
+        match (symbols.get(&a), symbols.get(&b)) {
             (Some(x), Some(y)) => !x.is_disjoint(y),
             _ => false,
         }
@@ -636,10 +639,30 @@ fn debug_file(module: &Path) -> Option<PathBuf> {
     path.exists().then_some(path)
 }
 
-/// `name` without a trailing parameter list (`f(int) const` is `f`): gdb names a C++ function
-/// from DWARF without one, a demangler with one.
+/// `name` without a trailing parameter list (`f(int) const` is `f`) and, for a function
+/// template, without its return type (`Blob<7781ul>* build<Blob<7781ul> >()` is `build<Blob<
+/// 7781ul> >`): gdb names a C++ function from DWARF without either, a demangler with both.
 fn without_parameters(name: &str) -> &str {
     let name = name.strip_suffix(" const").unwrap_or(name);
+    let name = without_parameter_list(name);
+    if !name.ends_with('>') {
+        return name;
+    }
+    // The return type ends at the last space outside template arguments.
+    let mut depth = 0i32;
+    let mut start = 0;
+    for (i, c) in name.char_indices() {
+        match c {
+            '<' => depth += 1,
+            '>' => depth -= 1,
+            ' ' if depth == 0 => start = i + 1,
+            _ => {}
+        }
+    }
+    &name[start..]
+}
+
+fn without_parameter_list(name: &str) -> &str {
     if !name.ends_with(')') || name.ends_with("operator()") {
         return name;
     }
@@ -675,12 +698,30 @@ fn rust_own_name(name: &str) -> String {
             _ => {}
         }
     }
-    let last = plain.rsplit("::").next().unwrap_or(&plain).to_string();
+    // A demangled symbol writes generic arguments as `::<...>`: cut, it leaves `::`. A legacy
+    // symbol demangled without `{:#}` ends in its hash, `::h` and 16 hex digits.
+    let plain = plain.trim_end_matches("::");
+    let plain = match plain.rsplit_once("::h") {
+        Some((name, hash)) if hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            name
+        }
+        _ => plain,
+    };
+    let last = plain.rsplit("::").next().unwrap_or(plain).to_string();
     if last.contains("closure") {
         "{closure}".to_string()
     } else {
         last
     }
+}
+
+/// The file name of the module at `path`, through symbolic links: gdb names a library by the
+/// path the loader opened (`libstdc++.so.6`), the kernel's mapping by the file
+/// (`libstdc++.so.6.0.30`).
+fn module_file(path: &str) -> String {
+    let real = std::fs::canonicalize(path).unwrap_or_else(|_| PathBuf::from(path));
+    real.file_name()
+        .map_or_else(|| path.to_string(), |n| n.to_string_lossy().into_owned())
 }
 
 /// Whether gdb's frame and ours are the same: the same module, the same function (by name, or
@@ -690,7 +731,7 @@ fn rust_own_name(name: &str) -> String {
 /// its caller's statement does), gdb takes the last that is a statement and a symbolizer may
 /// take another: then both must be rows of that instruction.
 fn same_frame(facts: &mut ModuleFacts, gdb: &Frame, ours: &Frame) -> bool {
-    if last_component(&gdb.module) != last_component(&ours.module) {
+    if module_file(&gdb.module) != module_file(&ours.module) {
         return false;
     }
     let (g, o) = (
@@ -1638,6 +1679,18 @@ fn names_compare_as_the_same_function() {
     assert_eq!(without_parameters("S::operator()"), "S::operator()");
     assert_eq!(without_parameters("chain_e"), "chain_e");
     assert_eq!(
+        without_parameters("Blob<7781ul>* build<Blob<7781ul> >()"),
+        "build<Blob<7781ul> >"
+    );
+    assert_eq!(
+        without_parameters("build<Blob<7781ul> >"),
+        "build<Blob<7781ul> >"
+    );
+    assert_eq!(
+        rust_own_name("std::panicking::catch_unwind::do_call::<&dyn Fn<(), Output = i32>, i32>"),
+        "do_call"
+    );
+    assert_eq!(
         rust_own_name("alloc::alloc::{impl#1}::allocate"),
         "allocate"
     );
@@ -1780,6 +1833,7 @@ fn glibc_aliases_are_the_same_function() {
         return;
     }
     assert!(facts.aliases(libc, "__libc_start_main_impl", "__libc_start_main"));
+    assert!(facts.aliases(libc, "_IO_new_fopen", "_IO_fopen@@GLIBC_2.2.5"));
     assert!(!facts.aliases(libc, "malloc", "free"));
     assert!(!facts.aliases(libc, "malloc", "no_such_function"));
 }
