@@ -73,6 +73,8 @@ fn last_component(path: &str) -> &str {
 
 /// How gdb is to stop where the recorder takes a stack.
 struct GdbPlan<'a> {
+    /// Names the run's files in the scratch directory (two cases run one executable).
+    name: &'a str,
     /// The command: an executable and its arguments.
     command: &'a [String],
     /// Functions to break on at their first instruction (`break *malloc`: a plain `break`
@@ -137,7 +139,10 @@ fn shell_word(word: &str) -> String {
 /// The stacks gdb printed at each stop of `plan`'s run, innermost first.
 fn gdb_stacks(plan: &GdbPlan) -> Result<Vec<Vec<Frame>>, String> {
     gdb_available()?;
-    let name = last_component(&plan.command[0]).to_string();
+    // One name per run: a gdb_* test and the recorder's test of a case may run at once.
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = format!("stacks_{}_{run}", plan.name);
     let script_path = scratch_file(format!("{name}.gdb"));
     std::fs::write(&script_path, gdb_script(plan)).unwrap();
     let out_path = scratch_file(format!("{name}.gdb.out"));
@@ -889,6 +894,7 @@ impl Case {
 
     fn gdb_plan(&self) -> GdbPlan<'_> {
         GdbPlan {
+            name: self.name,
             command: &self.command,
             allocators: self.allocators,
             condition: &self.condition,
@@ -1648,6 +1654,7 @@ fn gdb_parsing_refuses_a_stack_gdb_could_not_finish() {
 fn gdb_script_breaks_at_the_first_instruction_on_the_condition() {
     let command = ["/f/x".to_string(), "it's".to_string()];
     let script = gdb_script(&GdbPlan {
+        name: "sample",
         command: &command,
         allocators: &["malloc", "calloc"],
         condition: "$rdi == 7777",
