@@ -56,13 +56,13 @@ fn main() {
 
     let bindings = bindgen::Builder::default()
         .header("bpf/event.h")
-        .allowlist_type("(alloc|fork|exec|exit|rss|stop|map)_event|event_header")
+        .allowlist_type("(alloc|fork|exec|exit|rss|stop|map|stack)_event|event_header|unwind_file")
         .allowlist_type(
-            "event_kind|alloc_func|alloc_layout|arg_reg|lost_cause|tracked_state|stop_reason|gate_state",
+            "event_kind|alloc_func|alloc_layout|arg_reg|lost_cause|tracked_state|stop_reason|gate_state|stack_end|stack_stat",
         )
-        .allowlist_var("EXEC_.*|COOKIE_.*")
+        .allowlist_var("EXEC_.*|COOKIE_.*|STACK_MAX_DEPTH")
         .rustified_enum(
-            "event_kind|alloc_func|alloc_layout|arg_reg|lost_cause|tracked_state|stop_reason|gate_state",
+            "event_kind|alloc_func|alloc_layout|arg_reg|lost_cause|tracked_state|stop_reason|gate_state|stack_end|stack_stat",
         )
         .derive_default(true)
         .layout_tests(true)

@@ -39,7 +39,7 @@
  * outermost one (realloc(NULL, n) shows up as the malloc it makes): still one event for one
  * allocation.
  */
-#include "common.bpf.h"
+#include "stack.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
@@ -56,6 +56,8 @@ struct call_state {
 	__u64 label_size; /* the bytes it was asked for */
 	__u64 free_ptr; /* the last block a free-like entry point reported, 0 once anything allocates */
 	__u64 free_sp;  /* the stack pointer at that entry */
+	__u32 stack;    /* the call stack id of the outermost call (stack.bpf.h), 0 if none */
+	__u32 label_stack; /* the call stack id taken at the label's entry */
 };
 
 /* Kept in the thread's own task storage, which the kernel frees with the thread: a lookup is a
@@ -104,6 +106,7 @@ static __always_inline int call_enter(struct pt_regs *ctx, __u32 func, __u32 lay
 {
 	__u64 sp = PT_REGS_SP(ctx);
 	struct call_state *st = thread_state(bpf_get_current_pid_tgid() >> 32);
+	bool labelled;
 
 	if (!st)
 		return 0;
@@ -118,15 +121,20 @@ static __always_inline int call_enter(struct pt_regs *ctx, __u32 func, __u32 lay
 		st->free_ptr = 0;
 		return 0;
 	}
+	labelled = false;
 	if (st->label) {
 		if (sp <= st->label_sp) {
 			/* The block operator new asked for (aligned new rounds the size it passes on
-			 * to aligned_alloc up). */
+			 * to aligned_alloc up), and the stack taken at its entry. */
 			func = st->label;
 			size = st->label_size;
+			st->stack = st->label_stack;
+			labelled = true;
 		}
 		st->label = 0;
 	}
+	if (!labelled)
+		st->stack = stack_id(ctx);
 	st->sp = sp;
 	st->size = size;
 	st->arg = arg;
@@ -156,10 +164,12 @@ static __always_inline int label_enter(struct pt_regs *ctx, __u32 func, __u64 si
 	st->label = func;
 	st->label_sp = sp;
 	st->label_size = size;
+	st->label_stack = gate_open() ? stack_id(ctx) : 0;
 	return 0;
 }
 
-static __always_inline void emit(__u32 kind, __u32 func, __u64 addr, __u64 size, __u64 old_addr)
+static __always_inline void emit(__u32 kind, __u32 func, __u64 addr, __u64 size, __u64 old_addr,
+				 __u32 stack)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct alloc_event *e = reserve(sizeof(*e), LOST_RING_ALLOC);
@@ -171,7 +181,7 @@ static __always_inline void emit(__u32 kind, __u32 func, __u64 addr, __u64 size,
 	e->size = size;
 	e->old_addr = old_addr;
 	e->func = func;
-	e->stack_id = 0;
+	e->stack_id = stack;
 	submit(e);
 }
 
@@ -193,11 +203,11 @@ static __always_inline int call_exit(struct pt_regs *ctx, __u64 ret)
 		if (!st->arg)
 			break; /* realloc(NULL, n) is an allocation */
 		if (ret) {
-			emit(EV_REALLOC, func, ret, st->size, st->arg);
+			emit(EV_REALLOC, func, ret, st->size, st->arg, st->stack);
 		} else if (!st->size) {
-			emit(EV_FREE, func, st->arg, 0, 0); /* realloc(p, 0) freed p */
+			emit(EV_FREE, func, st->arg, 0, 0, 0); /* realloc(p, 0) freed p */
 		} else {
-			emit(EV_ALLOC_FAILED, func, 0, st->size, st->arg);
+			emit(EV_ALLOC_FAILED, func, 0, st->size, st->arg, 0);
 		}
 		return 0;
 	case LAYOUT_MEMPTR_ALIGN_SIZE:
@@ -208,9 +218,9 @@ static __always_inline int call_exit(struct pt_regs *ctx, __u64 ret)
 		break;
 	}
 	if (addr)
-		emit(EV_ALLOC, func, addr, st->size, 0);
+		emit(EV_ALLOC, func, addr, st->size, 0, st->stack);
 	else
-		emit(EV_ALLOC_FAILED, func, 0, st->size, 0);
+		emit(EV_ALLOC_FAILED, func, 0, st->size, 0, 0);
 	return 0;
 }
 
@@ -335,6 +345,6 @@ int free_enter(struct pt_regs *ctx)
 	st->free_sp = sp;
 	if (!gate_open())
 		return 0;
-	emit(EV_FREE, cookie & COOKIE_FUNC_MASK, (__u64)ptr, 0, 0);
+	emit(EV_FREE, cookie & COOKIE_FUNC_MASK, (__u64)ptr, 0, 0, 0);
 	return 0;
 }

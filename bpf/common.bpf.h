@@ -58,6 +58,21 @@ struct {
 	__type(value, __u32);
 } gate SEC(".maps");
 
+/* A file as the kernel names it, the key of the maps that say what user space did with a file
+ * (bpf/discover.bpf.c's `scanned`, bpf/stack.bpf.h's `unwind_files`). */
+struct file_key {
+	__u64 ino;
+	__u32 dev; /* the kernel's encoding: major << 20 | minor */
+	__u32 _pad;
+};
+
+static __always_inline void file_key_of(struct file *f, struct file_key *key)
+{
+	key->ino = BPF_CORE_READ(f, f_inode, i_ino);
+	key->dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+	key->_pad = 0;
+}
+
 static __always_inline void count_lost(__u32 cause)
 {
 	__u64 *n = bpf_map_lookup_elem(&lost, &cause);

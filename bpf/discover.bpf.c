@@ -29,12 +29,6 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #define R_STATE_OFFSET 24
 #define RT_CONSISTENT 0
 
-struct file_key {
-	__u64 ino;
-	__u32 dev; /* the kernel's encoding: major << 20 | minor */
-	__u32 _pad;
-};
-
 /* Executable files user space has scanned and probed (SCANNED), and whose coverage record it
  * has written (REPORTED, once a stopped process was seen mapping the file): their exec needs no
  * stop, nor does a dynamic loader event when every executable mapping is of a REPORTED file. */
@@ -54,13 +48,6 @@ extern struct vm_area_struct *bpf_iter_task_vma_next(struct bpf_iter_task_vma *i
 extern void bpf_iter_task_vma_destroy(struct bpf_iter_task_vma *it) __weak __ksym;
 
 #define VM_EXEC 0x4
-
-static __always_inline void file_key_of(struct file *f, struct file_key *key)
-{
-	key->ino = BPF_CORE_READ(f, f_inode, i_ino);
-	key->dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
-	key->_pad = 0;
-}
 
 /* Whether every executable file mapping of the current process is of a reported file. The loop
  * keeps no counter: the iterator ends by itself, and a counter would keep the verifier from

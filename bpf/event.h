@@ -27,6 +27,7 @@ enum event_kind {
 	EV_MUNMAP = 11,      /* struct map_event: a successful munmap */
 	EV_MREMAP = 12,      /* struct map_event: a successful mremap */
 	EV_BRK = 13,         /* struct map_event: brk moved the break from old_addr to addr */
+	EV_STACK = 14,       /* struct stack_event: a call stack seen for the first time */
 };
 
 /* Allocator entry points; numbered as AllocFunc in src/format/event.rs (on disk). */
@@ -119,7 +120,8 @@ enum lost_cause {
 	LOST_TRACKED_FULL = 4,   /* tracked-process map full: a new process was not tracked */
 	LOST_RING_MAP = 5,       /* ring buffer full: a mapping change (mmap, munmap, mremap, brk) */
 	LOST_STOP = 6,           /* ring buffer full: a new file was not scanned before it ran */
-	LOST_CAUSES = 7,
+	LOST_RING_STACK = 7,     /* ring buffer full: a new call stack (its allocation has none) */
+	LOST_CAUSES = 8,
 };
 
 /* Values of the `tracked` map. */
@@ -228,6 +230,58 @@ struct unwind_row {
 	__s16 rbp_offset;
 	__u8 cfa_rule;    /* enum cfa_rule */
 	__u8 rbp_rule;    /* enum rbp_rule */
+};
+
+/* A file with an unwind table: the value of the `unwind_files` map, keyed by the file's
+ * (ino, dev) as bpf/discover.bpf.c's `scanned` map is. */
+struct unwind_file {
+	__u32 module; /* the recording's module id (EventKind::Module), from 1 */
+	__u32 first;  /* index of its first row in `unwind_rows` */
+	__u32 count;  /* its rows */
+	__u32 _pad;
+};
+
+/* Two rows per element of the `unwind_rows` array: array elements are padded to 8 bytes, and
+ * two 12-byte rows fill 24 without a byte wasted. Row i is rows[i & 1] of element i >> 1. */
+struct unwind_row_pair {
+	struct unwind_row rows[2];
+};
+
+/* The most frames a walk records; a deeper stack keeps its innermost STACK_MAX_DEPTH frames and
+ * is marked truncated. */
+#define STACK_MAX_DEPTH 127
+
+/* How a walk ended; numbered as the MARK_* pseudo-frames of src/format/event.rs. */
+enum stack_end {
+	STACK_COMPLETE = 0,    /* at the outermost frame (_start, a thread's clone) */
+	STACK_TRUNCATED = 1,   /* STACK_MAX_DEPTH frames, and more above */
+	STACK_UNKNOWN = 2,     /* at a pc no unwind table covers (JIT code, a file not scanned) */
+	STACK_UNSUPPORTED = 3, /* at CFI the walk cannot compute, or a stack it could not read */
+};
+
+/* Counters of the walks, per index of the `stack_stats` map. */
+enum stack_stat {
+	STAT_WALKS = 0,
+	STAT_TRUNCATED = 1,
+	STAT_UNKNOWN = 2,
+	STAT_UNSUPPORTED = 3,
+	STAT_COLLISIONS = 4, /* two stacks with one hash: the second was sent uncached */
+	STAT_UNCACHED = 5,   /* the dedup map was full: the stack was sent uncached */
+	STAT_IDS = 6,        /* stack ids handed out */
+	STACK_STATS = 7,
+};
+
+/* A call stack seen for the first time: allocation events carry `id` in their stack_id. The
+ * record is sent with only `depth` frames. */
+struct stack_event {
+	struct event_header h;
+	__u32 id;    /* from 1 */
+	__u32 depth; /* frames used */
+	__u32 end;   /* enum stack_end */
+	__u32 _pad;
+	/* Innermost first: module << 32 | file offset. The first frame is the allocator's site;
+	 * each caller's offset is its return address minus 1, inside the call instruction. */
+	__u64 frames[STACK_MAX_DEPTH];
 };
 
 #endif /* MEMTRACK_EVENT_H */

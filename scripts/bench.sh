@@ -27,8 +27,8 @@ else
   CHURN_PAIRS=1000000 MIXED_OPS=1000000 STORM_PROCS=16 STORM_OPS=200000 REPORT_PAIRS=5000000
   THREADS_PAIRS=200000
 fi
-ALL_WORKLOADS="churn cet new newarr jemalloc mimalloc tcmalloc rust mixed storm threads python xz gcc gxx sort git true"
-ALL_TOOLS="untraced memtrack memtrack-rss floor heaptrack dhat bpftrace memleak"
+ALL_WORKLOADS="churn churn10 cet new newarr jemalloc mimalloc tcmalloc rust mixed storm threads python xz gcc gxx sort git true"
+ALL_TOOLS="untraced memtrack memtrack-nostacks memtrack-rss floor heaptrack dhat bpftrace memleak"
 WORKLOADS=${WORKLOADS:-$ALL_WORKLOADS}
 TOOLS=${TOOLS:-$ALL_TOOLS}
 if [[ $MODE == full && $WORKLOADS == "$ALL_WORKLOADS" && $TOOLS == "$ALL_TOOLS" ]]; then
@@ -98,6 +98,7 @@ sed "s#LIBC#$LIBC#g" testdata/bench/uprobes.bt >"$B/uprobes.bt"
 workload_cmd() {
   case $1 in
     churn) CMD=("$BIN/churn" "$CHURN_PAIRS" 64) ;;
+    churn10) CMD=("$BIN/churn" "$CHURN_PAIRS" 64 5) ;;
     cet) CMD=("$BIN/churn-cet" "$CHURN_PAIRS" 64) ;;
     new) CMD=("$BIN/cxx-churn" "$CHURN_PAIRS") ;;
     newarr) CMD=("$BIN/cxx-churn" "$CHURN_PAIRS" array) ;;
@@ -175,6 +176,7 @@ tool_cmd() {
   case $tool in
     untraced) FULL=("${CMD[@]}") ;;
     memtrack) FULL=("$MEMTRACK" -v record --no-rss -o "$out.mt" -- "${CMD[@]}") ;;
+    memtrack-nostacks) FULL=("$MEMTRACK" -v record --no-rss --no-stacks -o "$out.mt" -- "${CMD[@]}") ;;
     memtrack-rss) FULL=("$MEMTRACK" -v record -o "$out.mt" -- "${CMD[@]}") ;;
     floor) FULL=("$MEMTRACK" -v record --no-rss --probe-floor -o "$out.mt" -- "${CMD[@]}") ;;
     heaptrack) FULL=(heaptrack -o "$out" "${CMD[@]}") ;;
@@ -187,7 +189,7 @@ tool_cmd() {
 extras() {
   local tool=$1 out=$2 log=$3
   case $tool in
-    memtrack | memtrack-rss | floor)
+    memtrack | memtrack-nostacks | memtrack-rss | floor)
       local usage
       usage=$(grep -o "recorder: .*" "$log" | head -1 | sed 's/recorder: //; s/ (.*//') || true
       "$MEMTRACK" report "$out.mt" --format json 2>/dev/null | /usr/bin/python3 -c '

@@ -110,6 +110,14 @@ pub struct RecordArgs {
     /// them, memtrack cannot warn about an allocator it did not find)
     #[argh(switch)]
     pub no_mappings: bool,
+    /// do not record call stacks: allocations keep their counts and bytes but not where they
+    /// come from (report --stacks needs them; docs/PERFORMANCE.md says what they cost)
+    #[argh(switch)]
+    pub no_stacks: bool,
+    /// do not write the symbols of the stacks' frames at the end of the recording (faster;
+    /// reports then name frames by file and offset)
+    #[argh(switch)]
+    pub no_symbols: bool,
     /// benchmarks only: attach empty programs at the allocator sites and record no
     /// allocations, to measure the kernel's own cost of the probes (scripts/bench.sh); every
     /// report of the file says so, and check refuses it
@@ -538,6 +546,8 @@ impl TryFrom<RecordArgs> for RecordOptions {
             start_running: a.start_running,
             ending,
             custom,
+            stacks: !a.no_stacks,
+            symbols: !a.no_symbols,
         })
     }
 }

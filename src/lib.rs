@@ -20,6 +20,7 @@ mod intmap;
 pub mod preflight;
 pub mod record;
 pub mod report;
+pub mod stacks;
 pub mod table;
 pub mod units;
 pub mod unwind;

@@ -394,6 +394,9 @@ impl MarkerKind {
 /// harness's `start` and `stop` only.
 pub const FEATURE_CONTROL: &str = "control";
 
+/// `Header::features` entry of a recording with call stacks (not `record --no-stacks`).
+pub const FEATURE_STACKS: &str = "stacks";
+
 /// `Header::features` entry of a recording made with a control FIFO whose gate was open at the
 /// start (`record --control --start-running`).
 pub const FEATURE_CONTROL_RUNNING: &str = "control_running";

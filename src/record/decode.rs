@@ -9,7 +9,7 @@ use std::mem::{offset_of, size_of};
 use crate::format::{AllocFunc, Event, EventKind, RssMember};
 use crate::sys::raw::{
     alloc_event, event_header, event_kind, exec_event, exit_event, fork_event, lost_cause,
-    map_event, rss_event, stop_event, stop_reason,
+    map_event, rss_event, stack_event, stop_event, stop_reason, STACK_MAX_DEPTH,
 };
 
 /// A record the decoder could not read.
@@ -46,6 +46,7 @@ const EV_MMAP: u32 = event_kind::EV_MMAP as u32;
 const EV_MUNMAP: u32 = event_kind::EV_MUNMAP as u32;
 const EV_MREMAP: u32 = event_kind::EV_MREMAP as u32;
 const EV_BRK: u32 = event_kind::EV_BRK as u32;
+const EV_STACK: u32 = event_kind::EV_STACK as u32;
 
 /// A process the kernel side stopped so that the recorder can scan what it mapped (see
 /// bpf/discover.bpf.c). Not an event of the file.
@@ -72,6 +73,48 @@ pub fn stop(b: &[u8]) -> Option<Stop> {
         tid: u32_at(b, offset_of!(event_header, tid)),
         at_exec: u32_at(b, offset_of!(stop_event, reason)) == stop_reason::STOP_EXEC as u32,
     })
+}
+
+/// A call stack the kernel side walked for the first time (bpf/stack.bpf.h). Not an event of
+/// the file: the recorder interns it into the recording's stack trie.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelStack {
+    /// When it was walked (CLOCK_MONOTONIC ns).
+    pub ts_ns: u64,
+    /// The id allocation records carry in `stack_id`, from 1.
+    pub id: u32,
+    /// How the walk ended (`enum stack_end`: 0 complete, else the `MARK_*` number).
+    pub end: u32,
+    /// Innermost first: module << 32 | file offset.
+    pub frames: Vec<u64>,
+}
+
+/// The stack record `b`, if it is one; `Err` if it is one but damaged.
+pub fn stack(b: &[u8]) -> Option<Result<KernelStack, DecodeError>> {
+    let head = offset_of!(stack_event, frames);
+    if b.len() < size_of::<event_header>() || u32_at(b, offset_of!(event_header, kind)) != EV_STACK
+    {
+        return None;
+    }
+    if b.len() < head {
+        return Some(Err(DecodeError::Short {
+            kind: EV_STACK,
+            len: b.len(),
+        }));
+    }
+    let depth = u32_at(b, offset_of!(stack_event, depth)) as usize;
+    if depth > STACK_MAX_DEPTH as usize || b.len() < head + depth * 8 {
+        return Some(Err(DecodeError::Short {
+            kind: EV_STACK,
+            len: b.len(),
+        }));
+    }
+    Some(Ok(KernelStack {
+        ts_ns: u64_at(b, offset_of!(event_header, ts_ns)),
+        id: u32_at(b, offset_of!(stack_event, id)),
+        end: u32_at(b, offset_of!(stack_event, end)),
+        frames: (0..depth).map(|i| u64_at(b, head + i * 8)).collect(),
+    }))
 }
 
 /// Decode one ring buffer record.
@@ -194,7 +237,7 @@ pub fn decode(b: &[u8]) -> Result<Event, DecodeError> {
 }
 
 /// The name of each loss cause of the kernel side, indexed like the `lost` map.
-pub const LOST_CAUSES: [(lost_cause, &str); 7] = [
+pub const LOST_CAUSES: [(lost_cause, &str); 8] = [
     (lost_cause::LOST_RING_ALLOC, "ring_full_alloc"),
     (lost_cause::LOST_RING_LIFECYCLE, "ring_full_lifecycle"),
     (lost_cause::LOST_RING_RSS, "ring_full_rss"),
@@ -202,6 +245,7 @@ pub const LOST_CAUSES: [(lost_cause, &str); 7] = [
     (lost_cause::LOST_TRACKED_FULL, "tracked_map_full"),
     (lost_cause::LOST_RING_MAP, "ring_full_mapping"),
     (lost_cause::LOST_STOP, "ring_full_discovery"),
+    (lost_cause::LOST_RING_STACK, "ring_full_stack"),
 ];
 
 #[cfg(test)]

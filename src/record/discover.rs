@@ -28,6 +28,7 @@ use crate::binary::{catalogue, Stepped};
 use crate::format::{Event, EventKind};
 use crate::record::attach;
 use crate::record::decode::Stop;
+use crate::record::stacks::Tables;
 use crate::sys::bpf::{BpfError, Link, LoadedObject, MapFd};
 use crate::sys::process;
 
@@ -52,12 +53,28 @@ pub struct FileKey {
 }
 
 impl FileKey {
-    /// The key of the `scanned` map: `struct file_key { u64 ino; u32 dev; u32 pad; }`.
-    fn bytes(self) -> [u8; 16] {
+    /// The key of the `scanned` and `unwind_files` maps: `struct file_key { u64 ino; u32 dev;
+    /// u32 pad; }` (bpf/common.bpf.h).
+    pub fn bytes(self) -> [u8; 16] {
         let mut b = [0u8; 16];
         b[..8].copy_from_slice(&self.ino.to_ne_bytes());
         b[8..12].copy_from_slice(&self.dev.to_ne_bytes());
         b
+    }
+}
+
+impl FileKey {
+    /// The kernel's key for the file `meta` describes.
+    pub fn of(meta: &std::fs::Metadata) -> FileKey {
+        use std::os::unix::fs::MetadataExt;
+        let dev = meta.dev();
+        // st_dev is the C library's encoding; the kernel's is major << 20 | minor.
+        let major = ((dev >> 32) & 0xffff_f000) | ((dev >> 8) & 0xfff);
+        let minor = ((dev >> 12) & 0xffff_ff00) | (dev & 0xff);
+        FileKey {
+            dev: ((major as u32) << 20) | (minor as u32 & 0xfffff),
+            ino: meta.ino(),
+        }
     }
 }
 
@@ -158,6 +175,8 @@ pub struct Discovery<'obj> {
     custom: Vec<Custom>,
     /// The symbols of `custom` some file defined.
     custom_found: HashSet<&'static str>,
+    /// With call stacks: every scanned file's unwind table goes here too.
+    tables: Option<Tables<'obj>>,
 }
 
 impl<'obj> Discovery<'obj> {
@@ -178,7 +197,28 @@ impl<'obj> Discovery<'obj> {
             stats: StopStats::default(),
             custom: Vec::new(),
             custom_found: HashSet::new(),
+            tables: None,
         })
+    }
+
+    /// Build the unwind table of every file scanned from now on into `tables`.
+    pub fn with_tables(mut self, tables: Option<Tables<'obj>>) -> Discovery<'obj> {
+        self.tables = tables;
+        self
+    }
+
+    /// The unwind tables, with call stacks.
+    pub fn tables(&self) -> Option<&Tables<'obj>> {
+        self.tables.as_ref()
+    }
+
+    /// Module events of files scanned since the last call, to write before anything that
+    /// refers to them.
+    pub fn take_module_events(&mut self) -> Vec<Event> {
+        self.tables
+            .as_mut()
+            .map(Tables::take_events)
+            .unwrap_or_default()
     }
 
     /// Probe the `--allocator` functions `custom` too, in every file scanned from now on.
@@ -201,12 +241,12 @@ impl<'obj> Discovery<'obj> {
     pub fn probe_path(&mut self, path: &Path) -> Result<u32, BpfError> {
         let meta = std::fs::metadata(path)
             .map_err(|e| BpfError::io(format!("stat {}", path.display()), e))?;
-        let key = key_of(&meta);
+        let key = FileKey::of(&meta);
         if let Some(p) = self.files.get(&key) {
             return Ok(p.probes);
         }
         let shown = path.display().to_string();
-        self.probe(key, path, &shown).map(|p| p.probes)
+        self.probe(key, path, &shown, 0).map(|p| p.probes)
     }
 
     /// A tracked process stopped: scan what it maps, probe the new files, continue it. Coverage
@@ -239,7 +279,7 @@ impl<'obj> Discovery<'obj> {
         if !self.files.contains_key(&m.key) {
             let through = format!("/proc/{pid}/map_files/{:x}-{:x}", m.start, m.end);
             let started = Instant::now();
-            if let Err(e) = self.probe(m.key, Path::new(&through), &m.path) {
+            if let Err(e) = self.probe(m.key, Path::new(&through), &m.path, pid) {
                 log::warn!("{}: {e}; its allocations will not be recorded", m.path);
             }
             log::debug!("scanned {} in {} µs", m.path, started.elapsed().as_micros());
@@ -266,9 +306,15 @@ impl<'obj> Discovery<'obj> {
         }
     }
 
-    /// Scan the file `key` through `path` and attach its sites. The file is registered whatever
-    /// happens, so it is never scanned twice.
-    fn probe(&mut self, key: FileKey, path: &Path, shown: &str) -> Result<&Probed, BpfError> {
+    /// Scan the file `key` through `path` and attach its sites (and, with stacks, load its
+    /// unwind table). The file is registered whatever happens, so it is never scanned twice.
+    fn probe(
+        &mut self,
+        key: FileKey,
+        path: &Path,
+        shown: &str,
+        pid: u32,
+    ) -> Result<&Probed, BpfError> {
         let mut entry = Probed {
             path: shown.to_string(),
             allocator: "none".to_string(),
@@ -277,6 +323,9 @@ impl<'obj> Discovery<'obj> {
             reported: false,
         };
         let result = self.scan_and_attach(path, &mut entry);
+        if let Some(tables) = &mut self.tables {
+            tables.add(key, path, shown, pid);
+        }
         if let Err(e) = self.scanned.update_bytes(&key.bytes(), &[SCANNED]) {
             log::debug!("{e}");
         }
@@ -429,19 +478,6 @@ fn file_name(path: &str) -> String {
         .map_or(path.to_string(), |n| n.to_string_lossy().into_owned())
 }
 
-/// The kernel's key for the file `meta` describes.
-fn key_of(meta: &std::fs::Metadata) -> FileKey {
-    use std::os::unix::fs::MetadataExt;
-    let dev = meta.dev();
-    // st_dev is the C library's encoding; the kernel's is major << 20 | minor.
-    let major = ((dev >> 32) & 0xffff_f000) | ((dev >> 8) & 0xfff);
-    let minor = ((dev >> 12) & 0xffff_ff00) | (dev & 0xff);
-    FileKey {
-        dev: ((major as u32) << 20) | (minor as u32 & 0xfffff),
-        ino: meta.ino(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -486,7 +522,7 @@ mod tests {
             .into_iter()
             .find(|m| Path::new(&m.path) == exe)
             .expect("the test binary is mapped executable");
-        assert_eq!(key_of(&meta), mine.key);
+        assert_eq!(FileKey::of(&meta), mine.key);
         assert_eq!(
             FileKey { dev: 1, ino: 2 }.bytes()[..9],
             [2, 0, 0, 0, 0, 0, 0, 0, 1]

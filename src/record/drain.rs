@@ -31,6 +31,7 @@ use crate::record::foreground::CommandGroup;
 use crate::record::guardian::Guardian;
 use crate::record::listen::Control;
 use crate::record::progress::{Counts, Progress};
+use crate::record::stacks::{self, Interner};
 use crate::sys::bpf::MapFd;
 use crate::sys::process::{self, Reaped, SignalSet};
 use crate::sys::ring::RingBuffer;
@@ -108,6 +109,8 @@ pub struct Session<'a> {
     pub progress: Progress,
     /// The control channel, with `--control`.
     pub control: Option<Control<'a>>,
+    /// With call stacks: whether the symbols of their frames are written at the end.
+    pub symbols: bool,
     /// The command's parent, which reports on the tree (guardian.rs).
     pub guardian: &'a Guardian,
 }
@@ -198,6 +201,10 @@ struct Sink {
     clients: HashSet<u32>,
     /// Allocator records of clients left out.
     client_records: u64,
+    /// The recording's call-stack trie.
+    stacks: Interner,
+    /// Scratch for the nodes one kernel stack creates.
+    nodes: Vec<Event>,
 }
 
 impl Sink {
@@ -215,6 +222,14 @@ impl Sink {
         if let Some(w) = self.growth.remove(&pid).and_then(|g| g.warning(pid)) {
             self.warned.push((pid, w));
         }
+    }
+
+    /// Count a kernel record that could not be decoded, warning at the first.
+    fn undecodable(&mut self, e: decode::DecodeError) {
+        if self.undecodable == 0 {
+            log::warn!("a kernel record could not be decoded ({e:?}); counting such records");
+        }
+        self.undecodable += 1;
     }
 
     /// The first write failure, if any, as the loop's error.
@@ -293,6 +308,8 @@ impl<'a> Session<'a> {
             lost_seen: [0; LOST_CAUSES.len()],
             clients: HashSet::new(),
             client_records: 0,
+            stacks: Interner::default(),
+            nodes: Vec::new(),
         };
         let mut root_status: Option<i32> = None;
         let mut last_flush = Instant::now();
@@ -390,6 +407,12 @@ impl<'a> Session<'a> {
         // And whatever a client sent without waiting for its reply is in the control FIFO.
         self.serve_control(&mut sink).map_err(werr)?;
         self.push_lost(&mut sink);
+        if let Some(tables) = self.discovery.tables() {
+            log::info!("{}; {} stack nodes", tables.summary(), sink.stacks.nodes());
+            for ev in stacks::finish(tables, &sink.stacks, self.symbols) {
+                sink.push(&ev);
+            }
+        }
         sink.failed().map_err(werr)?;
         if sink.client_records > 0 {
             log::info!(
@@ -473,13 +496,17 @@ impl<'a> Session<'a> {
         for stop in sink.stops.drain(..) {
             self.discovery.handle_stop(stop, &mut coverage);
         }
-        for ev in &coverage {
+        for ev in self.discovery.take_module_events().iter().chain(&coverage) {
             sink.push(ev);
         }
     }
 
     /// Hand every committed ring record to the sink; returns how many were drained.
     fn drain_into(&mut self, sink: &mut Sink) -> usize {
+        // Modules of files scanned before the command ran (the C library, the loader).
+        for ev in self.discovery.take_module_events() {
+            sink.push(&ev);
+        }
         let control = self.control.as_ref();
         self.ring.drain_while(|record| {
             // Stops are handled even after a write error: a process must never stay stopped.
@@ -491,8 +518,28 @@ impl<'a> Session<'a> {
             if sink.write_error.is_some() {
                 return true;
             }
+            if let Some(stack) = decode::stack(record) {
+                match stack {
+                    Ok(stack) => {
+                        let mut nodes = std::mem::take(&mut sink.nodes);
+                        sink.stacks.add(&stack, &mut nodes);
+                        for ev in nodes.drain(..) {
+                            sink.push(&ev);
+                        }
+                        sink.nodes = nodes;
+                    }
+                    Err(e) => sink.undecodable(e),
+                }
+                return true;
+            }
             match decode::decode(record) {
-                Ok(ev) => {
+                Ok(mut ev) => {
+                    // The kernel's stack ids become the recording's trie leaves.
+                    if let EventKind::Alloc { stack_id, .. } | EventKind::Realloc { stack_id, .. } =
+                        &mut ev.kind
+                    {
+                        *stack_id = sink.stacks.leaf(*stack_id);
+                    }
                     match &ev.kind {
                         EventKind::Fork { child } => {
                             sink.pids.insert(*child);
@@ -536,14 +583,7 @@ impl<'a> Session<'a> {
                     }
                     sink.push(&ev);
                 }
-                Err(e) => {
-                    if sink.undecodable == 0 {
-                        log::warn!(
-                            "a kernel record could not be decoded ({e:?}); counting such records"
-                        );
-                    }
-                    sink.undecodable += 1;
-                }
+                Err(e) => sink.undecodable(e),
             }
             true
         })

@@ -152,6 +152,17 @@ impl Loaded {
                     log::info!("ring buffer: {} MiB", opts.ring_size_bytes >> 20);
                 }
             }
+            if object.name == "alloc" {
+                // The rows of every file's unwind table (record::stacks), 24 MiB of kernel
+                // memory, created only when stacks are recorded.
+                let rows = if opts.stacks {
+                    crate::record::stacks::row_elements()
+                } else {
+                    1
+                };
+                open.set_max_entries("unwind_rows", rows)
+                    .map_err(kernel_error)?;
+            }
             if let (Programs::Uprobes(programs), UprobeLinks::Classic(why)) =
                 (&object.programs, uprobes)
             {

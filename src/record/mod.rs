@@ -20,6 +20,7 @@ pub mod output;
 pub mod progress;
 pub mod resolve;
 pub mod spawn;
+pub mod stacks;
 
 // `--allocator` specs are options of `record` (`RecordOptions::custom`); reading them against a
 // binary is `binary`'s.
@@ -74,6 +75,10 @@ pub struct RecordOptions {
     pub ending: guardian::Ending,
     /// Allocator functions to probe besides the catalogue's (`--allocator`, `--python-objects`).
     pub custom: Vec<custom::Custom>,
+    /// Record the call stack of every allocation (not `--no-stacks`).
+    pub stacks: bool,
+    /// Write the symbols of the stacks' frames at the end (not `--no-symbols`).
+    pub symbols: bool,
 }
 
 /// Turn a libbpf failure into the error a user can act on.
@@ -125,7 +130,18 @@ pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
         objects.discover(),
     )
     .map_err(kernel_error)?;
-    let discovery = probe_system_files(discovery.with_custom(opts.custom.clone()))?;
+    // Call stacks need the real allocator programs (not --probe-floor's empty ones).
+    let tables = if opts.stacks && !opts.probe_floor {
+        features.push(crate::format::FEATURE_STACKS.to_string());
+        Some(stacks::Tables::new(objects.allocator()).map_err(kernel_error)?)
+    } else {
+        None
+    };
+    let discovery = probe_system_files(
+        discovery
+            .with_custom(opts.custom.clone())
+            .with_tables(tables),
+    )?;
 
     let process_obj = objects.process();
     let tracked = MapFd::of(process_obj, "tracked").map_err(kernel_error)?;
@@ -194,6 +210,7 @@ pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
         progress: progress::Progress::for_stderr(opts.quiet),
         control,
         guardian: &guardian,
+        symbols: opts.symbols,
     };
     let result = session.run(file, &header);
     group.restore_terminal();

@@ -454,6 +454,20 @@ impl<'obj> MapFd<'obj> {
         }
     }
 
+    /// The values of this array map (created `BPF_F_MMAPABLE` with `entries` elements), mapped
+    /// read-write, so that user space fills them with plain stores rather than a syscall per
+    /// element.
+    pub fn map_array(&self, entries: usize) -> Result<MappedArray, BpfError> {
+        let stride = self.value_size.next_multiple_of(8);
+        let len = (stride * entries).next_multiple_of(super::ring::page_size());
+        // SAFETY: an mmapable array map's values are meant to be mapped shared read-write; the
+        // BPF side reads them concurrently, so the caller must publish each range (here: the
+        // `unwind_files` entry that points at it) only after writing it.
+        let map = unsafe { memmap2::MmapOptions::new().len(len).map_mut(self.fd) }
+            .map_err(|e| BpfError::io(format!("map the values of {}", self.name), e))?;
+        Ok(MappedArray { map, stride })
+    }
+
     /// Read the u64 at `key` of an array map.
     pub fn lookup_u64(&self, key: u32) -> Result<u64, BpfError> {
         let mut value = 0u64;
@@ -467,5 +481,24 @@ impl<'obj> MapFd<'obj> {
         };
         check(rc, || format!("read map {}", self.name))?;
         Ok(value)
+    }
+}
+
+/// The values of an mmapable array map (`MapFd::map_array`). The mapping keeps the map alive
+/// even if its fd is closed first.
+pub struct MappedArray {
+    map: memmap2::MmapMut,
+    stride: usize,
+}
+
+impl MappedArray {
+    /// The values as one byte slice: element `i` at `i * stride()`.
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.map
+    }
+
+    /// Bytes from one element to the next (the value size rounded up to 8).
+    pub fn stride(&self) -> usize {
+        self.stride
     }
 }

@@ -2,8 +2,8 @@
 //! loaded, and what identifies the file's content. Read with `object` (read-only, ELF only)
 //! from the mapped file; the section bytes go to `unwind::cfi` uncopied.
 
-use object::elf::SHT_NOBITS;
-use object::read::elf::{ElfFile64, ElfSection64, SectionHeader};
+use object::elf::{PF_X, PT_LOAD, SHT_NOBITS};
+use object::read::elf::{ElfFile64, ElfSection64, ProgramHeader, SectionHeader};
 use object::{
     Architecture, CompressionFormat, Endianness, FileKind, Object, ObjectKind, ObjectSection,
     ReadRef,
@@ -52,6 +52,20 @@ pub(crate) struct CfiBytes<'a> {
     pub got_address: Option<u64>,
     /// Build id, or a hash of the CFI.
     pub identity: FileIdentity,
+    /// The executable `PT_LOAD` segments, by address.
+    pub segments: Vec<Segment>,
+}
+
+/// An executable `PT_LOAD` segment: where its code is in memory (ELF virtual addresses, which
+/// the CFI speaks in) and in the file (what the kernel's VMA of a pc gives the BPF walk).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    /// `p_vaddr`.
+    pub vaddr: u64,
+    /// `p_memsz`.
+    pub size: u64,
+    /// `p_offset`.
+    pub offset: u64,
 }
 
 /// Finds the call-frame sections of an x86-64 ELF file. `data` is the whole file: mapped, in
@@ -103,12 +117,40 @@ pub(crate) fn cfi_bytes<'d, R: ReadRef<'d>>(data: R) -> Result<CfiBytes<'d>, Unw
         Ok(Some(id)) if !id.is_empty() => FileIdentity::BuildId(id.to_vec()),
         _ => FileIdentity::CfiHash(hash.0),
     };
+    let endian = file.endian();
+    let mut segments: Vec<Segment> = file
+        .elf_program_headers()
+        .iter()
+        .filter(|p| p.p_type(endian) == PT_LOAD && p.p_flags(endian).contains(PF_X))
+        .map(|p| Segment {
+            vaddr: p.p_vaddr(endian),
+            size: p.p_memsz(endian),
+            offset: p.p_offset(endian),
+        })
+        .collect();
+    segments.sort_by_key(|s| s.vaddr);
     Ok(CfiBytes {
         sections,
         text_address: file.section_by_name(".text").map(|s| s.address()),
         got_address: file.section_by_name(".got").map(|s| s.address()),
         identity,
+        segments,
     })
+}
+
+/// The `NT_GNU_BUILD_ID` of an ELF file (`None` when it has none), for the recording's module
+/// records; the same note `cfi_bytes` takes the identity from.
+pub(crate) fn build_id<'d, R: ReadRef<'d>>(data: R) -> Result<Option<Vec<u8>>, UnwindErrorKind> {
+    let file = match FileKind::parse(data) {
+        Ok(FileKind::Elf64) => ElfFile64::<Endianness, R>::parse(data)
+            .map_err(|e| UnwindErrorKind::Damaged(e.to_string()))?,
+        Ok(FileKind::Elf32) => return Err(UnwindErrorKind::NotX86_64("a 32-bit ELF file")),
+        _ => return Err(UnwindErrorKind::NotElf),
+    };
+    match file.build_id() {
+        Ok(id) => Ok(id.filter(|id| !id.is_empty()).map(<[u8]>::to_vec)),
+        Err(e) => Err(UnwindErrorKind::Damaged(format!("the build-id note: {e}"))),
+    }
 }
 
 /// The named section, if it has bytes in this file (a separate debug file keeps `.eh_frame`

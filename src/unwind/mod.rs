@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use gimli::{BaseAddresses, DebugFrame, EhFrame, LittleEndian};
 
 pub use cfi::PLT_CFA_EXPRESSION;
-pub use elf::CfiSection;
+pub use elf::{CfiSection, Segment};
 pub use row::{CfaRule, RbpRule, RowRule, UnwindRow};
 
 /// One file's unwind table: the rows the BPF walk searches, what went into them, and what
@@ -39,6 +39,7 @@ pub struct UnwindTable {
     rows: Vec<UnwindRow>,
     stats: UnwindStats,
     identity: FileIdentity,
+    segments: Vec<Segment>,
 }
 
 impl UnwindTable {
@@ -55,6 +56,35 @@ impl UnwindTable {
     /// The file's content identity.
     pub fn identity(&self) -> &FileIdentity {
         &self.identity
+    }
+
+    /// The rows with their pc turned from an ELF virtual address into a file offset, which is
+    /// what the BPF walk has: the kernel's VMA of a pc says where in the file it is, not where
+    /// the linker put it. Each row moves by the delta of the executable segment it is in (the
+    /// last one starting at or before it); a file without executable segments keeps its pcs.
+    /// A row whose offset would not fit 32 bits is dropped with everything after it (the table
+    /// still ends unknown there: the walk stops instead of guessing).
+    pub fn file_offset_rows(&self) -> Vec<UnwindRow> {
+        let mut out = Vec::with_capacity(self.rows.len());
+        let mut seg = 0;
+        for row in &self.rows {
+            let pc = u64::from(row.pc);
+            while seg + 1 < self.segments.len() && self.segments[seg + 1].vaddr <= pc {
+                seg += 1;
+            }
+            let moved = match self.segments.get(seg) {
+                Some(s) if s.vaddr <= pc || seg == 0 => {
+                    (pc as i128 - s.vaddr as i128 + s.offset as i128).max(0)
+                }
+                _ => pc as i128,
+            };
+            let Ok(pc) = u32::try_from(moved) else {
+                break;
+            };
+            out.push(UnwindRow { pc, ..*row });
+        }
+        out.sort_by_key(|r| r.pc);
+        out
     }
 
     /// The rule at `pc` (an ELF virtual address), found as the BPF walk finds it: the last row
@@ -277,6 +307,15 @@ pub fn build(path: &Path) -> Result<UnwindTable, UnwindError> {
     build_from(&cache).map_err(with_path)
 }
 
+/// The GNU build id (`NT_GNU_BUILD_ID` note) of the open ELF file `file`, `None` when it has
+/// none: what the recording's `Module` event carries, so a report on another machine can match
+/// debug files and tell whether its copy of a file is the one that ran. Reads only the headers
+/// and the notes, through the caller's descriptor (the file may have been replaced since).
+pub fn build_id(file: &File) -> Result<Option<Vec<u8>>, UnwindError> {
+    let cache = object::ReadCache::new(file);
+    elf::build_id(&cache).map_err(|kind| UnwindError { path: None, kind })
+}
+
 /// Builds the unwind table of an ELF file already in memory.
 pub fn build_from_bytes(data: &[u8]) -> Result<UnwindTable, UnwindError> {
     build_from(data).map_err(|kind| UnwindError { path: None, kind })
@@ -322,13 +361,14 @@ fn table_of(cfi: elf::CfiBytes<'_>) -> Result<UnwindTable, UnwindErrorKind> {
     if all.fdes.is_empty() {
         return Err(UnwindErrorKind::NoCfi);
     }
-    assemble(fdes, &all, cfi.identity)
+    assemble(fdes, &all, cfi.identity, cfi.segments)
 }
 
 fn assemble(
     fdes: SectionFdes,
     walked: &cfi::Cfi,
     identity: FileIdentity,
+    segments: Vec<Segment>,
 ) -> Result<UnwindTable, UnwindErrorKind> {
     let (rows, assembly) =
         table::assemble(walked).map_err(|e| UnwindErrorKind::AboveFourGiB(e.pc))?;
@@ -347,6 +387,7 @@ fn assemble(
         rows,
         stats,
         identity,
+        segments,
     })
 }
 
@@ -356,6 +397,44 @@ mod tests {
     use super::*;
     use gimli::write::CallFrameInstruction as I;
     use gimli::X86_64;
+
+    #[test]
+    fn build_id_is_the_note_readelf_shows() {
+        let exe = std::env::current_exe().unwrap();
+        let out = std::process::Command::new("readelf")
+            .arg("-n")
+            .arg(&exe)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let shown = text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("Build ID: "))
+            .map(str::to_owned);
+        let got = build_id(&File::open(&exe).unwrap()).unwrap();
+        let hex = got.map(|id| id.iter().map(|b| format!("{b:02x}")).collect::<String>());
+        assert_eq!(hex, shown, "{text}");
+    }
+
+    #[test]
+    fn build_id_of_a_file_without_the_note_is_none() {
+        let dir = std::env::temp_dir().join(format!("memtrack-buildid-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (src, exe) = (dir.join("none.c"), dir.join("none"));
+        std::fs::write(&src, "int main(void) { return 0; }\n").unwrap();
+        let ok = std::process::Command::new("cc")
+            .arg("-Wl,--build-id=none")
+            .arg("-o")
+            .arg(&exe)
+            .arg(&src)
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        assert_eq!(build_id(&File::open(&exe).unwrap()).unwrap(), None);
+        let not_elf = build_id(&File::open(&src).unwrap()).unwrap_err();
+        assert!(not_elf.to_string().contains("not an ELF file"), "{not_elf}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     fn table(fdes: &[Fde]) -> Result<UnwindTable, UnwindError> {
         let data = eh_frame(false, fdes);
@@ -368,6 +447,7 @@ mod tests {
             text_address: None,
             got_address: None,
             identity: FileIdentity::CfiHash(0),
+            segments: Vec::new(),
         })
         .map_err(|kind| UnwindError { path: None, kind })
     }

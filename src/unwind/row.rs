@@ -105,6 +105,17 @@ impl UnwindRow {
         }
     }
 
+    /// The row's 12 bytes as `struct unwind_row` lays them out, in the machine's byte order.
+    pub fn to_bytes(&self) -> [u8; 12] {
+        let mut b = [0u8; 12];
+        b[0..4].copy_from_slice(&self.pc.to_ne_bytes());
+        b[4..8].copy_from_slice(&self.cfa_offset.to_ne_bytes());
+        b[8..10].copy_from_slice(&self.rbp_offset.to_ne_bytes());
+        b[10] = self.cfa_rule;
+        b[11] = self.rbp_rule;
+        b
+    }
+
     /// The row's rule, decoded. The builder only writes valid numbers; anything else reads as
     /// unsupported rather than panicking.
     pub fn rule(&self) -> RowRule {
@@ -143,6 +154,18 @@ mod tests {
         assert_eq!(std::mem::offset_of!(UnwindRow, rbp_offset), 8);
         assert_eq!(std::mem::offset_of!(UnwindRow, cfa_rule), 10);
         assert_eq!(std::mem::offset_of!(UnwindRow, rbp_rule), 11);
+        let row = UnwindRow {
+            pc: 0x0102_0304,
+            cfa_offset: -8,
+            rbp_offset: 16,
+            cfa_rule: 1,
+            rbp_rule: 2,
+        };
+        let mut b = row.pc.to_ne_bytes().to_vec();
+        b.extend((-8i32).to_ne_bytes());
+        b.extend(16i16.to_ne_bytes());
+        b.extend([1, 2]);
+        assert_eq!(row.to_bytes().to_vec(), b);
     }
 
     #[test]

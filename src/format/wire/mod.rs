@@ -17,9 +17,11 @@
 //!   the delta, and only the (usually zero) error is stored.
 //!
 //! The state starts from zero at every chunk, so each chunk decodes on its own: its first event
-//! carries the absolute timestamp as its delta. The most frequent events, `malloc` and `free`
-//! without a call stack, have variants of their own without the function byte: a malloc/free
-//! stream takes 5 to 6 bytes per event.
+//! carries the absolute timestamp as its delta. The most frequent events, `malloc` and `free`,
+//! have variants of their own without the function byte: a malloc/free stream takes 5 to 6
+//! bytes per event, and a malloc with a call stack (`MallocStack`) 1 to 3 more for its stack
+//! id. Call-stack trie nodes take their ids as steps from the chunk's previous node (one byte
+//! each for a new stack's nodes, written parents first).
 //!
 //! The parts: `record` is the record enum with its pinned variant numbers and its bytes;
 //! `delta` the codecs both sides share (one rule per field: which stream, and what it is a

@@ -1,0 +1,436 @@
+/* SPDX-License-Identifier: (MIT OR Apache-2.0) */
+/*
+ * Call stacks (issue 15): the user stack of an allocator call, unwound here from the file's
+ * .eh_frame rows (src/unwind/ builds them, src/record/stacks.rs loads them), since Debian's
+ * glibc and most -O2 code keep no frame pointer and bpf_get_stack would return wrong stacks.
+ *
+ * Taken once per allocation, at the entry of the outermost allocator call (alloc.bpf.c), where
+ * the stack is clean: the return probe of this call is prepared only after every entry handler
+ * ran, and calls nested inside it (the malloc inside operator new) are never walked.
+ *
+ * Each frame is named by (module, file offset), not by its address: the kernel's VMA of the pc
+ * says which file and where in it, so no per-process mapping table has to be kept, copied at
+ * fork or updated at exec and dlopen, and the same call path is one stack in every process of
+ * the tree whatever their address layout. A pc outside any file with a table (JIT code, the
+ * vDSO, a uprobe trampoline of another tool) ends the walk, marked unknown; nothing is guessed.
+ *
+ * Dedup: the frames are hashed twice as the walk goes. The first hash keys `stack_ids`, the
+ * second must match what it stored: a mismatch is a collision, counted, and that stack is sent
+ * again under a new id instead of being confused with the other. A new stack is sent once
+ * through the ring, before the allocation event that carries its id, so user space always knows
+ * an id before it sees it used.
+ */
+#ifndef MEMTRACK_STACK_BPF_H
+#define MEMTRACK_STACK_BPF_H
+
+#include "common.bpf.h"
+
+/* Every file's rows, one file after another; user space sets the size before load and writes
+ * the rows through a memory mapping of the map (src/record/stacks.rs). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct unwind_row_pair);
+} unwind_rows SEC(".maps");
+
+/* Where each file's rows are, by the file's (ino, dev). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct file_key);
+	__type(value, struct unwind_file);
+} unwind_files SEC(".maps");
+
+struct stack_seen {
+	__u64 check; /* the second hash of the frames */
+	__u32 id;
+	__u32 _pad;
+};
+
+/* Stacks sent, by the first hash of their frames. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1 << 18);
+	__type(key, __u64);
+	__type(value, struct stack_seen);
+} stack_ids SEC(".maps");
+
+/* Counters per enum stack_stat; STAT_IDS is also where ids come from. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, STACK_STATS);
+	__type(key, __u32);
+	__type(value, __u64);
+} stack_stats SEC(".maps");
+
+/* Element 0 is 1 when stacks are recorded; user space sets it after load (`--no-stacks` leaves
+ * it 0, and then no allocation pays for a walk). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} stack_config SEC(".maps");
+
+/* The most rows of one file: the binary search takes this many halvings. */
+#define ROW_SEARCH_STEPS 24
+
+/* A file mapping a walk found, and where the file's rows are. */
+struct cached_file {
+	__u64 start;
+	__u64 end;
+	__u64 delta; /* file offset = pc + delta */
+	__u32 module;
+	__u32 first;
+	__u32 count;
+	__u32 _pad;
+};
+
+#define CACHED_FILES 4
+
+/*
+ * The file mappings a thread's walks met, kept from one walk to the next: finding a pc's VMA
+ * takes the mmap lock and walks the maple tree, by far the dearest part of a frame. The cache
+ * holds while its mm's mm_lock_seq is what it was, since every change of a VMA takes the mmap
+ * lock for writing, which moves that sequence (and exec gives the thread another mm).
+ */
+struct file_cache {
+	__u64 mm;  /* the mm_struct the entries are of */
+	__u64 seq; /* its mm_lock_seq when they were found */
+	__u32 next;
+	__u32 _pad;
+	struct cached_file e[CACHED_FILES];
+};
+
+struct walk {
+	__u64 pc; /* the frame's pc: the probed site, then each return address */
+	__u64 sp; /* its CFA-to-be: rsp at the frame's pc */
+	__u64 bp;
+	__u64 hash;
+	__u64 check;
+	struct cached_file cur; /* the mapping the last pc was in */
+	struct file_cache cache;
+	__u32 depth;
+	__u32 end;
+	__u32 bp_lost; /* the caller's rbp could not be followed */
+};
+
+/* Everything a walk works on, 1.3 KiB, too big for the BPF stack. Per thread, in its task
+ * storage (not per CPU: a uprobe program can be preempted, and another thread's walk on the same
+ * CPU would write over this one's frames); the file cache carries over to its next walk. */
+struct walk_state {
+	struct walk w;
+	struct stack_event ev;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct walk_state);
+} walk_state SEC(".maps");
+
+static __always_inline void count_stat(__u32 stat)
+{
+	__u64 *n = bpf_map_lookup_elem(&stack_stats, &stat);
+
+	if (n)
+		__sync_fetch_and_add(n, 1);
+}
+
+/* What bpf_find_vma's callback reports: its context must be on the BPF stack of the caller. */
+struct vma_found {
+	__u64 start;
+	__u64 end;
+	__u64 delta;
+	struct file_key key;
+	__u32 has_file;
+	__u32 _pad;
+};
+
+static long vma_of_pc(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	struct vma_found *v = data;
+	struct file *file = vma->vm_file;
+
+	v->start = vma->vm_start;
+	v->end = vma->vm_end;
+	v->delta = (vma->vm_pgoff << 12) - vma->vm_start;
+	v->has_file = file != 0;
+	if (file)
+		file_key_of(file, &v->key);
+	return 0;
+}
+
+/* Makes the file mapping that holds `pc` and its rows current; false if there is none. */
+static __always_inline bool find_file(struct walk *w, __u64 pc)
+{
+	struct vma_found v = {};
+	struct unwind_file *f;
+	__u32 slot;
+
+	for (int i = 0; i < CACHED_FILES; i++) {
+		if (w->cache.e[i].start <= pc && pc < w->cache.e[i].end) {
+			w->cur = w->cache.e[i];
+			return true;
+		}
+	}
+	if (bpf_find_vma(bpf_get_current_task_btf(), pc, vma_of_pc, &v, 0) || !v.has_file)
+		return false;
+	f = bpf_map_lookup_elem(&unwind_files, &v.key);
+	if (!f)
+		return false;
+	w->cur.start = v.start;
+	w->cur.end = v.end;
+	w->cur.delta = v.delta;
+	w->cur.module = f->module;
+	w->cur.first = f->first;
+	w->cur.count = f->count;
+	slot = w->cache.next++ % CACHED_FILES;
+	w->cache.e[slot] = w->cur;
+	return true;
+}
+
+static __always_inline struct unwind_row *row_at(__u32 i)
+{
+	__u32 pair = i >> 1;
+	struct unwind_row_pair *p = bpf_map_lookup_elem(&unwind_rows, &pair);
+
+	return p ? &p->rows[i & 1] : 0;
+}
+
+/* The last row of the current file at or before file offset `off`, copied to `out`. The halving
+ * has no branch on the rows' contents (the comparison becomes arithmetic): with one, the
+ * verifier would follow both ways at every step, 2^24 paths. */
+static __always_inline bool find_row(struct walk *w, __u32 off, struct unwind_row *out)
+{
+	__u32 lo = 0, hi = w->cur.count, mid, above;
+	struct unwind_row *r;
+
+	for (int step = 0; step < ROW_SEARCH_STEPS; step++) {
+		if (lo >= hi)
+			break;
+		mid = lo + (hi - lo) / 2;
+		r = row_at(w->cur.first + mid);
+		if (!r)
+			return false;
+		/* All ones if the row starts after off (the answer is below mid), else zero. The
+		 * barrier keeps clang from turning the masks back into a branch. */
+		above = (__u32)(((__u64)off - (__u64)r->pc) >> 63);
+		above = -above;
+		asm volatile("" : "+r"(above));
+		hi = (mid & above) | (hi & ~above);
+		lo = (lo & above) | ((mid + 1) & ~above);
+	}
+	if (!lo || lo < hi)
+		return false;
+	r = row_at(w->cur.first + lo - 1);
+	if (!r)
+		return false;
+	*out = *r;
+	return true;
+}
+
+static __always_inline void mix(struct walk *w, __u64 frame)
+{
+	w->hash = (w->hash ^ frame) * 0x9e3779b97f4a7c15ULL;
+	w->hash ^= w->hash >> 29;
+	w->check = (w->check + frame) * 0xff51afd7ed558ccdULL;
+	w->check ^= w->check >> 32;
+}
+
+/* One frame: record it, then find its caller. Returns 1 to end the walk.
+ *
+ * A global function, verified once on its own: inlined into the bpf_loop callback, the
+ * verifier would go through it for every depth the walk can reach, and run out of budget. */
+__noinline long walk_frame(struct walk_state *s)
+{
+	struct unwind_row row;
+	__u64 pc, cfa, ra, frame;
+	struct walk *w;
+	__u32 off, depth;
+
+	if (!s)
+		return 1;
+	w = &s->w;
+	depth = w->depth;
+	if (depth >= STACK_MAX_DEPTH) {
+		w->end = STACK_TRUNCATED;
+		return 1;
+	}
+	/* A caller's return address can be the first byte past its function (a call to a
+	 * noreturn function ends it): its own call instruction is the byte before. */
+	pc = depth ? w->pc - 1 : w->pc;
+	if ((pc < w->cur.start || pc >= w->cur.end) && !find_file(w, pc)) {
+		w->end = STACK_UNKNOWN;
+		return 1;
+	}
+	off = (__u32)(pc + w->cur.delta);
+	frame = ((__u64)w->cur.module << 32) | off;
+	s->ev.frames[depth] = frame;
+	w->depth = depth + 1;
+	mix(w, frame);
+
+	if (!find_row(w, off, &row)) {
+		w->end = STACK_UNKNOWN;
+		return 1;
+	}
+	switch (row.cfa_rule) {
+	case CFA_RSP:
+		cfa = w->sp + row.cfa_offset;
+		break;
+	case CFA_RBP:
+		if (w->bp_lost) {
+			w->end = STACK_UNSUPPORTED;
+			return 1;
+		}
+		cfa = w->bp + row.cfa_offset;
+		break;
+	case CFA_PLT:
+		cfa = w->sp + 8 + ((w->pc & 15) >= 11 ? 8 : 0);
+		break;
+	case CFA_END:
+		w->end = STACK_COMPLETE;
+		return 1;
+	case CFA_UNKNOWN:
+		w->end = STACK_UNKNOWN;
+		return 1;
+	default:
+		w->end = STACK_UNSUPPORTED;
+		return 1;
+	}
+	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8))) {
+		w->end = STACK_UNSUPPORTED;
+		return 1;
+	}
+	if (row.rbp_rule == RBP_AT_CFA) {
+		if (bpf_probe_read_user(&w->bp, sizeof(w->bp), (void *)(cfa + row.rbp_offset)))
+			w->bp_lost = 1;
+	} else if (row.rbp_rule == RBP_UNSUPPORTED) {
+		w->bp_lost = 1;
+	}
+	if (!ra) {
+		w->end = STACK_COMPLETE;
+		return 1;
+	}
+	w->sp = cfa;
+	w->pc = ra;
+	return 0;
+}
+
+static long walk_step(__u64 i, void *data)
+{
+	struct walk_state *s = bpf_task_storage_get(&walk_state, bpf_get_current_task_btf(), 0, 0);
+
+	return walk_frame(s) ? 1 : 0;
+}
+
+/* The mm's VMA sequence (odd while a writer holds the mmap lock); 1 on kernels without it, so
+ * that nothing is cached there. */
+static __always_inline __u64 mm_seq(struct task_struct *task)
+{
+	if (!bpf_core_field_exists(struct mm_struct, mm_lock_seq))
+		return 1;
+	return BPF_CORE_READ(task, mm, mm_lock_seq.sequence);
+}
+
+static __always_inline bool stacks_on(void)
+{
+	__u32 zero = 0;
+	__u32 *on = bpf_map_lookup_elem(&stack_config, &zero);
+
+	return on && *on;
+}
+
+/*
+ * The id of the current call stack, from the allocator's entry registers: sent through the ring
+ * first if it is new. 0 when stacks are off, or when its record could not be sent (counted as
+ * LOST_RING_STACK: the allocation is recorded without a stack).
+ *
+ * A global function: the verifier checks it once, not once per allocator layout it is inlined
+ * into, which would exceed its instruction budget.
+ */
+__noinline __u32 stack_id(struct pt_regs *ctx)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct stack_seen seen = {}, *known;
+	struct walk_state *s;
+	struct stack_event *ev;
+	__u64 *ids, key, mm, seq, tid;
+	bool cached = true;
+	__u32 depth;
+	long err;
+
+	if (!stacks_on())
+		return 0;
+	s = bpf_task_storage_get(&walk_state, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!s)
+		return 0;
+	s->w.pc = PT_REGS_IP(ctx);
+	s->w.sp = PT_REGS_SP(ctx);
+	s->w.bp = PT_REGS_FP(ctx);
+	s->w.hash = 0xcbf29ce484222325ULL;
+	s->w.check = 0x84222325cbf29ce4ULL;
+	s->w.cur.start = 0;
+	s->w.cur.end = 0;
+	s->w.depth = 0;
+	s->w.end = STACK_COMPLETE;
+	s->w.bp_lost = 0;
+	mm = (__u64)BPF_CORE_READ(task, mm);
+	seq = mm_seq(task);
+	if (s->w.cache.mm != mm || s->w.cache.seq != seq || (seq & 1)) {
+		__builtin_memset(&s->w.cache, 0, sizeof(s->w.cache));
+		s->w.cache.mm = mm;
+		s->w.cache.seq = seq;
+	}
+	bpf_loop(STACK_MAX_DEPTH + 1, walk_step, 0, 0);
+	/* Kept for the next walk only if no mapping changed while this one ran. */
+	if ((seq & 1) || mm_seq(task) != seq)
+		s->w.cache.mm = 0;
+
+	count_stat(STAT_WALKS);
+	if (s->w.end != STACK_COMPLETE)
+		count_stat(s->w.end); /* STAT_TRUNCATED, STAT_UNKNOWN, STAT_UNSUPPORTED */
+	mix(&s->w, ((__u64)s->w.end << 32) | s->w.depth);
+	key = s->w.hash;
+	known = bpf_map_lookup_elem(&stack_ids, &key);
+	if (known) {
+		if (known->check == s->w.check)
+			return known->id;
+		count_stat(STAT_COLLISIONS);
+		cached = false;
+	}
+
+	ev = &s->ev;
+	ids = bpf_map_lookup_elem(&stack_stats, &(__u32){ STAT_IDS });
+	if (!ids)
+		return 0;
+	depth = s->w.depth;
+	if (depth > STACK_MAX_DEPTH)
+		depth = STACK_MAX_DEPTH;
+	tid = bpf_get_current_pid_tgid();
+	fill_header(&ev->h, EV_STACK, tid >> 32, (__u32)tid);
+	ev->id = (__u32)__sync_fetch_and_add(ids, 1) + 1;
+	ev->depth = depth;
+	ev->end = s->w.end;
+	ev->_pad = 0;
+	if (bpf_ringbuf_output(&events, ev, offsetof(struct stack_event, frames) + depth * 8,
+			       BPF_RB_NO_WAKEUP)) {
+		count_lost(LOST_RING_STACK);
+		return 0;
+	}
+	if (cached) {
+		seen.check = s->w.check;
+		seen.id = ev->id;
+		err = bpf_map_update_elem(&stack_ids, &key, &seen, BPF_NOEXIST);
+		/* -EEXIST: another CPU sent the same stack meanwhile; both ids name it. */
+		if (err && err != -17)
+			count_stat(STAT_UNCACHED);
+	}
+	return ev->id;
+}
+
+#endif /* MEMTRACK_STACK_BPF_H */

@@ -1,0 +1,310 @@
+//! Call stacks in the recorder (issue 15): the unwind tables the kernel walk reads, and the
+//! stacks it sends, interned into the recording's trie.
+//!
+//! - [`Tables`]: when discovery meets a new executable file, its `.eh_frame` rows (`unwind`)
+//!   go into the BPF `unwind_rows` array, one file after another, and the file's (ino, dev)
+//!   into `unwind_files`, which tells the walk where they are (bpf/stack.bpf.h). The process
+//!   is stopped meanwhile, so the walk never meets a file of it without a table. Each such file
+//!   is a module of the recording (`EventKind::Module`), kept open until the end so that its
+//!   symbols are read from the very file that ran, even if it was deleted or replaced since.
+//! - [`Interner`]: each new kernel stack (`decode::KernelStack`) becomes a leaf of the
+//!   recording's [`StackTrie`]; the nodes it creates are written before the allocation that
+//!   refers to them, and allocation events carry the leaf's id instead of the kernel's.
+//! - [`finish`]: the walk counters and the symbols of every frame, at the end of `record`.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use crate::format::{Event, EventKind, MODULE_MARK};
+use crate::record::decode::KernelStack;
+use crate::record::discover::FileKey;
+use crate::stacks::symbolize::{self, ModuleFile};
+use crate::stacks::trie::{Frame, NewNode, StackTrie};
+use crate::sys::bpf::{BpfError, LoadedObject, MapFd, MappedArray};
+use crate::sys::process;
+use crate::sys::raw::stack_stat;
+use crate::unwind::UnwindRow;
+
+/// Rows the `unwind_rows` array holds: 2 Mi rows, 24 MiB of kernel memory. A C++ compile needs
+/// about 0.7 Mi (cc1plus alone has 0.45 Mi), a Python or git run well under 0.2 Mi.
+pub const ROW_CAPACITY: u32 = 2 << 20;
+
+/// Rows per element of `unwind_rows` (`struct unwind_row_pair`).
+const ROWS_PER_ELEMENT: u32 = 2;
+
+/// The `unwind_rows` elements to create, for `OpenObject::set_max_entries`.
+pub fn row_elements() -> u32 {
+    ROW_CAPACITY / ROWS_PER_ELEMENT
+}
+
+/// The names of the BPF maps this module works on (bpf/stack.bpf.h).
+const ROWS_MAP: &str = "unwind_rows";
+const FILES_MAP: &str = "unwind_files";
+const CONFIG_MAP: &str = "stack_config";
+const STATS_MAP: &str = "stack_stats";
+
+/// One module: a file with a table.
+struct Module {
+    id: u32,
+    path: String,
+    /// The file as it was mapped, open, for the symbols at the end.
+    file: Option<File>,
+}
+
+/// The unwind tables loaded into the kernel, and the modules they belong to.
+pub struct Tables<'obj> {
+    rows: MappedArray,
+    used: u32,
+    files: MapFd<'obj>,
+    stats: MapFd<'obj>,
+    modules: Vec<Module>,
+    /// Module events not yet written.
+    pending: Vec<Event>,
+    /// Files refused because the rows array was full (warned once).
+    refused_full: u32,
+    /// Time spent building and loading tables, ns.
+    build_ns: u64,
+}
+
+impl<'obj> Tables<'obj> {
+    /// Switch stacks on in `alloc` (alloc.bpf.o) and map its rows array.
+    pub fn new(alloc: &'obj LoadedObject) -> Result<Tables<'obj>, BpfError> {
+        let rows = MapFd::of(alloc, ROWS_MAP)?.map_array(row_elements() as usize)?;
+        MapFd::of(alloc, CONFIG_MAP)?.update_u32(0, 1)?;
+        Ok(Tables {
+            rows,
+            used: 0,
+            files: MapFd::of(alloc, FILES_MAP)?,
+            stats: MapFd::of(alloc, STATS_MAP)?,
+            modules: Vec::new(),
+            pending: Vec::new(),
+            refused_full: 0,
+            build_ns: 0,
+        })
+    }
+
+    /// Build and load the table of the file `key`, read through `path` (a `/proc/PID/map_files`
+    /// entry, or the real path), shown as `shown`, first mapped by process `pid`. A file
+    /// without usable call frame information gets no table: the walk ends, marked unknown, at
+    /// its frames. Never fails the recording.
+    pub fn add(&mut self, key: FileKey, path: &Path, shown: &str, pid: u32) {
+        let started = process::monotonic_ns();
+        let table = match crate::unwind::build(path) {
+            Ok(t) => t,
+            Err(e) => {
+                log::debug!("no unwind table for {shown}: {e}");
+                return;
+            }
+        };
+        let rows = table.file_offset_rows();
+        let Some(first) = self.reserve(rows.len(), shown) else {
+            return;
+        };
+        self.write_rows(first, &rows);
+        let id = self.modules.len() as u32 + 1;
+        let mut value = [0u8; 16];
+        value[..4].copy_from_slice(&id.to_ne_bytes());
+        value[4..8].copy_from_slice(&first.to_ne_bytes());
+        value[8..12].copy_from_slice(&(rows.len() as u32).to_ne_bytes());
+        // Published after the rows are written: the walk reads them once it finds this entry.
+        if let Err(e) = self.files.update_bytes(&key.bytes(), &value) {
+            log::warn!("{shown}: cannot load its unwind table ({e}); its frames end stacks");
+            return;
+        }
+        let build_id = match table.identity() {
+            crate::unwind::FileIdentity::BuildId(b) => b.clone(),
+            crate::unwind::FileIdentity::CfiHash(_) => Vec::new(),
+        };
+        self.modules.push(Module {
+            id,
+            path: shown.to_string(),
+            file: File::open(path).ok(),
+        });
+        self.pending.push(Event {
+            ts_ns: process::monotonic_ns(),
+            pid,
+            tid: 0,
+            kind: EventKind::Module {
+                id,
+                path: shown.to_string(),
+                build_id,
+                dev: key.dev,
+                ino: key.ino,
+            },
+        });
+        let took = process::monotonic_ns().saturating_sub(started);
+        self.build_ns += took;
+        log::debug!(
+            "{shown}: unwind table of {} rows in {} µs",
+            rows.len(),
+            took / 1000
+        );
+    }
+
+    /// Where `n` rows go, if they fit.
+    fn reserve(&mut self, n: usize, shown: &str) -> Option<u32> {
+        let n = u32::try_from(n).ok()?;
+        if n > ROW_CAPACITY - self.used {
+            if self.refused_full == 0 {
+                log::warn!(
+                    "{shown}: the unwind tables are full ({ROW_CAPACITY} rows); stacks end at the \
+                     frames of this and later files"
+                );
+            }
+            self.refused_full += 1;
+            return None;
+        }
+        let first = self.used;
+        // Each file starts on an element, so that no two files share one.
+        self.used += n.next_multiple_of(ROWS_PER_ELEMENT);
+        Some(first)
+    }
+
+    fn write_rows(&mut self, first: u32, rows: &[UnwindRow]) {
+        let size = std::mem::size_of::<UnwindRow>();
+        let bytes = self.rows.bytes_mut();
+        let start = first as usize * size;
+        for (i, row) in rows.iter().enumerate() {
+            let at = start + i * size;
+            bytes[at..at + size].copy_from_slice(&row.to_bytes());
+        }
+    }
+
+    /// Module events to write, oldest first.
+    pub fn take_events(&mut self) -> Vec<Event> {
+        std::mem::take(&mut self.pending)
+    }
+
+    /// One line for the end of `record`.
+    pub fn summary(&self) -> String {
+        format!(
+            "unwind tables: {} files, {} rows ({} KiB), {} ms",
+            self.modules.len(),
+            self.used,
+            self.used as usize * std::mem::size_of::<UnwindRow>() / 1024,
+            self.build_ns / 1_000_000
+        )
+    }
+
+    /// The kernel's walk counters, as the file's `StackStats` event.
+    fn stats_event(&self) -> Event {
+        let n = |s: stack_stat| self.stats.lookup_u64(s as u32).unwrap_or(0);
+        Event {
+            ts_ns: process::monotonic_ns(),
+            pid: 0,
+            tid: 0,
+            kind: EventKind::StackStats {
+                walks: n(stack_stat::STAT_WALKS),
+                truncated: n(stack_stat::STAT_TRUNCATED),
+                unknown: n(stack_stat::STAT_UNKNOWN),
+                unsupported: n(stack_stat::STAT_UNSUPPORTED),
+                collisions: n(stack_stat::STAT_COLLISIONS),
+                uncached: n(stack_stat::STAT_UNCACHED),
+            },
+        }
+    }
+
+    /// The path to read module `m`'s symbols from: its real path while that is still the file
+    /// that ran (debug links next to it then work), else the file kept open.
+    fn symbol_path(m: &Module) -> Option<PathBuf> {
+        use std::os::fd::AsRawFd;
+        let open = PathBuf::from(format!("/proc/self/fd/{}", m.file.as_ref()?.as_raw_fd()));
+        Some(ModuleFile::preferred_path(Path::new(&m.path), &open))
+    }
+}
+
+/// The recording's stack trie, fed with the kernel's stacks as they arrive.
+#[derive(Default)]
+pub struct Interner {
+    trie: StackTrie,
+    /// Kernel stack id → leaf node id.
+    leaves: HashMap<u32, u32>,
+    created: Vec<NewNode>,
+    frames: Vec<Frame>,
+}
+
+impl Interner {
+    /// Intern `stack`, appending the nodes it creates to `out` as `StackNode` events.
+    pub fn add(&mut self, stack: &KernelStack, out: &mut Vec<Event>) {
+        log::trace!(
+            "kernel stack {} (end {}): {:x?}",
+            stack.id,
+            stack.end,
+            stack.frames
+        );
+        self.frames.clear();
+        self.frames.extend(stack.frames.iter().map(|&f| Frame {
+            module: (f >> 32) as u32,
+            offset: f & 0xffff_ffff,
+        }));
+        if stack.end != 0 {
+            self.frames.push(Frame {
+                module: MODULE_MARK,
+                offset: u64::from(stack.end),
+            });
+        }
+        self.created.clear();
+        let leaf = self.trie.intern(&self.frames, &mut self.created);
+        self.leaves.insert(stack.id, leaf);
+        let ts_ns = stack.ts_ns;
+        out.extend(self.created.iter().map(|n| Event {
+            ts_ns,
+            pid: 0,
+            tid: 0,
+            kind: EventKind::StackNode {
+                id: n.id,
+                parent: n.parent,
+                module: n.frame.module,
+                offset: n.frame.offset,
+            },
+        }));
+    }
+
+    /// The leaf node of kernel stack `id` (0: none, or never seen).
+    pub fn leaf(&self, id: u32) -> u32 {
+        if id == 0 {
+            return 0;
+        }
+        self.leaves.get(&id).copied().unwrap_or(0)
+    }
+
+    /// Nodes in the trie.
+    pub fn nodes(&self) -> usize {
+        self.trie.len()
+    }
+}
+
+/// The events that close a recording with stacks: the walk counters, then (with `symbols`) what
+/// every frame of the trie is.
+pub fn finish(tables: &Tables<'_>, interner: &Interner, symbols: bool) -> Vec<Event> {
+    let mut out = vec![tables.stats_event()];
+    if !symbols {
+        return out;
+    }
+    let started = process::monotonic_ns();
+    let modules: Vec<ModuleFile> = tables
+        .modules
+        .iter()
+        .filter_map(|m| Tables::symbol_path(m).map(|path| ModuleFile { id: m.id, path }))
+        .collect();
+    let resolved = symbolize::symbolize(&modules, interner.trie.frames());
+    let ts_ns = process::monotonic_ns();
+    let count = resolved.len();
+    out.extend(resolved.into_iter().map(|(f, frames)| Event {
+        ts_ns,
+        pid: 0,
+        tid: 0,
+        kind: EventKind::Symbol {
+            module: f.module,
+            offset: f.offset,
+            frames,
+        },
+    }));
+    log::info!(
+        "symbols: {count} frames of {} modules in {} ms",
+        modules.len(),
+        process::monotonic_ns().saturating_sub(started) / 1_000_000
+    );
+    out
+}
