@@ -97,9 +97,11 @@ fn gdb_available() -> Result<(), String> {
 
 /// The gdb script of `plan`: run to main (so the libraries are loaded and `malloc` means
 /// libc's), then break on each allocator's first instruction when `condition` holds, and at
-/// each stop print the backtrace and the loaded libraries between markers, and go on.
+/// each stop print the backtrace, the frames of it that are tail calls and the loaded
+/// libraries between markers, and go on.
 fn gdb_script(plan: &GdbPlan) -> String {
-    let mut script = String::from(
+    let mut script = String::from(TAIL_CALLS_COMMAND);
+    script.push_str(
         "set pagination off\n\
          set width 0\n\
          set confirm off\n\
@@ -122,7 +124,8 @@ fn gdb_script(plan: &GdbPlan) -> String {
     script += "set language auto\n";
     // Breakpoint 1 is main's.
     script += &format!(
-        "commands 2-{}\nsilent\necho {STOP}\\n\nbt\ninfo sharedlibrary\necho {END}\\n\ncontinue\nend\ncontinue\n",
+        "commands 2-{}\nsilent\necho {STOP}\\n\nbt\nmemtrack-tail-calls\ninfo sharedlibrary\necho {END}\\n\n\
+         continue\nend\ncontinue\n",
         plan.allocators.len() + 1
     );
     script
@@ -130,6 +133,29 @@ fn gdb_script(plan: &GdbPlan) -> String {
 
 const STOP: &str = "==memtrack-stop==";
 const END: &str = "==memtrack-end==";
+const TAIL_CALL: &str = "==memtrack-tail-call== ";
+
+/// A gdb command that prints `==memtrack-tail-call== N` for each frame N of the backtrace that
+/// gdb made up from the debug info's call sites (DW_TAG_call_site with DW_AT_call_tail_call):
+/// glibc's `fopen` is `mov $1, %edx; jmp __fopen_internal`, and gdb shows an `_IO_new_fopen`
+/// frame that is not on the stack, so no unwinder, the recorder's included, can see it. `bt`
+/// prints such frames like any other; only gdb's Python API tells them apart.
+const TAIL_CALLS_COMMAND: &str = "\
+python
+class MemtrackTailCalls(gdb.Command):
+    def __init__(self):
+        super().__init__('memtrack-tail-calls', gdb.COMMAND_STACK)
+
+    def invoke(self, arg, from_tty):
+        frame = gdb.newest_frame()
+        while frame is not None:
+            if frame.type() == gdb.TAILCALL_FRAME:
+                print('==memtrack-tail-call== %d' % frame.level())
+            frame = frame.older()
+
+MemtrackTailCalls()
+end
+";
 
 /// `word` quoted for gdb's `run`, which passes its arguments through a shell.
 fn shell_word(word: &str) -> String {
@@ -139,6 +165,8 @@ fn shell_word(word: &str) -> String {
 /// The stacks gdb printed at each stop of `plan`'s run, innermost first.
 fn gdb_stacks(plan: &GdbPlan) -> Result<Vec<Vec<Frame>>, String> {
     gdb_available()?;
+    let _alone = one_at_a_time();
+    wait_for_detaching_recorders()?;
     // One name per run: a gdb_* test and the recorder's test of a case may run at once.
     static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -180,20 +208,30 @@ fn gdb_stacks(plan: &GdbPlan) -> Result<Vec<Vec<Frame>>, String> {
     parse_gdb(&output, &plan.command[0]).map_err(|e| format!("{e}\n{}", describe()))
 }
 
-/// The stacks of gdb's `output` (the stops of [`gdb_script`]); frames of no library are
-/// `executable`'s.
+/// The stacks of gdb's `output` (the stops of [`gdb_script`]), without the frames gdb made up
+/// for tail calls; frames of no library are `executable`'s.
 fn parse_gdb(output: &str, executable: &str) -> Result<Vec<Vec<Frame>>, String> {
     let mut stacks = Vec::new();
     let mut lines = output.lines();
     while lines.by_ref().any(|l| l == STOP) {
         let block: Vec<&str> = lines.by_ref().take_while(|l| *l != END).collect();
         let libraries = parse_sharedlibrary(&block);
+        let tail_calls: HashSet<&str> = block
+            .iter()
+            .filter_map(|l| l.strip_prefix(TAIL_CALL))
+            .collect();
         let mut frames = Vec::new();
         for line in &block {
             if line.starts_with("Backtrace stopped") {
                 return Err(format!("gdb could not unwind the whole stack: {line}"));
             }
-            if !line.starts_with('#') {
+            let Some(level) = line
+                .strip_prefix('#')
+                .and_then(|l| l.split_whitespace().next())
+            else {
+                continue;
+            };
+            if tail_calls.contains(level) {
                 continue;
             }
             let (pc, mut frame) =
@@ -451,12 +489,53 @@ impl DumpStacks {
     }
 }
 
+/// Held while gdb or the recorder runs, so never both at once. The recorder's uprobe at the
+/// loader's `_dl_debug_state` is in the file, so in every process that maps ld.so, and it is
+/// where gdb puts its own breakpoint to learn of loaded libraries: the kernel takes the trap
+/// for its uprobe and gdb never hears of libc (its `break *malloc` lands on the executable's
+/// `malloc@plt`, its frames in libc are `??`). Other test binaries run after this one; a
+/// recorder that has exited may still hold its uprobes ([`wait_for_detaching_recorders`]).
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static MACHINE: Mutex<()> = Mutex::new(());
+    MACHINE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Waits until no `memtrack-detach` process is left: a recorder that has exited leaves one
+/// holding its links (its uprobes too) while the kernel's grace periods pass
+/// (docs/PERFORMANCE.md, "Fixed cost"), and gdb must not run beside them (see
+/// [`one_at_a_time`]).
+fn wait_for_detaching_recorders() -> Result<(), String> {
+    let detaching = || {
+        std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| std::fs::read_to_string(e.path().join("comm")).ok())
+            .any(|comm| comm.trim_end() == "memtrack-detach")
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while detaching() {
+        if std::time::Instant::now() > deadline {
+            return Err(
+                "a memtrack-detach process is still holding a recorder's uprobes after \
+                        30 s: gdb would not see libraries load beside them"
+                    .to_string(),
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
+}
+
 /// `memtrack record -o <scratch>/NAME.mt -- COMMAND`, asserted to succeed, and its stacks from
 /// `memtrack dump`.
 fn record_stacks(name: &str, command: &[String]) -> DumpStacks {
     let path = scratch_file(format!("{name}.mt"));
     let words: Vec<&str> = command.iter().map(String::as_str).collect();
-    let run = common::run_command(&mut common::record_command(&path, &[], &words));
+    let run = {
+        let _alone = one_at_a_time();
+        common::run_command(&mut common::record_command(&path, &[], &words))
+    };
     let run = run.expect_code(0);
     let dump = common::run(&[std::ffi::OsStr::new("dump"), path.as_os_str()]).expect_code(0);
     DumpStacks::parse(&dump.stdout).unwrap_or_else(|e| panic!("{e}\n{}", run.describe()))
@@ -667,6 +746,40 @@ fn without_parameters(name: &str) -> &str {
     &name[start..]
 }
 
+/// `name` with C++ integer template arguments written as literals: libiberty's demangler (gdb,
+/// c++filt) prints `Blob<7781ul>`, cpp_demangle (blazesym) `Blob<(unsigned long)7781>`.
+fn cxx_literals(name: &str) -> String {
+    const SUFFIXES: [(&str, &str); 6] = [
+        ("(unsigned long long)", "ull"),
+        ("(long long)", "ll"),
+        ("(unsigned long)", "ul"),
+        ("(long)", "l"),
+        ("(unsigned int)", "u"),
+        ("(int)", ""),
+    ];
+    let mut out = String::new();
+    let mut rest = name;
+    'scan: while !rest.is_empty() {
+        for (cast, suffix) in SUFFIXES {
+            if let Some(after) = rest.strip_prefix(cast) {
+                let digits = after
+                    .find(|c: char| !c.is_ascii_digit() && c != '-')
+                    .unwrap_or(after.len());
+                if digits > 0 {
+                    out.push_str(&after[..digits]);
+                    out.push_str(suffix);
+                    rest = &after[digits..];
+                    continue 'scan;
+                }
+            }
+        }
+        let c = rest.chars().next().unwrap();
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
 fn without_parameter_list(name: &str) -> &str {
     if !name.ends_with(')') || name.ends_with("operator()") {
         return name;
@@ -740,12 +853,12 @@ fn same_frame(facts: &mut ModuleFacts, gdb: &Frame, ours: &Frame) -> bool {
         return false;
     }
     let (g, o) = (
-        without_parameters(&gdb.function),
-        without_parameters(&ours.function),
+        cxx_literals(without_parameters(&gdb.function)),
+        cxx_literals(without_parameters(&ours.function)),
     );
     let rust = gdb.file.ends_with(".rs") || ours.file.ends_with(".rs");
     let same_name = g == o
-        || (rust && rust_own_name(g) == rust_own_name(o))
+        || (rust && rust_own_name(&g) == rust_own_name(&o))
         || facts.aliases(&gdb.module, &gdb.function, &ours.function);
     if !same_name {
         return false;
@@ -1133,15 +1246,16 @@ fn gdb_sees_the_allocations_inside_glibc() {
         callers,
         [
             vec!["__GI___strdup"],
-            vec!["__fopen_internal", "_IO_new_fopen"],
-            vec!["__GI___getdelim", "__getline"],
+            // fopen and getline are tail calls (to __fopen_internal, __getdelim): no frames of
+            // their own on the stack.
+            vec!["__fopen_internal"],
+            vec!["__GI___getdelim"],
             vec![
                 "__GI__IO_file_doallocate",
                 "__GI__IO_doallocbuf",
                 "__GI__IO_doallocbuf",
                 "_IO_new_file_underflow",
-                "__GI___getdelim",
-                "__getline"
+                "__GI___getdelim"
             ],
         ],
         "strdup, fopen, getline's line and getline's stream buffer: {stacks:#?}"
@@ -1274,8 +1388,8 @@ fn gdb_sees_the_whole_recursion() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The recorder against gdb. They need the BPF stack walk (issue 15) and fail with "the
-// recording has no call stacks" until it lands.
+// The recorder against gdb. Without call stacks in the recording (a recorder without the BPF
+// stack walk, or one that lost it) they fail with "the recording has no call stacks".
 
 /// Records `case` and asserts each of its allocations has gdb's stack, frame for frame.
 fn assert_stacks_are_gdbs(test: &str, case: Case) {
@@ -1302,7 +1416,6 @@ fn assert_stacks_are_gdbs(test: &str, case: Case) {
 }
 
 #[test]
-#[ignore = "needs the BPF stack walk (#15)"]
 fn stack_of_the_chain_across_the_library_is_gdbs() {
     let test = "stack_of_the_chain_across_the_library_is_gdbs";
     skip_unless_recording!(test);
@@ -1313,7 +1426,6 @@ fn stack_of_the_chain_across_the_library_is_gdbs() {
 }
 
 #[test]
-#[ignore = "needs the BPF stack walk (#15)"]
 fn stack_of_new_inside_a_template_is_gdbs() {
     let test = "stack_of_new_inside_a_template_is_gdbs";
     skip_unless_recording!(test);
@@ -1324,7 +1436,6 @@ fn stack_of_new_inside_a_template_is_gdbs() {
 }
 
 #[test]
-#[ignore = "needs the BPF stack walk (#15)"]
 fn stacks_of_strdup_fopen_getline_inside_glibc_are_gdbs() {
     let test = "stacks_of_strdup_fopen_getline_inside_glibc_are_gdbs";
     skip_unless_recording!(test);
@@ -1335,7 +1446,6 @@ fn stacks_of_strdup_fopen_getline_inside_glibc_are_gdbs() {
 }
 
 #[test]
-#[ignore = "needs the BPF stack walk (#15)"]
 fn stack_of_a_rust_program_is_gdbs() {
     let test = "stack_of_a_rust_program_is_gdbs";
     skip_unless_recording!(test);
@@ -1346,7 +1456,6 @@ fn stack_of_a_rust_program_is_gdbs() {
 }
 
 #[test]
-#[ignore = "needs the BPF stack walk (#15)"]
 fn stack_in_a_library_right_after_dlopen_is_gdbs() {
     let test = "stack_in_a_library_right_after_dlopen_is_gdbs";
     skip_unless_recording!(test);
@@ -1357,7 +1466,6 @@ fn stack_in_a_library_right_after_dlopen_is_gdbs() {
 }
 
 #[test]
-#[ignore = "needs the BPF stack walk (#15)"]
 fn stack_in_a_forked_child_is_gdbs() {
     let test = "stack_in_a_forked_child_is_gdbs";
     skip_unless_recording!(test);
@@ -1368,7 +1476,6 @@ fn stack_in_a_forked_child_is_gdbs() {
 }
 
 #[test]
-#[ignore = "needs the BPF stack walk (#15)"]
 fn stack_in_a_thread_is_gdbs() {
     let test = "stack_in_a_thread_is_gdbs";
     skip_unless_recording!(test);
@@ -1379,7 +1486,6 @@ fn stack_in_a_thread_is_gdbs() {
 }
 
 #[test]
-#[ignore = "needs the BPF stack walk (#15)"]
 fn recursion_deeper_than_the_limit_is_truncated_and_marked() {
     let test = "recursion_deeper_than_the_limit_is_truncated_and_marked";
     skip_unless_recording!(test);
@@ -1636,6 +1742,22 @@ fn gdb_parsing_reads_function_file_line_and_module() {
 }
 
 #[test]
+fn gdb_parsing_leaves_out_the_frames_gdb_made_up_for_tail_calls() {
+    let with_tail_call = GDB_SAMPLE.replace(
+        "From                To",
+        "==memtrack-tail-call== 4\nFrom                To",
+    );
+    let stacks = parse_gdb(&with_tail_call, "/tmp/fixtures/stacks_chain").unwrap();
+    let all = parse_gdb(GDB_SAMPLE, "/tmp/fixtures/stacks_chain").unwrap();
+    let mut expected = all[0].clone();
+    assert!(expected
+        .remove(4)
+        .function
+        .starts_with("core::ops::function::FnOnce"));
+    assert_eq!(stacks, [expected]);
+}
+
+#[test]
 fn gdb_parsing_refuses_a_stack_gdb_could_not_finish() {
     let cut = GDB_SAMPLE.replace(
         "#6  0x0000555555555111 in _start ()",
@@ -1667,6 +1789,8 @@ fn gdb_script_breaks_at_the_first_instruction_on_the_condition() {
         "commands 2-3\n",
         "set follow-fork-mode child\n",
         "set backtrace past-main on\n",
+        "bt\nmemtrack-tail-calls\n",
+        "if frame.type() == gdb.TAILCALL_FRAME:",
     ] {
         assert!(script.contains(want), "{want:?} in\n{script}");
     }
@@ -1685,6 +1809,14 @@ fn names_compare_as_the_same_function() {
     assert_eq!(without_parameters("S::f(int) const"), "S::f");
     assert_eq!(without_parameters("S::operator()"), "S::operator()");
     assert_eq!(without_parameters("chain_e"), "chain_e");
+    assert_eq!(
+        cxx_literals(without_parameters(
+            "Blob<(unsigned long)7781>* build<Blob<(unsigned long)7781> >()"
+        )),
+        "build<Blob<7781ul> >"
+    );
+    assert_eq!(cxx_literals("f<(int)-3, (long)2>"), "f<-3, 2l>");
+    assert_eq!(cxx_literals("operator()(int)"), "operator()(int)");
     assert_eq!(
         without_parameters("Blob<7781ul>* build<Blob<7781ul> >()"),
         "build<Blob<7781ul> >"

@@ -6,7 +6,9 @@
  *
  * The calls run between two marker allocations, malloc(7901) before and malloc(7903) after, and
  * while `armed` is 1, so a test takes every allocation of that window from each tool: memtrack's
- * between the markers, gdb's from a breakpoint conditioned on `armed`.
+ * between the markers, gdb's from a breakpoint conditioned on `armed`. fopen and getline are
+ * tail calls in Debian's glibc (to __fopen_internal, __getdelim), so they are no frames of their
+ * own: gdb's bt shows them only from the debug info's call sites.
  */
 #include <string.h>
 #include "stacks.h"
