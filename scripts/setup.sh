@@ -15,6 +15,9 @@ packages=(
   python3                       # a real interpreter run (tests/allocators.rs)
   binutils bsdutils passwd      # tests: readelf (static binary), script (a terminal), useradd
   util-linux                    # tests: setpriv (a recorder with ambient capabilities)
+  gdb libc6-dbg                 # tests/stacks.rs: gdb's bt is the oracle for call stacks, with
+                                # glibc's frames named and lined by its debug file
+  heaptrack                     # scripts/bench/compare-heaptrack.sh: top sites beside memtrack's
 )
 
 missing=()

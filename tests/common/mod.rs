@@ -84,8 +84,8 @@ static BUILD_LOCK: Mutex<()> = Mutex::new(());
 
 /// Compile `testdata/NAME.c` (once per test binary run) and return the executable's path.
 /// NAME may name a subdirectory (`rss/anon`); the source's directory is on the include path.
-/// A fixture is rebuilt when it, `testdata/fixture.h`, `testdata/rss/status.h` or
-/// `include/memtrack_ctl.h` changes.
+/// A fixture is rebuilt when it, `testdata/fixture.h`, `testdata/rss/status.h`, the headers of
+/// `testdata/stacks/` or `include/memtrack_ctl.h` changes.
 pub fn fixture(name: &str) -> PathBuf {
     build_fixture(&format!("{name}.c"), &name.replace('/', "_"), &[])
         .unwrap_or_else(|e| panic!("{e}"))
@@ -115,6 +115,8 @@ pub fn build_fixture(src: &str, out: &str, flags: &[&str]) -> Result<PathBuf, St
         let headers = [
             "testdata/fixture.h",
             "testdata/rss/status.h",
+            "testdata/stacks/stacks.h",
+            "testdata/stacks/chainlib.h",
             "include/memtrack_ctl.h",
         ]
         .map(|h| Path::new(env!("CARGO_MANIFEST_DIR")).join(h));
