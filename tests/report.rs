@@ -331,20 +331,14 @@ fn site_allocating(sites: &[Value], bytes: u64) -> &Value {
 #[test]
 fn stacks_name_the_fixtures_three_sites() {
     skip_unless_recording!("stacks_name_the_fixtures_three_sites");
-    let rec = record_fixture("report_stacks", &[], "malloc_free", &["1000"]);
+    let rec = record_fixture("report_stacks", &["--stacks"], "malloc_free", &["1000"]);
     let path = rec.path.to_str().unwrap();
     let r = json_report(path, &["--stacks", "--stacks-top", "0"]);
     let stacks = &r["stacks"];
-    if stacks["recorded"] != true {
-        // Until the recorder records call stacks (issue #15's kernel part), there is nothing to
-        // check; once it does, this test checks every number. Not common::skip: this is the
-        // recorder's state, not something a CI machine lacks.
-        eprintln!(
-            "skipped stacks_name_the_fixtures_three_sites: the recording has no call stacks \
-             (the recorder does not record them yet)"
-        );
-        return;
-    }
+    assert_eq!(
+        stacks["recorded"], true,
+        "record --stacks wrote no call stacks: {stacks}"
+    );
     let sites = stacks["sites"].as_array().unwrap();
     // calloc(1000, 8); 1000 x malloc(10007), all live at the peak, the last freed right after
     // its thread's last allocation (temporary); one leaked malloc(10009).
@@ -381,7 +375,7 @@ fn stacks_name_the_fixtures_three_sites() {
             "every site is called from main: {site:#}"
         );
     }
-    let text = run(&[common::memtrack(), "report", path, "--stacks"]).expect_code(0);
+    let text = run(&["report", path, "--stacks"]).expect_code(0);
     assert!(
         text.stdout
             .contains("allocation sites by live bytes at the peak: 3 sites"),

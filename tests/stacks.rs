@@ -534,7 +534,7 @@ fn record_stacks(name: &str, command: &[String]) -> DumpStacks {
     let words: Vec<&str> = command.iter().map(String::as_str).collect();
     let run = {
         let _alone = one_at_a_time();
-        common::run_command(&mut common::record_command(&path, &[], &words))
+        common::run_command(&mut common::record_command(&path, &["--stacks"], &words))
     };
     let run = run.expect_code(0);
     let dump = common::run(&[std::ffi::OsStr::new("dump"), path.as_os_str()]).expect_code(0);
