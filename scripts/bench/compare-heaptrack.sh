@@ -53,7 +53,7 @@ for name in "${names[@]}"; do
   zstdcat "$OUT/$name.ht.raw.zst" | "$interpret" 2>>"$OUT/$name.ht.log" | zstd -q >"$OUT/$name.ht.zst"
   heaptrack_print -f "$OUT/$name.ht.zst" -t 0 -a 1 -p 1 -T 0 -n 100000 -s 0 \
     >"$OUT/$name.ht.txt" 2>/dev/null
-  "$MEMTRACK" record -q -o "$OUT/$name.mt" -- "${cmd[@]}" >/dev/null 2>"$OUT/$name.mt.log" \
+  "$MEMTRACK" record -q --stacks -o "$OUT/$name.mt" -- "${cmd[@]}" >/dev/null 2>"$OUT/$name.mt.log" \
     || { echo "compare-heaptrack: memtrack record failed, see $OUT/$name.mt.log" >&2; exit 1; }
   # Until `report --stacks` exists (issue 15) only heaptrack's side is printed.
   "$MEMTRACK" report "$OUT/$name.mt" --stacks --stacks-top 0 --format json \
