@@ -296,8 +296,8 @@ static __always_inline void mix(struct walk *w, __u64 frame)
 
 /* One frame: record it, then find its caller. Returns 1 to end the walk.
  *
- * A global function, verified once on its own: inlined into the bpf_loop callback, the
- * verifier would go through it for every depth the walk can reach, and run out of budget. */
+ * A global function, verified once on its own: inlined into the walk's loop, the verifier
+ * would go through it for every depth the walk can reach, and run out of budget. */
 __noinline long walk_frame(struct walk_state *s)
 {
 	struct unwind_row row;

@@ -61,9 +61,7 @@ impl FileKey {
         b[8..12].copy_from_slice(&self.dev.to_ne_bytes());
         b
     }
-}
 
-impl FileKey {
     /// The kernel's key for the file `meta` describes.
     pub fn of(meta: &std::fs::Metadata) -> FileKey {
         use std::os::unix::fs::MetadataExt;

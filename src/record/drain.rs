@@ -311,6 +311,11 @@ impl<'a> Session<'a> {
             stacks: Interner::default(),
             nodes: Vec::new(),
         };
+        // Modules of the files scanned before the command ran (the C library, the loader);
+        // every later one comes with the stop that scanned it (`continue_stopped`).
+        for ev in self.discovery.take_module_events() {
+            sink.push(&ev);
+        }
         let mut root_status: Option<i32> = None;
         let mut last_flush = Instant::now();
         raise_drain_priority();
@@ -503,10 +508,6 @@ impl<'a> Session<'a> {
 
     /// Hand every committed ring record to the sink; returns how many were drained.
     fn drain_into(&mut self, sink: &mut Sink) -> usize {
-        // Modules of files scanned before the command ran (the C library, the loader).
-        for ev in self.discovery.take_module_events() {
-            sink.push(&ev);
-        }
         let control = self.control.as_ref();
         self.ring.drain_while(|record| {
             // Stops are handled even after a write error: a process must never stay stopped.

@@ -307,15 +307,7 @@ fn write_sites(title: &str, stacks: &StackReport, out: &mut dyn Write) -> io::Re
         header.push(("LIVE AT END", Align::Right));
     }
     header.push(("TEMPORARY", Align::Right));
-    let columns = header
-        .iter()
-        .map(|&(_, align)| Column {
-            align,
-            before: "  ",
-        })
-        .collect();
-    let mut table = Table::new(columns);
-    table.row(header.iter().map(|(h, _)| h.to_string()).collect());
+    let mut table = header_table(&header);
     for (n, site) in stacks.sites.iter().enumerate() {
         table.row(site_row(n + 1, site, with_end));
     }
@@ -543,12 +535,8 @@ fn write_processes(report: &Report, out: &mut dyn Write) -> io::Result<()> {
 }
 
 /// `title`, then a table: the `header` row and `body`, columns aligned as the header says.
-fn write_table(
-    title: &str,
-    header: &[(&str, Align)],
-    body: Vec<Vec<String>>,
-    out: &mut dyn Write,
-) -> io::Result<()> {
+/// A table with a column per `header` entry, two spaces apart, and the header as its first row.
+fn header_table(header: &[(&str, Align)]) -> Table {
     let columns = header
         .iter()
         .map(|&(_, align)| Column {
@@ -558,6 +546,16 @@ fn write_table(
         .collect();
     let mut table = Table::new(columns);
     table.row(header.iter().map(|(h, _)| h.to_string()).collect());
+    table
+}
+
+fn write_table(
+    title: &str,
+    header: &[(&str, Align)],
+    body: Vec<Vec<String>>,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let mut table = header_table(header);
     for row in body {
         table.row(row);
     }
