@@ -208,6 +208,10 @@ pub struct ReportArgs {
     /// how many sites to list (default 10, 0 for all); implies --stacks
     #[argh(option, from_str_fn(parse_count))]
     pub stacks_top: Option<u64>,
+    /// write the report to this file instead of standard output (replaced only once the
+    /// report is complete)
+    #[argh(option, short = 'o')]
+    pub output: Option<PathBuf>,
 }
 
 /// Fail (exit 1) when a recording exceeds memory limits; exit 0 when all hold, 2 on a bad file
@@ -662,12 +666,17 @@ impl TryFrom<ReportArgs> for ReportOptions {
             order: order.unwrap_or_default(),
             top: top.unwrap_or(DEFAULT_TOP),
         });
+        if let Some(path) = &a.output {
+            record::output::validate_output(path, "report.txt")?;
+        }
+        let output = a.output;
         Ok(ReportOptions {
             file: a.file,
             format,
             scope,
             rows,
             stacks,
+            output,
         })
     }
 }

@@ -61,9 +61,7 @@ fn init_logging(args: &cli::Cli) {
 fn run(command: Command) -> Result<i32, Error> {
     match command {
         Command::Record(a) => record::run(&a.try_into()?, &memtrack::preflight::for_record()?),
-        Command::Report(a) => {
-            report::run_report(&a.try_into()?, &mut io::stdout().lock()).map(|()| 0)
-        }
+        Command::Report(a) => report::run(&a.try_into()?).map(|()| 0),
         Command::Check(a) => {
             report::run_check(&a.try_into()?, &mut io::stdout().lock()).map(verdict)
         }

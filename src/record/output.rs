@@ -15,16 +15,22 @@ use crate::sys::lock;
 /// Checks what can be checked of `-o PATH` before anything is loaded: that it names a file in
 /// a directory that exists.
 pub fn validate(path: &Path) -> Result<(), Error> {
+    validate_output(path, "run.mt")
+}
+
+/// Checks that `-o PATH` names a file in a directory that exists; the errors suggest a file
+/// named like `example`. Also for `report -o`.
+pub fn validate_output(path: &Path, example: &str) -> Result<(), Error> {
     if path.as_os_str().is_empty() {
-        return Err(Error::Usage(
-            "-o needs a file name, e.g. -o run.mt; an empty one names no file".into(),
-        ));
+        return Err(Error::Usage(format!(
+            "-o needs a file name, e.g. -o {example}; an empty one names no file"
+        )));
     }
     if path.is_dir() {
         return Err(Error::Usage(format!(
             "-o {}: that is a directory; give a file name, e.g. -o {}",
             path.display(),
-            path.join("run.mt").display()
+            path.join(example).display()
         )));
     }
     let dir = directory_of(path);

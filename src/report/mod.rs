@@ -78,6 +78,31 @@ pub struct ReportOptions {
     pub rows: Rows,
     /// The top allocation sites of the scope (`--stacks`), if asked for.
     pub stacks: Option<SiteOptions>,
+    /// The file to write (`-o`), else standard output.
+    pub output: Option<PathBuf>,
+}
+
+/// Runs `memtrack report`: the report goes to `opts.output` (written beside it under a
+/// temporary name and renamed when complete, so a failed report never leaves half a file or
+/// destroys the previous one) or to standard output.
+pub fn run(opts: &ReportOptions) -> Result<()> {
+    let Some(path) = &opts.output else {
+        return run_report(opts, &mut io::stdout().lock());
+    };
+    let mut temporary = path.clone().into_os_string();
+    temporary.push(format!(".tmp{}", std::process::id()));
+    let temporary = PathBuf::from(temporary);
+    let written = std::fs::File::create(&temporary)
+        .map_err(|e| Error::io(&temporary, e))
+        .and_then(|mut file| {
+            run_report(opts, &mut file)?;
+            file.sync_all().map_err(|e| Error::io(&temporary, e))
+        })
+        .and_then(|()| std::fs::rename(&temporary, path).map_err(|e| Error::io(path, e)));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    written
 }
 
 /// Reads the recording `opts.file` and writes its report to `out`. A damaged or lossy file
@@ -463,6 +488,43 @@ mod tests {
             stacks: Some(SiteOptions::default()),
             ..opts
         }
+    }
+
+    #[test]
+    fn output_file_is_replaced_only_by_a_whole_report() {
+        let file = temp_recording("output", &stacks_recording_bytes());
+        let out = file.0.with_extension("json");
+        std::fs::write(&out, "previous").unwrap();
+        let opts = ReportOptions {
+            format: OutputFormat::Json,
+            output: Some(out.clone()),
+            ..report_of(&file.0)
+        };
+        run(&opts).unwrap();
+        let mut direct = Vec::new();
+        run_report(&opts, &mut direct).unwrap();
+        assert_eq!(std::fs::read(&out).unwrap(), direct);
+
+        // A report that fails (the recording is gone) leaves the previous file and no temporary.
+        std::fs::write(&out, "previous").unwrap();
+        let missing = ReportOptions {
+            file: file.0.with_extension("missing"),
+            ..opts
+        };
+        assert!(run(&missing).is_err());
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "previous");
+        let dir = out.parent().unwrap();
+        let name = out.file_name().unwrap().to_string_lossy().into_owned();
+        let leftovers = std::fs::read_dir(dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| {
+                let n = e.file_name().to_string_lossy().into_owned();
+                n.starts_with(&name) && n != name
+            })
+            .count();
+        assert_eq!(leftovers, 0);
+        std::fs::remove_file(&out).unwrap();
     }
 
     #[test]
