@@ -155,3 +155,78 @@ fn v3_pool_reads_exactly() {
         EventKind::Coverage { path, allocator, probes: 7 }
             if path.ends_with("pool_static") && allocator == "pool")));
 }
+
+/// Format version 4, written by memtrack 0.1.0 with `--stacks --no-rss`: `malloc_free 10 3`
+/// (testdata/malloc_free.c built -O2 -g), with its call stacks, modules and symbols. The sites
+/// must come back with their numbers and frames named as they were when it was written.
+#[test]
+fn v4_stacks_reads_exactly() {
+    use memtrack::report::{Scope, SiteOptions};
+
+    let mut reader = Reader::open(&sample("v4-stacks.mt")).unwrap();
+    assert_eq!(reader.format_version(), 4);
+    let header = reader.header().clone();
+    assert_eq!(header.argv[1..], ["10".to_string(), "3".to_string()]);
+    assert!(header.features.contains(&"stacks".to_string()));
+    let events: Vec<_> = reader.by_ref().collect();
+    let Some(ReadEnd::Complete(trailer)) = reader.end().cloned() else {
+        panic!("v4 sample no longer reads completely: {:?}", reader.end());
+    };
+    assert_eq!(trailer.events, events.len() as u64);
+    assert_eq!(trailer.exit_code, 3);
+
+    let options = SiteOptions {
+        top: 0,
+        ..SiteOptions::default()
+    };
+    let report = memtrack::report::accounting::analyze_sites(
+        &header,
+        events.iter().cloned(),
+        reader.end(),
+        &Scope::Run,
+        options,
+    );
+    assert!(report.complete);
+    let stacks = report.stacks.expect("sites were asked for");
+    assert!(stacks.recorded);
+    assert_eq!(stacks.peak_live_bytes, 80 + 10 * 10007);
+    let walks = stacks.walks.expect("the sample has the walk counters");
+    assert_eq!((walks.walks, walks.truncated, walks.unknown), (12, 0, 0));
+    let sites: Vec<(u64, u64, u64, u64, Vec<&str>)> = stacks
+        .sites
+        .iter()
+        .map(|s| {
+            let frames = s.frames.iter().map(|f| f.function.as_str()).take(3);
+            (
+                s.allocations,
+                s.allocated_bytes,
+                s.peak_live_bytes,
+                s.leaked_bytes,
+                frames.collect(),
+            )
+        })
+        .collect();
+    let start = ["main", "__libc_start_call_main"];
+    assert_eq!(
+        sites,
+        [
+            (
+                10,
+                100_070,
+                100_070,
+                0,
+                [&["__GI___libc_malloc"][..], &start].concat()
+            ),
+            (1, 80, 80, 0, [&["__libc_calloc"][..], &start].concat()),
+            (
+                1,
+                10_009,
+                0,
+                10_009,
+                [&["__GI___libc_malloc"][..], &start].concat()
+            ),
+        ]
+    );
+    let main_lines: Vec<u32> = stacks.sites.iter().map(|s| s.frames[1].line).collect();
+    assert_eq!(main_lines, [13, 9, 17], "testdata/malloc_free.c's lines");
+}
