@@ -28,7 +28,7 @@ else
   THREADS_PAIRS=200000
 fi
 ALL_WORKLOADS="churn churn10 cet new newarr jemalloc mimalloc tcmalloc rust mixed storm threads python xz gcc gxx sort git true"
-ALL_TOOLS="untraced memtrack memtrack-nostacks memtrack-rss floor heaptrack dhat bpftrace memleak"
+ALL_TOOLS="untraced memtrack memtrack-stacks memtrack-rss floor heaptrack dhat bpftrace memleak"
 WORKLOADS=${WORKLOADS:-$ALL_WORKLOADS}
 TOOLS=${TOOLS:-$ALL_TOOLS}
 if [[ $MODE == full && $WORKLOADS == "$ALL_WORKLOADS" && $TOOLS == "$ALL_TOOLS" ]]; then
@@ -176,7 +176,7 @@ tool_cmd() {
   case $tool in
     untraced) FULL=("${CMD[@]}") ;;
     memtrack) FULL=("$MEMTRACK" -v record --no-rss -o "$out.mt" -- "${CMD[@]}") ;;
-    memtrack-nostacks) FULL=("$MEMTRACK" -v record --no-rss --no-stacks -o "$out.mt" -- "${CMD[@]}") ;;
+    memtrack-stacks) FULL=("$MEMTRACK" -v record --no-rss --stacks -o "$out.mt" -- "${CMD[@]}") ;;
     memtrack-rss) FULL=("$MEMTRACK" -v record -o "$out.mt" -- "${CMD[@]}") ;;
     floor) FULL=("$MEMTRACK" -v record --no-rss --probe-floor -o "$out.mt" -- "${CMD[@]}") ;;
     heaptrack) FULL=(heaptrack -o "$out" "${CMD[@]}") ;;
@@ -189,7 +189,7 @@ tool_cmd() {
 extras() {
   local tool=$1 out=$2 log=$3
   case $tool in
-    memtrack | memtrack-nostacks | memtrack-rss | floor)
+    memtrack | memtrack-stacks | memtrack-rss | floor)
       local usage
       usage=$(grep -o "recorder: .*" "$log" | head -1 | sed 's/recorder: //; s/ (.*//') || true
       "$MEMTRACK" report "$out.mt" --format json 2>/dev/null | /usr/bin/python3 -c '

@@ -16,17 +16,18 @@ from collections import defaultdict
 BEGIN = "<!-- BEGIN scripts/bench.sh output -->"
 END = "<!-- END scripts/bench.sh output -->"
 
-TOOLS = ["untraced", "memtrack", "memtrack-rss", "floor", "heaptrack", "dhat", "bpftrace"]
+TOOLS = ["untraced", "memtrack", "memtrack-stacks", "memtrack-rss", "floor", "heaptrack", "dhat", "bpftrace"]
 TOOL_NAMES = {
     "untraced": "untraced",
     "memtrack": "memtrack",
+    "memtrack-stacks": "memtrack +stacks",
     "memtrack-rss": "memtrack +rss",
     "floor": "floor",
     "heaptrack": "heaptrack",
     "dhat": "DHAT",
     "bpftrace": "bpftrace",
 }
-WORKLOADS = ["churn", "cet", "new", "newarr", "jemalloc", "mimalloc", "tcmalloc", "rust", "mixed",
+WORKLOADS = ["churn", "churn10", "cet", "new", "newarr", "jemalloc", "mimalloc", "tcmalloc", "rust", "mixed",
              "storm", "threads", "python", "xz", "gcc", "gxx", "sort", "git", "true"]
 REAL = ["python", "xz", "gcc", "gxx", "sort", "git"]
 # The churn of each allocator family (issue 12), CHURN_PAIRS alloc+free pairs each, and what
@@ -274,6 +275,32 @@ def main():
             row.append("%.2f" % (c / fl) if c and fl else "-")
         p(table(["workload", "allocates with", "memtrack", "floor", "heaptrack",
                  "memtrack / glibc's", "memtrack / floor"], fam_rows))
+        p("")
+
+    # --- call stacks ---------------------------------------------------------------------------
+    stack_rows = []
+    for w in [f[0] for f in FAMILIES] + ["churn10"] + REAL:
+        plain, stacked = med_wall(w, "memtrack"), med_wall(w, "memtrack-stacks")
+        if plain is None or stacked is None:
+            continue
+        row = [w, secs(med_wall(w, "untraced")), secs(plain), secs(stacked),
+               "%.2fx" % (stacked / plain)]
+        if w in REAL:
+            row.append("-")
+        else:
+            c, cs = per_call(w, "memtrack", churn_n), per_call(w, "memtrack-stacks", churn_n)
+            row.append("%.2fx" % (cs / c) if c and cs else "-")
+        stack_rows.append(row)
+    if stack_rows:
+        p("### Call stacks (`record --stacks`)")
+        p("")
+        p("Median wall time without and with call stacks, side by side in this run, and the "
+          "ratio (target for a default: at most 1.3x). For the churns, also the ratio of added "
+          "time per alloc+free pair (as in \"Cost per call\"); churn10 runs the "
+          "same loop five calls deeper than churn, for what the depth of a walk costs.")
+        p("")
+        p(table(["workload", "untraced", "memtrack", "memtrack +stacks", "wall ratio",
+                 "added-cost ratio"], stack_rows))
         p("")
 
     # --- memtrack's own figures ----------------------------------------------------------------
