@@ -30,10 +30,10 @@
  * marks the thread, and the malloc it calls reports the block under the label of the
  * outermost operator new.
  *
- * The measuring gate (common.bpf.h) is read where an outermost call starts and at free, never at
- * a return: a call that entered while the gate was open is recorded even if it returns after
- * `stop`, and one that entered while it was closed is not recorded even if it returns after
- * `start`. Calls nested in a call in progress follow their outer call, so flipping the gate
+ * The measuring gate (common.bpf.h) is read where an outermost call starts, never at a return
+ * (frees are recorded whatever it says, see free_enter): a call that entered while the gate was
+ * open is recorded even if it returns after `stop`, and one that entered while it was closed is
+ * not recorded even if it returns after `start`. Calls nested in a call in progress follow their outer call, so flipping the gate
  * never leaves half a call recorded. The one case this cannot see: an outer call that entered
  * while closed has no state, so an internal call it makes after `start` is recorded as the
  * outermost one (realloc(NULL, n) shows up as the malloc it makes): still one event for one
@@ -101,6 +101,9 @@ static __always_inline __u64 mul_saturating(__u64 a, __u64 b)
 	return b > limit ? ~0ULL : a * b;
 }
 
+static __always_inline void emit(__u32 kind, __u32 func, __u64 addr, __u64 size, __u64 old_addr,
+				 __u32 stack);
+
 static __always_inline int call_enter(struct pt_regs *ctx, __u32 func, __u32 layout, __u64 size,
 				      __u64 arg)
 {
@@ -115,10 +118,16 @@ static __always_inline int call_enter(struct pt_regs *ctx, __u32 func, __u32 lay
 		return 0;
 	}
 	if (!gate_open()) {
-		/* Not recorded; a stale call, label or remembered free goes with it. */
+		/* Not recorded; a stale call, label or remembered free goes with it. A realloc
+		 * still releases its old block, which may be one allocated while measuring (see
+		 * free_enter): it is reported as a free at the entry, since the call is not
+		 * followed to its return (a failed realloc, which keeps the block, is the one case
+		 * this counts wrong, as freed). */
 		st->depth = 0;
 		st->label = 0;
 		st->free_ptr = 0;
+		if ((layout == LAYOUT_PTR_SIZE || layout == LAYOUT_PTR_NMEMB_SIZE) && arg)
+			emit(EV_FREE, func, arg, 0, 0, 0);
 		return 0;
 	}
 	labelled = false;
@@ -343,8 +352,10 @@ int free_enter(struct pt_regs *ctx)
 		return 0;
 	st->free_ptr = (__u64)ptr;
 	st->free_sp = sp;
-	if (!gate_open())
-		return 0;
+	/* Recorded whatever the gate says: a block allocated while measuring is often freed
+	 * after `stop` (a harness's bookkeeping for the command that stops it), and without its
+	 * free it would count as a leak of the benchmark. The report ignores a paused free of a
+	 * block it never saw allocated. */
 	emit(EV_FREE, cookie & COOKIE_FUNC_MASK, (__u64)ptr, 0, 0, 0);
 	return 0;
 }

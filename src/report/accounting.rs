@@ -88,8 +88,14 @@ impl Accounting {
                 self.insert_block(i, tid, *addr, *size, ts, bench, *stack_id);
             }
             EventKind::Free { addr, .. } => {
+                // Frees are recorded while measuring is paused too (bpf/alloc.bpf.c), for the
+                // blocks allocated while measuring; one of a block never seen allocated then is
+                // the harness's own, not an unknown free.
+                let paused = !self.benches.measuring();
                 let i = match self.table.lookup(pid) {
+                    Lookup::Alive(i) if paused && !self.table[i].live.contains_key(addr) => return,
                     Lookup::Alive(i) => i,
+                    Lookup::Exited | Lookup::Absent if paused => return,
                     Lookup::Exited => {
                         self.log.ignored_events += 1;
                         return;

@@ -19,9 +19,9 @@
 //! - a block allocated inside a window belongs to that benchmark until a recorded free releases
 //!   it (whenever that free comes); a free inside a window of a block the benchmark does not own
 //!   is one of its `unknown_frees`;
-//! - frees are only recorded while measuring, so a benchmark's `leaked` blocks are those no
-//!   recorded free released: still live when their process exited, or at the end of the
-//!   recording. In other words, live at the end of the benchmark's windows.
+//! - frees are recorded while paused too (allocations are not), so a benchmark's `leaked`
+//!   blocks are those still live when their process exited, wherever they were freed; a
+//!   paused free of a block never seen allocated is the harness's own and counts nowhere.
 
 use std::collections::{HashMap, HashSet};
 
@@ -79,6 +79,11 @@ pub(super) struct Benchmarks {
 }
 
 impl Benchmarks {
+    /// Whether the harness is measuring now (the gate is open).
+    pub(super) fn measuring(&self) -> bool {
+        self.measuring
+    }
+
     /// No benchmark yet; `measuring` is the gate at the start of the recording.
     pub(super) fn new(measuring: bool) -> Benchmarks {
         Benchmarks {
@@ -529,6 +534,28 @@ mod stream_tests {
         assert_eq!(b.metrics.processes, 1);
         // The run and the process still count everything in the file.
         assert_eq!(r.totals.heap.allocs, 4);
+    }
+
+    /// Issue 13, item 6: a shell harness allocates a job entry for `ctl stop` inside the window
+    /// and frees it after; the free is recorded while paused, so the benchmark leaks nothing.
+    #[test]
+    fn a_block_of_the_window_freed_after_stop_is_not_leaked() {
+        let r = report(vec![
+            bench(0, "a", 1),
+            start(1),
+            at(2, 1, 1, malloc(0x20, 16)),
+            stop(3),
+            at(4, 1, 1, free(0x20)),
+            // Allocated while paused, so never seen: the harness's own, counted nowhere.
+            at(5, 1, 1, free(0x90)),
+            at(6, 1, 1, exit(0)),
+        ]);
+        let b = bench_of(&r, "a");
+        assert_eq!(b.metrics.heap.leaked, Blocks::default());
+        assert_eq!(counts(&r, "a"), (1, 16, 1, 16));
+        assert_eq!(b.metrics.heap.unknown_frees, 0);
+        assert_eq!(r.totals.heap.unknown_frees, 0);
+        assert_eq!(r.totals.heap.leaked, Blocks::default());
     }
 
     #[test]

@@ -3,7 +3,7 @@
  * the other, each in a process of its own that names itself with `bench URI getpid()`:
  *
  *   "own"   does its work in its own process: 10 x malloc(21001), frees 4 of them, stops, and
- *           frees the other 6 while paused (so they count as leaked: not freed while measured).
+ *           frees the other 6 while paused (recorded: frees are, so the benchmark leaks none).
  *           It also allocates 21009 bytes before start and after stop (never recorded).
  *   "child" forks a child while paused (the child allocates 22009 bytes before it is told to
  *           go: never recorded), then starts; the child makes 5 x malloc(22001), frees them,
