@@ -719,6 +719,31 @@ fn memtrack_ctl_allocations_are_never_recorded() {
     );
 }
 
+/// Issue 13, item 6, in C: blocks of a window freed or realloc'd after `stop` are released
+/// (frees and a paused realloc's old block are recorded), so only the block never freed is the
+/// benchmark's leak, and the paused free of a block allocated while paused counts nowhere.
+#[test]
+fn blocks_released_after_stop_are_not_leaked() {
+    skip_unless_recording!("blocks_released_after_stop_are_not_leaked");
+    let exe = fixture("control/after_stop");
+    let rec = record_control("after_stop", &[], &[exe.to_str().unwrap()]);
+    check!(rec, rec.code() == 0, "the fixture succeeded");
+    let report = report_of(&rec);
+    let b = bench(&report, "after_stop::free");
+    check!(
+        rec,
+        heap(b) == (4, 3 * 25_001 + 25_009, 3, 3 * 25_001, blocks(1, 25_009)),
+        "{:?}",
+        heap(b)
+    );
+    check!(
+        rec,
+        report.totals.heap.unknown_frees == 0,
+        "paused frees of paused blocks are no unknown frees: {:?}",
+        report.totals.heap
+    );
+}
+
 /// Issue 13, item 7: while measuring is paused no allocator call is recorded, so a glibc
 /// program (memtrack ctl among them) that grows its heap then is not missing an allocator.
 /// A stripped static program that runs while measuring still gets the warning.
