@@ -13,7 +13,7 @@ use std::io::{self, Write};
 
 use crate::units::{format_bytes, format_duration_ns};
 
-use super::metrics::{Report, SiteMetrics, StackReport};
+use super::metrics::{Report, SiteFrame, SiteMetrics, StackReport};
 use super::rows::{self, Rest, RowOptions, Selection};
 use super::text::{
     blocks, clean, command, counted, exit_text, frame_text, order_label, peak, percent, plural,
@@ -23,6 +23,8 @@ use super::Rows;
 
 /// Frames shown per allocation site, innermost first; the JSON has them all.
 const SITE_FRAMES: usize = 5;
+/// Longest command in a table cell; longer ones end with "…" (the JSON has them whole).
+const COMMAND_CHARS: usize = 60;
 
 /// Writes `report` as GitHub markdown: with `rows` Benchmarks, the benchmarks' table in place
 /// of the processes'; `row_options` chooses the rows of either.
@@ -210,7 +212,10 @@ fn write_processes(report: &Report, options: RowOptions, out: &mut dyn Write) ->
             cells.push(resident_cell(m.resident_peak_bytes));
         }
         cells.push(exit_text(p));
-        cells.push(escape(&command(p)));
+        cells.push(escape(&super::screen::shorten_to(
+            &command(p),
+            COMMAND_CHARS,
+        )));
         write_row(&cells, out)?;
     }
     if let Some(rest) = &selection.rest {
@@ -380,7 +385,7 @@ fn site_cells(n: usize, s: &SiteMetrics) -> Vec<String> {
         .frames
         .iter()
         .take(SITE_FRAMES)
-        .map(|f| escape(&frame_text(f)))
+        .map(|f| escape(&short_frame(f)))
         .collect();
     if s.frames.len() > SITE_FRAMES {
         frames.push("…".to_string());
@@ -397,6 +402,19 @@ fn site_cells(n: usize, s: &SiteMetrics) -> Vec<String> {
         s.temporary.to_string(),
         frames.join(" ← "),
     ]
+}
+
+/// A frame in a few words: "function (file.c:23)", the file without its directory (a
+/// comment has no room for build paths; the JSON has them), else as the text form writes it.
+fn short_frame(f: &SiteFrame) -> String {
+    if f.is_mark() || f.function.is_empty() || f.file.is_empty() {
+        return frame_text(f);
+    }
+    let file = f.file.rsplit('/').next().unwrap_or(&f.file);
+    match f.line {
+        0 => format!("{} ({file})", f.function),
+        line => format!("{} ({file}:{line})", f.function),
+    }
 }
 
 /// "processes: top 20…" as a heading: "Processes: top 20…".
