@@ -203,8 +203,8 @@ pub struct ReportArgs {
     /// only this benchmark: its pid tree inside its measuring windows
     #[argh(option)]
     pub bench: Option<String>,
-    /// rows of the text form: process (default) or bench (one row per benchmark the harness
-    /// named; JSON always has both)
+    /// rows of the text and markdown forms: process (default) or bench (one row per benchmark
+    /// the harness named; JSON always has both)
     #[argh(option, default = "String::from(\"process\")")]
     pub by: String,
     /// also list the top allocation sites (call stacks) of the scope: live bytes at its heap

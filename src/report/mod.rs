@@ -4,7 +4,8 @@
 //! Flow: [`run_report`] / [`run_check`] take the options `cli` validated, read the file with
 //! [`read_report`] (which streams its events through `accounting`: memory follows live
 //! allocations, not file length), narrow the `metrics::Report` to the scope, then render it by
-//! `text`, `json` or `check`. [`analyze`] is the pure core, for tests and other commands.
+//! `text` (fitted to the width by `screen`, its rows chosen by `rows`), `markdown`, `json` or
+//! `check`. [`analyze`] is the pure core, for tests and other commands.
 
 pub mod accounting;
 mod assemble;

@@ -39,6 +39,8 @@ pub struct FitColumn {
     pub align: Align,
     /// Whether its cells are shortened with "…" to the width the others leave.
     pub flexible: bool,
+    /// The characters a flexible column keeps before another column is dropped.
+    pub min_chars: usize,
 }
 
 impl FitColumn {
@@ -48,6 +50,7 @@ impl FitColumn {
             header,
             align: Align::Right,
             flexible: false,
+            min_chars: 0,
         }
     }
 
@@ -57,21 +60,21 @@ impl FitColumn {
             header,
             align: Align::Left,
             flexible: false,
+            min_chars: 0,
         }
     }
 
-    /// The text column that takes the width left.
-    pub const fn text(header: &'static str) -> FitColumn {
+    /// The text column that takes the width left, keeping at least `min_chars` of each cell
+    /// (or all of it, when shorter) before another column is dropped.
+    pub const fn text(header: &'static str, min_chars: usize) -> FitColumn {
         FitColumn {
             header,
             align: Align::Left,
             flexible: true,
+            min_chars,
         }
     }
 }
-
-/// The flexible column keeps at least this many characters before another column is dropped.
-const MIN_TEXT: usize = 10;
 
 /// A table laid out to fit.
 pub struct Fitted {
@@ -105,7 +108,7 @@ pub fn fit_table(
             .filter(|&c| kept[c])
             .map(|c| {
                 let w = if columns[c].flexible {
-                    widths[c].min(MIN_TEXT)
+                    widths[c].min(columns[c].min_chars)
                 } else {
                     widths[c]
                 };
@@ -296,7 +299,7 @@ mod tests {
         FitColumn::left("PID"),
         FitColumn::right("ALLOCS"),
         FitColumn::right("FREES"),
-        FitColumn::text("COMMAND"),
+        FitColumn::text("COMMAND", 10),
     ];
 
     #[test]

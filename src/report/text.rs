@@ -578,7 +578,8 @@ fn write_processes(report: &Report, layout: &TextLayout, out: &mut dyn Write) ->
         columns.push(FitColumn::right("PEAK RSS"));
     }
     columns.push(FitColumn::right("EXIT"));
-    columns.push(FitColumn::text("COMMAND"));
+    // A process has its pid to tell it by: its command may shrink to a few characters.
+    columns.push(FitColumn::text("COMMAND", 10));
 
     let selection = rows::select(&report.processes, layout.rows, rows::process_measures);
     // Indentation only means something in tree order; it never takes more than an eighth of
@@ -752,7 +753,8 @@ fn write_benchmark_lines(
     if with_resident {
         columns.push(FitColumn::right("PEAK RSS"));
     }
-    columns.push(FitColumn::text("BENCHMARK"));
+    // A benchmark's name is all that tells it: it keeps more before a column goes.
+    columns.push(FitColumn::text("BENCHMARK", 32));
     let selection = rows::select(&report.benchmarks, layout.rows, rows::benchmark_measures);
     let mut body: Vec<Vec<String>> = selection
         .shown
