@@ -15,8 +15,10 @@ use crate::control::{self, CtlOptions, Request};
 use crate::error::{Error, Subcommand};
 use crate::format::{ControlCommand, MarkerKind};
 use crate::record::{self, custom, guardian, RecordOptions};
+use crate::report::rows::DEFAULT_TOP_ROWS;
 use crate::report::stacks::DEFAULT_TOP;
 use crate::report::{check, CheckOptions, ReportOptions, Rows, Scope, SiteOptions, SiteOrder};
+use crate::report::{OutputFormat, RowOptions, SortKey};
 use crate::units;
 
 /// Record every heap allocation and resident-memory change of a command and all its
@@ -175,13 +177,21 @@ pub struct RecordArgs {
     help_triggers("-h", "--help", "help"),
     name = "report",
     example = "memtrack report run.mt --format json",
-    example = "memtrack report run.mt --stacks --stacks-by leaked"
+    example = "memtrack report run.mt --stacks --stacks-by leaked",
+    example = "memtrack report run.mt --top 5 --sort leaked",
+    example = "memtrack report run.mt --format markdown >> \"$GITHUB_STEP_SUMMARY\"",
+    note = "The text form fits the width of the terminal ($COLUMNS overrides it; 80 when not a
+terminal): narrow, it drops the least important columns and shortens commands. Rows: with no
+--sort, the process tree (benchmarks as named) when every row fits --top, else the top ones by
+peak heap; the rows left out are summed in one line. JSON always lists every row, so --top,
+--all and --sort are refused with --format json."
 )]
 pub struct ReportArgs {
     /// the recording to read
     #[argh(positional)]
     pub file: PathBuf,
-    /// output format: text (default) or json
+    /// output format: text (default), json, or markdown (a summary for CI job summaries and
+    /// pull-request comments)
     #[argh(option, default = "String::from(\"text\")")]
     pub format: String,
     /// only this process
@@ -193,8 +203,8 @@ pub struct ReportArgs {
     /// only this benchmark: its pid tree inside its measuring windows
     #[argh(option)]
     pub bench: Option<String>,
-    /// rows of the text form: process (default) or bench (one row per benchmark the harness
-    /// named; JSON always has both)
+    /// rows of the text and markdown forms: process (default) or bench (one row per benchmark
+    /// the harness named; JSON always has both)
     #[argh(option, default = "String::from(\"process\")")]
     pub by: String,
     /// also list the top allocation sites (call stacks) of the scope: live bytes at its heap
@@ -212,6 +222,17 @@ pub struct ReportArgs {
     /// report is complete)
     #[argh(option, short = 'o')]
     pub output: Option<PathBuf>,
+    /// rows of the process (or --by bench) table of text and markdown: the top N, the rest
+    /// summed in one row (default 20)
+    #[argh(option, from_str_fn(parse_count))]
+    pub top: Option<u64>,
+    /// every row of the process (or --by bench) table, none summed
+    #[argh(switch)]
+    pub all: bool,
+    /// sort the rows, biggest first, by peak (own peak heap), allocs, bytes (allocated),
+    /// leaked or rss (peak resident); default: see below
+    #[argh(option)]
+    pub sort: Option<String>,
 }
 
 /// Fail (exit 1) when a recording exceeds memory limits; exit 0 when all hold, 2 on a bad file
@@ -378,6 +399,8 @@ fn parse_ring_size(value: &str) -> Result<u32, String> {
 }
 
 /// What the command line asks for, once parsed.
+// Made once per run and moved once: the size of the `Run` variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Parsed {
     /// Run a subcommand. For `record`, `RecordArgs::command` is the recorded command exactly as
@@ -616,7 +639,7 @@ impl TryFrom<ReportArgs> for ReportOptions {
         let format = a
             .format
             .parse()
-            .map_err(|_| bad_value("--format", &a.format, "give text or json"))?;
+            .map_err(|_| bad_value("--format", &a.format, "give text, json or markdown"))?;
         let rows = match a.by.as_str() {
             "process" => Rows::Processes,
             "bench" => Rows::Benchmarks,
@@ -669,6 +692,7 @@ impl TryFrom<ReportArgs> for ReportOptions {
         if let Some(path) = &a.output {
             record::output::validate_output(path, "report.txt")?;
         }
+        let row_options = row_options(a.top, a.all, a.sort.as_deref(), format)?;
         let output = a.output;
         Ok(ReportOptions {
             file: a.file,
@@ -677,8 +701,56 @@ impl TryFrom<ReportArgs> for ReportOptions {
             rows,
             stacks,
             output,
+            row_options,
+            width: None,
         })
     }
+}
+
+/// `report --top N`, `--all` and `--sort KEY` as the rows of the text and markdown tables.
+fn row_options(
+    top: Option<u64>,
+    all: bool,
+    sort: Option<&str>,
+    format: OutputFormat,
+) -> Result<RowOptions, Error> {
+    if format == OutputFormat::Json && (top.is_some() || all || sort.is_some()) {
+        return Err(Error::Usage(
+            "--top, --all and --sort choose the rows of the text and markdown tables; --format \
+             json always lists every process and benchmark: drop them, or sort with jq"
+                .into(),
+        ));
+    }
+    if all && top.is_some() {
+        return Err(Error::Usage(
+            "--top and --all cannot be used together: --top N shows N rows, --all every row".into(),
+        ));
+    }
+    let top = match top {
+        Some(0) => {
+            return Err(bad_value(
+                "--top",
+                "0",
+                "give at least 1 row, or --all for every row",
+            ))
+        }
+        Some(n) => Some(usize::try_from(n).unwrap_or(usize::MAX)),
+        None if all => None,
+        None => Some(DEFAULT_TOP_ROWS),
+    };
+    let sort = match sort {
+        None => None,
+        Some(name) => Some(
+            SortKey::NAMES
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|&(_, key)| key)
+                .ok_or_else(|| {
+                    bad_value("--sort", name, "give peak, allocs, bytes, leaked or rss")
+                })?,
+        ),
+    };
+    Ok(RowOptions { top, sort })
 }
 
 impl TryFrom<CheckArgs> for CheckOptions {
@@ -832,6 +904,41 @@ mod tests {
     }
 
     #[test]
+    fn row_flags() {
+        let opts = report(&["--top", "5", "--sort", "leaked"]).unwrap();
+        assert_eq!(
+            opts.row_options,
+            RowOptions {
+                top: Some(5),
+                sort: Some(SortKey::Leaked)
+            }
+        );
+        assert_eq!(report(&["--all"]).unwrap().row_options.top, None);
+        assert_eq!(report(&[]).unwrap().row_options, RowOptions::default());
+        let md = report(&["--format", "markdown", "--top", "3"]).unwrap();
+        assert_eq!(md.format, OutputFormat::Markdown);
+        assert_eq!(md.row_options.top, Some(3));
+    }
+
+    #[test]
+    fn bad_row_flags_are_usage() {
+        assert!(usage(report(&["--top", "3", "--all"])).contains("cannot be used together"));
+        assert!(usage(report(&["--top", "0"])).contains("or --all for every row"));
+        assert_eq!(
+            usage(report(&["--sort", "size"])),
+            "--sort size: give peak, allocs, bytes, leaked or rss"
+        );
+        for flags in [&["--top", "3"][..], &["--all"], &["--sort", "peak"]] {
+            let mut args = vec!["--format", "json"];
+            args.extend(flags);
+            assert!(
+                usage(report(&args)).contains("--format json always lists every process"),
+                "{flags:?}"
+            );
+        }
+    }
+
+    #[test]
     fn stacks_flags() {
         assert_eq!(report(&[]).unwrap().stacks, None);
         assert_eq!(
@@ -885,7 +992,7 @@ mod tests {
     fn bad_format_and_rows_name_the_choices() {
         assert_eq!(
             usage(report(&["--format", "xml"])),
-            "--format xml: give text or json"
+            "--format xml: give text, json or markdown"
         );
         assert_eq!(
             usage(report(&["--by", "frob"])),

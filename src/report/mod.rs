@@ -4,7 +4,8 @@
 //! Flow: [`run_report`] / [`run_check`] take the options `cli` validated, read the file with
 //! [`read_report`] (which streams its events through `accounting`: memory follows live
 //! allocations, not file length), narrow the `metrics::Report` to the scope, then render it by
-//! `text`, `json` or `check`. [`analyze`] is the pure core, for tests and other commands.
+//! `text` (fitted to the width by `screen`, its rows chosen by `rows`), `markdown`, `json` or
+//! `check`. [`analyze`] is the pure core, for tests and other commands.
 
 pub mod accounting;
 mod assemble;
@@ -14,8 +15,11 @@ mod counters;
 pub mod incomplete;
 pub mod json;
 mod mapped;
+pub mod markdown;
 pub mod metrics;
 mod resident;
+pub mod rows;
+pub mod screen;
 pub mod stacks;
 pub mod text;
 mod tree;
@@ -31,6 +35,7 @@ use crate::format::{Event, Reader};
 pub use accounting::{analyze, Accounting};
 pub use check::CheckOptions;
 pub use metrics::{MemberResident, ProcessMetrics, Report, ResidentMetrics, Scope, Unknown};
+pub use rows::{RowOptions, SortKey};
 pub use stacks::{SiteOptions, SiteOrder};
 
 /// How `report` prints.
@@ -41,6 +46,8 @@ pub enum OutputFormat {
     Text,
     /// JSON for scripts (docs/report-schema.md).
     Json,
+    /// A compact summary for CI job summaries and pull-request comments (GitHub markdown).
+    Markdown,
 }
 
 impl FromStr for OutputFormat {
@@ -50,7 +57,10 @@ impl FromStr for OutputFormat {
         match s {
             "text" => Ok(OutputFormat::Text),
             "json" => Ok(OutputFormat::Json),
-            _ => Err(format!("unknown format '{s}': expected 'text' or 'json'")),
+            "markdown" => Ok(OutputFormat::Markdown),
+            _ => Err(format!(
+                "unknown format '{s}': expected 'text', 'json' or 'markdown'"
+            )),
         }
     }
 }
@@ -80,12 +90,31 @@ pub struct ReportOptions {
     pub stacks: Option<SiteOptions>,
     /// The file to write (`-o`), else standard output.
     pub output: Option<PathBuf>,
+    /// Which process and benchmark rows the text and markdown tables show (`--top`, `--all`,
+    /// `--sort`); JSON lists them all.
+    pub row_options: RowOptions,
+    /// The width of the text form; `None` to find it when writing (`screen::width`: `$COLUMNS`,
+    /// else the terminal on standard output, else 80).
+    pub width: Option<usize>,
 }
 
 /// Runs `memtrack report`: the report goes to `opts.output` (written beside it under a
 /// temporary name and renamed when complete, so a failed report never leaves half a file or
 /// destroys the previous one) or to standard output.
 pub fn run(opts: &ReportOptions) -> Result<()> {
+    // Only standard output can be a terminal; a file gets `$COLUMNS` or the default width.
+    let terminal = match opts.output {
+        None => crate::sys::terminal::stdout_columns(),
+        Some(_) => None,
+    };
+    let columns = std::env::var("COLUMNS").ok();
+    let opts = &ReportOptions {
+        width: Some(
+            opts.width
+                .unwrap_or_else(|| screen::width(columns.as_deref(), terminal)),
+        ),
+        ..opts.clone()
+    };
     let Some(path) = &opts.output else {
         return run_report(opts, &mut io::stdout().lock());
     };
@@ -111,22 +140,32 @@ pub fn run_report(opts: &ReportOptions, out: &mut dyn Write) -> Result<()> {
     let path = &opts.file;
     let sites = opts.stacks.map(|options| (&opts.scope, options));
     let report = narrow(read_report_with(path, sites)?, opts.scope.clone(), path)?;
-    write_report(&report, opts.format, opts.rows, out)
+    let layout = text::TextLayout {
+        width: opts.width.unwrap_or(screen::DEFAULT_WIDTH),
+        rows: opts.row_options,
+    };
+    write_report(&report, opts.format, opts.rows, &layout, out)
 }
 
-/// Writes `report` in `format` (with `rows` for text) to `out`, buffered; a closed pipe ends
-/// quietly.
+/// Writes `report` in `format` (with `rows` and `layout` for text and markdown) to `out`,
+/// buffered; a closed pipe ends quietly.
 fn write_report(
     report: &Report,
     format: OutputFormat,
     rows: Rows,
+    layout: &text::TextLayout,
     out: &mut dyn Write,
 ) -> Result<()> {
     let mut out = BufWriter::new(out);
     let written = match (format, rows) {
-        (OutputFormat::Text, Rows::Processes) => text::write_text(report, &mut out),
-        (OutputFormat::Text, Rows::Benchmarks) => text::write_benchmarks_text(report, &mut out),
+        (OutputFormat::Text, Rows::Processes) => text::write_text(report, layout, &mut out),
+        (OutputFormat::Text, Rows::Benchmarks) => {
+            text::write_benchmarks_text(report, layout, &mut out)
+        }
         (OutputFormat::Json, _) => json::write_json(report, &mut out),
+        (OutputFormat::Markdown, rows) => {
+            markdown::write_markdown(report, rows, layout.rows, &mut out)
+        }
     };
     output_result(written.and_then(|()| out.flush()))
 }
@@ -342,7 +381,7 @@ mod tests {
     #[test]
     fn format_error_names_choices() {
         let e = "xml".parse::<OutputFormat>().unwrap_err();
-        assert!(e.contains("'text' or 'json'"), "{e}");
+        assert!(e.contains("'text', 'json' or 'markdown'"), "{e}");
     }
 
     #[test]
@@ -554,7 +593,12 @@ mod tests {
     fn stacks_of_a_file_without_them_is_a_note() {
         let file = temp_recording("no-stacks", &recording_bytes());
         let mut out = Vec::new();
-        run_report(&with_stacks(report_of(&file.0)), &mut out).unwrap();
+        // Wide enough that the note is one line.
+        let opts = ReportOptions {
+            width: Some(200),
+            ..with_stacks(report_of(&file.0))
+        };
+        run_report(&opts, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(
             text.trim_end().ends_with(
@@ -705,27 +749,30 @@ mod tests {
     #[test]
     fn closed_pipe_ends_quietly() {
         let report = analyze(&Default::default(), Vec::new(), None);
-        assert!(write_report(
-            &report,
+        let layout = text::TextLayout::default();
+        for format in [
             OutputFormat::Text,
-            Rows::Processes,
-            &mut ClosedPipe
-        )
-        .is_ok());
-        assert!(write_report(
-            &report,
             OutputFormat::Json,
-            Rows::Processes,
-            &mut ClosedPipe
-        )
-        .is_ok());
+            OutputFormat::Markdown,
+        ] {
+            assert!(
+                write_report(&report, format, Rows::Processes, &layout, &mut ClosedPipe).is_ok()
+            );
+        }
     }
 
     #[test]
     fn full_disk_is_an_error() {
         let report = analyze(&Default::default(), Vec::new(), None);
-        let e =
-            write_report(&report, OutputFormat::Json, Rows::Processes, &mut FullDisk).unwrap_err();
+        let layout = text::TextLayout::default();
+        let e = write_report(
+            &report,
+            OutputFormat::Json,
+            Rows::Processes,
+            &layout,
+            &mut FullDisk,
+        )
+        .unwrap_err();
         assert!(matches!(e, Error::Io { .. }));
     }
 }

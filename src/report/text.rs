@@ -3,13 +3,18 @@
 //! benchmark.
 //!
 //! Flow: `run_report` builds a narrowed [`Report`] and hands it here with `--format text` (the
-//! default). This module only reads the report; every number it shows is in the JSON form too.
-//! Sizes are 1024-based (KiB, MiB, GiB) and times are relative to the start of the recording.
+//! default), with a [`TextLayout`]: the width to fit (`screen`) and which rows to show (`rows`:
+//! `--top`, `--all`, `--sort`). This module only reads the report; every number it shows is in
+//! the JSON form too. Sizes are 1024-based (KiB, MiB, GiB) and times are relative to the start
+//! of the recording.
 
 use std::io::{self, Write};
 
-use crate::table::{Align, Column, Table};
+use crate::table::{Column, Table};
 use crate::units::{format_bytes, format_duration_ns};
+
+use super::rows::{self, Rest, RowOptions, Selection};
+use super::screen::{self, FitColumn, Fitted, Wrap};
 
 use super::metrics::{
     HeapMetrics, Metrics, ProcessMetrics, Report, ResidentMetrics, RunInfo, Scope, SiteFrame,
@@ -29,13 +34,37 @@ const MAX_INDENT: u32 = 24;
 /// site off the screen.
 const SITE_FRAMES: usize = 12;
 
-/// Writes `report` for people.
-pub fn write_text(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+/// How the text form is laid out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TextLayout {
+    /// No line is wider than this many characters (`screen::width`).
+    pub width: usize,
+    /// Which process or benchmark rows to show, in what order.
+    pub rows: RowOptions,
+}
+
+impl Default for TextLayout {
+    fn default() -> TextLayout {
+        TextLayout {
+            width: screen::DEFAULT_WIDTH,
+            rows: RowOptions::default(),
+        }
+    }
+}
+
+/// Writes `report` for people, laid out as `layout` says.
+pub fn write_text(report: &Report, layout: &TextLayout, out: &mut dyn Write) -> io::Result<()> {
+    let mut wrapped = Wrap::new(out, layout.width);
+    write_text_lines(report, layout, &mut wrapped)?;
+    wrapped.finish()
+}
+
+fn write_text_lines(report: &Report, layout: &TextLayout, out: &mut dyn Write) -> io::Result<()> {
     write_run(report, out)?;
     write_incomplete(report, out)?;
     write_summary(report, out)?;
-    write_histogram(&report.totals.heap, out)?;
-    write_processes(report, out)?;
+    write_histogram(&report.totals.heap, layout.width, out)?;
+    write_processes(report, layout, out)?;
     if !report.benchmarks.is_empty() {
         writeln!(out)?;
         writeln!(
@@ -44,7 +73,7 @@ pub fn write_text(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             counted(report.benchmarks.len() as u64, "benchmark", "benchmarks")
         )?;
     }
-    write_stacks(report, out)
+    write_stacks(report, layout.width, out)
 }
 
 /// Which allocator the recorder found where, so that a run without allocations says why.
@@ -239,7 +268,7 @@ fn write_summary(report: &Report, out: &mut dyn Write) -> io::Result<()> {
 }
 
 /// What the report covers: "whole run (3 processes)", "process 42", ...
-fn scope_title(report: &Report) -> String {
+pub(super) fn scope_title(report: &Report) -> String {
     let t: &Metrics = &report.totals;
     match &report.scope {
         Scope::Run => format!("whole run ({})", processes(t.processes)),
@@ -250,32 +279,38 @@ fn scope_title(report: &Report) -> String {
 }
 
 /// The top allocation sites of the scope (`--stacks`).
-fn write_stacks(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+fn write_stacks(report: &Report, width: usize, out: &mut dyn Write) -> io::Result<()> {
     match &report.stacks {
-        Some(stacks) => write_sites(&scope_title(report), stacks, out),
+        Some(stacks) => write_sites(&scope_title(report), stacks, width, out),
         None => Ok(()),
     }
 }
 
 /// The top allocation sites of each benchmark (`--by bench --stacks`), or the one note of a
 /// recording without call stacks.
-fn write_benchmark_stacks(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+fn write_benchmark_stacks(report: &Report, width: usize, out: &mut dyn Write) -> io::Result<()> {
     match &report.stacks {
         None => return Ok(()),
-        Some(stacks) if !stacks.recorded => return write_sites("", stacks, out),
+        Some(stacks) if !stacks.recorded => return write_sites("", stacks, width, out),
         Some(_) => {}
     }
     for b in &report.benchmarks {
         if let Some(stacks) = &b.stacks {
-            write_sites(&format!("benchmark {}", clean(&b.uri)), stacks, out)?;
+            write_sites(&format!("benchmark {}", clean(&b.uri)), stacks, width, out)?;
         }
     }
     Ok(())
 }
 
 /// The top allocation sites of the scope called `title`: a line of stack-walk counters, then
-/// one aligned row per site with its frames indented under it, innermost first.
-fn write_sites(title: &str, stacks: &StackReport, out: &mut dyn Write) -> io::Result<()> {
+/// one aligned row per site with its frames indented under it, innermost first. A narrow
+/// screen drops the allocation count first, then the temporaries.
+fn write_sites(
+    title: &str,
+    stacks: &StackReport,
+    width: usize,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     writeln!(out)?;
     if !stacks.recorded {
         return writeln!(out, "{NO_STACKS}");
@@ -296,28 +331,36 @@ fn write_sites(title: &str, stacks: &StackReport, out: &mut dyn Write) -> io::Re
         return Ok(());
     }
     let with_end = stacks.sites.iter().any(|s| s.live_at_end_blocks > 0);
-    let mut header = vec![
-        ("#", Align::Right),
-        ("AT PEAK", Align::Right),
-        ("ALLOCATED", Align::Right),
-        ("ALLOCS", Align::Right),
-        ("LEAKED", Align::Right),
+    let mut columns = vec![
+        FitColumn::right("#"),
+        FitColumn::right("AT PEAK"),
+        FitColumn::right("ALLOCATED"),
+        FitColumn::right("ALLOCS"),
+        FitColumn::right("LEAKED"),
     ];
     if with_end {
-        header.push(("LIVE AT END", Align::Right));
+        columns.push(FitColumn::right("LIVE AT END"));
     }
-    header.push(("TEMPORARY", Align::Right));
-    let mut table = header_table(&header);
-    for (n, site) in stacks.sites.iter().enumerate() {
-        table.row(site_row(n + 1, site, with_end));
-    }
-    let lines = table.lines();
+    columns.push(FitColumn::right("TEMPORARY"));
+    let rows = stacks
+        .sites
+        .iter()
+        .enumerate()
+        .map(|(n, site)| site_row(n + 1, site, with_end))
+        .collect();
+    let fitted = screen::fit_table(
+        &columns,
+        rows,
+        &["ALLOCS", "TEMPORARY", "LIVE AT END", "ALLOCATED"],
+        width,
+    );
     writeln!(out)?;
-    writeln!(out, "{}", lines[0].trim_end())?;
-    for (line, site) in lines[1..].iter().zip(&stacks.sites) {
-        writeln!(out, "{}", line.trim_end())?;
-        write_frames(&site.frames, out)?;
+    writeln!(out, "{}", fitted.lines[0])?;
+    for (line, site) in fitted.lines[1..].iter().zip(&stacks.sites) {
+        writeln!(out, "{line}")?;
+        write_frames(&site.frames, width, out)?;
     }
+    write_dropped(&fitted, out)?;
     if with_end {
         writeln!(out)?;
         writeln!(
@@ -329,12 +372,13 @@ fn write_sites(title: &str, stacks: &StackReport, out: &mut dyn Write) -> io::Re
 }
 
 /// What a recording without call stacks says to `--stacks`: why, and how to get them.
-const NO_STACKS: &str = "allocation sites: this recording has no call stacks (recorded with \
+pub(super) const NO_STACKS: &str =
+    "allocation sites: this recording has no call stacks (recorded with \
                          --no-stacks, or by a memtrack without them); record again without \
                          --no-stacks to see where the allocations come from";
 
 /// The words for a `--stacks-by` order in the sites' title line.
-fn order_label(order: &str) -> &str {
+pub(super) fn order_label(order: &str) -> &str {
     match order {
         "peak" => "live bytes at the peak",
         "allocated" => "bytes allocated",
@@ -387,13 +431,18 @@ fn site_row(n: usize, s: &SiteMetrics, with_end: bool) -> Vec<String> {
     row
 }
 
-/// A site's frames, indented under its row, at most [`SITE_FRAMES`].
-fn write_frames(frames: &[SiteFrame], out: &mut dyn Write) -> io::Result<()> {
+/// A site's frames, indented under its row, at most [`SITE_FRAMES`], each cut to `width`.
+fn write_frames(frames: &[SiteFrame], width: usize, out: &mut dyn Write) -> io::Result<()> {
     if frames.is_empty() {
         return writeln!(out, "       [no call stack recorded for these allocations]");
     }
+    let room = width.saturating_sub(7).min(COMMAND_WIDTH);
     for f in frames.iter().take(SITE_FRAMES) {
-        writeln!(out, "       {}", shorten(&clean(&frame_text(f))))?;
+        writeln!(
+            out,
+            "       {}",
+            screen::shorten_to(&clean(&frame_text(f)), room)
+        )?;
     }
     if frames.len() > SITE_FRAMES {
         let more = frames.len() - SITE_FRAMES;
@@ -408,7 +457,7 @@ fn write_frames(frames: &[SiteFrame], out: &mut dyn Write) -> io::Result<()> {
 
 /// One frame for people: "function  file:line", "function  libc.so.6+0x9a1b0" without a line,
 /// "libc.so.6+0x9a1b0" without a name, or the mark ("[truncated]").
-fn frame_text(f: &SiteFrame) -> String {
+pub(super) fn frame_text(f: &SiteFrame) -> String {
     if f.is_mark() {
         return f.function.clone();
     }
@@ -453,8 +502,8 @@ fn write_resident(r: &ResidentMetrics, out: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
-/// Allocation sizes as bars.
-fn write_histogram(h: &HeapMetrics, out: &mut dyn Write) -> io::Result<()> {
+/// Allocation sizes as bars, the longest as long as the width leaves (at most [`BAR_WIDTH`]).
+fn write_histogram(h: &HeapMetrics, width: usize, out: &mut dyn Write) -> io::Result<()> {
     if h.size_histogram.is_empty() {
         return Ok(());
     }
@@ -472,8 +521,8 @@ fn write_histogram(h: &HeapMetrics, out: &mut dyn Write) -> io::Result<()> {
         Column::right("  "),
         Column::left("  "),
     ]);
-    for b in &h.size_histogram {
-        let label = if b.min_bytes == b.max_bytes {
+    let label = |b: &super::metrics::SizeBucket| {
+        if b.min_bytes == b.max_bytes {
             format_bytes(b.min_bytes)
         } else {
             format!(
@@ -481,12 +530,23 @@ fn write_histogram(h: &HeapMetrics, out: &mut dyn Write) -> io::Result<()> {
                 format_bytes(b.min_bytes),
                 format_bytes(b.max_bytes)
             )
-        };
-        let bar = ((b.count as f64 / most as f64) * BAR_WIDTH as f64).round() as usize;
+        }
+    };
+    let widest = |f: &dyn Fn(&super::metrics::SizeBucket) -> String| {
+        h.size_histogram
+            .iter()
+            .map(|b| f(b).chars().count())
+            .max()
+            .unwrap_or(0)
+    };
+    let used = 2 + widest(&label) + 2 + widest(&|b| b.count.to_string()) + 2;
+    let bar_width = width.saturating_sub(used).clamp(1, BAR_WIDTH);
+    for b in &h.size_histogram {
+        let bar = ((b.count as f64 / most as f64) * bar_width as f64).round() as usize;
         table.row(vec![
-            label,
+            label(b),
             b.count.to_string(),
-            "#".repeat(bar.clamp(1, BAR_WIDTH)),
+            "#".repeat(bar.clamp(1, bar_width)),
         ]);
     }
     for line in table.lines() {
@@ -495,81 +555,175 @@ fn write_histogram(h: &HeapMetrics, out: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
-/// One row per process, indented as a tree, columns aligned.
-fn write_processes(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+/// One row per process, columns aligned: the processes as a tree when they all fit and no
+/// `--sort` is given, else the top ones in order and the rest summed in one row. A narrow
+/// screen drops the least important columns first and shortens the commands.
+fn write_processes(report: &Report, layout: &TextLayout, out: &mut dyn Write) -> io::Result<()> {
     if report.processes.is_empty() {
         return Ok(());
     }
     let with_resident = report.processes.iter().any(|p| p.own.resident.is_some());
-    let mut header = vec![
-        ("PID", Align::Left),
-        ("ALLOCS", Align::Right),
-        ("FREES", Align::Right),
-        ("ALLOCATED", Align::Right),
-        ("PEAK HEAP", Align::Right),
-        ("AT", Align::Right),
-        ("TREE PEAK", Align::Right),
-        ("LEAKED", Align::Right),
-        ("FAILED", Align::Right),
+    let mut columns = vec![
+        FitColumn::left("PID"),
+        FitColumn::right("ALLOCS"),
+        FitColumn::right("FREES"),
+        FitColumn::right("ALLOCATED"),
+        FitColumn::right("PEAK HEAP"),
+        FitColumn::right("AT"),
+        FitColumn::right("TREE PEAK"),
+        FitColumn::right("LEAKED"),
+        FitColumn::right("FAILED"),
     ];
     if with_resident {
-        header.push(("PEAK RSS", Align::Right));
+        columns.push(FitColumn::right("PEAK RSS"));
     }
-    header.push(("EXIT", Align::Right));
-    header.push(("COMMAND", Align::Left));
+    columns.push(FitColumn::right("EXIT"));
+    // A process has its pid to tell it by: its command may shrink to a few characters.
+    columns.push(FitColumn::text("COMMAND", 10));
 
-    let rows: Vec<Vec<String>> = report
-        .processes
+    let selection = rows::select(&report.processes, layout.rows, rows::process_measures);
+    // Indentation only means something in tree order; it never takes more than an eighth of
+    // the width.
+    let indent = selection
+        .sorted_by
+        .is_none()
+        .then_some(MAX_INDENT.min((layout.width / 8) as u32));
+    let mut body: Vec<Vec<String>> = selection
+        .shown
         .iter()
-        .map(|p| process_row(p, with_resident))
+        .map(|p| process_row(p, with_resident, indent))
         .collect();
-    write_table("processes", &header, rows, out)?;
-    if report.processes.iter().any(|p| p.exit.is_none()) {
+    if let Some(rest) = &selection.rest {
+        body.push(process_rest_row(rest, with_resident));
+    }
+    let drop_order = drop_order(
+        &[
+            "FAILED",
+            "AT",
+            "FREES",
+            "TREE PEAK",
+            "EXIT",
+            "ALLOCATED",
+            "PEAK RSS",
+            "ALLOCS",
+            "LEAKED",
+        ],
+        &selection,
+    );
+    let fitted = screen::fit_table(&columns, body, &drop_order, layout.width);
+    write_fitted(&selection.title("processes"), &fitted, out)?;
+    let running = selection.shown.iter().any(|p| p.exit.is_none())
+        || selection.rest.is_some_and(|r| r.running);
+    if running {
         writeln!(out)?;
         writeln!(
             out,
             "  * still running when the recording ended: LEAKED shows its live heap at the end"
         )?;
     }
-    Ok(())
+    write_rest_note(&selection, "processes", out)
 }
 
-/// `title`, then a table: the `header` row and `body`, columns aligned as the header says.
-/// A table with a column per `header` entry, two spaces apart, and the header as its first row.
-fn header_table(header: &[(&str, Align)]) -> Table {
-    let columns = header
+/// `order` without the column the table is sorted by, which is never dropped.
+fn drop_order<T>(order: &[&'static str], selection: &Selection<T>) -> Vec<&'static str> {
+    let sorted = selection.sorted_by.map(rows::SortKey::column);
+    order
         .iter()
-        .map(|&(_, align)| Column {
-            align,
-            before: "  ",
-        })
-        .collect();
-    let mut table = Table::new(columns);
-    table.row(header.iter().map(|(h, _)| h.to_string()).collect());
-    table
+        .copied()
+        .filter(|&c| Some(c) != sorted)
+        .collect()
 }
 
-fn write_table(
-    title: &str,
-    header: &[(&str, Align)],
-    body: Vec<Vec<String>>,
-    out: &mut dyn Write,
-) -> io::Result<()> {
-    let mut table = header_table(header);
-    for row in body {
-        table.row(row);
+/// The row that sums the processes a table leaves out.
+fn process_rest_row(rest: &Rest, with_resident: bool) -> Vec<String> {
+    let mut row = vec![
+        "…".to_string(),
+        rest.allocs.to_string(),
+        rest.frees.to_string(),
+        format_bytes(rest.bytes_allocated),
+        format_bytes(rest.largest_peak_bytes),
+        "-".to_string(),
+        "-".to_string(),
+        rest_leaked(rest),
+        rest.failed_allocs.to_string(),
+    ];
+    if with_resident {
+        row.push(rest_resident(rest));
     }
+    row.push("-".to_string());
+    row.push(format!(
+        "{} more {}",
+        rest.rows,
+        plural(rest.rows, "process", "processes")
+    ));
+    row
+}
+
+/// The LEAKED cell of a summed row, marked when it includes live heap of running processes.
+fn rest_leaked(rest: &Rest) -> String {
+    let mark = if rest.running { "*" } else { "" };
+    format!("{}{mark}", format_bytes(rest.leaked_bytes))
+}
+
+/// The PEAK RSS cell of a summed row: the largest.
+fn rest_resident(rest: &Rest) -> String {
+    rest.largest_resident_bytes
+        .map_or_else(|| "-".to_string(), format_bytes)
+}
+
+/// Under a cut table, what its summed row holds and how to see every row.
+fn write_rest_note<T>(selection: &Selection<T>, noun: &str, out: &mut dyn Write) -> io::Result<()> {
+    let Some(rest) = &selection.rest else {
+        return Ok(());
+    };
+    writeln!(out)?;
+    writeln!(
+        out,
+        "  …: the other {} {noun} summed (their peaks: the largest of them); --all or --top N \
+         shows more",
+        rest.rows
+    )
+}
+
+/// `title`, then a fitted table, then which columns it had to drop.
+fn write_fitted(title: &str, fitted: &Fitted, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out)?;
     writeln!(out, "{title}")?;
-    for line in table.lines() {
-        // A command that ends in spaces (an empty last argument) must not pad the line.
-        writeln!(out, "{}", line.trim_end())?;
+    for line in &fitted.lines {
+        writeln!(out, "{line}")?;
     }
-    Ok(())
+    write_dropped(fitted, out)
 }
 
-/// Writes `report` for people with one row per benchmark (`report --by bench`).
-pub fn write_benchmarks_text(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+/// Which columns a narrow screen dropped, and how to see them.
+fn write_dropped(fitted: &Fitted, out: &mut dyn Write) -> io::Result<()> {
+    if fitted.dropped.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "  (left out to fit the width: {}; widen the terminal or set COLUMNS)",
+        fitted.dropped.join(", ")
+    )
+}
+
+/// Writes `report` for people with one row per benchmark (`report --by bench`), laid out as
+/// `layout` says.
+pub fn write_benchmarks_text(
+    report: &Report,
+    layout: &TextLayout,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let mut wrapped = Wrap::new(out, layout.width);
+    write_benchmark_lines(report, layout, &mut wrapped)?;
+    wrapped.finish()
+}
+
+fn write_benchmark_lines(
+    report: &Report,
+    layout: &TextLayout,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     write_run(report, out)?;
     write_incomplete(report, out)?;
     if report.benchmarks.is_empty() {
@@ -579,29 +733,31 @@ pub fn write_benchmarks_text(report: &Report, out: &mut dyn Write) -> io::Result
             "no benchmarks: the harness named none (record it with --control PATH and have it \
              send `bench URI PID`; see docs/control-protocol.md)"
         )?;
-        return write_stacks(report, out);
+        return write_stacks(report, layout.width, out);
     }
     let with_resident = report
         .benchmarks
         .iter()
         .any(|b| b.metrics.resident.is_some());
-    let mut header = vec![
-        ("PID", Align::Left),
-        ("WINDOWS", Align::Right),
-        ("MEASURED", Align::Right),
-        ("ALLOCS", Align::Right),
-        ("FREES", Align::Right),
-        ("ALLOCATED", Align::Right),
-        ("PEAK HEAP", Align::Right),
-        ("LEAKED", Align::Right),
-        ("FAILED", Align::Right),
+    let mut columns = vec![
+        FitColumn::left("PID"),
+        FitColumn::right("WINDOWS"),
+        FitColumn::right("MEASURED"),
+        FitColumn::right("ALLOCS"),
+        FitColumn::right("FREES"),
+        FitColumn::right("ALLOCATED"),
+        FitColumn::right("PEAK HEAP"),
+        FitColumn::right("LEAKED"),
+        FitColumn::right("FAILED"),
     ];
     if with_resident {
-        header.push(("PEAK RSS", Align::Right));
+        columns.push(FitColumn::right("PEAK RSS"));
     }
-    header.push(("BENCHMARK", Align::Left));
-    let rows = report
-        .benchmarks
+    // A benchmark's name is all that tells it: it keeps more before a column goes.
+    columns.push(FitColumn::text("BENCHMARK", 32));
+    let selection = rows::select(&report.benchmarks, layout.rows, rows::benchmark_measures);
+    let mut body: Vec<Vec<String>> = selection
+        .shown
         .iter()
         .map(|b| {
             let h = &b.metrics.heap;
@@ -629,21 +785,63 @@ pub fn write_benchmarks_text(report: &Report, out: &mut dyn Write) -> io::Result
             row
         })
         .collect();
-    let title = format!("benchmarks ({})", report.benchmarks.len());
-    write_table(&title, &header, rows, out)?;
+    if let Some(rest) = &selection.rest {
+        let mut row = vec![
+            "…".to_string(),
+            "-".to_string(),
+            "-".to_string(),
+            rest.allocs.to_string(),
+            rest.frees.to_string(),
+            format_bytes(rest.bytes_allocated),
+            format_bytes(rest.largest_peak_bytes),
+            rest_leaked(rest),
+            rest.failed_allocs.to_string(),
+        ];
+        if with_resident {
+            row.push(rest_resident(rest));
+        }
+        row.push(format!(
+            "{} more {}",
+            rest.rows,
+            plural(rest.rows, "benchmark", "benchmarks")
+        ));
+        body.push(row);
+    }
+    let drop_order = drop_order(
+        &[
+            "FAILED",
+            "FREES",
+            "WINDOWS",
+            "MEASURED",
+            "ALLOCATED",
+            "PEAK RSS",
+            "ALLOCS",
+            "LEAKED",
+        ],
+        &selection,
+    );
+    let fitted = screen::fit_table(&columns, body, &drop_order, layout.width);
+    let title = format!(
+        "{} ({})",
+        selection.title("benchmarks"),
+        report.benchmarks.len()
+    );
+    write_fitted(&title, &fitted, out)?;
     writeln!(out)?;
     writeln!(
         out,
         "  inside each benchmark's windows, in its pid and descendants; LEAKED: not freed while \
          measured"
     )?;
-    write_benchmark_stacks(report, out)
+    write_rest_note(&selection, "benchmarks", out)?;
+    write_benchmark_stacks(report, layout.width, out)
 }
 
-/// The cells of one process's row.
-fn process_row(p: &ProcessMetrics, with_resident: bool) -> Vec<String> {
+/// The cells of one process's row, its pid indented by its depth in the tree up to `indent`
+/// levels (`None`: not indented, the rows are not in tree order).
+fn process_row(p: &ProcessMetrics, with_resident: bool, indent: Option<u32>) -> Vec<String> {
     let h = &p.own.heap;
-    let indent = "  ".repeat(p.depth.min(MAX_INDENT) as usize);
+    let indent = "  ".repeat(indent.map_or(0, |max| p.depth.min(max)) as usize);
     let leaked = match p.exit {
         Some(_) => format_bytes(h.leaked.bytes),
         None => format!("{}*", format_bytes(h.live_at_end.bytes)),
@@ -673,19 +871,24 @@ fn process_row(p: &ProcessMetrics, with_resident: bool) -> Vec<String> {
                 .map_or_else(|| "-".to_string(), |r| format_bytes(r.peak_bytes)),
         );
     }
-    row.push(match p.exit {
+    row.push(exit_text(p));
+    row.push(command(p));
+    row
+}
+
+/// How a process ended: its exit code, "sig N", or "running".
+pub(super) fn exit_text(p: &ProcessMetrics) -> String {
+    match p.exit {
         Some(e) => match e.signal {
             Some(sig) => format!("sig {sig}"),
             None => e.exit_code.to_string(),
         },
         None => "running".to_string(),
-    });
-    row.push(command(p));
-    row
+    }
 }
 
 /// What the process ran, on one line, shortened to [`COMMAND_WIDTH`].
-fn command(p: &ProcessMetrics) -> String {
+pub(super) fn command(p: &ProcessMetrics) -> String {
     let text = if !p.argv.is_empty() {
         p.argv.join(" ")
     } else if let Some(exe) = &p.executable {
@@ -708,14 +911,14 @@ fn shorten(text: &str) -> String {
 
 /// Text from the recording with control characters replaced, so a newline or escape sequence
 /// in an argument cannot break the table or the terminal.
-fn clean(text: &str) -> String {
+pub(super) fn clean(text: &str) -> String {
     text.chars()
         .map(|c| if c.is_control() { '?' } else { c })
         .collect()
 }
 
 /// "3.2 MiB at 1.234 s", or "0 B" when nothing was ever live.
-fn peak(bytes: u64, at_ns: Option<u64>) -> String {
+pub(super) fn peak(bytes: u64, at_ns: Option<u64>) -> String {
     match at_ns {
         Some(at) => format!("{} at {}", format_bytes(bytes), format_duration_ns(at)),
         None => format_bytes(bytes),
@@ -723,7 +926,7 @@ fn peak(bytes: u64, at_ns: Option<u64>) -> String {
 }
 
 /// "12 blocks, 1.2 KiB".
-fn blocks(count: u64, bytes: u64) -> String {
+pub(super) fn blocks(count: u64, bytes: u64) -> String {
     format!(
         "{}, {}",
         counted(count, "block", "blocks"),
@@ -732,12 +935,21 @@ fn blocks(count: u64, bytes: u64) -> String {
 }
 
 /// "1 process", "3 processes".
-fn processes(n: u64) -> String {
+pub(super) fn processes(n: u64) -> String {
     counted(n, "process", "processes")
 }
 
+/// The noun for `n` of them: "process", "processes".
+pub(super) fn plural<'a>(n: u64, one: &'a str, many: &'a str) -> &'a str {
+    if n == 1 {
+        one
+    } else {
+        many
+    }
+}
+
 /// `n` followed by the noun in the right number: "1 event", "3 events".
-fn counted(n: u64, one: &str, many: &str) -> String {
+pub(super) fn counted(n: u64, one: &str, many: &str) -> String {
     if n == 1 {
         format!("1 {one}")
     } else {
@@ -746,7 +958,7 @@ fn counted(n: u64, one: &str, many: &str) -> String {
 }
 
 /// `part` as a percentage of `whole` with one decimal; "0.0%" when `whole` is zero.
-fn percent(part: u64, whole: u64) -> String {
+pub(super) fn percent(part: u64, whole: u64) -> String {
     if whole == 0 {
         return "0.0%".to_string();
     }
@@ -782,9 +994,22 @@ mod tests {
         analyze(&header(), events, None)
     }
 
+    /// A layout as wide as a wide terminal, so these tests see every column.
+    const WIDE: TextLayout = TextLayout {
+        width: 200,
+        rows: RowOptions {
+            top: Some(rows::DEFAULT_TOP_ROWS),
+            sort: None,
+        },
+    };
+
     fn render(report: &Report) -> String {
+        render_with(report, &WIDE)
+    }
+
+    fn render_with(report: &Report, layout: &TextLayout) -> String {
         let mut out = Vec::new();
-        write_text(report, &mut out).unwrap();
+        write_text(report, layout, &mut out).unwrap();
         String::from_utf8(out).unwrap()
     }
 
@@ -942,7 +1167,7 @@ mod tests {
 
     fn render_benchmarks(report: &Report) -> String {
         let mut out = Vec::new();
-        write_benchmarks_text(report, &mut out).unwrap();
+        write_benchmarks_text(report, &WIDE, &mut out).unwrap();
         String::from_utf8(out).unwrap()
     }
 
@@ -1002,13 +1227,163 @@ mod tests {
         assert!(text.contains("sig 9"), "{text}");
     }
 
+    /// Root 1 forks `n` children; child i allocates i + 1 bytes `i % 2 + 1` times (a long
+    /// command line each), leaks them and exits.
+    fn many(n: u32) -> Report {
+        let mut events = Vec::new();
+        let mut t = 1;
+        let mut addr = 0x1000;
+        for i in 0..n {
+            let pid = 2 + i;
+            events.push(at(t, 1, 1, fork(pid)));
+            for _ in 0..=(i % 2) {
+                t += 1;
+                events.push(at(t, pid, pid, malloc(addr, u64::from(i) + 1)));
+                addr += 0x10;
+            }
+            events.push(at(t + 1, pid, pid, exit(0)));
+            t += 2;
+        }
+        let header = Header {
+            argv: vec!["./worker".into(), "--input".into(), "x".repeat(150)],
+            root_pid: 1,
+            ..Header::default()
+        };
+        analyze(&header, events, None)
+    }
+
+    fn at_width(width: usize) -> TextLayout {
+        TextLayout {
+            width,
+            ..TextLayout::default()
+        }
+    }
+
+    #[test]
+    fn no_line_is_wider_than_the_width() {
+        for width in [40, 60, 80, 200] {
+            for report in [sample(), many(30)] {
+                let text = render_with(&report, &at_width(width));
+                for line in text.lines() {
+                    assert!(line.chars().count() <= width, "{width}: {line:?}\n{text}");
+                }
+            }
+        }
+    }
+
+    /// The header line of the process table.
+    fn process_header(text: &str) -> &str {
+        text.lines()
+            .find(|l| l.trim_start().starts_with("PID"))
+            .unwrap()
+    }
+
+    #[test]
+    fn wide_shows_every_column_narrow_the_important_ones() {
+        let wide = render_with(&sample(), &at_width(200));
+        assert_eq!(
+            process_header(&wide),
+            "  PID   ALLOCS  FREES  ALLOCATED  PEAK HEAP      AT  TREE PEAK   LEAKED  FAILED  \
+             EXIT  COMMAND"
+        );
+        assert!(!wide.contains("left out to fit"), "{wide}");
+        let medium = render_with(&sample(), &at_width(80));
+        assert_eq!(
+            process_header(&medium),
+            "  PID   ALLOCS  ALLOCATED  PEAK HEAP  TREE PEAK   LEAKED  EXIT  COMMAND"
+        );
+        assert!(
+            medium.contains("(left out to fit the width: FAILED, AT, FREES;"),
+            "{medium}"
+        );
+        let narrow = render_with(&sample(), &at_width(40));
+        assert_eq!(
+            process_header(&narrow),
+            "  PID   PEAK HEAP   LEAKED  COMMAND"
+        );
+        // Every row keeps its pid and its peak on one line.
+        assert!(
+            narrow.contains("\n    11    2.9 KiB  2.9 KiB  ./bench --f…\n"),
+            "{narrow}"
+        );
+    }
+
+    #[test]
+    fn narrow_commands_end_with_an_ellipsis() {
+        let text = render_with(&many(3), &at_width(60));
+        let row = text.lines().find(|l| l.starts_with("    2 ")).unwrap();
+        assert_eq!(row.chars().count(), 60, "{text}");
+        assert!(row.ends_with("  ./worker --inp…"), "{row}");
+    }
+
+    #[test]
+    fn the_sort_column_is_never_dropped() {
+        let layout = TextLayout {
+            width: 40,
+            rows: RowOptions {
+                top: None,
+                sort: Some(rows::SortKey::Allocs),
+            },
+        };
+        let text = render_with(&sample(), &layout);
+        assert!(text.contains("\nprocesses by allocations\n"), "{text}");
+        assert!(process_header(&text).contains("ALLOCS"), "{text}");
+        // Sorted rows are not a tree: no indentation.
+        assert!(text.lines().any(|l| l.starts_with("  11 ")), "{text}");
+    }
+
+    #[test]
+    fn a_thousand_processes_are_twenty_rows_and_one_sum() {
+        let report = many(999);
+        let text = render_with(&report, &at_width(200));
+        assert!(
+            text.contains("\nprocesses: top 20 of 1000 by peak heap\n"),
+            "{text}"
+        );
+        let header = process_header(&text);
+        let table: Vec<&str> = text
+            .lines()
+            .skip_while(|l| *l != header)
+            .skip(1)
+            .take_while(|l| !l.is_empty())
+            .collect();
+        assert_eq!(table.len(), 21, "{text}");
+        let cells = |l: &str| -> Vec<String> { l.split_whitespace().map(String::from).collect() };
+        let shown: Vec<Vec<String>> = table[..20].iter().map(|l| cells(l)).collect();
+        let rest = cells(table[20]);
+        assert_eq!(rest[0], "…", "{text}");
+        assert!(table[20].ends_with("980 more processes"), "{text}");
+        let sum =
+            |col: usize| -> u64 { shown.iter().map(|c| c[col].parse::<u64>().unwrap()).sum() };
+        let h = &report.totals.heap;
+        assert_eq!(rest[1].parse::<u64>().unwrap(), h.allocs - sum(1), "{text}");
+        assert_eq!(rest[2].parse::<u64>().unwrap(), h.frees - sum(2), "{text}");
+        // The biggest peaks first: child 997 (pid 999) allocated 998 bytes twice.
+        assert_eq!(shown[0][0], "999", "{text}");
+        assert!(
+            text.contains("…: the other 980 processes summed (their peaks: the largest of them)"),
+            "{text}"
+        );
+        let all = TextLayout {
+            rows: RowOptions::ALL,
+            ..at_width(200)
+        };
+        let every = render_with(&report, &all);
+        assert!(!every.contains("more processes"));
+        assert!(every.contains("\nprocesses\n"));
+    }
+
     #[test]
     fn deep_tree_indent_is_capped() {
         let mut events = Vec::new();
         for pid in 1..200u32 {
             events.push(at(u64::from(pid), pid, pid, fork(pid + 1)));
         }
-        let text = render(&analyze(&Header::default(), events, None));
+        let layout = TextLayout {
+            rows: RowOptions::ALL,
+            ..WIDE
+        };
+        let text = render_with(&analyze(&Header::default(), events, None), &layout);
         let widest = text
             .lines()
             .map(|l| l.len() - l.trim_start().len())
@@ -1056,8 +1431,12 @@ mod stacks_tests {
             top,
         };
         let report = analyze_sites(&header(), events, None, &Scope::Run, options);
+        let layout = TextLayout {
+            width: 200,
+            ..TextLayout::default()
+        };
         let mut out = Vec::new();
-        write_text(&report, &mut out).unwrap();
+        write_text(&report, &layout, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         let at = text.find("allocation sites").expect("a sites section");
         text[at..].to_string()
@@ -1128,7 +1507,11 @@ mod stacks_tests {
         ]);
         let report = analyze_sites(&header(), events, None, &Scope::Run, SiteOptions::default());
         let mut out = Vec::new();
-        write_benchmarks_text(&report, &mut out).unwrap();
+        let layout = TextLayout {
+            width: 200,
+            ..TextLayout::default()
+        };
+        write_benchmarks_text(&report, &layout, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(
             text.contains(

@@ -135,3 +135,16 @@ pub fn set_foreground(fd: RawFd, pgrp: libc::pid_t) {
         libc::sigprocmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
     }
 }
+
+/// The width in columns of the terminal on standard output, or `None` when standard output is
+/// not a terminal (a pipe, a file) or the terminal does not say (a width of 0).
+pub fn stdout_columns() -> Option<usize> {
+    // SAFETY: winsize is plain data; TIOCGWINSZ only writes into the struct we pass, and fails
+    // with ENOTTY (leaving it untouched) when fd 1 is not a terminal.
+    let (rc, size) = unsafe {
+        let mut size: libc::winsize = std::mem::zeroed();
+        let rc = libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size);
+        (rc, size)
+    };
+    (rc == 0 && size.ws_col > 0).then_some(usize::from(size.ws_col))
+}
