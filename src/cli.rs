@@ -15,6 +15,7 @@ use crate::control::{self, CtlOptions, Request};
 use crate::error::{Error, Subcommand};
 use crate::format::{ControlCommand, MarkerKind};
 use crate::record::{self, custom, guardian, RecordOptions};
+use crate::report::profile::{View, Weight};
 use crate::report::stacks::DEFAULT_TOP;
 use crate::report::{check, CheckOptions, ReportOptions, Rows, Scope, SiteOptions, SiteOrder};
 use crate::units;
@@ -175,13 +176,17 @@ pub struct RecordArgs {
     help_triggers("-h", "--help", "help"),
     name = "report",
     example = "memtrack report run.mt --format json",
-    example = "memtrack report run.mt --stacks --stacks-by leaked"
+    example = "memtrack report run.mt --stacks --stacks-by leaked",
+    example = "memtrack report run.mt --format flamegraph --view leaked -o leaks.svg",
+    example = "memtrack report run.mt --format pprof -o heap.pb.gz"
 )]
 pub struct ReportArgs {
     /// the recording to read
     #[argh(positional)]
     pub file: PathBuf,
-    /// output format: text (default) or json
+    /// output format: text (default), json, or a stack format of every allocation site
+    /// (recorded with --stacks): folded (flamegraph.pl / inferno input), flamegraph (SVG),
+    /// pprof (gzipped profile.proto for `go tool pprof`) or speedscope (JSON)
     #[argh(option, default = "String::from(\"text\")")]
     pub format: String,
     /// only this process
@@ -212,6 +217,13 @@ pub struct ReportArgs {
     /// report is complete)
     #[argh(option, short = 'o')]
     pub output: Option<PathBuf>,
+    /// what the stack formats weigh: peak (live at the scope's heap peak, default), allocated,
+    /// leaked or temporary; pprof and speedscope carry every view and open on this one
+    #[argh(option)]
+    pub view: Option<String>,
+    /// what the stack formats weigh blocks by: bytes (default) or count
+    #[argh(option)]
+    pub weight: Option<String>,
 }
 
 /// Fail (exit 1) when a recording exceeds memory limits; exit 0 when all hold, 2 on a bad file
@@ -378,6 +390,8 @@ fn parse_ring_size(value: &str) -> Result<u32, String> {
 }
 
 /// What the command line asks for, once parsed.
+// One value per process, moved once: boxing the larger variant would save nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Parsed {
     /// Run a subcommand. For `record`, `RecordArgs::command` is the recorded command exactly as
@@ -613,10 +627,13 @@ impl TryFrom<ReportArgs> for ReportOptions {
     type Error = Error;
 
     fn try_from(a: ReportArgs) -> Result<ReportOptions, Error> {
-        let format = a
-            .format
-            .parse()
-            .map_err(|_| bad_value("--format", &a.format, "give text or json"))?;
+        let format = a.format.parse().map_err(|_| {
+            bad_value(
+                "--format",
+                &a.format,
+                "give text, json, folded, flamegraph, pprof or speedscope",
+            )
+        })?;
         let rows = match a.by.as_str() {
             "process" => Rows::Processes,
             "bench" => Rows::Benchmarks,
@@ -662,10 +679,47 @@ impl TryFrom<ReportArgs> for ReportOptions {
                 })?),
                 None => None,
             };
-        let stacks = (a.stacks || order.is_some() || top.is_some()).then(|| SiteOptions {
-            order: order.unwrap_or_default(),
-            top: top.unwrap_or(DEFAULT_TOP),
-        });
+        let view = match a.view.as_deref() {
+            None => View::default(),
+            Some(v) => v.parse().map_err(|()| {
+                bad_value("--view", v, "give peak, allocated, leaked or temporary")
+            })?,
+        };
+        let weight = match a.weight.as_deref() {
+            None => Weight::default(),
+            Some(w) => w
+                .parse()
+                .map_err(|()| bad_value("--weight", w, "give bytes or count"))?,
+        };
+        let stack_format = crate::report::OutputFormat::is_stack_format(format);
+        if !stack_format && (a.view.is_some() || a.weight.is_some()) {
+            return Err(Error::Usage(
+                "--view and --weight choose what a stack format weighs: give them with \
+                 --format folded, flamegraph, pprof or speedscope"
+                    .into(),
+            ));
+        }
+        if stack_format && (order.is_some() || top.is_some()) {
+            return Err(Error::Usage(format!(
+                "--stacks-by and --stacks-top choose the sites text and json list; --format {} \
+                 takes every site: drop them (--view and --weight choose what it weighs)",
+                a.format
+            )));
+        }
+        // A stack format needs every site of the scope, per process, with its frames.
+        let stacks = if stack_format {
+            Some(SiteOptions {
+                order: SiteOrder::default(),
+                top: 0,
+                profile: true,
+            })
+        } else {
+            (a.stacks || order.is_some() || top.is_some()).then(|| SiteOptions {
+                order: order.unwrap_or_default(),
+                top: top.unwrap_or(DEFAULT_TOP),
+                profile: false,
+            })
+        };
         if let Some(path) = &a.output {
             record::output::validate_output(path, "report.txt")?;
         }
@@ -677,6 +731,8 @@ impl TryFrom<ReportArgs> for ReportOptions {
             rows,
             stacks,
             output,
+            view,
+            weight,
         })
     }
 }
@@ -838,7 +894,8 @@ mod tests {
             report(&["--stacks"]).unwrap().stacks,
             Some(SiteOptions {
                 order: SiteOrder::Peak,
-                top: 10
+                top: 10,
+                profile: false,
             })
         );
         // Choosing an order or a count asks for the sites too.
@@ -848,12 +905,50 @@ mod tests {
                 .stacks,
             Some(SiteOptions {
                 order: SiteOrder::Leaked,
-                top: 0
+                top: 0,
+                profile: false,
             })
         );
         assert_eq!(
             usage(report(&["--stacks-by", "size"])),
             "--stacks-by size: give peak, allocated, count, leaked or temporary"
+        );
+    }
+
+    #[test]
+    fn stack_format_flags() {
+        use crate::report::{View, Weight};
+        let opts = report(&[
+            "--format", "folded", "--view", "leaked", "--weight", "count",
+        ])
+        .unwrap();
+        assert_eq!(opts.format, OutputFormat::Folded);
+        assert_eq!((opts.view, opts.weight), (View::Leaked, Weight::Count));
+        // Every site, with the profile.
+        assert_eq!(
+            opts.stacks,
+            Some(SiteOptions {
+                order: SiteOrder::Peak,
+                top: 0,
+                profile: true,
+            })
+        );
+        let opts = report(&["--format", "pprof"]).unwrap();
+        assert_eq!((opts.view, opts.weight), (View::Peak, Weight::Bytes));
+        assert!(usage(report(&["--view", "leaked"])).starts_with("--view and --weight choose"));
+        assert!(usage(report(&["--format", "json", "--weight", "count"]))
+            .starts_with("--view and --weight choose"));
+        assert_eq!(
+            usage(report(&["--format", "folded", "--view", "live"])),
+            "--view live: give peak, allocated, leaked or temporary"
+        );
+        assert_eq!(
+            usage(report(&["--format", "flamegraph", "--weight", "kg"])),
+            "--weight kg: give bytes or count"
+        );
+        assert!(
+            usage(report(&["--format", "speedscope", "--stacks-top", "3"]))
+                .starts_with("--stacks-by and --stacks-top choose the sites text and json list")
         );
     }
 
@@ -885,7 +980,7 @@ mod tests {
     fn bad_format_and_rows_name_the_choices() {
         assert_eq!(
             usage(report(&["--format", "xml"])),
-            "--format xml: give text or json"
+            "--format xml: give text, json, folded, flamegraph, pprof or speedscope"
         );
         assert_eq!(
             usage(report(&["--by", "frob"])),

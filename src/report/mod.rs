@@ -11,11 +11,16 @@ mod assemble;
 mod bench;
 pub mod check;
 mod counters;
+pub mod flamegraph;
+pub mod folded;
 pub mod incomplete;
 pub mod json;
 mod mapped;
 pub mod metrics;
+pub mod pprof;
+pub mod profile;
 mod resident;
+pub mod speedscope;
 pub mod stacks;
 pub mod text;
 mod tree;
@@ -31,6 +36,7 @@ use crate::format::{Event, Reader};
 pub use accounting::{analyze, Accounting};
 pub use check::CheckOptions;
 pub use metrics::{MemberResident, ProcessMetrics, Report, ResidentMetrics, Scope, Unknown};
+pub use profile::{View, Weight};
 pub use stacks::{SiteOptions, SiteOrder};
 
 /// How `report` prints.
@@ -41,6 +47,39 @@ pub enum OutputFormat {
     Text,
     /// JSON for scripts (docs/report-schema.md).
     Json,
+    /// Folded stacks, one `root;...;leaf value` line per stack (flamegraph.pl, inferno).
+    Folded,
+    /// A flame graph SVG (inferno).
+    Flamegraph,
+    /// Gzipped pprof profile.proto (`go tool pprof`).
+    Pprof,
+    /// speedscope's JSON file format.
+    Speedscope,
+}
+
+impl OutputFormat {
+    /// Whether it is a stack format: every allocation site, from the scope's `Profile`.
+    pub fn is_stack_format(self) -> bool {
+        matches!(
+            self,
+            OutputFormat::Folded
+                | OutputFormat::Flamegraph
+                | OutputFormat::Pprof
+                | OutputFormat::Speedscope
+        )
+    }
+
+    /// Its `--format` name.
+    pub fn name(self) -> &'static str {
+        match self {
+            OutputFormat::Text => "text",
+            OutputFormat::Json => "json",
+            OutputFormat::Folded => "folded",
+            OutputFormat::Flamegraph => "flamegraph",
+            OutputFormat::Pprof => "pprof",
+            OutputFormat::Speedscope => "speedscope",
+        }
+    }
 }
 
 impl FromStr for OutputFormat {
@@ -50,7 +89,14 @@ impl FromStr for OutputFormat {
         match s {
             "text" => Ok(OutputFormat::Text),
             "json" => Ok(OutputFormat::Json),
-            _ => Err(format!("unknown format '{s}': expected 'text' or 'json'")),
+            "folded" => Ok(OutputFormat::Folded),
+            "flamegraph" => Ok(OutputFormat::Flamegraph),
+            "pprof" => Ok(OutputFormat::Pprof),
+            "speedscope" => Ok(OutputFormat::Speedscope),
+            _ => Err(format!(
+                "unknown format '{s}': expected 'text' or 'json', or a stack format: 'folded', \
+                 'flamegraph', 'pprof' or 'speedscope'"
+            )),
         }
     }
 }
@@ -80,6 +126,10 @@ pub struct ReportOptions {
     pub stacks: Option<SiteOptions>,
     /// The file to write (`-o`), else standard output.
     pub output: Option<PathBuf>,
+    /// What a stack format weighs (`--view`); pprof and speedscope open on it.
+    pub view: View,
+    /// What a stack format weighs blocks by (`--weight`).
+    pub weight: Weight,
 }
 
 /// Runs `memtrack report`: the report goes to `opts.output` (written beside it under a
@@ -111,7 +161,59 @@ pub fn run_report(opts: &ReportOptions, out: &mut dyn Write) -> Result<()> {
     let path = &opts.file;
     let sites = opts.stacks.map(|options| (&opts.scope, options));
     let report = narrow(read_report_with(path, sites)?, opts.scope.clone(), path)?;
+    if opts.format.is_stack_format() {
+        return write_profile(&report, opts, out);
+    }
     write_report(&report, opts.format, opts.rows, out)
+}
+
+/// Writes the scope's profile in the stack format of `opts` to `out`, buffered. A recording
+/// without call stacks is a usage error: there is nothing to draw.
+fn write_profile(report: &Report, opts: &ReportOptions, out: &mut dyn Write) -> Result<()> {
+    let profile = match &report.profile {
+        Some(p) if p.recorded => p,
+        _ => {
+            return Err(Error::Usage(format!(
+                "{} has no call stacks, so --format {} has nothing to show: record with \
+                 `memtrack record --stacks`",
+                opts.file.display(),
+                opts.format.name()
+            )))
+        }
+    };
+    let title = profile_title(report, opts);
+    let mut out = BufWriter::new(out);
+    let written = match opts.format {
+        OutputFormat::Folded => folded::write_folded(profile, opts.view, opts.weight, &mut out),
+        OutputFormat::Flamegraph => {
+            flamegraph::write_svg(profile, opts.view, opts.weight, &title, &mut out)
+        }
+        OutputFormat::Pprof => {
+            pprof::write_pprof(profile, report, opts.view, opts.weight, &mut out)
+        }
+        OutputFormat::Speedscope => {
+            speedscope::write_speedscope(profile, opts.view, opts.weight, &title, &mut out)
+        }
+        OutputFormat::Text | OutputFormat::Json => Ok(()),
+    };
+    output_result(written.and_then(|()| out.flush()))
+}
+
+/// The title of a stack format's view: what it shows, the recorded command and the scope,
+/// e.g. "memtrack: live at the heap peak, in bytes: ./app --n 3 (tree 1234)".
+pub fn profile_title(report: &Report, opts: &ReportOptions) -> String {
+    let scope = match &opts.scope {
+        Scope::Run => String::new(),
+        Scope::Process { pid } => format!(" (process {pid})"),
+        Scope::Tree { pid } => format!(" (tree {pid})"),
+        Scope::Benchmark { uri } => format!(" (benchmark {uri})"),
+    };
+    format!(
+        "memtrack: {}, in {}: {}{scope}",
+        opts.view.describe(),
+        opts.weight.unit(),
+        report.run.command.join(" ")
+    )
 }
 
 /// Writes `report` in `format` (with `rows` for text) to `out`, buffered; a closed pipe ends
@@ -127,6 +229,13 @@ fn write_report(
         (OutputFormat::Text, Rows::Processes) => text::write_text(report, &mut out),
         (OutputFormat::Text, Rows::Benchmarks) => text::write_benchmarks_text(report, &mut out),
         (OutputFormat::Json, _) => json::write_json(report, &mut out),
+        // `run_report` sends them to `write_profile`, which knows the recording's path.
+        (OutputFormat::Folded, _)
+        | (OutputFormat::Flamegraph, _)
+        | (OutputFormat::Pprof, _)
+        | (OutputFormat::Speedscope, _) => Err(io::Error::other(
+            "a stack format is written by write_profile",
+        )),
     };
     output_result(written.and_then(|()| out.flush()))
 }
