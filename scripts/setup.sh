@@ -18,6 +18,9 @@ packages=(
   gdb libc6-dbg                 # tests/stacks.rs: gdb's bt is the oracle for call stacks, with
                                 # glibc's frames named and lined by its debug file
   heaptrack                     # scripts/bench/compare-heaptrack.sh: top sites beside memtrack's
+  golang-go                     # tests/views_stacks.rs: `go tool pprof` reads --format pprof
+  python3-jsonschema nodejs npm # tests/views_stacks.rs: --format speedscope against the schema
+                                # of the speedscope npm package (testdata/node)
 )
 
 missing=()
@@ -37,4 +40,13 @@ fi
 if ! command -v cargo >/dev/null 2>&1; then
   echo "setup: cargo not found; install a Rust toolchain (rustup) first" >&2
   exit 1
+fi
+
+# npm packages of the tests (testdata/node/package.json, locked): installed once, again only when
+# the lock file changed since the last install (its copy in node_modules says which it was).
+node_dir="$(cd "$(dirname "$0")/.." && pwd)/testdata/node"
+if ! cmp -s "$node_dir/package-lock.json" "$node_dir/node_modules/.installed-lock.json"; then
+  echo "setup: installing the npm packages of testdata/node" >&2
+  npm ci --prefix "$node_dir" --no-audit --no-fund --ignore-scripts >/dev/null
+  cp "$node_dir/package-lock.json" "$node_dir/node_modules/.installed-lock.json"
 fi
