@@ -201,7 +201,11 @@ pub fn build(model: &Model, report: &Report, view: View, weight: Weight) -> Prof
     p.comment.push(strings.get(&command));
 
     let mut mapping_of: HashMap<&str, u64> = HashMap::new();
-    for (k, m) in model.modules.iter().enumerate() {
+    // pprof names the profile after its first mapping: the recorded command's, when known.
+    let mut modules: Vec<_> = model.modules.iter().collect();
+    let main = report.run.command.first().map(String::as_str);
+    modules.sort_by_key(|m| Some(m.path.as_str()) != main);
+    for (k, m) in modules.into_iter().enumerate() {
         let id = k as u64 + 1;
         mapping_of.insert(&m.path, id);
         p.mapping.push(Mapping {
