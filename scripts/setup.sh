@@ -18,6 +18,9 @@ packages=(
   gdb libc6-dbg                 # tests/stacks.rs: gdb's bt is the oracle for call stacks, with
                                 # glibc's frames named and lined by its debug file
   heaptrack                     # scripts/bench/compare-heaptrack.sh: top sites beside memtrack's
+  golang-go                     # tests/views_stacks.rs: `go tool pprof` reads --format pprof
+  python3-jsonschema            # tests/views_stacks.rs: --format speedscope against the schema
+                                # of the speedscope npm package (testdata/node), by /usr/bin/python3
 )
 
 missing=()
@@ -37,4 +40,23 @@ fi
 if ! command -v cargo >/dev/null 2>&1; then
   echo "setup: cargo not found; install a Rust toolchain (rustup) first" >&2
   exit 1
+fi
+
+# Node.js and npm: a machine that has them (NodeSource's nodejs bundles npm, and conflicts with
+# Debian's npm package) keeps its own; else Debian's.
+if ! command -v npm >/dev/null 2>&1; then
+  echo "setup: installing nodejs npm" >&2
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends \
+    nodejs npm >/dev/null
+fi
+
+# npm packages of the tests (testdata/node/package.json, locked): installed once, again only when
+# the lock file changed since the last install (its copy in node_modules says which it was).
+node_dir="$(cd "$(dirname "$0")/.." && pwd)/testdata/node"
+if ! cmp -s "$node_dir/package-lock.json" "$node_dir/node_modules/.installed-lock.json"; then
+  echo "setup: installing the npm packages of testdata/node" >&2
+  npm ci --prefix "$node_dir" --no-audit --no-fund --ignore-scripts >/dev/null
+  cp "$node_dir/package-lock.json" "$node_dir/node_modules/.installed-lock.json"
 fi

@@ -15,6 +15,7 @@ use crate::control::{self, CtlOptions, Request};
 use crate::error::{Error, Subcommand};
 use crate::format::{ControlCommand, MarkerKind};
 use crate::record::{self, custom, guardian, RecordOptions};
+use crate::report::profile::{View, Weight};
 use crate::report::rows::DEFAULT_TOP_ROWS;
 use crate::report::stacks::DEFAULT_TOP;
 use crate::report::{check, CheckOptions, ReportOptions, Rows, Scope, SiteOptions, SiteOrder};
@@ -180,6 +181,8 @@ pub struct RecordArgs {
     example = "memtrack report run.mt --stacks --stacks-by leaked",
     example = "memtrack report run.mt --top 5 --sort leaked",
     example = "memtrack report run.mt --format markdown >> \"$GITHUB_STEP_SUMMARY\"",
+    example = "memtrack report run.mt --format flamegraph --view leaked -o leaks.svg",
+    example = "memtrack report run.mt --format pprof -o heap.pb.gz",
     note = "The text form fits the width of the terminal ($COLUMNS overrides it; 80 when not a
 terminal): narrow, it drops the least important columns and shortens commands. Rows: with no
 --sort, the process tree (benchmarks as named) when every row fits --top, else the top ones by
@@ -190,8 +193,10 @@ pub struct ReportArgs {
     /// the recording to read
     #[argh(positional)]
     pub file: PathBuf,
-    /// output format: text (default), json, or markdown (a summary for CI job summaries and
-    /// pull-request comments)
+    /// output format: text (default), json, markdown (a summary for CI job summaries and
+    /// pull-request comments), or a stack format of every allocation site (recorded with
+    /// --stacks): folded (flamegraph.pl / inferno input), flamegraph (SVG), pprof (gzipped
+    /// profile.proto for `go tool pprof`) or speedscope (JSON)
     #[argh(option, default = "String::from(\"text\")")]
     pub format: String,
     /// only this process
@@ -233,6 +238,13 @@ pub struct ReportArgs {
     /// leaked or rss (peak resident); default: see below
     #[argh(option)]
     pub sort: Option<String>,
+    /// what the stack formats weigh: peak (live at the scope's heap peak, default), allocated,
+    /// leaked or temporary; pprof and speedscope carry every view and open on this one
+    #[argh(option)]
+    pub view: Option<String>,
+    /// what the stack formats weigh blocks by: bytes (default) or count
+    #[argh(option)]
+    pub weight: Option<String>,
 }
 
 /// Fail (exit 1) when a recording exceeds memory limits; exit 0 when all hold, 2 on a bad file
@@ -636,10 +648,13 @@ impl TryFrom<ReportArgs> for ReportOptions {
     type Error = Error;
 
     fn try_from(a: ReportArgs) -> Result<ReportOptions, Error> {
-        let format = a
-            .format
-            .parse()
-            .map_err(|_| bad_value("--format", &a.format, "give text, json or markdown"))?;
+        let format = a.format.parse().map_err(|_| {
+            bad_value(
+                "--format",
+                &a.format,
+                "give text, json, markdown, folded, flamegraph, pprof or speedscope",
+            )
+        })?;
         let rows = match a.by.as_str() {
             "process" => Rows::Processes,
             "bench" => Rows::Benchmarks,
@@ -685,10 +700,47 @@ impl TryFrom<ReportArgs> for ReportOptions {
                 })?),
                 None => None,
             };
-        let stacks = (a.stacks || order.is_some() || top.is_some()).then(|| SiteOptions {
-            order: order.unwrap_or_default(),
-            top: top.unwrap_or(DEFAULT_TOP),
-        });
+        let view = match a.view.as_deref() {
+            None => View::default(),
+            Some(v) => v.parse().map_err(|()| {
+                bad_value("--view", v, "give peak, allocated, leaked or temporary")
+            })?,
+        };
+        let weight = match a.weight.as_deref() {
+            None => Weight::default(),
+            Some(w) => w
+                .parse()
+                .map_err(|()| bad_value("--weight", w, "give bytes or count"))?,
+        };
+        let stack_format = crate::report::OutputFormat::is_stack_format(format);
+        if !stack_format && (a.view.is_some() || a.weight.is_some()) {
+            return Err(Error::Usage(
+                "--view and --weight choose what a stack format weighs: give them with \
+                 --format folded, flamegraph, pprof or speedscope"
+                    .into(),
+            ));
+        }
+        if stack_format && (order.is_some() || top.is_some()) {
+            return Err(Error::Usage(format!(
+                "--stacks-by and --stacks-top choose the sites text and json list; --format {} \
+                 takes every site: drop them (--view and --weight choose what it weighs)",
+                a.format
+            )));
+        }
+        // A stack format needs every site of the scope, per process, with its frames.
+        let stacks = if stack_format {
+            Some(SiteOptions {
+                order: SiteOrder::default(),
+                top: 0,
+                profile: true,
+            })
+        } else {
+            (a.stacks || order.is_some() || top.is_some()).then(|| SiteOptions {
+                order: order.unwrap_or_default(),
+                top: top.unwrap_or(DEFAULT_TOP),
+                profile: false,
+            })
+        };
         if let Some(path) = &a.output {
             record::output::validate_output(path, "report.txt")?;
         }
@@ -703,6 +755,8 @@ impl TryFrom<ReportArgs> for ReportOptions {
             output,
             row_options,
             width: None,
+            view,
+            weight,
         })
     }
 }
@@ -945,7 +999,8 @@ mod tests {
             report(&["--stacks"]).unwrap().stacks,
             Some(SiteOptions {
                 order: SiteOrder::Peak,
-                top: 10
+                top: 10,
+                profile: false,
             })
         );
         // Choosing an order or a count asks for the sites too.
@@ -955,12 +1010,50 @@ mod tests {
                 .stacks,
             Some(SiteOptions {
                 order: SiteOrder::Leaked,
-                top: 0
+                top: 0,
+                profile: false,
             })
         );
         assert_eq!(
             usage(report(&["--stacks-by", "size"])),
             "--stacks-by size: give peak, allocated, count, leaked or temporary"
+        );
+    }
+
+    #[test]
+    fn stack_format_flags() {
+        use crate::report::{View, Weight};
+        let opts = report(&[
+            "--format", "folded", "--view", "leaked", "--weight", "count",
+        ])
+        .unwrap();
+        assert_eq!(opts.format, OutputFormat::Folded);
+        assert_eq!((opts.view, opts.weight), (View::Leaked, Weight::Count));
+        // Every site, with the profile.
+        assert_eq!(
+            opts.stacks,
+            Some(SiteOptions {
+                order: SiteOrder::Peak,
+                top: 0,
+                profile: true,
+            })
+        );
+        let opts = report(&["--format", "pprof"]).unwrap();
+        assert_eq!((opts.view, opts.weight), (View::Peak, Weight::Bytes));
+        assert!(usage(report(&["--view", "leaked"])).starts_with("--view and --weight choose"));
+        assert!(usage(report(&["--format", "json", "--weight", "count"]))
+            .starts_with("--view and --weight choose"));
+        assert_eq!(
+            usage(report(&["--format", "folded", "--view", "live"])),
+            "--view live: give peak, allocated, leaked or temporary"
+        );
+        assert_eq!(
+            usage(report(&["--format", "flamegraph", "--weight", "kg"])),
+            "--weight kg: give bytes or count"
+        );
+        assert!(
+            usage(report(&["--format", "speedscope", "--stacks-top", "3"]))
+                .starts_with("--stacks-by and --stacks-top choose the sites text and json list")
         );
     }
 
@@ -992,7 +1085,7 @@ mod tests {
     fn bad_format_and_rows_name_the_choices() {
         assert_eq!(
             usage(report(&["--format", "xml"])),
-            "--format xml: give text, json or markdown"
+            "--format xml: give text, json, markdown, folded, flamegraph, pprof or speedscope"
         );
         assert_eq!(
             usage(report(&["--by", "frob"])),

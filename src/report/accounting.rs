@@ -408,7 +408,10 @@ impl Accounting {
     /// synthetic streams; it is not taken as damage).
     pub fn finish(self, end: Option<&ReadEnd>) -> Report {
         let start_ns = self.header.start_monotonic_ns;
-        let stacks = self.stacks.map(|s| s.finish(&self.table, start_ns));
+        let benches = &self.benches;
+        let stacks = self
+            .stacks
+            .map(|s| s.finish(&self.table, start_ns, |b| Some(benches.uri(b).to_string())));
         let mut report = assemble::report(
             &self.header,
             self.page_bytes,
@@ -417,8 +420,9 @@ impl Accounting {
             self.log,
             end,
         );
-        if let Some((scope, benches)) = stacks {
+        if let Some((scope, benches, profile)) = stacks {
             report.stacks = Some(scope);
+            report.profile = profile;
             // Benchmarks are listed in the order they were first named: by their index.
             for (b, sites) in benches {
                 if let Some(bench) = report.benchmarks.get_mut(b) {

@@ -304,6 +304,7 @@ fn completeness(
         processes,
         benchmarks,
         stacks: None,
+        profile: None,
     }
 }
 

@@ -48,6 +48,10 @@ pub struct Report {
     /// The top allocation sites of the scope (`report --stacks`); absent without it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stacks: Option<StackReport>,
+    /// Every site of the scope per process and benchmark, for the stack formats (`report
+    /// --format folded|flamegraph|pprof|speedscope`); absent otherwise, and never in the JSON.
+    #[serde(skip)]
+    pub profile: Option<super::profile::Profile>,
 }
 
 /// The allocation sites of the report's scope (`report --stacks`): each distinct call stack
@@ -621,6 +625,7 @@ mod tests {
             ],
             benchmarks: vec![bench("a", 7), bench("b b", 8)],
             stacks: None,
+            profile: None,
         }
     }
 

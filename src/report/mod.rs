@@ -12,14 +12,19 @@ mod assemble;
 mod bench;
 pub mod check;
 mod counters;
+pub mod flamegraph;
+pub mod folded;
 pub mod incomplete;
 pub mod json;
 mod mapped;
 pub mod markdown;
 pub mod metrics;
+pub mod pprof;
+pub mod profile;
 mod resident;
 pub mod rows;
 pub mod screen;
+pub mod speedscope;
 pub mod stacks;
 pub mod text;
 mod tree;
@@ -35,6 +40,7 @@ use crate::format::{Event, Reader};
 pub use accounting::{analyze, Accounting};
 pub use check::CheckOptions;
 pub use metrics::{MemberResident, ProcessMetrics, Report, ResidentMetrics, Scope, Unknown};
+pub use profile::{View, Weight};
 pub use rows::{RowOptions, SortKey};
 pub use stacks::{SiteOptions, SiteOrder};
 
@@ -48,6 +54,40 @@ pub enum OutputFormat {
     Json,
     /// A compact summary for CI job summaries and pull-request comments (GitHub markdown).
     Markdown,
+    /// Folded stacks, one `root;...;leaf value` line per stack (flamegraph.pl, inferno).
+    Folded,
+    /// A flame graph SVG (inferno).
+    Flamegraph,
+    /// Gzipped pprof profile.proto (`go tool pprof`).
+    Pprof,
+    /// speedscope's JSON file format.
+    Speedscope,
+}
+
+impl OutputFormat {
+    /// Whether it is a stack format: every allocation site, from the scope's `Profile`.
+    pub fn is_stack_format(self) -> bool {
+        matches!(
+            self,
+            OutputFormat::Folded
+                | OutputFormat::Flamegraph
+                | OutputFormat::Pprof
+                | OutputFormat::Speedscope
+        )
+    }
+
+    /// Its `--format` name.
+    pub fn name(self) -> &'static str {
+        match self {
+            OutputFormat::Text => "text",
+            OutputFormat::Json => "json",
+            OutputFormat::Markdown => "markdown",
+            OutputFormat::Folded => "folded",
+            OutputFormat::Flamegraph => "flamegraph",
+            OutputFormat::Pprof => "pprof",
+            OutputFormat::Speedscope => "speedscope",
+        }
+    }
 }
 
 impl FromStr for OutputFormat {
@@ -58,8 +98,13 @@ impl FromStr for OutputFormat {
             "text" => Ok(OutputFormat::Text),
             "json" => Ok(OutputFormat::Json),
             "markdown" => Ok(OutputFormat::Markdown),
+            "folded" => Ok(OutputFormat::Folded),
+            "flamegraph" => Ok(OutputFormat::Flamegraph),
+            "pprof" => Ok(OutputFormat::Pprof),
+            "speedscope" => Ok(OutputFormat::Speedscope),
             _ => Err(format!(
-                "unknown format '{s}': expected 'text', 'json' or 'markdown'"
+                "unknown format '{s}': expected 'text', 'json' or 'markdown', or a stack format: \
+                 'folded', 'flamegraph', 'pprof' or 'speedscope'"
             )),
         }
     }
@@ -96,6 +141,10 @@ pub struct ReportOptions {
     /// The width of the text form; `None` to find it when writing (`screen::width`: `$COLUMNS`,
     /// else the terminal on standard output, else 80).
     pub width: Option<usize>,
+    /// What a stack format weighs (`--view`); pprof and speedscope open on it.
+    pub view: View,
+    /// What a stack format weighs blocks by (`--weight`).
+    pub weight: Weight,
 }
 
 /// Runs `memtrack report`: the report goes to `opts.output` (written beside it under a
@@ -140,11 +189,63 @@ pub fn run_report(opts: &ReportOptions, out: &mut dyn Write) -> Result<()> {
     let path = &opts.file;
     let sites = opts.stacks.map(|options| (&opts.scope, options));
     let report = narrow(read_report_with(path, sites)?, opts.scope.clone(), path)?;
+    if opts.format.is_stack_format() {
+        return write_profile(&report, opts, out);
+    }
     let layout = text::TextLayout {
         width: opts.width.unwrap_or(screen::DEFAULT_WIDTH),
         rows: opts.row_options,
     };
     write_report(&report, opts.format, opts.rows, &layout, out)
+}
+
+/// Writes the scope's profile in the stack format of `opts` to `out`, buffered. A recording
+/// without call stacks is a usage error: there is nothing to draw.
+fn write_profile(report: &Report, opts: &ReportOptions, out: &mut dyn Write) -> Result<()> {
+    let profile = match &report.profile {
+        Some(p) if p.recorded => p,
+        _ => {
+            return Err(Error::Usage(format!(
+                "{} has no call stacks, so --format {} has nothing to show: record with \
+                 `memtrack record --stacks`",
+                opts.file.display(),
+                opts.format.name()
+            )))
+        }
+    };
+    let title = profile_title(report, opts);
+    let mut out = BufWriter::new(out);
+    let written = match opts.format {
+        OutputFormat::Folded => folded::write_folded(profile, opts.view, opts.weight, &mut out),
+        OutputFormat::Flamegraph => {
+            flamegraph::write_svg(profile, opts.view, opts.weight, &title, &mut out)
+        }
+        OutputFormat::Pprof => {
+            pprof::write_pprof(profile, report, opts.view, opts.weight, &mut out)
+        }
+        OutputFormat::Speedscope => {
+            speedscope::write_speedscope(profile, opts.view, opts.weight, &title, &mut out)
+        }
+        OutputFormat::Text | OutputFormat::Json | OutputFormat::Markdown => Ok(()),
+    };
+    output_result(written.and_then(|()| out.flush()))
+}
+
+/// The title of a stack format's view: what it shows, the recorded command and the scope,
+/// e.g. "memtrack: live at the heap peak, in bytes: ./app --n 3 (tree 1234)".
+pub fn profile_title(report: &Report, opts: &ReportOptions) -> String {
+    let scope = match &opts.scope {
+        Scope::Run => String::new(),
+        Scope::Process { pid } => format!(" (process {pid})"),
+        Scope::Tree { pid } => format!(" (tree {pid})"),
+        Scope::Benchmark { uri } => format!(" (benchmark {uri})"),
+    };
+    format!(
+        "memtrack: {}, in {}: {}{scope}",
+        opts.view.describe(),
+        opts.weight.unit(),
+        report.run.command.join(" ")
+    )
 }
 
 /// Writes `report` in `format` (with `rows` and `layout` for text and markdown) to `out`,
@@ -166,6 +267,13 @@ fn write_report(
         (OutputFormat::Markdown, rows) => {
             markdown::write_markdown(report, rows, layout.rows, &mut out)
         }
+        // `run_report` sends them to `write_profile`, which knows the recording's path.
+        (OutputFormat::Folded, _)
+        | (OutputFormat::Flamegraph, _)
+        | (OutputFormat::Pprof, _)
+        | (OutputFormat::Speedscope, _) => Err(io::Error::other(
+            "a stack format is written by write_profile",
+        )),
     };
     output_result(written.and_then(|()| out.flush()))
 }

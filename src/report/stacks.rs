@@ -30,6 +30,7 @@ use crate::intmap::IntMap;
 
 use super::counters::Peak;
 use super::metrics::{Blocks, Scope, SiteFrame, SiteMetrics, StackReport, StackWalks};
+use super::profile::{Profile, ProfileModule, Sample, Stack, Values};
 use super::tree::{ProcIdx, ProcessTable};
 
 /// How `report --stacks` orders its sites (`--stacks-by`).
@@ -87,6 +88,9 @@ pub struct SiteOptions {
     pub order: SiteOrder,
     /// How many sites the report keeps (`--stacks-top`); 0 keeps every one.
     pub top: usize,
+    /// Whether to also build the scope's `profile::Profile` (every site, per process and
+    /// benchmark) for the stack formats.
+    pub profile: bool,
 }
 
 impl Default for SiteOptions {
@@ -94,6 +98,7 @@ impl Default for SiteOptions {
         SiteOptions {
             order: SiteOrder::Peak,
             top: DEFAULT_TOP,
+            profile: false,
         }
     }
 }
@@ -102,19 +107,31 @@ impl Default for SiteOptions {
 /// enough to name what dominates without burying the rest of the report.
 pub const DEFAULT_TOP: usize = 10;
 
+/// What a site's counters are kept for: one stack in one process, allocated inside one
+/// benchmark's window or none. The report's sites add up the processes and benchmarks of a
+/// stack; the profile keeps them apart (its samples' pid and benchmark labels). Since every
+/// block has exactly one key, the values of a stack are the sums of its keys', the peak too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct SiteKey {
+    leaf: u32,
+    proc: usize,
+    bench: Option<usize>,
+}
+
 /// One site's counters in the scope.
 #[derive(Clone, Copy, Debug, Default)]
 struct Site {
     allocations: u64,
     allocated_bytes: u64,
     temporary: u64,
+    temporary_bytes: u64,
     /// Blocks live now.
     live: Blocks,
     leaked: Blocks,
     live_at_end: Blocks,
-    /// Live bytes at the latest scope peak, when `changed_at` is at or after that peak (else
-    /// `live.bytes` has not changed since and is the value).
-    at_peak: u64,
+    /// Live blocks at the latest scope peak, when `changed_at` is at or after that peak (else
+    /// `live` has not changed since and is the value).
+    at_peak: Blocks,
     /// The table's clock at the last change of `live`.
     changed_at: u64,
 }
@@ -140,7 +157,7 @@ enum Ending {
 /// new peak costs O(1), however many sites there are.
 #[derive(Debug, Default)]
 pub(super) struct SiteTable {
-    sites: IntMap<u32, Site>,
+    sites: IntMap<SiteKey, Site>,
     live_bytes: u64,
     peak: Peak,
     clock: u64,
@@ -152,19 +169,19 @@ impl SiteTable {
     /// The site `leaf`, about to change: it saves its live bytes if the scope peaked since its
     /// last change.
     #[inline]
-    fn changing(&mut self, leaf: u32) -> &mut Site {
-        let site = self.sites.entry(leaf).or_default();
+    fn changing(&mut self, key: SiteKey) -> &mut Site {
+        let site = self.sites.entry(key).or_default();
         if site.changed_at < self.peak_mark {
-            site.at_peak = site.live.bytes;
+            site.at_peak = site.live;
         }
         site.changed_at = self.clock;
         self.clock += 1;
         site
     }
 
-    /// A block of `size` bytes allocated at `ts` by stack `leaf`.
-    fn allocate(&mut self, leaf: u32, size: u64, ts: u64) {
-        let site = self.changing(leaf);
+    /// A block of `size` bytes allocated at `ts` by site `key`.
+    fn allocate(&mut self, key: SiteKey, size: u64, ts: u64) {
+        let site = self.changing(key);
         site.allocations += 1;
         site.allocated_bytes = site.allocated_bytes.saturating_add(size);
         site.live = site.live.plus(Blocks {
@@ -179,9 +196,9 @@ impl SiteTable {
         }
     }
 
-    /// A live block of `size` bytes of stack `leaf` ended as `how`.
-    fn end(&mut self, leaf: u32, size: u64, how: Ending) {
-        let site = self.changing(leaf);
+    /// A live block of `size` bytes of site `key` ended as `how`.
+    fn end(&mut self, key: SiteKey, size: u64, how: Ending) {
+        let site = self.changing(key);
         site.live.blocks = site.live.blocks.saturating_sub(1);
         site.live.bytes = site.live.bytes.saturating_sub(size);
         let gone = Blocks {
@@ -189,7 +206,12 @@ impl SiteTable {
             bytes: size,
         };
         match how {
-            Ending::Released { temporary } => site.temporary += u64::from(temporary),
+            Ending::Released { temporary } => {
+                site.temporary += u64::from(temporary);
+                if temporary {
+                    site.temporary_bytes = site.temporary_bytes.saturating_add(size);
+                }
+            }
             Ending::Leaked => site.leaked = site.leaked.plus(gone),
             Ending::Dropped => {}
             Ending::LiveAtEnd => site.live_at_end = site.live_at_end.plus(gone),
@@ -198,9 +220,9 @@ impl SiteTable {
     }
 
     /// What site `s` held at the scope's peak.
-    fn at_peak(&self, s: &Site) -> u64 {
+    fn at_peak(&self, s: &Site) -> Blocks {
         if s.changed_at < self.peak_mark {
-            s.live.bytes
+            s.live
         } else {
             s.at_peak
         }
@@ -298,6 +320,7 @@ fn first_of(table: &ProcessTable, pid: u32) -> ProcIdx {
 #[derive(Clone, Debug)]
 struct Module {
     path: String,
+    build_id: Vec<u8>,
 }
 
 /// Stack walks deeper than this many nodes are cut (a damaged trie could loop).
@@ -316,12 +339,12 @@ pub(super) struct StackPass {
     /// Whether the recording has call stacks at all: a stack node, walk counters, or an
     /// allocation naming a stack.
     recorded: bool,
-    /// Live blocks in the scope: (process, address) -> leaf of their stack (0: none).
-    blocks: IntMap<(ProcIdx, u64), u32>,
+    /// Live blocks in the scope: (process, address) -> their site (leaf 0: no stack).
+    blocks: IntMap<(ProcIdx, u64), SiteKey>,
     sites: SiteTable,
     /// Live blocks a benchmark owns (allocated inside its windows): (process, address) ->
-    /// (leaf, benchmark index), whatever the scope, for the benchmarks' own sites.
-    bench_blocks: IntMap<(ProcIdx, u64), (u32, usize)>,
+    /// their site (with its benchmark index), whatever the scope, for the benchmarks' own sites.
+    bench_blocks: IntMap<(ProcIdx, u64), SiteKey>,
     /// The sites of each benchmark that allocated, by its index in `bench::Benchmarks`.
     bench_sites: IntMap<usize, SiteTable>,
 }
@@ -347,8 +370,16 @@ impl StackPass {
     /// Takes in a stack event (module, trie node, symbol, walk counters); others are ignored.
     pub(super) fn note(&mut self, kind: &EventKind) {
         match kind {
-            EventKind::Module { id, path, .. } => {
-                self.modules.insert(*id, Module { path: path.clone() });
+            EventKind::Module {
+                id, path, build_id, ..
+            } => {
+                self.modules.insert(
+                    *id,
+                    Module {
+                        path: path.clone(),
+                        build_id: build_id.clone(),
+                    },
+                );
             }
             EventKind::StackNode {
                 id,
@@ -420,16 +451,21 @@ impl StackPass {
         if let Some(old_size) = replaced {
             self.release(i, addr, old_size, false);
         }
+        let key = SiteKey {
+            leaf,
+            proc: i.get(),
+            bench,
+        };
         if self.filter.takes(table, i, bench, uri_of) {
-            self.blocks.insert((i, addr), leaf);
-            self.sites.allocate(leaf, size, ts);
+            self.blocks.insert((i, addr), key);
+            self.sites.allocate(key, size, ts);
         }
         if let Some(b) = bench {
-            self.bench_blocks.insert((i, addr), (leaf, b));
+            self.bench_blocks.insert((i, addr), key);
             self.bench_sites
                 .entry(b)
                 .or_default()
-                .allocate(leaf, size, ts);
+                .allocate(key, size, ts);
         }
     }
 
@@ -437,11 +473,11 @@ impl StackPass {
     /// accounting decided).
     #[inline(never)]
     pub(super) fn release(&mut self, i: ProcIdx, addr: u64, size: u64, temporary: bool) {
-        if let Some(leaf) = self.blocks.remove(&(i, addr)) {
-            self.sites.end(leaf, size, Ending::Released { temporary });
+        if let Some(key) = self.blocks.remove(&(i, addr)) {
+            self.sites.end(key, size, Ending::Released { temporary });
         }
-        if let Some((leaf, b)) = self.bench_blocks.remove(&(i, addr)) {
-            self.bench_end(b, leaf, size, Ending::Released { temporary });
+        if let Some(key) = self.bench_blocks.remove(&(i, addr)) {
+            self.bench_end(key, size, Ending::Released { temporary });
         }
     }
 
@@ -457,10 +493,11 @@ impl StackPass {
         self.end_blocks(i, live, how);
     }
 
-    /// A live block of benchmark `b` ended (it has a table: it allocated the block).
-    fn bench_end(&mut self, b: usize, leaf: u32, size: u64, how: Ending) {
-        if let Some(t) = self.bench_sites.get_mut(&b) {
-            t.end(leaf, size, how);
+    /// A live block of a benchmark's site `key` ended (the benchmark has a table: it
+    /// allocated the block).
+    fn bench_end(&mut self, key: SiteKey, size: u64, how: Ending) {
+        if let Some(t) = key.bench.and_then(|b| self.bench_sites.get_mut(&b)) {
+            t.end(key, size, how);
         }
     }
 
@@ -475,24 +512,26 @@ impl StackPass {
             other => other,
         };
         for (&addr, &size) in live {
-            if let Some(leaf) = self.blocks.remove(&(i, addr)) {
-                self.sites.end(leaf, size, how);
+            if let Some(key) = self.blocks.remove(&(i, addr)) {
+                self.sites.end(key, size, how);
             }
-            if let Some((leaf, b)) = self.bench_blocks.remove(&(i, addr)) {
-                self.bench_end(b, leaf, size, bench_how);
+            if let Some(key) = self.bench_blocks.remove(&(i, addr)) {
+                self.bench_end(key, size, bench_how);
             }
         }
     }
 
     /// Ends the pass: the blocks of processes still running are live at the end; the sites
-    /// are sorted and cut to the options, each with its frames. Returns the scope's sites and
-    /// those of each benchmark that allocated, with its index.
+    /// are sorted and cut to the options, each with its frames. Returns the scope's sites,
+    /// those of each benchmark that allocated, with its index, and the scope's profile when
+    /// the options ask for it (its benchmarks named by `uri_of`).
     /// `start_ns` is the recording's start.
     pub(super) fn finish(
         mut self,
         table: &ProcessTable,
         start_ns: u64,
-    ) -> (StackReport, Vec<(usize, StackReport)>) {
+        uri_of: impl Fn(usize) -> Option<String>,
+    ) -> (StackReport, Vec<(usize, StackReport)>, Option<Profile>) {
         for (k, p) in table.procs().iter().enumerate() {
             if p.is_alive() {
                 self.end_blocks(ProcIdx::new(k), &p.live, Ending::LiveAtEnd);
@@ -503,27 +542,40 @@ impl StackPass {
             .iter()
             .map(|(&b, t)| (b, self.report_of(t, start_ns)))
             .collect();
-        (self.report_of(&self.sites, start_ns), benches)
+        let profile = self
+            .options
+            .profile
+            .then(|| self.profile_of(table, &uri_of));
+        (self.report_of(&self.sites, start_ns), benches, profile)
     }
 
-    /// The report of the sites of `table`.
+    /// The report of the sites of `table`: each stack's keys added up.
     fn report_of(&self, table: &SiteTable, start_ns: u64) -> StackReport {
-        let mut sites: Vec<SiteMetrics> = table
-            .sites
-            .iter()
-            .map(|(&leaf, s)| SiteMetrics {
-                stack_id: leaf,
-                allocations: s.allocations,
-                allocated_bytes: s.allocated_bytes,
-                peak_live_bytes: table.at_peak(s),
-                leaked_bytes: s.leaked.bytes,
-                leaked_blocks: s.leaked.blocks,
-                live_at_end_bytes: s.live_at_end.bytes,
-                live_at_end_blocks: s.live_at_end.blocks,
-                temporary: s.temporary,
+        let mut by_leaf: IntMap<u32, SiteMetrics> = IntMap::default();
+        for (key, s) in &table.sites {
+            let m = by_leaf.entry(key.leaf).or_insert_with(|| SiteMetrics {
+                stack_id: key.leaf,
+                allocations: 0,
+                allocated_bytes: 0,
+                peak_live_bytes: 0,
+                leaked_bytes: 0,
+                leaked_blocks: 0,
+                live_at_end_bytes: 0,
+                live_at_end_blocks: 0,
+                temporary: 0,
                 frames: Vec::new(),
-            })
-            .collect();
+            });
+            let add = |a: &mut u64, b: u64| *a = a.saturating_add(b);
+            add(&mut m.allocations, s.allocations);
+            add(&mut m.allocated_bytes, s.allocated_bytes);
+            add(&mut m.peak_live_bytes, table.at_peak(s).bytes);
+            add(&mut m.leaked_bytes, s.leaked.bytes);
+            add(&mut m.leaked_blocks, s.leaked.blocks);
+            add(&mut m.live_at_end_bytes, s.live_at_end.bytes);
+            add(&mut m.live_at_end_blocks, s.live_at_end.blocks);
+            add(&mut m.temporary, s.temporary);
+        }
+        let mut sites: Vec<SiteMetrics> = by_leaf.into_values().collect();
         let order = self.options.order;
         sites.sort_by(|a, b| {
             order
@@ -546,6 +598,62 @@ impl StackPass {
             sites_total,
             sites,
             walks: self.walks,
+        }
+    }
+
+    /// The profile of the scope's sites: every key a sample, every stack once with its frames.
+    fn profile_of(
+        &self,
+        table: &ProcessTable,
+        uri_of: &dyn Fn(usize) -> Option<String>,
+    ) -> Profile {
+        let sites = &self.sites;
+        let mut keys: Vec<(&SiteKey, &Site)> = sites.sites.iter().collect();
+        keys.sort_by_key(|(k, _)| **k);
+        let mut stacks: Vec<Stack> = Vec::new();
+        let mut samples = Vec::with_capacity(keys.len());
+        for (key, s) in keys {
+            if stacks.last().is_none_or(|st| st.id != key.leaf) {
+                stacks.push(Stack {
+                    id: key.leaf,
+                    frames: self.frames(key.leaf),
+                });
+            }
+            let p = table.procs().get(key.proc);
+            let peak = sites.at_peak(s);
+            samples.push(Sample {
+                stack: stacks.len() - 1,
+                pid: p.map_or(0, |p| p.pid),
+                command: p.and_then(|p| p.exe.clone()).unwrap_or_default(),
+                benchmark: key.bench.and_then(uri_of),
+                values: Values {
+                    allocations: s.allocations,
+                    allocated_bytes: s.allocated_bytes,
+                    peak_live_blocks: peak.blocks,
+                    peak_live_bytes: peak.bytes,
+                    leaked_blocks: s.leaked.blocks,
+                    leaked_bytes: s.leaked.bytes,
+                    temporary: s.temporary,
+                    temporary_bytes: s.temporary_bytes,
+                },
+            });
+        }
+        let mut modules: Vec<ProfileModule> = self
+            .modules
+            .values()
+            .map(|m| ProfileModule {
+                path: m.path.clone(),
+                build_id: m.build_id.iter().map(|b| format!("{b:02x}")).collect(),
+            })
+            .collect();
+        modules.sort_by(|a, b| a.path.cmp(&b.path));
+        modules.dedup_by(|a, b| a.path == b.path);
+        Profile {
+            recorded: self.recorded,
+            peak_live_bytes: sites.peak.value,
+            modules,
+            stacks,
+            samples,
         }
     }
 
@@ -639,7 +747,11 @@ mod tests {
     fn sites_of(scope: Scope, order: SiteOrder, events: Vec<Event>) -> Report {
         let mut all = stack_prelude(trie());
         all.extend(events);
-        let options = SiteOptions { order, top: 0 };
+        let options = SiteOptions {
+            order,
+            top: 0,
+            profile: false,
+        };
         crate::report::accounting::analyze_sites(&header(), all, None, &scope, options)
     }
 
@@ -777,6 +889,7 @@ mod tests {
         let options = SiteOptions {
             order: SiteOrder::Peak,
             top: 1,
+            profile: false,
         };
         let r =
             crate::report::accounting::analyze_sites(&header(), all, None, &Scope::Run, options);
@@ -1166,6 +1279,97 @@ mod tests {
         }
     }
 
+    // --- the profile ------------------------------------------------------------------------
+
+    /// The profile of `events` (after the trie) for `scope`.
+    fn profile_of(scope: Scope, events: Vec<Event>) -> (Report, Profile) {
+        let mut all = stack_prelude(trie());
+        all.extend(events);
+        let options = SiteOptions {
+            order: SiteOrder::Peak,
+            top: 0,
+            profile: true,
+        };
+        let mut r = crate::report::accounting::analyze_sites(&header(), all, None, &scope, options);
+        let p = r.profile.take().expect("a profile");
+        (r, p)
+    }
+
+    #[test]
+    fn profile_samples_are_per_process_and_add_up_to_the_sites() {
+        let (r, p) = profile_of(Scope::Run, family());
+        // A in processes 1 and 2, B in 3.
+        let samples: Vec<(u32, u32, u64, u64, u64)> = p
+            .samples
+            .iter()
+            .map(|s| {
+                let v = &s.values;
+                (
+                    p.stacks[s.stack].id,
+                    s.pid,
+                    v.allocated_bytes,
+                    v.peak_live_bytes,
+                    v.peak_live_blocks,
+                )
+            })
+            .collect();
+        assert_eq!(
+            samples,
+            vec![(A, 1, 1000, 1000, 1), (A, 2, 10, 0, 0), (B, 3, 20, 0, 0)]
+        );
+        assert_eq!(p.stacks.len(), 2);
+        assert_eq!(p.stacks[0].frames, site(&r, A).frames);
+        assert_eq!(p.peak_live_bytes, 1000);
+        assert!(p.recorded);
+    }
+
+    #[test]
+    fn profile_counts_blocks_at_the_peak_and_temporary_bytes() {
+        let (_, p) = profile_of(Scope::Run, story());
+        let of = |leaf| {
+            p.samples
+                .iter()
+                .find(|s| p.stacks[s.stack].id == leaf)
+                .map(|s| s.values)
+                .unwrap()
+        };
+        // At the peak (210) A holds one block of 60, B one of 150; A's second 100 were temporary.
+        assert_eq!((of(A).peak_live_blocks, of(A).peak_live_bytes), (1, 60));
+        assert_eq!((of(B).peak_live_blocks, of(B).peak_live_bytes), (1, 150));
+        assert_eq!((of(A).temporary, of(A).temporary_bytes), (1, 100));
+        assert_eq!((of(A).leaked_blocks, of(A).leaked_bytes), (1, 60));
+    }
+
+    #[test]
+    fn profile_samples_name_their_benchmark() {
+        let (_, p) = profile_of(
+            Scope::Run,
+            vec![
+                bench(1, "a", 0),
+                start(2),
+                at(3, 1, 1, malloc_from(A, 1, 10)),
+                stop(4),
+                at(5, 1, 1, malloc_from(A, 2, 20)),
+            ],
+        );
+        let labels: Vec<(Option<&str>, u64)> = p
+            .samples
+            .iter()
+            .map(|s| (s.benchmark.as_deref(), s.values.allocated_bytes))
+            .collect();
+        assert_eq!(labels, vec![(None, 20), (Some("a"), 10)]);
+    }
+
+    #[test]
+    fn no_profile_without_the_request() {
+        let mut events = stack_prelude(trie());
+        events.extend(story());
+        let options = SiteOptions::default();
+        let r =
+            crate::report::accounting::analyze_sites(&header(), events, None, &Scope::Run, options);
+        assert!(r.stacks.is_some() && r.profile.is_none());
+    }
+
     // --- against the heap accounting -------------------------------------------------------
 
     use crate::xorshift::XorShift as Random;
@@ -1200,9 +1404,18 @@ mod tests {
                 };
                 events.push(at(t, pid, pid + rng.below(2) as u32, kind));
             }
-            let r = sites_of(Scope::Run, SiteOrder::Peak, events);
+            let (r, p) = profile_of(Scope::Run, events[stack_prelude(trie()).len()..].to_vec());
             let s = stacks(&r);
             let h = &r.totals.heap;
+            let total = |view| p.total(view, crate::report::profile::Weight::Bytes);
+            use crate::report::profile::View;
+            assert_eq!(total(View::Peak), h.peak_live_bytes, "seed {seed}");
+            assert_eq!(total(View::Allocated), h.bytes_allocated, "seed {seed}");
+            assert_eq!(total(View::Leaked), h.leaked.bytes, "seed {seed}");
+            let count = |view| p.total(view, crate::report::profile::Weight::Count);
+            assert_eq!(count(View::Allocated), h.allocs, "seed {seed}");
+            assert_eq!(count(View::Leaked), h.leaked.blocks, "seed {seed}");
+            assert_eq!(count(View::Temporary), h.temporary_allocs, "seed {seed}");
             let sum = |f: fn(&SiteMetrics) -> u64| s.sites.iter().map(f).sum::<u64>();
             assert_eq!(sum(|s| s.peak_live_bytes), h.peak_live_bytes, "seed {seed}");
             assert_eq!(s.peak_live_bytes, h.peak_live_bytes, "seed {seed}");

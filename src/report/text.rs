@@ -1429,6 +1429,7 @@ mod stacks_tests {
         let options = SiteOptions {
             order: SiteOrder::Peak,
             top,
+            profile: false,
         };
         let report = analyze_sites(&header(), events, None, &Scope::Run, options);
         let layout = TextLayout {
