@@ -181,7 +181,9 @@ pub struct ReportArgs {
     /// the recording to read
     #[argh(positional)]
     pub file: PathBuf,
-    /// output format: text (default) or json
+    /// output format: text (default), json, html (one self-contained page: memory over time,
+    /// the process tree, flame graphs with --stacks), timeline-csv or timeline-json (memory over
+    /// time as data)
     #[argh(option, default = "String::from(\"text\")")]
     pub format: String,
     /// only this process
@@ -613,10 +615,13 @@ impl TryFrom<ReportArgs> for ReportOptions {
     type Error = Error;
 
     fn try_from(a: ReportArgs) -> Result<ReportOptions, Error> {
-        let format = a
-            .format
-            .parse()
-            .map_err(|_| bad_value("--format", &a.format, "give text or json"))?;
+        let format = a.format.parse().map_err(|_| {
+            bad_value(
+                "--format",
+                &a.format,
+                "give text, json, html, timeline-csv or timeline-json",
+            )
+        })?;
         let rows = match a.by.as_str() {
             "process" => Rows::Processes,
             "bench" => Rows::Benchmarks,
@@ -885,7 +890,7 @@ mod tests {
     fn bad_format_and_rows_name_the_choices() {
         assert_eq!(
             usage(report(&["--format", "xml"])),
-            "--format xml: give text or json"
+            "--format xml: give text, json, html, timeline-csv or timeline-json"
         );
         assert_eq!(
             usage(report(&["--by", "frob"])),

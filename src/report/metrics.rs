@@ -48,6 +48,10 @@ pub struct Report {
     /// The top allocation sites of the scope (`report --stacks`); absent without it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stacks: Option<StackReport>,
+    /// Memory over time for the whole run (`report --format timeline-json`, `timeline-csv`,
+    /// `html`); absent otherwise, so the JSON report stays as it was. Not narrowed by the scope.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<super::timeline::Timeline>,
 }
 
 /// The allocation sites of the report's scope (`report --stacks`): each distinct call stack
@@ -621,6 +625,7 @@ mod tests {
             ],
             benchmarks: vec![bench("a", 7), bench("b b", 8)],
             stacks: None,
+            timeline: None,
         }
     }
 

@@ -11,6 +11,7 @@ mod assemble;
 mod bench;
 pub mod check;
 mod counters;
+mod html;
 pub mod incomplete;
 pub mod json;
 mod mapped;
@@ -18,6 +19,8 @@ pub mod metrics;
 mod resident;
 pub mod stacks;
 pub mod text;
+pub mod timeline;
+mod timeline_data;
 mod tree;
 
 use std::io::{self, BufWriter, Write};
@@ -41,6 +44,22 @@ pub enum OutputFormat {
     Text,
     /// JSON for scripts (docs/report-schema.md).
     Json,
+    /// One self-contained HTML page: memory over time, the process tree, flame graphs.
+    Html,
+    /// The decimated timeline as CSV, one row per point (docs/report-schema.md, "Timeline").
+    TimelineCsv,
+    /// The decimated timeline as JSON (docs/report-schema.md, "Timeline").
+    TimelineJson,
+}
+
+impl OutputFormat {
+    /// Whether the format draws memory over time, so the pass must follow it.
+    pub fn needs_timeline(self) -> bool {
+        matches!(
+            self,
+            OutputFormat::Html | OutputFormat::TimelineCsv | OutputFormat::TimelineJson
+        )
+    }
 }
 
 impl FromStr for OutputFormat {
@@ -50,7 +69,13 @@ impl FromStr for OutputFormat {
         match s {
             "text" => Ok(OutputFormat::Text),
             "json" => Ok(OutputFormat::Json),
-            _ => Err(format!("unknown format '{s}': expected 'text' or 'json'")),
+            "html" => Ok(OutputFormat::Html),
+            "timeline-csv" => Ok(OutputFormat::TimelineCsv),
+            "timeline-json" => Ok(OutputFormat::TimelineJson),
+            _ => Err(format!(
+                "unknown format '{s}': expected 'text', 'json', 'html', 'timeline-csv' or \
+                 'timeline-json'"
+            )),
         }
     }
 }
@@ -110,7 +135,8 @@ pub fn run(opts: &ReportOptions) -> Result<()> {
 pub fn run_report(opts: &ReportOptions, out: &mut dyn Write) -> Result<()> {
     let path = &opts.file;
     let sites = opts.stacks.map(|options| (&opts.scope, options));
-    let report = narrow(read_report_with(path, sites)?, opts.scope.clone(), path)?;
+    let read = read_report_full(path, sites, opts.format.needs_timeline())?;
+    let report = narrow(read, opts.scope.clone(), path)?;
     write_report(&report, opts.format, opts.rows, out)
 }
 
@@ -127,6 +153,9 @@ fn write_report(
         (OutputFormat::Text, Rows::Processes) => text::write_text(report, &mut out),
         (OutputFormat::Text, Rows::Benchmarks) => text::write_benchmarks_text(report, &mut out),
         (OutputFormat::Json, _) => json::write_json(report, &mut out),
+        (OutputFormat::Html, _) => html::write_html(report, &mut out),
+        (OutputFormat::TimelineCsv, _) => timeline_data::write_csv(report, &mut out),
+        (OutputFormat::TimelineJson, _) => timeline_data::write_json(report, &mut out),
     };
     output_result(written.and_then(|()| out.flush()))
 }
@@ -239,11 +268,24 @@ pub fn read_report(path: &Path) -> Result<Report> {
 /// [`read_report`] that also finds the allocation sites of a scope (`report --stacks`), in the
 /// same single pass.
 pub fn read_report_with(path: &Path, sites: Option<(&Scope, SiteOptions)>) -> Result<Report> {
+    read_report_full(path, sites, false)
+}
+
+/// [`read_report_with`] that also follows memory over time (`Report::timeline`) when
+/// `timeline`, in the same single pass.
+pub fn read_report_full(
+    path: &Path,
+    sites: Option<(&Scope, SiteOptions)>,
+    timeline: bool,
+) -> Result<Report> {
     let reader = Reader::open(path)?;
     let mut accounting = match sites {
         Some((scope, options)) => Accounting::with_sites(reader.header(), scope, options),
         None => Accounting::new(reader.header()),
     };
+    if timeline {
+        accounting = accounting.with_timeline();
+    }
     let (full_tx, full_rx) = mpsc::sync_channel::<Vec<Event>>(4);
     let (empty_tx, empty_rx) = mpsc::channel::<Vec<Event>>();
     let reader = std::thread::scope(|s| {
@@ -342,7 +384,7 @@ mod tests {
     #[test]
     fn format_error_names_choices() {
         let e = "xml".parse::<OutputFormat>().unwrap_err();
-        assert!(e.contains("'text' or 'json'"), "{e}");
+        assert!(e.contains("'text', 'json', 'html'"), "{e}");
     }
 
     #[test]
