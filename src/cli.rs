@@ -194,9 +194,11 @@ pub struct ReportArgs {
     #[argh(positional)]
     pub file: PathBuf,
     /// output format: text (default), json, markdown (a summary for CI job summaries and
-    /// pull-request comments), or a stack format of every allocation site (recorded with
-    /// --stacks): folded (flamegraph.pl / inferno input), flamegraph (SVG), pprof (gzipped
-    /// profile.proto for `go tool pprof`) or speedscope (JSON)
+    /// pull-request comments), html (one self-contained page: memory over time, the process
+    /// tree, flame graphs with --stacks), timeline-csv or timeline-json (memory over time as
+    /// data), or a stack format of every allocation site (recorded with --stacks): folded
+    /// (flamegraph.pl / inferno input), flamegraph (SVG), pprof (gzipped profile.proto for `go
+    /// tool pprof`) or speedscope (JSON)
     #[argh(option, default = "String::from(\"text\")")]
     pub format: String,
     /// only this process
@@ -652,7 +654,7 @@ impl TryFrom<ReportArgs> for ReportOptions {
             bad_value(
                 "--format",
                 &a.format,
-                "give text, json, markdown, folded, flamegraph, pprof or speedscope",
+                "give text, json, markdown, html, timeline-csv, timeline-json, folded, flamegraph, pprof or speedscope",
             )
         })?;
         let rows = match a.by.as_str() {
@@ -727,8 +729,9 @@ impl TryFrom<ReportArgs> for ReportOptions {
                 a.format
             )));
         }
-        // A stack format needs every site of the scope, per process, with its frames.
-        let stacks = if stack_format {
+        // A stack format needs every site of the scope, per process, with its frames; so do
+        // the page's flame graphs (when the recording has stacks).
+        let stacks = if stack_format || format == crate::report::OutputFormat::Html {
             Some(SiteOptions {
                 order: SiteOrder::default(),
                 top: 0,
@@ -1085,7 +1088,7 @@ mod tests {
     fn bad_format_and_rows_name_the_choices() {
         assert_eq!(
             usage(report(&["--format", "xml"])),
-            "--format xml: give text, json, markdown, folded, flamegraph, pprof or speedscope"
+            "--format xml: give text, json, markdown, html, timeline-csv, timeline-json, folded, flamegraph, pprof or speedscope"
         );
         assert_eq!(
             usage(report(&["--by", "frob"])),

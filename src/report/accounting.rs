@@ -26,6 +26,7 @@ use super::metrics::Scope;
 use super::metrics::{Blocks, FileCoverage, Report};
 use super::resident::MEMBERS;
 use super::stacks::{SiteOptions, StackPass};
+use super::timeline::{command_of, Lifecycle, TimelinePass};
 use super::tree::{Lookup, ProcIdx, ProcessTable};
 
 /// The streaming state: feed it every event in file order, then call [`Accounting::finish`].
@@ -39,6 +40,9 @@ pub struct Accounting {
     /// The allocation sites, when the report asks for them (`--stacks`); boxed and optional so
     /// a report without them pays one branch per allocator event.
     stacks: Option<Box<StackPass>>,
+    /// Memory over time, when a format draws it (`timeline-csv`, `timeline-json`, `html`);
+    /// boxed and optional like the sites.
+    timeline: Option<Box<TimelinePass>>,
 }
 
 impl Accounting {
@@ -54,7 +58,17 @@ impl Accounting {
             benches: Benchmarks::new(!header.features.iter().any(|f| f == FEATURE_CONTROL)),
             log: RunLog::default(),
             stacks: None,
+            timeline: None,
         }
+    }
+
+    /// Also follows memory over time (the report's `timeline`).
+    pub fn with_timeline(mut self) -> Accounting {
+        self.timeline = Some(Box::new(TimelinePass::new(
+            self.header.start_monotonic_ns,
+            self.page_bytes,
+        )));
+        self
     }
 
     /// A fresh pass that also finds the allocation sites of `scope`.
@@ -65,10 +79,58 @@ impl Accounting {
         }
     }
 
+    /// Accounts one event: the one dispatcher over events, then the timeline (if asked for),
+    /// which reads the sums once the event changed them.
+    #[inline]
+    pub fn apply(&mut self, event: &Event) {
+        if self.timeline.is_none() {
+            return self.account(event);
+        }
+        let ignored = self.log.ignored_events;
+        self.account(event);
+        if self.log.ignored_events == ignored {
+            self.follow_time(event);
+        }
+    }
+
+    /// Hands an applied event to the timeline: memory changes, lifecycle and control.
+    fn follow_time(&mut self, event: &Event) {
+        let Some(timeline) = self.timeline.as_deref_mut() else {
+            return;
+        };
+        let (pid, ts) = (event.pid, event.ts_ns);
+        match &event.kind {
+            EventKind::Alloc { .. }
+            | EventKind::Free { .. }
+            | EventKind::Realloc { .. }
+            | EventKind::Rss { .. } => timeline.note(&self.table, self.table.latest(pid), ts),
+            EventKind::Exec { .. } => {
+                let i = self.table.latest(pid);
+                timeline.note(&self.table, i, ts);
+                let command = i.map_or_else(String::new, |i| {
+                    let p = &self.table[i];
+                    command_of(&p.argv, p.exe.as_deref())
+                });
+                timeline.lifecycle(ts, pid, Lifecycle::Exec { command });
+            }
+            EventKind::Exit { status } => {
+                timeline.note(&self.table, self.table.latest(pid), ts);
+                timeline.lifecycle(ts, pid, Lifecycle::Exit { status: *status });
+            }
+            EventKind::Fork { child } => {
+                timeline.lifecycle(ts, pid, Lifecycle::Fork { child: *child })
+            }
+            EventKind::Control { command } => {
+                timeline.control(command, ts, self.benches.open_window_of())
+            }
+            _ => {}
+        }
+    }
+
     /// Accounts one event: the one dispatcher over events. Each kind goes to the passes that
     /// follow it (heap, resident memory, raw mappings, benchmarks, the run's log); a new
     /// per-event pass (call stacks, timelines) plugs in here beside them.
-    pub fn apply(&mut self, event: &Event) {
+    fn account(&mut self, event: &Event) {
         self.log.events += 1;
         self.log.last_ts_ns = self.log.last_ts_ns.max(event.ts_ns);
         let (pid, tid, ts) = (event.pid, event.tid, event.ts_ns);
@@ -412,6 +474,8 @@ impl Accounting {
         let stacks = self
             .stacks
             .map(|s| s.finish(&self.table, start_ns, |b| Some(benches.uri(b).to_string())));
+        let end_ns = assemble::end_ns(&self.header, self.log.last_ts_ns, end);
+        let timeline = self.timeline.map(|t| t.finish(&self.table, end_ns));
         let mut report = assemble::report(
             &self.header,
             self.page_bytes,
@@ -420,6 +484,7 @@ impl Accounting {
             self.log,
             end,
         );
+        report.timeline = timeline;
         if let Some((scope, benches, profile)) = stacks {
             report.stacks = Some(scope);
             report.profile = profile;

@@ -181,7 +181,7 @@ pub(super) fn report(
 }
 
 /// When the recording ended: the trailer's end time, or the last event's time without one.
-fn end_ns(header: &Header, last_ts_ns: u64, end: Option<&ReadEnd>) -> u64 {
+pub(super) fn end_ns(header: &Header, last_ts_ns: u64, end: Option<&ReadEnd>) -> u64 {
     match end {
         Some(ReadEnd::Complete(t)) if t.end_monotonic_ns >= header.start_monotonic_ns => {
             t.end_monotonic_ns
@@ -305,6 +305,7 @@ fn completeness(
         benchmarks,
         stacks: None,
         profile: None,
+        timeline: None,
     }
 }
 

@@ -113,6 +113,13 @@ impl Benchmarks {
         self.window_start_ns.and(self.current)
     }
 
+    /// The open window's benchmark URI and start (absolute ns), if one is open (the timeline
+    /// draws the windows).
+    pub(super) fn open_window_of(&self) -> Option<(&str, u64)> {
+        let b = self.window()?;
+        Some((self.list[b].uri.as_str(), self.window_start_ns?))
+    }
+
     /// The benchmark whose window is open, if process `i` is measured in it: `i` is the
     /// benchmark's pid or descends from it, and is not a control client. Without an open
     /// window (every event of a recording without control commands) this is one check.

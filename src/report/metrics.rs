@@ -52,6 +52,10 @@ pub struct Report {
     /// --format folded|flamegraph|pprof|speedscope`); absent otherwise, and never in the JSON.
     #[serde(skip)]
     pub profile: Option<super::profile::Profile>,
+    /// Memory over time for the whole run (`report --format timeline-json`, `timeline-csv`,
+    /// `html`); absent otherwise, so the JSON report stays as it was. Not narrowed by the scope.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<super::timeline::Timeline>,
 }
 
 /// The allocation sites of the report's scope (`report --stacks`): each distinct call stack
@@ -626,6 +630,7 @@ mod tests {
             benchmarks: vec![bench("a", 7), bench("b b", 8)],
             stacks: None,
             profile: None,
+            timeline: None,
         }
     }
 

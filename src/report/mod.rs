@@ -14,6 +14,7 @@ pub mod check;
 mod counters;
 pub mod flamegraph;
 pub mod folded;
+mod html;
 pub mod incomplete;
 pub mod json;
 mod mapped;
@@ -27,6 +28,8 @@ pub mod screen;
 pub mod speedscope;
 pub mod stacks;
 pub mod text;
+pub mod timeline;
+mod timeline_data;
 mod tree;
 
 use std::io::{self, BufWriter, Write};
@@ -62,6 +65,12 @@ pub enum OutputFormat {
     Pprof,
     /// speedscope's JSON file format.
     Speedscope,
+    /// One self-contained HTML page: memory over time, the process tree, flame graphs.
+    Html,
+    /// The decimated timeline as CSV, one row per point (docs/report-schema.md, "Timeline").
+    TimelineCsv,
+    /// The decimated timeline as JSON (docs/report-schema.md, "Timeline").
+    TimelineJson,
 }
 
 impl OutputFormat {
@@ -86,7 +95,18 @@ impl OutputFormat {
             OutputFormat::Flamegraph => "flamegraph",
             OutputFormat::Pprof => "pprof",
             OutputFormat::Speedscope => "speedscope",
+            OutputFormat::Html => "html",
+            OutputFormat::TimelineCsv => "timeline-csv",
+            OutputFormat::TimelineJson => "timeline-json",
         }
+    }
+
+    /// Whether the format draws memory over time, so the pass must follow it.
+    pub fn needs_timeline(self) -> bool {
+        matches!(
+            self,
+            OutputFormat::Html | OutputFormat::TimelineCsv | OutputFormat::TimelineJson
+        )
     }
 }
 
@@ -98,13 +118,17 @@ impl FromStr for OutputFormat {
             "text" => Ok(OutputFormat::Text),
             "json" => Ok(OutputFormat::Json),
             "markdown" => Ok(OutputFormat::Markdown),
+            "html" => Ok(OutputFormat::Html),
+            "timeline-csv" => Ok(OutputFormat::TimelineCsv),
+            "timeline-json" => Ok(OutputFormat::TimelineJson),
             "folded" => Ok(OutputFormat::Folded),
             "flamegraph" => Ok(OutputFormat::Flamegraph),
             "pprof" => Ok(OutputFormat::Pprof),
             "speedscope" => Ok(OutputFormat::Speedscope),
             _ => Err(format!(
-                "unknown format '{s}': expected 'text', 'json' or 'markdown', or a stack format: \
-                 'folded', 'flamegraph', 'pprof' or 'speedscope'"
+                "unknown format '{s}': expected 'text', 'json', 'markdown', 'html', \
+                 'timeline-csv' or 'timeline-json', or a stack format: 'folded', 'flamegraph', \
+                 'pprof' or 'speedscope'"
             )),
         }
     }
@@ -188,7 +212,8 @@ pub fn run(opts: &ReportOptions) -> Result<()> {
 pub fn run_report(opts: &ReportOptions, out: &mut dyn Write) -> Result<()> {
     let path = &opts.file;
     let sites = opts.stacks.map(|options| (&opts.scope, options));
-    let report = narrow(read_report_with(path, sites)?, opts.scope.clone(), path)?;
+    let read = read_report_full(path, sites, opts.format.needs_timeline())?;
+    let report = narrow(read, opts.scope.clone(), path)?;
     if opts.format.is_stack_format() {
         return write_profile(&report, opts, out);
     }
@@ -226,7 +251,7 @@ fn write_profile(report: &Report, opts: &ReportOptions, out: &mut dyn Write) -> 
         OutputFormat::Speedscope => {
             speedscope::write_speedscope(profile, opts.view, opts.weight, &title, &mut out)
         }
-        OutputFormat::Text | OutputFormat::Json | OutputFormat::Markdown => Ok(()),
+        _ => Ok(()),
     };
     output_result(written.and_then(|()| out.flush()))
 }
@@ -274,6 +299,9 @@ fn write_report(
         | (OutputFormat::Speedscope, _) => Err(io::Error::other(
             "a stack format is written by write_profile",
         )),
+        (OutputFormat::Html, _) => html::write_html(report, &mut out),
+        (OutputFormat::TimelineCsv, _) => timeline_data::write_csv(report, &mut out),
+        (OutputFormat::TimelineJson, _) => timeline_data::write_json(report, &mut out),
     };
     output_result(written.and_then(|()| out.flush()))
 }
@@ -386,11 +414,24 @@ pub fn read_report(path: &Path) -> Result<Report> {
 /// [`read_report`] that also finds the allocation sites of a scope (`report --stacks`), in the
 /// same single pass.
 pub fn read_report_with(path: &Path, sites: Option<(&Scope, SiteOptions)>) -> Result<Report> {
+    read_report_full(path, sites, false)
+}
+
+/// [`read_report_with`] that also follows memory over time (`Report::timeline`) when
+/// `timeline`, in the same single pass.
+pub fn read_report_full(
+    path: &Path,
+    sites: Option<(&Scope, SiteOptions)>,
+    timeline: bool,
+) -> Result<Report> {
     let reader = Reader::open(path)?;
     let mut accounting = match sites {
         Some((scope, options)) => Accounting::with_sites(reader.header(), scope, options),
         None => Accounting::new(reader.header()),
     };
+    if timeline {
+        accounting = accounting.with_timeline();
+    }
     let (full_tx, full_rx) = mpsc::sync_channel::<Vec<Event>>(4);
     let (empty_tx, empty_rx) = mpsc::channel::<Vec<Event>>();
     let reader = std::thread::scope(|s| {
@@ -489,7 +530,7 @@ mod tests {
     #[test]
     fn format_error_names_choices() {
         let e = "xml".parse::<OutputFormat>().unwrap_err();
-        assert!(e.contains("'text', 'json' or 'markdown'"), "{e}");
+        assert!(e.contains("'text', 'json', 'markdown', 'html'"), "{e}");
     }
 
     #[test]

@@ -73,6 +73,12 @@ impl ProcResident {
             .fold(0i64, |acc, m| acc.saturating_add(self.value(m)))
     }
 
+    /// Current estimate of anon + file + shmem, pages, as the report's peak counts it (the
+    /// timeline draws it); 0 when a missed baseline takes it below zero.
+    pub(super) fn resident_pages(&self) -> u64 {
+        self.total().max(0).unsigned_abs()
+    }
+
     /// Applies one counter change. While `filling` (the kernel copying a parent's pages into a
     /// new child, before the child ran), the event's absolute `value` sets the baseline;
     /// afterwards the signed `delta` adds to the net.

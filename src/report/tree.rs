@@ -307,6 +307,11 @@ impl ProcessTable {
         }
     }
 
+    /// The process `pid` names last, alive or exited, if it was ever seen.
+    pub(super) fn latest(&self, pid: u32) -> Option<ProcIdx> {
+        self.by_pid.get(&pid).copied()
+    }
+
     /// The live process of `pid`, if there is one.
     pub(super) fn alive(&self, pid: u32) -> Option<ProcIdx> {
         match self.lookup(pid) {

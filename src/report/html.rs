@@ -1,0 +1,393 @@
+//! `report --format html`: one self-contained page (no network, no external script, font or
+//! image) with the heap and resident memory over time, the process tree with the text report's
+//! numbers, and flame graphs when the recording has call stacks. A renderer: it reads the
+//! finished [`Report`] (its `timeline`, processes and profile) and writes the page.
+//!
+//! The page's template, styles and script are separate files beside this one, embedded at
+//! build time. The charts are drawn by the script from the timeline embedded as JSON (the same
+//! document `--format timeline-json` prints, with `<` escaped so no string can end the script
+//! element); everything else is written here, every string from the recording escaped.
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+use crate::units::{format_bytes, format_duration_ns};
+
+use super::flamegraph;
+use super::metrics::{ProcessMetrics, Report};
+use super::profile::{View, Weight};
+use super::timeline::{Timeline, PROCESS_BUCKETS, RUN_BUCKETS, TOP_PROCESSES};
+
+const TEMPLATE: &str = include_str!("html/page.html");
+const STYLE: &str = include_str!("html/page.css");
+const SCRIPT: &str = include_str!("html/page.js");
+
+/// Widest indent of the process column, as in the text report.
+const MAX_INDENT: u32 = 12;
+
+/// Text for HTML element content or a quoted attribute: `&`, `<`, `>`, `"` and `'` escaped,
+/// control characters (which a command line may hold) shown as `?`.
+pub(super) fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if c.is_control() => out.push('?'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// JSON that is safe inside a `<script>` element: no `<` (so no `</script>` or `<!--`), and
+/// no U+2028 / U+2029, which old script parsers took for line ends.
+fn script_json(value: &impl Serialize) -> io::Result<String> {
+    let json = serde_json::to_string(value).map_err(io::Error::other)?;
+    Ok(json
+        .replace('<', "\\u003c")
+        .replace('\u{2028}', "\\u2028")
+        .replace('\u{2029}', "\\u2029"))
+}
+
+/// What the script reads.
+#[derive(Serialize)]
+struct PageData<'a> {
+    timeline: &'a Timeline,
+}
+
+/// Writes the page for `report`, which must carry its timeline.
+pub fn write_html(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let timeline = report
+        .timeline
+        .as_ref()
+        .ok_or_else(|| io::Error::other("the report was read without its timeline"))?;
+    let command = report.run.command.join(" ");
+    let title = format!("memtrack: {}", shorten(&command, 80));
+    let data = script_json(&PageData { timeline })?;
+    let decimation = format!(
+        "Each curve is decimated into buckets ({} wide for the run, {} for processes) that keep \
+         their largest and smallest value, so a peak is never drawn lower than it was. Drawn: \
+         the {TOP_PROCESSES} processes with the highest heap peak and the {TOP_PROCESSES} with \
+         the highest resident peak; \"others\" sums the rest (its maxima are an upper bound). \
+         Up to {RUN_BUCKETS} buckets for the run, {PROCESS_BUCKETS} per process.",
+        format_duration_ns(timeline.bucket_ns),
+        format_duration_ns(timeline.process_bucket_ns),
+    );
+    let mut rest = TEMPLATE;
+    while let Some(open) = rest.find("{{") {
+        let Some(close) = rest[open..].find("}}") else {
+            break;
+        };
+        out.write_all(&rest.as_bytes()[..open])?;
+        match &rest[open + 2..open + close] {
+            "title" => out.write_all(escape(&title).as_bytes())?,
+            "style" => out.write_all(STYLE.as_bytes())?,
+            "script" => out.write_all(SCRIPT.as_bytes())?,
+            "command" => out.write_all(escape(&command).as_bytes())?,
+            "summary" => write_summary(report, out)?,
+            "decimation" => out.write_all(escape(&decimation).as_bytes())?,
+            "tree" => write_tree(report, out)?,
+            "flames" => write_flames(report, out)?,
+            "data" => out.write_all(data.as_bytes())?,
+            other => {
+                return Err(io::Error::other(format!(
+                    "page template names an unknown part '{other}'"
+                )))
+            }
+        }
+        rest = &rest[open + close + 2..];
+    }
+    out.write_all(rest.as_bytes())
+}
+
+/// `text` cut to `width` characters, ending with "…" when cut.
+fn shorten(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_string();
+    }
+    let mut short: String = text.chars().take(width - 1).collect();
+    short.push('…');
+    short
+}
+
+/// "3.2 MiB at 1.234 s", or "0 B" when nothing was ever live (the text report's form).
+fn peak(bytes: u64, at_ns: Option<u64>) -> String {
+    match at_ns {
+        Some(at) => format!("{} at {}", format_bytes(bytes), format_duration_ns(at)),
+        None => format_bytes(bytes),
+    }
+}
+
+/// The run's headline numbers, as the text report's summary has them.
+fn write_summary(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let h = &report.totals.heap;
+    let mut items = vec![
+        (
+            "duration",
+            format_duration_ns(report.run.duration_ns),
+            "duration",
+        ),
+        (
+            "processes",
+            report.totals.processes.to_string(),
+            "processes",
+        ),
+        (
+            "peak heap",
+            peak(h.peak_live_bytes, h.peak_live_at_ns),
+            "peak-heap",
+        ),
+        ("allocations", h.allocs.to_string(), "allocs"),
+        ("allocated", format_bytes(h.bytes_allocated), "allocated"),
+        (
+            "leaked",
+            format!(
+                "{} in {} blocks",
+                format_bytes(h.leaked.bytes),
+                h.leaked.blocks
+            ),
+            "leaked",
+        ),
+    ];
+    if let Some(r) = &report.totals.resident {
+        items.push((
+            "peak resident",
+            peak(r.peak_bytes, r.peak_at_ns),
+            "peak-resident",
+        ));
+    }
+    if let Some(code) = report.run.exit_code {
+        items.push(("exit code", code.to_string(), "exit-code"));
+    }
+    writeln!(out, "<ul class=\"summary\">")?;
+    for (name, value, id) in items {
+        writeln!(
+            out,
+            "<li id=\"summary-{id}\"><b>{name}</b> {}</li>",
+            escape(&value)
+        )?;
+    }
+    writeln!(out, "</ul>")?;
+    if !report.complete {
+        writeln!(
+            out,
+            "<p class=\"incomplete\">INCOMPLETE: {}</p>",
+            escape(&report.incomplete_reasons.join(" "))
+        )?;
+    }
+    Ok(())
+}
+
+/// The process tree as a table with the text report's columns and units.
+fn write_tree(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    if report.processes.is_empty() {
+        return writeln!(out, "<p>No processes in the recording.</p>");
+    }
+    let with_resident = report.processes.iter().any(|p| p.own.resident.is_some());
+    write!(
+        out,
+        "<table class=\"tree\" id=\"process-tree\"><thead><tr><th class=\"cmd\">PID</th>\
+         <th>ALLOCS</th><th>FREES</th><th>ALLOCATED</th><th>PEAK HEAP</th><th>AT</th>\
+         <th>TREE PEAK</th><th>LEAKED</th><th>FAILED</th>"
+    )?;
+    if with_resident {
+        write!(out, "<th>PEAK RSS</th>")?;
+    }
+    writeln!(
+        out,
+        "<th>EXIT</th><th class=\"cmd\">COMMAND</th></tr></thead><tbody>"
+    )?;
+    for p in &report.processes {
+        write_process_row(p, with_resident, out)?;
+    }
+    writeln!(out, "</tbody></table>")?;
+    if report.processes.iter().any(|p| p.exit.is_none()) {
+        writeln!(
+            out,
+            "<p class=\"note\">* still running when the recording ended: LEAKED shows its live \
+             heap at the end</p>"
+        )?;
+    }
+    Ok(())
+}
+
+/// One process's row: the cells of the text report's process table.
+fn write_process_row(
+    p: &ProcessMetrics,
+    with_resident: bool,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let h = &p.own.heap;
+    let indent = "&nbsp;&nbsp;".repeat(p.depth.min(MAX_INDENT) as usize);
+    let leaked = match p.exit {
+        Some(_) => format_bytes(h.leaked.bytes),
+        None => format!("{}*", format_bytes(h.live_at_end.bytes)),
+    };
+    let tree_peak = if p.tree.processes > 1 {
+        format_bytes(p.tree.heap.peak_live_bytes)
+    } else {
+        "-".to_string()
+    };
+    let at = h
+        .peak_live_at_ns
+        .map_or_else(|| "-".to_string(), format_duration_ns);
+    let command = if !p.argv.is_empty() {
+        p.argv.join(" ")
+    } else {
+        p.executable.clone().unwrap_or_else(|| "?".to_string())
+    };
+    write!(
+        out,
+        "<tr data-pid=\"{}\" data-peak-heap=\"{}\"><td class=\"pid\">{indent}{}</td><td>{}</td>\
+         <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
+        p.pid,
+        h.peak_live_bytes,
+        p.pid,
+        h.allocs,
+        h.frees,
+        escape(&format_bytes(h.bytes_allocated)),
+        escape(&format_bytes(h.peak_live_bytes)),
+        escape(&at),
+        escape(&tree_peak),
+        escape(&leaked),
+        h.failed_allocs,
+    )?;
+    if with_resident {
+        let rss = p
+            .own
+            .resident
+            .as_ref()
+            .map_or_else(|| "-".to_string(), |r| format_bytes(r.peak_bytes));
+        write!(out, "<td>{}</td>", escape(&rss))?;
+    }
+    let exit = match p.exit {
+        Some(e) => match e.signal {
+            Some(sig) => format!("sig {sig}"),
+            None => e.exit_code.to_string(),
+        },
+        None => "running".to_string(),
+    };
+    writeln!(
+        out,
+        "<td>{}</td><td class=\"cmd\" title=\"{}\">{}</td></tr>",
+        escape(&exit),
+        escape(&command),
+        escape(&shorten(&command, 100))
+    )
+}
+
+/// The flame graphs section, when the report has call stacks: live bytes at the heap peak,
+/// bytes allocated and bytes leaked. Each of inferno's SVGs runs its own script (hover, search,
+/// zoom) with fixed element ids, so each gets a document of its own: an iframe whose `srcdoc`
+/// holds the SVG, still inside this one file.
+fn write_flames(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let Some(profile) = report.profile.as_ref().filter(|p| p.recorded) else {
+        return Ok(());
+    };
+    let command = report.run.command.join(" ");
+    out.write_all(b"<section id=\"flames\"><h2>Flame graphs</h2>\n")?;
+    for (view, what) in [
+        (View::Peak, "live bytes at the heap peak"),
+        (View::Allocated, "bytes allocated"),
+        (View::Leaked, "bytes leaked"),
+    ] {
+        let title = format!("memtrack: {what}: {command}");
+        let mut svg = Vec::new();
+        flamegraph::write_svg(profile, view, Weight::Bytes, &title, &mut svg)?;
+        let svg = String::from_utf8_lossy(&svg);
+        write!(
+            out,
+            "<h3>{}</h3>\n<iframe class=\"flame\" title=\"{}\" srcdoc=\"{}\"></iframe>\n",
+            escape(what),
+            escape(what),
+            attribute(&svg)
+        )?;
+    }
+    out.write_all(b"</section>\n")
+}
+
+/// `text` inside a double-quoted attribute, unchanged otherwise (newlines stay: the SVG's
+/// script needs them).
+fn attribute(text: &str) -> String {
+    text.replace('&', "&amp;").replace('"', "&quot;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::accounting::Accounting;
+    use crate::testkit::*;
+
+    fn page(events: Vec<crate::format::Event>) -> String {
+        let mut a = Accounting::new(&header()).with_timeline();
+        for e in &events {
+            a.apply(e);
+        }
+        let r = a.finish(None);
+        let mut out = Vec::new();
+        write_html(&r, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn escape_covers_markup_and_quotes() {
+        assert_eq!(
+            escape("a<b>&\"c\"'d'\n"),
+            "a&lt;b&gt;&amp;&quot;c&quot;&#39;d&#39;?"
+        );
+    }
+
+    #[test]
+    fn script_json_cannot_close_the_script() {
+        let j = script_json(&"</script><!--\u{2028}").unwrap();
+        assert!(!j.contains('<'), "{j}");
+        assert_eq!(
+            serde_json::from_str::<String>(&j).unwrap(),
+            "</script><!--\u{2028}"
+        );
+    }
+
+    #[test]
+    fn recording_strings_are_escaped_everywhere() {
+        let html = page(vec![
+            at(0, 1, 1, malloc(1, 10)),
+            at(1, 1, 1, exec("/bin/</script><b>&x\"")),
+            at(2, 1, 1, malloc(2, 20)),
+        ]);
+        assert!(!html.contains("<b>&x"), "{html}");
+        assert!(!html.contains("</script><b>"), "{html}");
+        assert!(html.contains("/bin/&lt;/script&gt;&lt;b&gt;&amp;x&quot; -x"));
+        // The page is whole: every part of the template was filled.
+        assert!(!html.contains("{{"), "{html}");
+        assert!(html.trim_end().ends_with("</html>"));
+    }
+
+    #[test]
+    fn page_is_self_contained() {
+        let html = page(vec![at(0, 1, 1, malloc(1, 10))]);
+        for external in ["src=", "href=", "@import", "url(", "http://", "https://"] {
+            let found = html
+                .match_indices(external)
+                .map(|(i, _)| &html[i.saturating_sub(30)..(i + 40).min(html.len())])
+                .find(|context| !context.contains("http://www.w3.org/2000/svg"));
+            assert!(found.is_none(), "{external}: {found:?}");
+        }
+    }
+
+    #[test]
+    fn summary_has_the_reports_peak() {
+        let html = page(vec![
+            at(0, 1, 1, malloc(1, 3 << 20)),
+            at(1_500_000, 1, 1, free(1)),
+        ]);
+        assert!(
+            html.contains("<li id=\"summary-peak-heap\"><b>peak heap</b> 3.0 MiB at 0 ns</li>"),
+            "{html}"
+        );
+    }
+}

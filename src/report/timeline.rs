@@ -1,0 +1,925 @@
+//! Memory over time, part of the accounting pass: the run's and each process's live heap and
+//! resident memory as decimated series, with the process lifecycle, benchmark windows and
+//! markers on the same time axis. Read by `report --format timeline-csv`, `timeline-json` and
+//! `html` (created only for those: a report without it pays one branch per event).
+//!
+//! Flow: `accounting` calls [`TimelinePass::note`] after it applied each event that can change
+//! memory (the sums it reads are then final for that event), [`TimelinePass::lifecycle`] on
+//! fork, exec and exit, and [`TimelinePass::control`] around each control command;
+//! [`TimelinePass::finish`] reads the peaks from the same counters the report's `peak_live_bytes`
+//! and resident `peak_bytes` come from, and turns the buckets into a [`Timeline`].
+//!
+//! Decimation (docs/report-schema.md, "Timeline"): a series is a list of buckets of equal width
+//! (a power of two of nanoseconds) from the start of the recording; each holds the largest, the
+//! smallest and the last value the counter had during its time. The end of the recording is not
+//! known while streaming, so when an event falls past the last bucket the width doubles and
+//! neighbouring buckets merge in pairs (max of maxes, min of mins, the later last): max and min
+//! stay exact over each bucket's time, so a peak is never drawn lower than it was, and a series
+//! never holds more than its capacity ([`RUN_BUCKETS`], [`PROCESS_BUCKETS`]) whatever the file
+//! length. Only buckets where something changed are kept (between them the value holds).
+//!
+//! Many processes: every process keeps its own coarser series (at most [`PROCESS_BUCKETS`]
+//! buckets, so memory follows the processes, as the rest of the report does). At the end the
+//! [`TOP_PROCESSES`] with the highest heap peak and those with the highest resident peak are
+//! drawn; the others are summed into one "others" series on the same buckets: its `last` is the
+//! exact sum at each bucket's end, its max (min) the sum of their maxima (minima), a bound that
+//! is never lower (higher) than the true sum was.
+
+use serde::Serialize;
+
+use crate::format::{ControlCommand, MarkerKind};
+
+use super::resident::TOTAL;
+use super::tree::{ProcIdx, ProcessTable};
+
+/// Buckets of the run's series: each point is drawn as its max and min, so a few thousand
+/// points.
+pub const RUN_BUCKETS: u64 = 2048;
+
+/// Buckets of each process's series: coarser, so 1,000 processes stay a few MiB.
+pub const PROCESS_BUCKETS: u64 = 256;
+
+/// Processes drawn by heap peak, and again by resident peak; the rest are "others".
+pub const TOP_PROCESSES: usize = 10;
+
+/// Fork, exec and exit events kept for the time axis; more are counted, not listed.
+const MAX_LIFECYCLE: usize = 10_000;
+
+/// Benchmark windows and markers kept; a harness may send one per sample.
+const MAX_WINDOWS: usize = 2_000;
+const MAX_MARKERS: usize = 2_000;
+
+/// The largest, smallest and last value of a counter over a bucket's time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Range {
+    max: u64,
+    min: u64,
+    last: u64,
+}
+
+impl Range {
+    /// A bucket entered with the counter at `value` (what it held since the previous change).
+    fn starting_at(value: u64) -> Range {
+        Range {
+            max: value,
+            min: value,
+            last: value,
+        }
+    }
+
+    /// The counter is now `value`.
+    fn note(&mut self, value: u64) {
+        self.max = self.max.max(value);
+        self.min = self.min.min(value);
+        self.last = value;
+    }
+
+    /// Merges the bucket that follows this one.
+    fn merge(&mut self, later: &Range) {
+        self.max = self.max.max(later.max);
+        self.min = self.min.min(later.min);
+        self.last = later.last;
+    }
+
+    /// Adds another process's range of the same bucket (for the "others" sum).
+    fn add(&mut self, other: &Range) {
+        self.max = self.max.saturating_add(other.max);
+        self.min = self.min.saturating_add(other.min);
+        self.last = self.last.saturating_add(other.last);
+    }
+}
+
+/// One bucket: `[index << shift, (index + 1) << shift)` ns from the start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Bucket {
+    index: u64,
+    heap: Range,
+    resident: Range,
+}
+
+/// A decimated series of heap and resident bytes.
+#[derive(Clone, Debug, Default)]
+struct Series {
+    /// Buckets are `1 << shift` ns wide.
+    shift: u32,
+    /// Buckets where something changed, in time order.
+    buckets: Vec<Bucket>,
+}
+
+impl Series {
+    /// At `t` ns from the start (bucket width `1 << shift`, never narrower than the series'
+    /// own), the counters are `heap` and `resident` bytes.
+    fn note(&mut self, shift: u32, t: u64, heap: u64, resident: u64) {
+        self.widen(shift);
+        let index = t >> self.shift;
+        match self.buckets.last_mut() {
+            // Times only move forward (the caller clamps them), so the bucket is the last one.
+            Some(b) if b.index >= index => {
+                b.heap.note(heap);
+                b.resident.note(resident);
+            }
+            last => {
+                let (h, r) = last.map_or((0, 0), |b| (b.heap.last, b.resident.last));
+                let mut b = Bucket {
+                    index,
+                    heap: Range::starting_at(h),
+                    resident: Range::starting_at(r),
+                };
+                b.heap.note(heap);
+                b.resident.note(resident);
+                self.buckets.push(b);
+            }
+        }
+    }
+
+    /// Makes the buckets `1 << shift` ns wide (if they are narrower), merging neighbours.
+    fn widen(&mut self, shift: u32) {
+        if shift <= self.shift {
+            return;
+        }
+        let by = shift - self.shift;
+        self.shift = shift;
+        let mut kept = 0;
+        for k in 0..self.buckets.len() {
+            let mut b = self.buckets[k];
+            b.index >>= by;
+            if kept > 0 && self.buckets[kept - 1].index == b.index {
+                let into = &mut self.buckets[kept - 1];
+                into.heap.merge(&b.heap);
+                into.resident.merge(&b.resident);
+            } else {
+                self.buckets[kept] = b;
+                kept += 1;
+            }
+        }
+        self.buckets.truncate(kept);
+    }
+
+    /// The largest heap and resident values of the series.
+    fn maxima(&self) -> (u64, u64) {
+        self.buckets.iter().fold((0, 0), |(h, r), b| {
+            (h.max(b.heap.max), r.max(b.resident.max))
+        })
+    }
+}
+
+/// The smallest shift whose `capacity` buckets reach past `t`.
+fn shift_for(t: u64, capacity: u64, mut shift: u32) -> u32 {
+    while shift < 63 && (t >> shift) >= capacity {
+        shift += 1;
+    }
+    shift
+}
+
+/// The streaming state of the timeline.
+#[derive(Debug)]
+pub(super) struct TimelinePass {
+    start_ns: u64,
+    page_bytes: u64,
+    /// The latest event time seen, ns from the start: events of different CPUs can arrive a
+    /// little out of order, and buckets only move forward.
+    now: u64,
+    run_shift: u32,
+    process_shift: u32,
+    run: Series,
+    /// Per process (by `ProcIdx`), once it changed memory.
+    processes: Vec<Option<Box<Series>>>,
+    lifecycle: Vec<LifecycleEvent>,
+    lifecycle_omitted: u64,
+    windows: Vec<Window>,
+    windows_omitted: u64,
+    /// The open window: its benchmark and start, ns from the start.
+    open: Option<(String, u64)>,
+    markers: Vec<Marker>,
+    markers_omitted: u64,
+    /// The benchmark the harness named last, which markers belong to.
+    current_uri: Option<String>,
+}
+
+impl TimelinePass {
+    /// A fresh timeline of a recording that started at `start_ns` with pages of `page_bytes`.
+    pub(super) fn new(start_ns: u64, page_bytes: u64) -> TimelinePass {
+        TimelinePass {
+            start_ns,
+            page_bytes,
+            now: 0,
+            run_shift: 0,
+            process_shift: 0,
+            run: Series::default(),
+            processes: Vec::new(),
+            lifecycle: Vec::new(),
+            lifecycle_omitted: 0,
+            windows: Vec::new(),
+            windows_omitted: 0,
+            open: None,
+            markers: Vec::new(),
+            markers_omitted: 0,
+            current_uri: None,
+        }
+    }
+
+    /// Moves the clock to event time `ts` (absolute ns) and returns it relative to the start.
+    fn tick(&mut self, ts: u64) -> u64 {
+        self.now = self.now.max(ts.saturating_sub(self.start_ns));
+        self.run_shift = shift_for(self.now, RUN_BUCKETS, self.run_shift);
+        self.process_shift = shift_for(self.now, PROCESS_BUCKETS, self.process_shift);
+        self.now
+    }
+
+    /// An event at `ts` was applied and may have changed the memory of process `i` (if known)
+    /// and so the run's: note both as they are now.
+    pub(super) fn note(&mut self, table: &ProcessTable, i: Option<ProcIdx>, ts: u64) {
+        let t = self.tick(ts);
+        let run = table.run();
+        let resident = run.resident.live[TOTAL].saturating_mul(self.page_bytes);
+        self.run.note(self.run_shift, t, run.heap.live, resident);
+        let Some(i) = i else {
+            return;
+        };
+        let p = &table[i];
+        // An exited process holds no memory, whatever its last counters said.
+        let resident = match p.resident.as_deref() {
+            Some(r) if p.is_alive() => r.resident_pages().saturating_mul(self.page_bytes),
+            _ => 0,
+        };
+        let k = i.get();
+        if self.processes.len() <= k {
+            self.processes.resize_with(k + 1, || None);
+        }
+        self.processes[k].get_or_insert_with(Box::default).note(
+            self.process_shift,
+            t,
+            p.heap.live_bytes,
+            resident,
+        );
+    }
+
+    /// Process `pid` forked `child`, executed a program, or exited, at `ts`.
+    pub(super) fn lifecycle(&mut self, ts: u64, pid: u32, what: Lifecycle) {
+        let at_ns = self.tick(ts);
+        if self.lifecycle.len() >= MAX_LIFECYCLE {
+            self.lifecycle_omitted += 1;
+            return;
+        }
+        let mut e = LifecycleEvent {
+            kind: "",
+            at_ns,
+            pid,
+            child: None,
+            command: None,
+            exit_code: None,
+        };
+        match what {
+            Lifecycle::Fork { child } => {
+                e.kind = "fork";
+                e.child = Some(child);
+            }
+            Lifecycle::Exec { command } => {
+                e.kind = "exec";
+                e.command = Some(command);
+            }
+            Lifecycle::Exit { status } => {
+                e.kind = "exit";
+                e.exit_code = Some(super::metrics::ExitInfo::from_status(status, 0).exit_code);
+            }
+        }
+        self.lifecycle.push(e);
+    }
+
+    /// A control command at `ts` was applied; `window` is the benchmark window open after it
+    /// (its benchmark's URI and start, absolute ns), as `bench` says.
+    pub(super) fn control(
+        &mut self,
+        command: &ControlCommand,
+        ts: u64,
+        window: Option<(&str, u64)>,
+    ) {
+        let t = self.tick(ts);
+        let window = window.map(|(uri, start)| (uri, start.saturating_sub(self.start_ns)));
+        let same = match (&self.open, window) {
+            (Some((uri, start)), Some((u, s))) => uri == u && *start == s,
+            (None, None) => true,
+            _ => false,
+        };
+        if !same {
+            self.close_window(t);
+            self.open = window.map(|(uri, start)| (uri.to_string(), start));
+        }
+        match command {
+            ControlCommand::Bench { uri, .. } => self.current_uri = Some(uri.clone()),
+            ControlCommand::Marker { kind } => {
+                if self.markers.len() >= MAX_MARKERS {
+                    self.markers_omitted += 1;
+                } else {
+                    self.markers.push(Marker {
+                        kind: marker_name(*kind),
+                        at_ns: t,
+                        uri: self.current_uri.clone(),
+                    });
+                }
+            }
+            ControlCommand::Start | ControlCommand::Stop => {}
+        }
+    }
+
+    /// Ends the open window, if any, at `t` ns from the start.
+    fn close_window(&mut self, t: u64) {
+        let Some((uri, start_ns)) = self.open.take() else {
+            return;
+        };
+        if self.windows.len() >= MAX_WINDOWS {
+            self.windows_omitted += 1;
+            return;
+        }
+        self.windows.push(Window {
+            uri,
+            start_ns,
+            end_ns: t,
+        });
+    }
+
+    /// Ends the pass at `end_ns` (absolute): the peaks come from the counters of `table`, the
+    /// same ones the report's peaks come from.
+    pub(super) fn finish(mut self, table: &ProcessTable, end_ns: u64) -> Timeline {
+        let end = self.tick(end_ns);
+        self.close_window(end);
+        let start = self.start_ns;
+        let page = self.page_bytes;
+        let resident_recorded = table.has_resident();
+        let run_sums = table.run();
+        let run_resident = run_sums.resident.metrics(&[0; 4], page, start);
+        let mut series = vec![series_data(
+            SeriesHead {
+                name: "run".to_string(),
+                pid: None,
+                command: None,
+                processes: table.procs().len() as u64,
+                heap_peak: PeakMark::new(run_sums.heap.peak.value, run_sums.heap.peak.at(start)),
+                resident_peak: resident_recorded
+                    .then(|| PeakMark::new(run_resident.peak_bytes, run_resident.peak_at_ns)),
+            },
+            &self.run,
+            resident_recorded,
+        )];
+
+        // Every process with a series, with its report peaks; rank them.
+        let shift = self.process_shift;
+        let mut ranked: Vec<(usize, PeakMark, Option<PeakMark>)> = Vec::new();
+        for (k, s) in self.processes.iter_mut().enumerate() {
+            let Some(s) = s.as_deref_mut() else {
+                continue;
+            };
+            s.widen(shift);
+            let p = &table[ProcIdx::new(k)];
+            let heap = PeakMark::new(p.heap.peak_bytes, p.heap.own_peak().at(start));
+            let resident = p.resident.as_deref().map(|r| {
+                let m = r.metrics(page, start);
+                PeakMark::new(m.peak_bytes, m.peak_at_ns)
+            });
+            ranked.push((k, heap, resident));
+        }
+        let mut drawn = vec![false; self.processes.len()];
+        let mut by_heap: Vec<usize> = (0..ranked.len()).collect();
+        by_heap.sort_by_key(|&r| std::cmp::Reverse(ranked[r].1.bytes));
+        for &r in by_heap.iter().take(TOP_PROCESSES) {
+            if ranked[r].1.bytes > 0 {
+                drawn[ranked[r].0] = true;
+            }
+        }
+        let mut by_resident: Vec<usize> = (0..ranked.len()).collect();
+        by_resident.sort_by_key(|&r| std::cmp::Reverse(ranked[r].2.map_or(0, |m| m.bytes)));
+        for &r in by_resident.iter().take(TOP_PROCESSES) {
+            if ranked[r].2.is_some_and(|m| m.bytes > 0) {
+                drawn[ranked[r].0] = true;
+            }
+        }
+
+        let mut others = vec![None::<(Range, Range)>; PROCESS_BUCKETS as usize];
+        let mut other_count = 0u64;
+        for (k, heap, resident) in ranked {
+            let Some(s) = self.processes[k].as_deref() else {
+                continue;
+            };
+            if drawn[k] {
+                let p = &table[ProcIdx::new(k)];
+                series.push(series_data(
+                    SeriesHead {
+                        name: format!("pid {}", p.pid),
+                        pid: Some(p.pid),
+                        command: Some(command_of(&p.argv, p.exe.as_deref())),
+                        processes: 1,
+                        heap_peak: heap,
+                        resident_peak: if resident_recorded {
+                            Some(resident.unwrap_or_default())
+                        } else {
+                            None
+                        },
+                    },
+                    s,
+                    resident_recorded,
+                ));
+            } else {
+                other_count += 1;
+                add_to_others(&mut others, s);
+            }
+        }
+        if other_count > 0 {
+            let buckets: Vec<Bucket> = others
+                .iter()
+                .enumerate()
+                .filter_map(|(index, r)| {
+                    r.map(|(heap, resident)| Bucket {
+                        index: index as u64,
+                        heap,
+                        resident,
+                    })
+                })
+                .collect();
+            let s = Series { shift, buckets };
+            let (heap_max, resident_max) = s.maxima();
+            let moment = |pick: fn(&Bucket) -> u64, max: u64| {
+                s.buckets
+                    .iter()
+                    .find(|b| pick(b) == max && max > 0)
+                    .map(|b| b.index << shift)
+            };
+            let heap_peak = PeakMark::new(heap_max, moment(|b| b.heap.max, heap_max));
+            let resident_peak = resident_recorded
+                .then(|| PeakMark::new(resident_max, moment(|b| b.resident.max, resident_max)));
+            series.push(series_data(
+                SeriesHead {
+                    name: "others".to_string(),
+                    pid: None,
+                    command: None,
+                    processes: other_count,
+                    heap_peak,
+                    resident_peak,
+                },
+                &s,
+                resident_recorded,
+            ));
+        }
+
+        Timeline {
+            end_ns: end,
+            bucket_ns: 1u64 << self.run_shift,
+            process_bucket_ns: 1u64 << shift,
+            resident_recorded,
+            series,
+            events: self.lifecycle,
+            events_omitted: self.lifecycle_omitted,
+            windows: self.windows,
+            windows_omitted: self.windows_omitted,
+            markers: self.markers,
+            markers_omitted: self.markers_omitted,
+        }
+    }
+}
+
+/// Adds process series `s` (at the final process width) into the per-bucket sums `others`:
+/// where it has no bucket, it held its last value (0 before it started and after it exited).
+fn add_to_others(others: &mut [Option<(Range, Range)>], s: &Series) {
+    let mut held = (0u64, 0u64);
+    let mut next = s.buckets.iter().peekable();
+    for (index, slot) in others.iter_mut().enumerate() {
+        let (heap, resident) = match next.next_if(|b| b.index == index as u64) {
+            Some(b) => {
+                held = (b.heap.last, b.resident.last);
+                (b.heap, b.resident)
+            }
+            None if held == (0, 0) => continue,
+            None => (Range::starting_at(held.0), Range::starting_at(held.1)),
+        };
+        let sum = slot.get_or_insert_with(Default::default);
+        sum.0.add(&heap);
+        sum.1.add(&resident);
+    }
+}
+
+/// What happened to a process, for [`TimelinePass::lifecycle`].
+pub(super) enum Lifecycle {
+    /// It forked `child`.
+    Fork { child: u32 },
+    /// It executed `command` (its argv joined, or the file).
+    Exec { command: String },
+    /// It exited with kernel status `status`.
+    Exit { status: i32 },
+}
+
+/// The command line of a process, as one string.
+pub(super) fn command_of(argv: &[String], exe: Option<&str>) -> String {
+    if !argv.is_empty() {
+        argv.join(" ")
+    } else {
+        exe.unwrap_or("?").to_string()
+    }
+}
+
+fn marker_name(kind: MarkerKind) -> &'static str {
+    match kind {
+        MarkerKind::SampleStart => "sample_start",
+        MarkerKind::SampleEnd => "sample_end",
+        MarkerKind::RoundStart => "round_start",
+        MarkerKind::RoundEnd => "round_end",
+    }
+}
+
+/// The head of one series, before its points.
+struct SeriesHead {
+    name: String,
+    pid: Option<u32>,
+    command: Option<String>,
+    processes: u64,
+    heap_peak: PeakMark,
+    resident_peak: Option<PeakMark>,
+}
+
+fn series_data(head: SeriesHead, s: &Series, resident: bool) -> TimelineSeries {
+    let points = s
+        .buckets
+        .iter()
+        .map(|b| TimelinePoint {
+            at_ns: b.index << s.shift,
+            heap_max: b.heap.max,
+            heap_min: b.heap.min,
+            heap_last: b.heap.last,
+            resident_max: resident.then_some(b.resident.max),
+            resident_min: resident.then_some(b.resident.min),
+            resident_last: resident.then_some(b.resident.last),
+        })
+        .collect();
+    TimelineSeries {
+        name: head.name,
+        pid: head.pid,
+        command: head.command,
+        processes: head.processes,
+        bucket_ns: 1u64 << s.shift,
+        heap_peak: head.heap_peak,
+        resident_peak: head.resident_peak,
+        points,
+    }
+}
+
+/// Memory over time (`report --format timeline-json`; docs/report-schema.md, "Timeline").
+/// Times are nanoseconds since the start of the recording.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Timeline {
+    /// The end of the recording (the report's `run.duration_ns`).
+    pub end_ns: u64,
+    /// Width of the run series' buckets.
+    pub bucket_ns: u64,
+    /// Width of the process and "others" series' buckets.
+    pub process_bucket_ns: u64,
+    /// Whether the recording has resident memory (else the resident fields are absent).
+    pub resident_recorded: bool,
+    /// The run first, then the drawn processes in the order first seen, then "others".
+    pub series: Vec<TimelineSeries>,
+    /// Forks, execs and exits, in time order.
+    pub events: Vec<LifecycleEvent>,
+    /// Lifecycle events past the first 10,000, not listed.
+    pub events_omitted: u64,
+    /// Benchmark measuring windows, in time order.
+    pub windows: Vec<Window>,
+    /// Windows past the first 2,000, not listed.
+    pub windows_omitted: u64,
+    /// Harness markers, in time order.
+    pub markers: Vec<Marker>,
+    /// Markers past the first 2,000, not listed.
+    pub markers_omitted: u64,
+}
+
+/// One series: the run, one process, or the sum of the processes not drawn ("others").
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TimelineSeries {
+    /// "run", "pid N" or "others".
+    pub name: String,
+    /// The process, for a process series.
+    pub pid: Option<u32>,
+    /// Its command line, for a process series.
+    pub command: Option<String>,
+    /// Processes the series covers.
+    pub processes: u64,
+    /// Width of its buckets.
+    pub bucket_ns: u64,
+    /// Its heap peak: the report's `peak_live_bytes` and `peak_live_at_ns` of the same scope
+    /// (for "others", the largest bucket maximum).
+    pub heap_peak: PeakMark,
+    /// Its resident peak, the report's resident `peak_bytes` and `peak_at_ns` (for a process,
+    /// since its last exec, as the report has it); absent without resident memory.
+    pub resident_peak: Option<PeakMark>,
+    /// Its buckets where something changed, in time order; the value holds between them.
+    pub points: Vec<TimelinePoint>,
+}
+
+/// A peak: its value and the moment it was first reached.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct PeakMark {
+    /// The value.
+    pub bytes: u64,
+    /// When it was first reached; absent when nothing was ever counted.
+    pub at_ns: Option<u64>,
+}
+
+impl PeakMark {
+    fn new(bytes: u64, at_ns: Option<u64>) -> PeakMark {
+        PeakMark { bytes, at_ns }
+    }
+}
+
+/// One bucket of a series: the largest, smallest and last value over
+/// `[at_ns, at_ns + bucket_ns)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct TimelinePoint {
+    /// Start of the bucket.
+    pub at_ns: u64,
+    /// Largest live heap in the bucket, bytes.
+    pub heap_max: u64,
+    /// Smallest live heap in the bucket.
+    pub heap_min: u64,
+    /// Live heap at the end of the bucket.
+    pub heap_last: u64,
+    /// Largest resident memory (anon + file + shmem) in the bucket.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resident_max: Option<u64>,
+    /// Smallest resident memory in the bucket.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resident_min: Option<u64>,
+    /// Resident memory at the end of the bucket.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resident_last: Option<u64>,
+}
+
+/// A fork, exec or exit.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LifecycleEvent {
+    /// "fork", "exec" or "exit".
+    pub kind: &'static str,
+    /// When.
+    pub at_ns: u64,
+    /// The process that forked, executed or exited.
+    pub pid: u32,
+    /// For a fork: the child.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub child: Option<u32>,
+    /// For an exec: the new command line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// For an exit: the exit code a shell would show (128+N for signal N).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+}
+
+/// One benchmark measuring window.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Window {
+    /// The benchmark.
+    pub uri: String,
+    /// When it opened.
+    pub start_ns: u64,
+    /// When it closed (the end of the recording if it never did).
+    pub end_ns: u64,
+}
+
+/// One harness marker.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Marker {
+    /// "sample_start", "sample_end", "round_start" or "round_end".
+    pub kind: &'static str,
+    /// When.
+    pub at_ns: u64,
+    /// The benchmark current then, if one was named.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uri: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::RssMember;
+    use crate::report::accounting::Accounting;
+    use crate::report::metrics::Report;
+    use crate::testkit::*;
+
+    /// The report of `events` with its timeline.
+    fn timeline_of(events: Vec<crate::format::Event>) -> (Report, Timeline) {
+        let mut a = Accounting::new(&header()).with_timeline();
+        for e in &events {
+            a.apply(e);
+        }
+        let mut r = a.finish(None);
+        let t = r.timeline.take().expect("timeline");
+        (r, t)
+    }
+
+    fn series<'a>(t: &'a Timeline, name: &str) -> &'a TimelineSeries {
+        t.series
+            .iter()
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("no series {name}"))
+    }
+
+    // --- the bucket arithmetic ---------------------------------------------------------------
+
+    #[test]
+    fn widening_merges_pairs_exactly() {
+        let mut s = Series::default();
+        for (t, v) in [(0u64, 5u64), (1, 9), (2, 1), (3, 4)] {
+            s.note(0, t, v, 0);
+        }
+        s.widen(1);
+        let got: Vec<(u64, u64, u64, u64)> = s
+            .buckets
+            .iter()
+            .map(|b| (b.index, b.heap.max, b.heap.min, b.heap.last))
+            .collect();
+        // Bucket 0 starts at 0 (nothing before), holds 5 then 9; bucket 1 enters at 9.
+        assert_eq!(got, vec![(0, 9, 0, 9), (1, 9, 1, 4)]);
+    }
+
+    #[test]
+    fn a_bucket_starts_at_the_value_held_before_it() {
+        let mut s = Series::default();
+        s.note(4, 0, 100, 0);
+        s.note(4, 1000, 40, 0);
+        let b = s.buckets[1];
+        assert_eq!((b.heap.max, b.heap.min, b.heap.last), (100, 40, 40));
+    }
+
+    #[test]
+    fn shift_grows_to_fit() {
+        assert_eq!(shift_for(0, 4, 0), 0);
+        assert_eq!(shift_for(3, 4, 0), 0);
+        assert_eq!(shift_for(4, 4, 0), 1);
+        assert_eq!(shift_for(u64::MAX, 4, 0), 62);
+    }
+
+    // --- a stream whose peak falls inside a bucket ------------------------------------------
+
+    /// A spike of 1 MiB lasting 1 ns in the middle of a long run of small changes: the run's
+    /// series must keep it exactly, at the report's value and moment.
+    #[test]
+    fn peak_inside_a_bucket_keeps_its_exact_value() {
+        let mut events = Vec::new();
+        let mut t = 0;
+        for i in 0..100_000u64 {
+            t = i * 1_000;
+            events.push(at(t, 1, 1, malloc(0x1000 + i, 10)));
+            events.push(at(t + 1, 1, 1, free(0x1000 + i)));
+            if i == 61_234 {
+                events.push(at(t + 2, 1, 1, malloc(0x10, 1 << 20)));
+                events.push(at(t + 3, 1, 1, free(0x10)));
+            }
+        }
+        events.push(at(t + 10, 1, 1, exit(0)));
+        let (r, tl) = timeline_of(events);
+        let run = series(&tl, "run");
+        assert!(
+            run.points.len() <= RUN_BUCKETS as usize,
+            "{}",
+            run.points.len()
+        );
+        assert!(run.points.len() > RUN_BUCKETS as usize / 2);
+        let max = run.points.iter().map(|p| p.heap_max).max().unwrap();
+        assert_eq!(max, 1 << 20);
+        assert_eq!(max, r.totals.heap.peak_live_bytes);
+        assert_eq!(run.heap_peak.bytes, r.totals.heap.peak_live_bytes);
+        assert_eq!(run.heap_peak.at_ns, r.totals.heap.peak_live_at_ns);
+        assert_eq!(run.heap_peak.at_ns, Some(61_234_000 + 2));
+        // The bucket holding the peak contains its moment.
+        let p = run.points.iter().find(|p| p.heap_max == max).unwrap();
+        let at = run.heap_peak.at_ns.unwrap();
+        assert!(p.at_ns <= at && at < p.at_ns + run.bucket_ns);
+        // Drops show: the minimum of busy buckets is 0.
+        assert!(run.points.iter().all(|p| p.heap_min == 0));
+        let pid1 = series(&tl, "pid 1");
+        assert!(pid1.points.len() <= PROCESS_BUCKETS as usize);
+        assert_eq!(
+            pid1.points.iter().map(|p| p.heap_max).max(),
+            Some(r.totals.heap.peak_live_bytes)
+        );
+    }
+
+    #[test]
+    fn resident_peak_is_the_reports() {
+        let events = vec![
+            at(0, 1, 1, rss(RssMember::Anon, 10, 10, true)),
+            at(5, 1, 1, rss(RssMember::File, 5, 5, true)),
+            at(9, 1, 1, rss(RssMember::Anon, -8, 2, true)),
+            at(20, 1, 1, exit(0)),
+        ];
+        let (r, tl) = timeline_of(events);
+        let res = r.totals.resident.as_ref().unwrap();
+        let run = series(&tl, "run");
+        let peak = run.resident_peak.unwrap();
+        assert_eq!((peak.bytes, peak.at_ns), (res.peak_bytes, res.peak_at_ns));
+        assert_eq!(peak.bytes, 15 * 4096);
+        let max = run.points.iter().filter_map(|p| p.resident_max).max();
+        assert_eq!(max, Some(15 * 4096));
+        let last = run.points.last().unwrap();
+        assert_eq!(last.resident_last, Some(0));
+    }
+
+    // --- many processes ----------------------------------------------------------------------
+
+    /// 30 children, child k allocating k KiB at its own time: the top 10 are drawn, the other
+    /// 20 summed; "others" at each bucket's end is the exact sum of what they held.
+    #[test]
+    fn others_sum_the_processes_not_drawn() {
+        let mut events = Vec::new();
+        for k in 1..=30u32 {
+            let pid = 100 + k;
+            let t = u64::from(k) * 1_000_000;
+            events.push(at(t, 1, 1, fork(pid)));
+            events.push(at(t + 1, pid, pid, malloc(0x10, u64::from(k) * 1024)));
+        }
+        events.push(at(40_000_000, 1, 1, exit(0)));
+        let (r, tl) = timeline_of(events);
+        let drawn: Vec<u32> = tl.series.iter().filter_map(|s| s.pid).collect();
+        assert_eq!(drawn, (121..=130).collect::<Vec<u32>>());
+        let others = series(&tl, "others");
+        assert_eq!(others.processes, 21); // children 1..20 and the root, which allocated nothing
+        let sum: u64 = (1..=20u64).map(|k| k * 1024).sum();
+        assert_eq!(others.points.last().unwrap().heap_last, sum);
+        assert_eq!(others.heap_peak.bytes, sum);
+        // The run is exact and is the sum of everything.
+        assert_eq!(
+            series(&tl, "run").heap_peak.bytes,
+            r.totals.heap.peak_live_bytes
+        );
+        let all: u64 = (1..=30u64).map(|k| k * 1024).sum();
+        assert_eq!(r.totals.heap.peak_live_bytes, all);
+        let p = series(&tl, "pid 130");
+        assert_eq!(p.heap_peak.bytes, 30 * 1024);
+        assert_eq!(p.command.as_deref(), Some("/bin/root arg"));
+    }
+
+    #[test]
+    fn lifecycle_windows_and_markers_are_on_the_axis() {
+        let events = vec![
+            at(0, 1, 1, malloc(0x10, 8)),
+            at(10, 1, 1, fork(2)),
+            at(20, 2, 2, exec("/bin/<child>")),
+            // A recording without the control feature measures from the start: `bench` opens
+            // the window and `start` changes nothing.
+            bench(25, "bench://a", 0),
+            start(30),
+            marker(35, MarkerKind::SampleStart),
+            stop(40),
+            at(50, 2, 2, exit(3 << 8)),
+            at(60, 1, 1, exit(0)),
+        ];
+        let (_, tl) = timeline_of(events);
+        let kinds: Vec<(&str, u64, u32)> =
+            tl.events.iter().map(|e| (e.kind, e.at_ns, e.pid)).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                ("fork", 10, 1),
+                ("exec", 20, 2),
+                ("exit", 50, 2),
+                ("exit", 60, 1)
+            ]
+        );
+        assert_eq!(tl.events[0].child, Some(2));
+        assert_eq!(tl.events[1].command.as_deref(), Some("/bin/<child> -x"));
+        assert_eq!(tl.events[2].exit_code, Some(3));
+        assert_eq!(
+            tl.windows,
+            vec![Window {
+                uri: "bench://a".into(),
+                start_ns: 25,
+                end_ns: 40
+            }]
+        );
+        assert_eq!(tl.markers.len(), 1);
+        assert_eq!(
+            (tl.markers[0].kind, tl.markers[0].at_ns),
+            ("sample_start", 35)
+        );
+        assert_eq!(tl.markers[0].uri.as_deref(), Some("bench://a"));
+        assert_eq!(tl.end_ns, 60);
+    }
+
+    #[test]
+    fn an_open_window_ends_with_the_recording() {
+        let events = vec![bench(5, "b", 0), at(70, 1, 1, malloc(1, 1))];
+        let (_, tl) = timeline_of(events);
+        assert_eq!((tl.windows[0].start_ns, tl.windows[0].end_ns), (5, 70));
+    }
+
+    #[test]
+    fn the_default_report_has_no_timeline() {
+        let r = run(seq(vec![malloc(1, 1)]));
+        assert!(r.timeline.is_none());
+        let json = serde_json::to_value(&r).unwrap();
+        assert!(json.get("timeline").is_none());
+    }
+
+    #[test]
+    fn empty_recording_has_an_empty_run_series() {
+        let (_, tl) = timeline_of(Vec::new());
+        assert_eq!(tl.series.len(), 1);
+        assert!(tl.series[0].points.is_empty());
+        assert_eq!(tl.series[0].heap_peak.at_ns, None);
+    }
+}
