@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use argh::FromArgs;
 
 use crate::control::{self, CtlOptions, Request};
+use crate::diff::{DiffFormat, DiffOptions};
 use crate::error::{Error, Subcommand};
 use crate::format::{ControlCommand, MarkerKind};
 use crate::record::{self, custom, guardian, RecordOptions};
@@ -57,6 +58,8 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// `memtrack ctl`
     Ctl(CtlArgs),
+    /// `memtrack diff`
+    Diff(DiffArgs),
 }
 
 impl Command {
@@ -256,6 +259,37 @@ pub struct CheckArgs {
     pub allow_incomplete: bool,
 }
 
+/// Compare two recordings (e.g. main's and a pull request's): the whole run, each benchmark (by
+/// URI), each process (matched by command and position in the tree, since pids differ) and,
+/// with --stacks, the allocation sites (matched by function and module). Every metric with both
+/// values, the change and the relative change, largest relative change first. Exits 0, or 2 on
+/// a bad file or flag; `memtrack check NEW --baseline BASE` turns the comparison into a verdict.
+#[derive(FromArgs, Debug)]
+#[argh(
+    subcommand,
+    help_triggers("-h", "--help", "help"),
+    name = "diff",
+    example = "memtrack diff main.mt branch.mt",
+    example = "memtrack diff main.mt branch.mt --stacks --format json"
+)]
+pub struct DiffArgs {
+    /// the recording to compare against (e.g. main's)
+    #[argh(positional)]
+    pub base: PathBuf,
+    /// the recording to compare (e.g. the branch's)
+    #[argh(positional)]
+    pub new: PathBuf,
+    /// output format: text (default) or json
+    #[argh(option, default = "String::from(\"text\")")]
+    pub format: String,
+    /// also compare the allocation sites (both recordings need call stacks: record --stacks)
+    #[argh(switch)]
+    pub stacks: bool,
+    /// how many changed sites to list (default 10, 0 for all); implies --stacks
+    #[argh(option, from_str_fn(parse_count))]
+    pub top: Option<u64>,
+}
+
 /// Talk to a running `memtrack record --control PATH` from a harness: check that it listens
 /// (hello), start or stop measuring, name the benchmark and the pid it runs in, or mark a point
 /// of the harness's loop. Exits 0 when the recorder acknowledged, 1 when it refused or could not
@@ -432,7 +466,9 @@ pub fn parse(argv: &[OsString]) -> Parsed {
         Some(Command::Record(r)) => r.command.len(),
         Some(_) => 0,
         None => {
-            return fail("give a command: record, report, check, dump, doctor or ctl".to_string())
+            return fail(
+                "give a command: record, report, check, diff, dump, doctor or ctl".to_string(),
+            )
         }
     };
     // A greedy positional takes every argument after its first, so the recorded command is
@@ -458,7 +494,7 @@ const EXIT_USAGE: u8 = 2;
 const EXIT_RECORD_USAGE: u8 = 125;
 
 fn is_subcommand(name: &str) -> bool {
-    ["record", "report", "check", "dump", "doctor", "ctl"].contains(&name)
+    ["record", "report", "check", "diff", "dump", "doctor", "ctl"].contains(&name)
 }
 
 /// argh's error text on one line, in our words where we know its form.
@@ -713,6 +749,30 @@ impl TryFrom<CheckArgs> for CheckOptions {
                 (None, None) => Scope::Run,
             };
         Ok(opts)
+    }
+}
+
+impl TryFrom<DiffArgs> for DiffOptions {
+    type Error = Error;
+
+    fn try_from(a: DiffArgs) -> Result<DiffOptions, Error> {
+        let format = match a.format.as_str() {
+            "text" => DiffFormat::Text,
+            "json" => DiffFormat::Json,
+            other => return Err(bad_value("--format", other, "give text or json")),
+        };
+        let top = match a.top {
+            Some(n) => usize::try_from(n)
+                .map_err(|_| bad_value("--top", &n.to_string(), "give a count of sites"))?,
+            None => DEFAULT_TOP,
+        };
+        Ok(DiffOptions {
+            base: a.base,
+            new: a.new,
+            format,
+            stacks: a.stacks || a.top.is_some(),
+            top,
+        })
     }
 }
 
