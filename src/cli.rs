@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use argh::FromArgs;
 
 use crate::control::{self, CtlOptions, Request};
+use crate::diff::{DiffFormat, DiffOptions};
 use crate::error::{Error, Subcommand};
 use crate::format::{ControlCommand, MarkerKind};
 use crate::record::{self, custom, guardian, RecordOptions};
@@ -45,6 +46,9 @@ pub struct Cli {
 }
 
 /// The subcommands.
+// Parsed once per run: the size of `check`'s many limit flags costs nothing, and argh's
+// subcommand enum takes the argument structs themselves, not boxes.
+#[allow(clippy::large_enum_variant)]
 #[derive(FromArgs, Debug)]
 #[argh(subcommand)]
 pub enum Command {
@@ -60,6 +64,8 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// `memtrack ctl`
     Ctl(CtlArgs),
+    /// `memtrack diff`
+    Diff(DiffArgs),
 }
 
 impl Command {
@@ -289,6 +295,78 @@ pub struct CheckArgs {
     /// refused with exit 2, since its numbers may be wrong either way)
     #[argh(switch)]
     pub allow_incomplete: bool,
+    /// compare with this recording (e.g. main's): the --max-*-increase limits are increases
+    /// over it, for the same scope (the run, or --bench by URI)
+    #[argh(option)]
+    pub baseline: Option<PathBuf>,
+    /// highest allowed increase over --baseline of every metric both recordings have, in per
+    /// cent (e.g. 5%); any increase from 0 fails it
+    #[argh(option)]
+    pub max_increase: Option<String>,
+    /// highest allowed increase over --baseline of every metric in bytes (SIZE), a limit of
+    /// its own beside the per cent ones
+    #[argh(option)]
+    pub max_increase_bytes: Option<String>,
+    /// highest allowed increase of the peak heap over --baseline, in per cent (replaces
+    /// --max-increase for it; likewise the flags below)
+    #[argh(option)]
+    pub max_peak_heap_increase: Option<String>,
+    /// highest allowed increase of the number of allocations, in per cent
+    #[argh(option)]
+    pub max_allocs_increase: Option<String>,
+    /// highest allowed increase of the bytes allocated, in per cent
+    #[argh(option)]
+    pub max_bytes_increase: Option<String>,
+    /// highest allowed increase of the leaked bytes, in per cent
+    #[argh(option)]
+    pub max_leaked_increase: Option<String>,
+    /// highest allowed increase of the leaked blocks, in per cent
+    #[argh(option)]
+    pub max_leaked_blocks_increase: Option<String>,
+    /// highest allowed increase of the temporary allocations, in per cent
+    #[argh(option)]
+    pub max_temporary_increase: Option<String>,
+    /// highest allowed increase of the peak resident memory, in per cent
+    #[argh(option)]
+    pub max_peak_rss_increase: Option<String>,
+    /// highest allowed increase of the peak mapped bytes, in per cent
+    #[argh(option)]
+    pub max_peak_mapped_increase: Option<String>,
+    /// what the limits apply to: run (default: the run, or --bench) or bench (each benchmark
+    /// of the recording, one line per limit and benchmark)
+    #[argh(option, default = "String::from(\"run\")")]
+    pub by: String,
+}
+
+/// Compare two recordings (e.g. main's and a pull request's): the whole run, each benchmark (by
+/// URI), each process (matched by command and position in the tree, since pids differ) and,
+/// with --stacks, the allocation sites (matched by function and module). Every metric with both
+/// values, the change and the relative change, largest relative change first. Exits 0, or 2 on
+/// a bad file or flag; `memtrack check NEW --baseline BASE` turns the comparison into a verdict.
+#[derive(FromArgs, Debug)]
+#[argh(
+    subcommand,
+    help_triggers("-h", "--help", "help"),
+    name = "diff",
+    example = "memtrack diff main.mt branch.mt",
+    example = "memtrack diff main.mt branch.mt --stacks --format json"
+)]
+pub struct DiffArgs {
+    /// the recording to compare against (e.g. main's)
+    #[argh(positional)]
+    pub base: PathBuf,
+    /// the recording to compare (e.g. the branch's)
+    #[argh(positional)]
+    pub new: PathBuf,
+    /// output format: text (default) or json
+    #[argh(option, default = "String::from(\"text\")")]
+    pub format: String,
+    /// also compare the allocation sites (both recordings need call stacks: record --stacks)
+    #[argh(switch)]
+    pub stacks: bool,
+    /// how many changed sites to list (default 10, 0 for all); implies --stacks
+    #[argh(option, from_str_fn(parse_count))]
+    pub top: Option<u64>,
 }
 
 /// Talk to a running `memtrack record --control PATH` from a harness: check that it listens
@@ -469,7 +547,9 @@ pub fn parse(argv: &[OsString]) -> Parsed {
         Some(Command::Record(r)) => r.command.len(),
         Some(_) => 0,
         None => {
-            return fail("give a command: record, report, check, dump, doctor or ctl".to_string())
+            return fail(
+                "give a command: record, report, check, diff, dump, doctor or ctl".to_string(),
+            )
         }
     };
     // A greedy positional takes every argument after its first, so the recorded command is
@@ -495,7 +575,7 @@ const EXIT_USAGE: u8 = 2;
 const EXIT_RECORD_USAGE: u8 = 125;
 
 fn is_subcommand(name: &str) -> bool {
-    ["record", "report", "check", "dump", "doctor", "ctl"].contains(&name)
+    ["record", "report", "check", "diff", "dump", "doctor", "ctl"].contains(&name)
 }
 
 /// argh's error text on one line, in our words where we know its form.
@@ -553,6 +633,30 @@ fn size(flag: &str, value: Option<String>) -> Result<Option<u64>, Error> {
     value
         .map(|v| units::parse_size(&v).map_err(|e| bad_value(flag, &v, e)))
         .transpose()
+}
+
+/// A per cent flag of `check` (`--max-increase 5%`), if given, in hundredths of a per cent.
+fn percent(flag: &str, value: Option<String>) -> Result<Option<u64>, Error> {
+    value
+        .map(|v| parse_percent(&v).map_err(|why| bad_value(flag, &v, why)))
+        .transpose()
+}
+
+/// "5%", "2.5%", "0.25%" in hundredths of a per cent (500, 250, 25).
+fn parse_percent(value: &str) -> Result<u64, &'static str> {
+    const WHY: &str = "give a per cent with at most two decimals, e.g. 5% or 2.5%";
+    let number = value.trim().strip_suffix('%').ok_or(WHY)?;
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+    if !digits(whole) || fraction.len() > 2 || !(fraction.is_empty() || digits(fraction)) {
+        return Err(WHY);
+    }
+    let whole: u64 = whole.parse().map_err(|_| WHY)?;
+    let fraction: u64 = format!("{fraction:0<2}").parse().map_err(|_| WHY)?;
+    whole
+        .checked_mul(100)
+        .and_then(|w| w.checked_add(fraction))
+        .ok_or(WHY)
 }
 
 impl TryFrom<RecordArgs> for RecordOptions {
@@ -823,12 +927,65 @@ impl TryFrom<CheckArgs> for CheckOptions {
             max_leaked: size("--max-leaked", a.max_leaked)?,
             max_peak_rss: size("--max-peak-rss", a.max_peak_rss)?,
             allow_incomplete: a.allow_incomplete,
+            baseline: a.baseline,
+            max_increase: percent("--max-increase", a.max_increase)?,
+            metric_increases: Vec::new(),
+            max_increase_bytes: size("--max-increase-bytes", a.max_increase_bytes)?,
+            by_bench: match a.by.as_str() {
+                "run" => false,
+                "bench" => true,
+                other => return Err(bad_value("--by", other, "give run or bench")),
+            },
         };
+        let per_metric = [
+            a.max_peak_heap_increase,
+            a.max_allocs_increase,
+            a.max_bytes_increase,
+            a.max_leaked_increase,
+            a.max_leaked_blocks_increase,
+            a.max_temporary_increase,
+            a.max_peak_rss_increase,
+            a.max_peak_mapped_increase,
+        ];
+        for ((metric, flag), value) in check::METRIC_INCREASE_FLAGS.into_iter().zip(per_metric) {
+            if let Some(limit) = percent(flag, value)? {
+                opts.metric_increases.push((metric, limit));
+            }
+        }
         if opts.has_no_limit() {
             return Err(Error::Usage(format!(
-                "memtrack check needs at least one limit: {}",
-                check::LIMIT_FLAGS
+                "memtrack check needs at least one limit: {}; or, with --baseline FILE, {}",
+                check::LIMIT_FLAGS,
+                check::INCREASE_FLAGS
             )));
+        }
+        match (&opts.baseline, opts.has_increase_limit()) {
+            (None, true) => {
+                return Err(Error::Usage(
+                    "the --max-*-increase limits need --baseline FILE, the recording they \
+                     compare with (e.g. main's)"
+                        .into(),
+                ))
+            }
+            (Some(_), false) => {
+                return Err(Error::Usage(format!(
+                    "--baseline needs a limit on the increase: {}",
+                    check::INCREASE_FLAGS
+                )))
+            }
+            _ => {}
+        }
+        if opts.baseline.is_some() && a.tree.is_some() {
+            return Err(Error::Usage(
+                "--tree cannot be used with --baseline: pids differ between recordings; check \
+                 the run, or a benchmark with --bench (`memtrack diff` matches processes)"
+                    .into(),
+            ));
+        }
+        if opts.by_bench && (a.tree.is_some() || a.bench.is_some()) {
+            return Err(Error::Usage(
+                "--by bench checks every benchmark: drop --tree and --bench".into(),
+            ));
         }
         opts.scope =
             match (a.tree, a.bench) {
@@ -842,6 +999,30 @@ impl TryFrom<CheckArgs> for CheckOptions {
                 (None, None) => Scope::Run,
             };
         Ok(opts)
+    }
+}
+
+impl TryFrom<DiffArgs> for DiffOptions {
+    type Error = Error;
+
+    fn try_from(a: DiffArgs) -> Result<DiffOptions, Error> {
+        let format = match a.format.as_str() {
+            "text" => DiffFormat::Text,
+            "json" => DiffFormat::Json,
+            other => return Err(bad_value("--format", other, "give text or json")),
+        };
+        let top = match a.top {
+            Some(n) => usize::try_from(n)
+                .map_err(|_| bad_value("--top", &n.to_string(), "give a count of sites"))?,
+            None => DEFAULT_TOP,
+        };
+        Ok(DiffOptions {
+            base: a.base,
+            new: a.new,
+            format,
+            stacks: a.stacks || a.top.is_some(),
+            top,
+        })
     }
 }
 
@@ -1137,6 +1318,88 @@ mod tests {
         assert!(
             e.starts_with("--max-leaked 12XB: invalid size '12XB'"),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn check_against_a_baseline() {
+        use crate::diff::metric::Metric;
+        let opts = check(&[
+            "--baseline",
+            "main.mt",
+            "--max-increase",
+            "5%",
+            "--max-peak-heap-increase",
+            "2.5%",
+            "--max-increase-bytes",
+            "1MiB",
+            "--by",
+            "bench",
+        ])
+        .unwrap();
+        assert_eq!(opts.baseline, Some(PathBuf::from("main.mt")));
+        assert_eq!(opts.max_increase, Some(500));
+        assert_eq!(opts.metric_increases, vec![(Metric::PeakHeap, 250)]);
+        assert_eq!(opts.max_increase_bytes, Some(1 << 20));
+        assert!(opts.by_bench);
+    }
+
+    #[test]
+    fn increase_limits_need_a_baseline_and_the_other_way_round() {
+        let e = usage(check(&["--max-increase", "5%"]));
+        assert!(
+            e.starts_with("the --max-*-increase limits need --baseline"),
+            "{e}"
+        );
+        let e = usage(check(&["--baseline", "b.mt", "--max-allocs", "3"]));
+        assert!(
+            e.starts_with("--baseline needs a limit on the increase"),
+            "{e}"
+        );
+        let e = usage(check(&[
+            "--baseline",
+            "b.mt",
+            "--max-increase",
+            "1%",
+            "--tree",
+            "4",
+        ]));
+        assert!(
+            e.starts_with("--tree cannot be used with --baseline"),
+            "{e}"
+        );
+        let e = usage(check(&[
+            "--max-allocs",
+            "3",
+            "--by",
+            "bench",
+            "--bench",
+            "x",
+        ]));
+        assert!(e.starts_with("--by bench checks every benchmark"), "{e}");
+    }
+
+    #[test]
+    fn percentages_parse_exactly() {
+        assert_eq!(parse_percent("5%"), Ok(500));
+        assert_eq!(parse_percent("2.5%"), Ok(250));
+        assert_eq!(parse_percent("0.01%"), Ok(1));
+        assert_eq!(parse_percent("0%"), Ok(0));
+        for bad in [
+            "5",
+            "-1%",
+            "1.234%",
+            "%",
+            ".5%",
+            "1e3%",
+            "x%",
+            "99999999999999999999%",
+        ] {
+            assert!(parse_percent(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            usage(check(&["--baseline", "b", "--max-increase", "5"])),
+            "--max-increase 5: give a per cent with at most two decimals, e.g. 5% or 2.5%"
         );
     }
 

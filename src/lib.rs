@@ -12,6 +12,7 @@
 pub mod binary;
 pub mod cli;
 pub mod control;
+pub mod diff;
 pub mod doctor;
 pub mod dump;
 pub mod error;

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use memtrack::cli::{self, Command};
 use memtrack::error::Error;
-use memtrack::{control, doctor, dump, record, report};
+use memtrack::{control, diff, doctor, dump, record, report};
 
 fn main() -> ExitCode {
     let argv: Vec<OsString> = std::env::args_os().collect();
@@ -70,6 +70,7 @@ fn run(command: Command) -> Result<i32, Error> {
             .map_err(|e| Error::io("standard output", e))
             .map(verdict),
         Command::Ctl(a) => control::ctl(&a.try_into()?, &mut io::stdout().lock()).map(|()| 0),
+        Command::Diff(a) => diff::run(&a.try_into()?, &mut io::stdout().lock()).map(|()| 0),
     }
 }
 

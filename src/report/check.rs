@@ -8,10 +8,11 @@
 use std::io::{self, Write};
 use std::path::PathBuf;
 
+use crate::diff::metric::{percent_text, signed, Metric, Unit};
 use crate::table::{Column, Table};
 use crate::units::format_bytes;
 
-use super::metrics::{Report, Scope};
+use super::metrics::{Metrics, Report, Scope};
 
 /// What `memtrack check` was asked for: the recording, what to check in it, and the limits,
 /// each optional (`cli` refuses a check without one). Every limit holds when the value is at
@@ -38,6 +39,19 @@ pub struct CheckOptions {
     /// Check a recording that lost events or is damaged on what it holds, instead of refusing
     /// it (`--allow-incomplete`).
     pub allow_incomplete: bool,
+    /// The recording the increase limits compare with (`--baseline`, e.g. main's).
+    pub baseline: Option<PathBuf>,
+    /// Highest allowed increase over the baseline of every metric both recordings have, in
+    /// hundredths of a per cent (`--max-increase 5%` is 500).
+    pub max_increase: Option<u64>,
+    /// Per metric, a highest allowed increase in hundredths of a per cent that replaces
+    /// `max_increase` for it (`--max-peak-heap-increase 2%`).
+    pub metric_increases: Vec<(Metric, u64)>,
+    /// Highest allowed increase over the baseline, bytes, of every metric in bytes
+    /// (`--max-increase-bytes 1MiB`); a limit of its own beside the relative ones.
+    pub max_increase_bytes: Option<u64>,
+    /// Check each benchmark of the recording instead of the scope (`--by bench`).
+    pub by_bench: bool,
 }
 
 impl CheckOptions {
@@ -48,12 +62,56 @@ impl CheckOptions {
             && self.max_bytes.is_none()
             && self.max_leaked.is_none()
             && self.max_peak_rss.is_none()
+            && !self.has_increase_limit()
+    }
+
+    /// Whether a limit on the increase over a baseline was given.
+    pub fn has_increase_limit(&self) -> bool {
+        self.max_increase.is_some()
+            || !self.metric_increases.is_empty()
+            || self.max_increase_bytes.is_some()
+    }
+
+    /// The relative limit on `metric`, in hundredths of a per cent: its own flag's, else
+    /// `--max-increase`.
+    fn relative_limit(&self, metric: Metric) -> Option<(u64, &'static str)> {
+        self.metric_increases
+            .iter()
+            .rev()
+            .find(|(m, _)| *m == metric)
+            .map(|&(m, limit)| (limit, increase_flag(m)))
+            .or(self.max_increase.map(|limit| (limit, "--max-increase")))
     }
 }
 
 /// The flags that set limits, for the message when none is given.
 pub const LIMIT_FLAGS: &str =
     "--max-peak-heap SIZE, --max-allocs N, --max-bytes SIZE, --max-leaked SIZE, --max-peak-rss SIZE";
+
+/// The flags that set limits on the increase over `--baseline`.
+pub const INCREASE_FLAGS: &str =
+    "--max-increase P%, --max-METRIC-increase P%, --max-increase-bytes SIZE";
+
+/// Each metric's own relative-increase flag, in `Metric::ALL` order: the stem of its absolute
+/// limit where it has one (`--max-peak-heap`, `--max-allocs`, ...).
+pub const METRIC_INCREASE_FLAGS: [(Metric, &str); 8] = [
+    (Metric::PeakHeap, "--max-peak-heap-increase"),
+    (Metric::Allocations, "--max-allocs-increase"),
+    (Metric::BytesAllocated, "--max-bytes-increase"),
+    (Metric::LeakedBytes, "--max-leaked-increase"),
+    (Metric::LeakedBlocks, "--max-leaked-blocks-increase"),
+    (Metric::Temporary, "--max-temporary-increase"),
+    (Metric::PeakResident, "--max-peak-rss-increase"),
+    (Metric::PeakMapped, "--max-peak-mapped-increase"),
+];
+
+/// The relative-increase flag of `metric`.
+pub fn increase_flag(metric: Metric) -> &'static str {
+    METRIC_INCREASE_FLAGS
+        .iter()
+        .find(|(m, _)| *m == metric)
+        .map_or("--max-increase", |(_, f)| f)
+}
 
 /// What a limit measures, which decides how its numbers are shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,8 +135,22 @@ pub struct LimitResult {
     pub value: u64,
     /// The limit.
     pub limit: u64,
-    /// Whether `value <= limit`.
+    /// Whether `value <= limit` (for an increase limit, whether the increase is within it).
     pub pass: bool,
+    /// The benchmark the limit was checked on (`--by bench`); `None` for the scope.
+    pub benchmark: Option<String>,
+    /// For a limit on the increase over the baseline: the baseline's value (`value` is the new
+    /// recording's) and the form of `limit`.
+    pub increase: Option<Increase>,
+}
+
+/// The baseline side of a limit on an increase.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Increase {
+    /// The baseline's value.
+    pub base: u64,
+    /// Whether `limit` is hundredths of a per cent of `base` (else an amount, bytes).
+    pub relative: bool,
 }
 
 /// Compares the totals of `report` (already narrowed to the scope) with every given limit, in
@@ -132,9 +204,92 @@ pub fn evaluate(report: &Report, opts: &CheckOptions) -> Vec<LimitResult> {
                 value,
                 limit,
                 pass: value <= limit,
+                benchmark: None,
+                increase: None,
             })
         })
         .collect()
+}
+
+/// Compares `new` (narrowed to the scope) with `base` (narrowed to the same scope) on every
+/// increase limit: per metric both have, the relative limit, then the bytes limit. Metrics
+/// only one side has are not compared; a note says which. `benchmark` names the scope's
+/// benchmark for the lines (`--by bench`).
+pub fn evaluate_increase(
+    new: &Metrics,
+    base: &Metrics,
+    opts: &CheckOptions,
+    benchmark: Option<&str>,
+    notes: &mut Vec<String>,
+) -> Vec<LimitResult> {
+    let mut results = Vec::new();
+    for metric in Metric::ALL {
+        let relative = opts.relative_limit(metric);
+        let bytes = opts
+            .max_increase_bytes
+            .filter(|_| metric.unit() == Unit::Bytes);
+        if relative.is_none() && bytes.is_none() {
+            continue;
+        }
+        let (Some(b), Some(n)) = (metric.value(base), metric.value(new)) else {
+            let within = benchmark.map_or(String::new(), |b| format!(" of benchmark {b}"));
+            notes.push(format!(
+                "{}{within} is not in both recordings: not compared",
+                metric.label()
+            ));
+            continue;
+        };
+        let quantity = match metric.unit() {
+            Unit::Bytes => Quantity::Bytes,
+            Unit::Count => Quantity::Count,
+        };
+        let line = |flag, limit, relative, pass| LimitResult {
+            name: metric.label(),
+            flag,
+            quantity,
+            value: n,
+            limit,
+            pass,
+            benchmark: benchmark.map(str::to_string),
+            increase: Some(Increase { base: b, relative }),
+        };
+        if let Some((limit, flag)) = relative {
+            // new <= base * (1 + limit / 10000), in integers: exact at the boundary, and any
+            // increase from 0 fails.
+            let pass = u128::from(n) * 10_000 <= u128::from(b) * (10_000 + u128::from(limit));
+            results.push(line(flag, limit, true, pass));
+        }
+        if let Some(limit) = bytes {
+            let pass = n <= b.saturating_add(limit);
+            results.push(line("--max-increase-bytes", limit, false, pass));
+        }
+    }
+    results
+}
+
+/// The value cell of an increase line: the change and its relative change ("+6.8 KiB
+/// (+50.0%)", "+3 (new)" from 0).
+fn show_increase(r: &LimitResult, inc: Increase) -> String {
+    let unit = match r.quantity {
+        Quantity::Bytes => Unit::Bytes,
+        Quantity::Count => Unit::Count,
+    };
+    let change = crate::diff::metric::difference(inc.base, r.value);
+    let relative = match (inc.base, r.value) {
+        (0, 0) => "0.0%".to_string(),
+        (0, _) => "new".to_string(),
+        (b, n) => percent_text((n as f64 - b as f64) * 100.0 / b as f64),
+    };
+    format!("{} ({relative})", signed(unit, change))
+}
+
+/// The limit cell of an increase line: "+5.0%" or "+1.0 MiB (1048576 bytes)".
+fn show_increase_limit(r: &LimitResult, inc: Increase) -> String {
+    if inc.relative {
+        format!("+{}.{:02}%", r.limit / 100, r.limit % 100)
+    } else {
+        format!("+{}", show(Quantity::Bytes, r.limit))
+    }
 }
 
 /// A number as the check line shows it: sizes both rounded and exact, so a failure by a few
@@ -161,12 +316,15 @@ pub fn write_results(
     ]);
     for r in results {
         let verdict = if r.pass { "pass" } else { "FAIL" };
-        table.row(vec![
-            r.name.to_string(),
-            show(r.quantity, r.value),
-            show(r.quantity, r.limit),
-            verdict.to_string(),
-        ]);
+        let name = match &r.benchmark {
+            Some(b) => format!("{b}: {}", r.name),
+            None => r.name.to_string(),
+        };
+        let (value, limit) = match r.increase {
+            Some(inc) => (show_increase(r, inc), show_increase_limit(r, inc)),
+            None => (show(r.quantity, r.value), show(r.quantity, r.limit)),
+        };
+        table.row(vec![name, value, limit, verdict.to_string()]);
     }
     for line in table.lines() {
         writeln!(out, "{line}")?;
@@ -204,6 +362,7 @@ mod tests {
             max_leaked: Some(limit),
             max_peak_rss: None,
             allow_incomplete: false,
+            ..CheckOptions::default()
         }
     }
 
@@ -306,6 +465,134 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         let columns: Vec<usize> = text.lines().map(|l| l.find("limit").unwrap()).collect();
         assert!(columns.windows(2).all(|w| w[0] == w[1]), "{text}");
+    }
+
+    /// `report()` with `extra` allocations of 1000 bytes more (and so `extra` more leaks).
+    fn grown(extra: u64) -> Report {
+        let mut events = vec![
+            malloc(1, 1000),
+            malloc(2, 1000),
+            free(1),
+            malloc(3, 1000),
+            free(3),
+        ];
+        for i in 0..extra {
+            events.push(malloc(100 + i, 1000));
+        }
+        events.push(exit(0));
+        run(seq(events))
+    }
+
+    fn increase(opts: &CheckOptions, new: &Report, base: &Report) -> Vec<LimitResult> {
+        evaluate_increase(&new.totals, &base.totals, opts, None, &mut Vec::new())
+    }
+
+    #[test]
+    fn relative_increase_is_exact_at_the_limit() {
+        // 3 -> 4 allocations: +33.33...%.
+        let (base, new) = (grown(0), grown(1));
+        let limit = |bps| CheckOptions {
+            metric_increases: vec![(Metric::Allocations, bps)],
+            ..CheckOptions::default()
+        };
+        let r = increase(&limit(3334), &new, &base);
+        assert_eq!(r.len(), 1);
+        assert_eq!(
+            (r[0].flag, r[0].value, r[0].pass),
+            ("--max-allocs-increase", 4, true)
+        );
+        assert!(!increase(&limit(3333), &new, &base)[0].pass);
+    }
+
+    #[test]
+    fn max_increase_covers_every_metric_both_have() {
+        let opts = CheckOptions {
+            max_increase: Some(0),
+            ..CheckOptions::default()
+        };
+        let mut notes = Vec::new();
+        let base = grown(0);
+        let r = evaluate_increase(&base.totals, &base.totals, &opts, None, &mut notes);
+        // Six heap metrics; no resident or mapping events: two notes.
+        assert_eq!(r.len(), 6);
+        assert!(r.iter().all(|l| l.pass));
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert_eq!(
+            notes[0],
+            "peak resident is not in both recordings: not compared"
+        );
+    }
+
+    #[test]
+    fn a_metric_flag_replaces_max_increase_for_it() {
+        let opts = CheckOptions {
+            max_increase: Some(0),
+            metric_increases: vec![(Metric::Allocations, 10_000)],
+            ..CheckOptions::default()
+        };
+        let r = increase(&opts, &grown(1), &grown(0));
+        let allocs = r.iter().find(|l| l.name == "allocations").unwrap();
+        assert!(allocs.pass);
+        let bytes = r.iter().find(|l| l.name == "bytes allocated").unwrap();
+        assert!(!bytes.pass);
+        assert_eq!(bytes.flag, "--max-increase");
+    }
+
+    #[test]
+    fn increase_from_zero_fails_any_percentage() {
+        // No leak in the base: leaking 1000 bytes is new.
+        let base = run(seq(vec![malloc(1, 1000), free(1), exit(0)]));
+        let new = run(seq(vec![malloc(1, 1000), exit(0)]));
+        let opts = CheckOptions {
+            metric_increases: vec![(Metric::LeakedBytes, 1_000_000)],
+            ..CheckOptions::default()
+        };
+        assert!(!increase(&opts, &new, &base)[0].pass);
+    }
+
+    #[test]
+    fn bytes_limit_applies_to_byte_metrics_only() {
+        let opts = CheckOptions {
+            max_increase_bytes: Some(1000),
+            ..CheckOptions::default()
+        };
+        let r = increase(&opts, &grown(1), &grown(0));
+        let names: Vec<&str> = r.iter().map(|l| l.name).collect();
+        assert_eq!(names, vec!["peak heap", "bytes allocated", "leaked"]);
+        assert!(r.iter().all(|l| l.pass), "+1000 bytes each: {r:?}");
+        // Two more blocks: 2000 more allocated and leaked; the peak (2000 -> 3000) only 1000.
+        let over = increase(&opts, &grown(2), &grown(0));
+        let passes: Vec<bool> = over.iter().map(|l| l.pass).collect();
+        assert_eq!(passes, vec![true, false, false]);
+    }
+
+    #[test]
+    fn increase_lines_show_change_and_limit() {
+        let opts = CheckOptions {
+            metric_increases: vec![(Metric::BytesAllocated, 250)],
+            ..CheckOptions::default()
+        };
+        let mut r = increase(&opts, &grown(1), &grown(0));
+        r[0].benchmark = Some("parse::small".into());
+        let mut out = Vec::new();
+        write_results(&r, &grown(1), &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let cells: Vec<&str> = text.split_whitespace().collect();
+        assert_eq!(
+            cells,
+            vec![
+                "parse::small:",
+                "bytes",
+                "allocated",
+                "+1000",
+                "B",
+                "(+33.3%)",
+                "limit",
+                "+2.50%",
+                "FAIL"
+            ],
+            "{text}"
+        );
     }
 
     #[test]

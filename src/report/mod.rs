@@ -339,10 +339,15 @@ pub fn run_check(opts: &CheckOptions, out: &mut dyn Write) -> Result<bool> {
             path.display()
         )));
     }
-    let results = check::evaluate(&report, opts);
+    let mut notes = Vec::new();
+    let results = match &opts.baseline {
+        Some(base_path) => against_baseline(&report, base_path, opts, &mut notes)?,
+        None => check::evaluate(&report, opts),
+    };
     let all_pass = results.iter().all(|r| r.pass);
     let mut out = BufWriter::new(out);
-    let written = check::write_results(&results, &report, &mut out);
+    let written = check::write_results(&results, &report, &mut out)
+        .and_then(|()| notes.iter().try_for_each(|n| writeln!(out, "note: {n}")));
     output_result(written.and_then(|()| out.flush()))?;
     if report.complete || opts.allow_incomplete {
         return Ok(all_pass);
@@ -352,7 +357,7 @@ pub fn run_check(opts: &CheckOptions, out: &mut dyn Write) -> Result<bool> {
     let all_lower = incomplete::lower_bounds(report.lost_events.total, &report.skipped, floor);
     let certain_failure = results
         .iter()
-        .any(|r| !r.pass && (all_lower || matches!(r.flag, "--max-allocs" | "--max-bytes")));
+        .any(|r| !r.pass && (all_lower || matches!(r.name, "allocations" | "bytes allocated")));
     if certain_failure {
         return Ok(false);
     }
@@ -392,6 +397,100 @@ pub fn run_check(opts: &CheckOptions, out: &mut dyn Write) -> Result<bool> {
          --allow-incomplete to check what was read",
         causes.join("; ")
     )))
+}
+
+/// The limits of `opts` on `report` (the new recording, narrowed to the scope) against the
+/// baseline at `base_path`: the absolute limits and the increase limits, for the scope or, with
+/// `--by bench`, for each benchmark both recordings have (one only one has is a note). An
+/// incomplete baseline is refused unless `--allow-incomplete`, as the new recording is.
+fn against_baseline(
+    report: &Report,
+    base_path: &Path,
+    opts: &CheckOptions,
+    notes: &mut Vec<String>,
+) -> Result<Vec<check::LimitResult>> {
+    let base = narrow(read_report(base_path)?, opts.scope.clone(), base_path)?;
+    let bad_base = |message: String| Error::BadFile {
+        path: base_path.to_path_buf(),
+        message,
+    };
+    if base
+        .run
+        .features
+        .iter()
+        .any(|f| f == incomplete::FEATURE_PROBE_FLOOR)
+    {
+        return Err(bad_base(
+            "the baseline was recorded with --probe-floor: it has no allocations to compare \
+             with; record it again without --probe-floor"
+                .into(),
+        ));
+    }
+    if !base.complete && !opts.allow_incomplete {
+        return Err(bad_base(format!(
+            "the baseline is incomplete ({}): its numbers may be wrong either way, so the \
+             limits were not checked; record it again, or give --allow-incomplete",
+            base.incomplete_reasons.join("; ")
+        )));
+    }
+    if base.run.command != report.run.command {
+        notes.push(format!(
+            "the recorded commands differ (baseline `{}`, new `{}`): compared anyway",
+            base.run.command.join(" "),
+            report.run.command.join(" ")
+        ));
+    }
+    if !opts.by_bench {
+        let mut results = check::evaluate(report, opts);
+        results.extend(check::evaluate_increase(
+            &report.totals,
+            &base.totals,
+            opts,
+            None,
+            notes,
+        ));
+        return Ok(results);
+    }
+    let mut results = Vec::new();
+    for bench in &report.benchmarks {
+        let Some(base_bench) = base.benchmarks.iter().find(|b| b.uri == bench.uri) else {
+            notes.push(format!(
+                "benchmark {} is not in the baseline: not compared",
+                bench.uri
+            ));
+            continue;
+        };
+        let scoped = report
+            .clone()
+            .narrow(Scope::Benchmark {
+                uri: bench.uri.clone(),
+            })
+            .map_err(|_| Error::Internal(format!("benchmark {} vanished", bench.uri)))?;
+        let mut absolute = check::evaluate(&scoped, opts);
+        for r in &mut absolute {
+            r.benchmark = Some(bench.uri.clone());
+        }
+        results.extend(absolute);
+        results.extend(check::evaluate_increase(
+            &bench.metrics,
+            &base_bench.metrics,
+            opts,
+            Some(&bench.uri),
+            notes,
+        ));
+    }
+    for b in &base.benchmarks {
+        if !report.benchmarks.iter().any(|n| n.uri == b.uri) {
+            notes.push(format!(
+                "benchmark {} is only in the baseline: not compared",
+                b.uri
+            ));
+        }
+    }
+    if report.benchmarks.is_empty() {
+        notes.push("the recording names no benchmark: nothing was checked by bench".into());
+    }
+    Ok(results)
 }
 
 /// Events pass from the decoding thread to the accounting in batches of this many.
