@@ -5,8 +5,9 @@ tracing starts, so the client allocates nothing of its own in the window but os.
 arrays, starts tracemalloc and then memtrack's window, builds N objects it keeps (tuples, ints,
 strings, lists, bytes up to 2 KB, so pymalloc, its malloc fallback and list reallocs all count)
 and N it drops, stops the window, and prints tracemalloc's count and bytes of live traced blocks
-as `tracemalloc BLOCKS BYTES` on stderr. The blocks memtrack reports as the window's `leaked`
-(allocated inside it, not freed inside it) are the same blocks.
+as `tracemalloc BLOCKS BYTES` on stderr, and ends with os._exit: the blocks memtrack reports as
+the window's `leaked` (allocated inside it, never freed; frees after `stop` are recorded, so the
+interpreter's teardown must not run) are the same blocks.
 """
 
 import os
@@ -37,3 +38,6 @@ request(b"stop\n")
 snapshot = tracemalloc.take_snapshot()
 traces = snapshot.traces
 print("tracemalloc", len(traces), sum(t.size for t in traces), file=sys.stderr)
+sys.stderr.flush()
+# No teardown: it would free the kept objects, and memtrack records frees after `stop` too.
+os._exit(0)
