@@ -184,12 +184,7 @@ mod tests {
             frames,
             allocated_bytes: bytes,
             allocations: count,
-            peak_live_bytes: 0,
-            leaked_bytes: 0,
-            leaked_blocks: 0,
-            live_at_end_bytes: 0,
-            live_at_end_blocks: 0,
-            temporary: 0,
+            ..SiteMetrics::default()
         }
     }
 

@@ -100,7 +100,7 @@ pub struct StackWalks {
 
 /// One allocation site: one distinct call stack and what the blocks it allocated did in the
 /// scope.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct SiteMetrics {
     /// The stack's leaf node id in the recording (0: allocations without a call stack).
     pub stack_id: u32,

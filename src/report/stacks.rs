@@ -555,15 +555,7 @@ impl StackPass {
         for (key, s) in &table.sites {
             let m = by_leaf.entry(key.leaf).or_insert_with(|| SiteMetrics {
                 stack_id: key.leaf,
-                allocations: 0,
-                allocated_bytes: 0,
-                peak_live_bytes: 0,
-                leaked_bytes: 0,
-                leaked_blocks: 0,
-                live_at_end_bytes: 0,
-                live_at_end_blocks: 0,
-                temporary: 0,
-                frames: Vec::new(),
+                ..SiteMetrics::default()
             });
             let add = |a: &mut u64, b: u64| *a = a.saturating_add(b);
             add(&mut m.allocations, s.allocations);
