@@ -215,13 +215,16 @@ enum cfa_rule {
 	CFA_PLT = 2,         /* .plt: CFA = rsp + 8 + ((rip & 15) >= 11 ? 8 : 0) */
 	CFA_END = 3,         /* the return address is undefined: the outermost frame, walk complete */
 	CFA_UNKNOWN = 4,     /* no CFI covers this pc: end the walk, marked unknown */
-	CFA_UNSUPPORTED = 5, /* CFI the walk cannot compute (expression, signal frame): end, count */
+	CFA_UNSUPPORTED = 5, /* CFI the walk cannot compute (an expression): end, count */
+	CFA_SIGNAL = 6,      /* a signal trampoline: the interrupted code's rsp is saved at
+	                      * rsp + cfa_offset and its rip 8 bytes above (the sigcontext) */
 };
 
 enum rbp_rule {
 	RBP_SAME = 0,        /* the caller's rbp is this frame's rbp */
 	RBP_AT_CFA = 1,      /* saved at CFA + rbp_offset */
 	RBP_UNSUPPORTED = 2, /* unknown: a caller whose CFA is rbp-based cannot be found */
+	RBP_AT_SP = 3,       /* saved at rsp + rbp_offset (a signal frame's sigcontext) */
 };
 
 struct unwind_row {

@@ -13,6 +13,10 @@
  * fork or updated at exec and dlopen, and the same call path is one stack in every process of
  * the tree whatever their address layout. A pc outside any file with a table (JIT code, the
  * vDSO, a uprobe trampoline of another tool) ends the walk, marked unknown; nothing is guessed.
+ * (The vDSO only matters past a signal frame, since nothing in it allocates; its code is in no
+ * file the kernel's VMA names.) Two kinds of code get rules of their own from user space: the
+ * lazy PLT stubs (CFA_PLT), and signal trampolines (CFA_SIGNAL), past which the walk goes on in
+ * the code the signal interrupted, with the registers the kernel saved.
  *
  * Dedup: the frames are hashed twice as the walk goes. The first hash keys `stack_ids`, the
  * second must match what it stored: a mismatch is a collision, counted, and that stack is sent
@@ -125,6 +129,8 @@ struct walk {
 	__u32 depth;
 	__u32 end;
 	__u32 bp_lost; /* the caller's rbp could not be followed */
+	__u32 exact;   /* pc is where a signal interrupted the code, not a return address */
+	__u32 _pad;
 };
 
 #define ROW_CACHE 64
@@ -315,8 +321,10 @@ __noinline long walk_frame(struct walk_state *s)
 		return 1;
 	}
 	/* A caller's return address can be the first byte past its function (a call to a
-	 * noreturn function ends it): its own call instruction is the byte before. */
-	pc = depth ? w->pc - 1 : w->pc;
+	 * noreturn function ends it): its own call instruction is the byte before. The pc a
+	 * signal interrupted is the instruction itself. */
+	pc = depth && !w->exact ? w->pc - 1 : w->pc;
+	w->exact = 0;
 	if ((pc < w->cur.start || pc >= w->cur.end) && !find_file(w, pc)) {
 		w->end = STACK_UNKNOWN;
 		return 1;
@@ -352,6 +360,26 @@ __noinline long walk_frame(struct walk_state *s)
 	case CFA_PLT:
 		cfa = w->sp + 8 + ((w->pc & 15) >= 11 ? 8 : 0);
 		break;
+	case CFA_SIGNAL:
+		/* The handler returned here: the frame is the trampoline itself (named by its own
+		 * address, the byte before it being no function's), and the caller is the code the
+		 * signal interrupted, whose registers the kernel saved in the sigcontext at rsp. */
+		s->ev.frames[depth] = frame + 1;
+		if (!read_stack(s, w->sp + row.cfa_offset, &cfa) ||
+		    !read_stack(s, w->sp + row.cfa_offset + 8, &ra)) {
+			w->end = STACK_UNSUPPORTED;
+			return 1;
+		}
+		w->bp_lost = row.rbp_rule != RBP_AT_SP ||
+			     !read_stack(s, w->sp + row.rbp_offset, &w->bp);
+		if (!ra) {
+			w->end = STACK_COMPLETE;
+			return 1;
+		}
+		w->sp = cfa;
+		w->pc = ra;
+		w->exact = 1;
+		return 0;
 	case CFA_END:
 		w->end = STACK_COMPLETE;
 		return 1;
@@ -433,6 +461,7 @@ __noinline __u32 stack_id(struct pt_regs *ctx)
 	s->w.depth = 0;
 	s->w.end = STACK_COMPLETE;
 	s->w.bp_lost = 0;
+	s->w.exact = 0;
 	s->window_len = 0; /* the stack changed since the last walk */
 	mm = (__u64)task->mm;
 	seq = mm_seq(task);

@@ -109,7 +109,8 @@ fn gdb_script(plan: &GdbPlan) -> String {
          set print frame-info location-and-address\n\
          set breakpoint pending on\n\
          set backtrace past-main on\n\
-         set backtrace past-entry on\n",
+         set backtrace past-entry on\n\
+         handle SIGUSR1 nostop noprint pass\n",
     );
     if plan.follow_fork_child {
         script += "set follow-fork-mode child\n";
@@ -132,6 +133,9 @@ fn gdb_script(plan: &GdbPlan) -> String {
 }
 
 const STOP: &str = "==memtrack-stop==";
+/// How gdb's `bt` shows the frame the kernel pushed for a signal, where its handler returns to
+/// (glibc's `__restore_rt`, which the recorder names).
+const SIGNAL_FRAME: &str = "<signal handler called>";
 const END: &str = "==memtrack-end==";
 const TAIL_CALL: &str = "==memtrack-tail-call== ";
 
@@ -232,6 +236,13 @@ fn parse_gdb(output: &str, executable: &str) -> Result<Vec<Vec<Frame>>, String> 
                 continue;
             };
             if tail_calls.contains(level) {
+                continue;
+            }
+            if line.ends_with(SIGNAL_FRAME) {
+                frames.push(Frame {
+                    function: SIGNAL_FRAME.to_string(),
+                    ..Frame::default()
+                });
                 continue;
             }
             let (pc, mut frame) =
@@ -849,6 +860,9 @@ fn module_file(path: &str) -> String {
 /// its caller's statement does), gdb takes the last that is a statement and a symbolizer may
 /// take another: then both must be rows of that instruction.
 fn same_frame(facts: &mut ModuleFacts, gdb: &Frame, ours: &Frame) -> bool {
+    if gdb.function == SIGNAL_FRAME {
+        return ours.function == "__restore_rt" && module_file(&ours.module) == "libc.so.6";
+    }
     if module_file(&gdb.module) != module_file(&ours.module) {
         return false;
     }
@@ -1104,6 +1118,11 @@ fn fork_case() -> Result<Case, String> {
 fn thread_case() -> Result<Case, String> {
     let exe = stacks_fixture("fork_thread.c", "stacks_fork_thread", &[])?;
     Ok(Case::malloc_of("thread", exe, &["thread"], 7823))
+}
+
+fn signal_case() -> Result<Case, String> {
+    let exe = stacks_fixture("signal.c", "stacks_signal", &[])?;
+    Ok(Case::malloc_of("signal", exe, &[], 7853))
 }
 
 fn recursion_case() -> Result<Case, String> {
@@ -1370,6 +1389,35 @@ fn gdb_sees_the_thread() {
 }
 
 #[test]
+fn gdb_sees_the_signal_frame() {
+    let test = "gdb_sees_the_signal_frame";
+    let Some(case) = require(test, signal_case()) else {
+        return;
+    };
+    let Some(stack) = gdb_stack(
+        test,
+        &case,
+        "__GI___libc_malloc",
+        &[
+            ("signal_alloc", "stacks_signal"),
+            ("on_signal", "stacks_signal"),
+        ],
+    ) else {
+        return;
+    };
+    // The handler's caller is the signal frame, and past it the code the signal interrupted:
+    // inside raise, called from deliver.
+    let names = functions(&stack);
+    assert_eq!(names[3], SIGNAL_FRAME, "{stack:#?}");
+    let raise = names.iter().position(|n| *n == "__GI_raise");
+    assert!(
+        raise.is_some_and(|r| r > 3 && names[r + 1..r + 3] == ["deliver", "main"]),
+        "raise, deliver and main past the signal frame: {stack:#?}"
+    );
+    assert_eq!(names[names.len() - 3..], LIBC_START, "{stack:#?}");
+}
+
+#[test]
 fn gdb_sees_the_whole_recursion() {
     let test = "gdb_sees_the_whole_recursion";
     let Some(case) = require(test, recursion_case()) else {
@@ -1480,6 +1528,16 @@ fn stack_in_a_thread_is_gdbs() {
     let test = "stack_in_a_thread_is_gdbs";
     skip_unless_recording!(test);
     let Some(case) = require(test, thread_case()) else {
+        return;
+    };
+    assert_stacks_are_gdbs(test, case);
+}
+
+#[test]
+fn stack_through_a_signal_frame_is_gdbs() {
+    let test = "stack_through_a_signal_frame_is_gdbs";
+    skip_unless_recording!(test);
+    let Some(case) = require(test, signal_case()) else {
         return;
     };
     assert_stacks_are_gdbs(test, case);

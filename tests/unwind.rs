@@ -39,6 +39,8 @@ struct OracleFde {
     signal: bool,
     /// Its instructions contain the PLT expression (from the raw dump).
     plt: bool,
+    /// Where its instructions say a signal frame's registers are (from the raw dump).
+    layout: SignalLayout,
     rows: Vec<OracleRow>,
 }
 
@@ -94,6 +96,43 @@ fn plt_fdes(raw: &str, section: CfiSection) -> Vec<String> {
     found
 }
 
+/// Where the raw instructions of each FDE say a signal frame's registers are, as rsp offsets
+/// (`DW_OP_breg7 (rsp): N`): the CFA loaded from (`DW_CFA_def_cfa_expression (... N;
+/// DW_OP_deref)`), rip's and rbp's (`DW_CFA_expression: r16 (rip) (... N)`), by FDE offset.
+fn signal_layouts(raw: &str, section: CfiSection) -> HashMap<String, SignalLayout> {
+    let rsp_offset = |line: &str| -> Option<i64> {
+        let (_, n) = line.split_once("DW_OP_breg7 (rsp): ")?;
+        n.split([';', ')']).next()?.parse().ok()
+    };
+    let mut found: HashMap<String, SignalLayout> = HashMap::new();
+    let mut current = None;
+    for line in section_lines(raw, section) {
+        if let Some((offset, kind, _)) = entry_header(line) {
+            current = (kind == "FDE").then(|| offset.to_string());
+            continue;
+        }
+        let Some(fde) = &current else { continue };
+        let line = line.trim();
+        let layout = found.entry(fde.clone()).or_default();
+        if line.starts_with("DW_CFA_def_cfa_expression") && line.ends_with("DW_OP_deref)") {
+            layout.sp = rsp_offset(line);
+        } else if line.starts_with("DW_CFA_expression: r16 (rip)") {
+            layout.ip = rsp_offset(line);
+        } else if line.starts_with("DW_CFA_expression: r6 (rbp)") {
+            layout.bp = rsp_offset(line);
+        }
+    }
+    found
+}
+
+/// A signal frame's saved registers as rsp offsets, as its FDE states them.
+#[derive(Clone, Copy, Debug, Default)]
+struct SignalLayout {
+    sp: Option<i64>,
+    ip: Option<i64>,
+    bp: Option<i64>,
+}
+
 /// readelf's interpreted tables of `file`: `.eh_frame`'s FDEs, then `.debug_frame`'s (the
 /// builder takes both, in this order).
 fn oracle(file: &Path) -> Vec<OracleFde> {
@@ -109,6 +148,7 @@ fn oracle(file: &Path) -> Vec<OracleFde> {
 /// `raw` (frames).
 fn oracle_section(interp: &str, raw: &str, section: CfiSection) -> Vec<OracleFde> {
     let plt = plt_fdes(raw, section);
+    let layouts = signal_layouts(raw, section);
     // A CIE's rows (printed with loc 0) apply to an FDE that prints none of its own.
     let mut cies: HashMap<String, (bool, Vec<OracleRow>)> = HashMap::new();
     let mut fdes: Vec<OracleFde> = Vec::new();
@@ -147,6 +187,7 @@ fn oracle_section(interp: &str, raw: &str, section: CfiSection) -> Vec<OracleFde
                     end: u64::from_str_radix(end, 16).unwrap(),
                     signal,
                     plt: plt.iter().any(|p| p == offset),
+                    layout: layouts.get(offset).copied().unwrap_or_default(),
                     rows: cie_rows
                         .into_iter()
                         .map(|r| OracleRow { loc: start, ..r })
@@ -211,8 +252,23 @@ fn oracle_section(interp: &str, raw: &str, section: CfiSection) -> Vec<OracleFde
 /// The rule the design gives a readelf row.
 fn expected(fde: &OracleFde, row: &OracleRow) -> RowRule {
     let bare = RowRule::bare;
+    // A signal frame: the interrupted rsp loaded from rsp+N and rip right above it (the
+    // sigcontext's order) is the one layout the walk reads; rbp is kept if saved too.
     if fde.signal {
-        return bare(CfaRule::Unsupported);
+        let l = fde.layout;
+        return match (l.sp, l.ip) {
+            (Some(sp), Some(ip)) if ip == sp + 8 => RowRule {
+                cfa: CfaRule::Signal,
+                cfa_offset: sp as i32,
+                rbp: if l.bp.is_some() {
+                    RbpRule::AtSp
+                } else {
+                    RbpRule::Unsupported
+                },
+                rbp_offset: l.bp.unwrap_or(0) as i16,
+            },
+            _ => bare(CfaRule::Unsupported),
+        };
     }
     match row.ra.as_deref() {
         None | Some("u") => return bare(CfaRule::End),
@@ -252,6 +308,7 @@ struct Comparison {
     oracle_rows: usize,
     expression_rows: usize,
     plt_rows: usize,
+    signal_rows: usize,
     unsupported_rows: usize,
     checked_pcs: usize,
     mismatches: Vec<String>,
@@ -296,6 +353,7 @@ fn compare(file: &Path, table: &UnwindTable) -> Comparison {
             }
             match want.cfa {
                 CfaRule::Plt => c.plt_rows += 1,
+                CfaRule::Signal => c.signal_rows += 1,
                 CfaRule::Unsupported => c.unsupported_rows += 1,
                 _ => {}
             }
@@ -426,10 +484,13 @@ fn libc_matches_readelf() {
         return;
     };
     let (table, c) = assert_matches_readelf(&libc);
-    // Debian 12's glibc: the lazy PLT and the signal trampoline are its only expressions.
+    // Debian 12's glibc: the lazy PLT and the signal trampoline are its only expressions, and
+    // the trampoline says the sigcontext's layout.
     assert_eq!(c.expression_rows, 2, "libc's expression rows");
     assert_eq!(table.stats().rules.plt, 1, "libc's PLT row");
-    assert_eq!(table.stats().unsupported.signal_frame, 1, "__restore_rt");
+    assert_eq!(c.signal_rows, 1, "__restore_rt");
+    assert_eq!(table.stats().rules.signal, 1, "__restore_rt");
+    assert_eq!(table.stats().unsupported.signal_frame, 0, "__restore_rt");
     assert!(matches!(table.identity(), unwind::FileIdentity::BuildId(id) if id.len() == 20));
 }
 

@@ -157,11 +157,12 @@ where
     S: UnwindSection<Slice<'a>>,
 {
     // A signal frame's caller is the interrupted code, whose registers are in the ucontext on
-    // the stack (glibc's `__restore_rt`: CFA = *(rsp+160), every register by expression). The
-    // walk would have to read the sigcontext; not done yet, so it stops there, counted.
+    // the stack: the walk reads them from there when the CFI says the layout it knows.
     if signal {
-        why.signal_frame += 1;
-        return RowRule::bare(CfaRule::Unsupported);
+        return signal_rule(row, section).unwrap_or_else(|| {
+            why.signal_frame += 1;
+            RowRule::bare(CfaRule::Unsupported)
+        });
     }
     // The return address must be at CFA-8, where `call` put it. Undefined means this is the
     // outermost frame (`_start` says `DW_CFA_undefined rip`); no rule at all says the same.
@@ -223,6 +224,64 @@ where
     }
 }
 
+/// The rule of a signal trampoline's row whose CFI says what glibc's `__restore_rt` says on
+/// x86-64 (`rsp` there points at the ucontext the kernel pushed): the CFA is the interrupted
+/// rsp, loaded from rsp + N (`DW_OP_breg7 N; DW_OP_deref`); the return address is the
+/// interrupted rip, saved at rsp + N + 8 (`DW_OP_breg7 N+8`, the sigcontext's order); rbp is
+/// saved at rsp + K. `None` for any other CFI: the walk must not read a frame it does not know.
+fn signal_rule<'a, S>(row: &UnwindTableRow<usize>, section: &S) -> Option<RowRule>
+where
+    S: UnwindSection<Slice<'a>>,
+{
+    // The operations of an expression that is `DW_OP_breg7 N`, then `DW_OP_deref` when asked.
+    let rsp_plus = |expression: &gimli::UnwindExpression<usize>, deref: bool| -> Option<i64> {
+        // Operations read the same in every CFI version and offset size at 8-byte addresses.
+        let encoding = gimli::Encoding {
+            format: gimli::Format::Dwarf32,
+            version: 4,
+            address_size: 8,
+        };
+        let expression = expression.get(section).ok()?;
+        let mut operations = expression.operations(encoding);
+        let Ok(Some(gimli::Operation::RegisterOffset {
+            register, offset, ..
+        })) = operations.next()
+        else {
+            return None;
+        };
+        if register != X86_64::RSP {
+            return None;
+        }
+        if deref && !matches!(operations.next(), Ok(Some(gimli::Operation::Deref { .. }))) {
+            return None;
+        }
+        matches!(operations.next(), Ok(None)).then_some(offset)
+    };
+    let gimli::CfaRule::Expression(cfa) = row.cfa() else {
+        return None;
+    };
+    let sp_at = rsp_plus(cfa, true)?;
+    let Some(RegisterRule::Expression(ra)) = row.register(X86_64::RA) else {
+        return None;
+    };
+    if rsp_plus(&ra, false)? != sp_at.checked_add(8)? {
+        return None;
+    }
+    let (rbp, rbp_offset) = match row.register(X86_64::RBP) {
+        Some(RegisterRule::Expression(e)) => match rsp_plus(&e, false).map(i16::try_from) {
+            Some(Ok(offset)) => (RbpRule::AtSp, offset),
+            _ => (RbpRule::Unsupported, 0),
+        },
+        _ => (RbpRule::Unsupported, 0),
+    };
+    Some(RowRule {
+        cfa: CfaRule::Signal,
+        cfa_offset: i32::try_from(sp_at).ok()?,
+        rbp,
+        rbp_offset,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::synthetic::{eh_frame, rsp, Fde};
@@ -280,6 +339,52 @@ mod tests {
         let (rules, why) = rules(true, &[(4, I::CfaOffset(16))]);
         assert_eq!(rules, vec![UNSUPPORTED, UNSUPPORTED]);
         assert_eq!(why.signal_frame, 2);
+    }
+
+    /// glibc's `__restore_rt` CFI on x86-64, with the return address at `ra` from rsp.
+    fn restore_rt(ra: i64) -> Vec<(u32, I)> {
+        let rsp_plus = |offset, deref| {
+            let mut e = Expression::new();
+            e.op_breg(X86_64::RSP, offset);
+            if deref {
+                e.op_deref();
+            }
+            e
+        };
+        vec![
+            (0, I::CfaExpression(rsp_plus(160, true))),
+            (0, I::Expression(X86_64::RBP, rsp_plus(120, false))),
+            (0, I::Expression(X86_64::RA, rsp_plus(ra, false))),
+        ]
+    }
+
+    #[test]
+    fn glibc_signal_trampoline_reads_the_sigcontext() {
+        let (rules, why) = rules(true, &restore_rt(168));
+        let signal = RowRule {
+            cfa: CfaRule::Signal,
+            cfa_offset: 160,
+            rbp: RbpRule::AtSp,
+            rbp_offset: 120,
+        };
+        assert_eq!(rules, vec![signal]);
+        assert_eq!(why, UnsupportedCounts::default());
+        // The same expressions outside a signal frame are no rule the walk knows.
+        let data = eh_frame(false, &[Fde::new(0x1000, 0x40, &restore_rt(168))]);
+        let cfi = walk(
+            &EhFrame::new(&data, LittleEndian),
+            &BaseAddresses::default(),
+        )
+        .unwrap();
+        assert_eq!(cfi.rows[0].rule, UNSUPPORTED);
+    }
+
+    #[test]
+    fn a_signal_frame_of_another_layout_is_unsupported() {
+        // The return address not right above the saved rsp.
+        let (rules, why) = rules(true, &restore_rt(176));
+        assert_eq!(rules, vec![UNSUPPORTED]);
+        assert_eq!(why.signal_frame, 1);
     }
 
     #[test]

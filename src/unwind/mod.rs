@@ -127,6 +127,8 @@ pub struct RuleCounts {
     pub end: usize,
     /// `CfaRule::Unsupported`.
     pub unsupported: usize,
+    /// `CfaRule::Signal`.
+    pub signal: usize,
 }
 
 impl RuleCounts {
@@ -136,6 +138,7 @@ impl RuleCounts {
         self.plt += other.plt;
         self.end += other.end;
         self.unsupported += other.unsupported;
+        self.signal += other.signal;
     }
 
     fn add(&mut self, rule: CfaRule) {
@@ -147,6 +150,7 @@ impl RuleCounts {
             // The CFI never states "unknown"; the table adds those rows itself.
             CfaRule::Unknown => {}
             CfaRule::Unsupported => self.unsupported += 1,
+            CfaRule::Signal => self.signal += 1,
         }
     }
 }
@@ -154,7 +158,8 @@ impl RuleCounts {
 /// Why CFI rows could not be expressed, per row as the CFI states them (before merging).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct UnsupportedCounts {
-    /// Signal trampolines (`__restore_rt`): the caller's registers are in the ucontext.
+    /// Signal trampolines whose CFI does not say the x86-64 sigcontext's layout (interrupted
+    /// rsp, then rip, at fixed offsets from rsp; rbp at another).
     pub signal_frame: usize,
     /// A CFA by DWARF expression other than the PLT's.
     pub cfa_expression: usize,

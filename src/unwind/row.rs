@@ -25,10 +25,17 @@ pub enum CfaRule {
     /// No CFI covers this pc (code between functions, or past the last FDE). The walk ends here
     /// marked unknown: applying a neighbour's rule would be a guess.
     Unknown = 4,
-    /// The CFI says something the walk cannot compute (a DWARF expression other than the PLT's,
-    /// a CFA in another register, a return address not at CFA-8, a signal frame). The walk
+    /// The CFI says something the walk cannot compute (a DWARF expression other than the PLT's
+    /// or a signal frame's, a CFA in another register, a return address not at CFA-8). The walk
     /// ends and counts it; `UnwindStats::unsupported` says why.
     Unsupported = 5,
+    /// A signal trampoline (glibc's `__restore_rt`, where a signal handler returns to): its
+    /// caller is the code the signal interrupted, whose registers the kernel saved in the
+    /// ucontext on the stack. The interrupted rsp is at rsp + cfa_offset, its rip 8 bytes
+    /// above (the sigcontext's order), and its rbp at rsp + rbp_offset (`RbpRule::AtSp`). The
+    /// interrupted rip is where the code was, not a return address: the walk looks it up as
+    /// it is, without stepping back into a call instruction.
+    Signal = 6,
 }
 
 /// Where the caller's rbp is. Only rbp is tracked besides rsp and rip because a caller's CFA
@@ -47,6 +54,8 @@ pub enum RbpRule {
     /// Any other rule (in another register, an expression, an offset beyond 16 bits): the walk
     /// can still go on while no caller's CFA depends on rbp, and must stop when one does.
     Unsupported = 2,
+    /// Saved in memory at rsp + rbp_offset: a signal frame's sigcontext (`CfaRule::Signal`).
+    AtSp = 3,
 }
 
 /// What the walk does at a pc: the rule part of a row, without where it starts.
@@ -125,11 +134,13 @@ impl UnwindRow {
             2 => CfaRule::Plt,
             3 => CfaRule::End,
             4 => CfaRule::Unknown,
+            6 => CfaRule::Signal,
             _ => CfaRule::Unsupported,
         };
         let rbp = match self.rbp_rule {
             0 => RbpRule::Same,
             1 => RbpRule::AtCfa,
+            3 => RbpRule::AtSp,
             _ => RbpRule::Unsupported,
         };
         RowRule {
@@ -166,6 +177,33 @@ mod tests {
         b.extend(16i16.to_ne_bytes());
         b.extend([1, 2]);
         assert_eq!(row.to_bytes().to_vec(), b);
+    }
+
+    #[test]
+    fn rules_are_numbered_as_the_header_numbers_them() {
+        use crate::sys::raw::{cfa_rule, rbp_rule};
+        let cfa = [
+            (CfaRule::Rsp, cfa_rule::CFA_RSP),
+            (CfaRule::Rbp, cfa_rule::CFA_RBP),
+            (CfaRule::Plt, cfa_rule::CFA_PLT),
+            (CfaRule::End, cfa_rule::CFA_END),
+            (CfaRule::Unknown, cfa_rule::CFA_UNKNOWN),
+            (CfaRule::Unsupported, cfa_rule::CFA_UNSUPPORTED),
+            (CfaRule::Signal, cfa_rule::CFA_SIGNAL),
+        ];
+        for (rust, c) in cfa {
+            assert_eq!(rust as u32, c as u32, "{rust:?}");
+            assert_eq!(UnwindRow::new(0, RowRule::bare(rust)).rule().cfa, rust);
+        }
+        let rbp = [
+            (RbpRule::Same, rbp_rule::RBP_SAME),
+            (RbpRule::AtCfa, rbp_rule::RBP_AT_CFA),
+            (RbpRule::Unsupported, rbp_rule::RBP_UNSUPPORTED),
+            (RbpRule::AtSp, rbp_rule::RBP_AT_SP),
+        ];
+        for (rust, c) in rbp {
+            assert_eq!(rust as u32, c as u32, "{rust:?}");
+        }
     }
 
     #[test]
