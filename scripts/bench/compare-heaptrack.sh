@@ -18,6 +18,12 @@
 # offsets through the program headers. (Not with ASLR off, setarch -R: heaptrack 1.4 then names
 # libz's frames with libm's debug info.)
 #
+# Two kinds of heaptrack's sites are heaptrack's own, and are marked: those in a module the
+# program does not load without heaptrack (its preload library is C++ and brings libstdc++,
+# whose emergency exception pool is 72.7 KB at start-up) are left out of its lists; the
+# dynamic loader's strdup of each library path counts the libraries heaptrack adds too (5 calls
+# under heaptrack, 1 without, in python3's run), so that site may differ.
+#
 # heaptrack follows one process and sees malloc's callers only (it interposes malloc with
 # LD_PRELOAD); memtrack follows the whole tree. Both commands here run one process.
 set -euo pipefail
@@ -128,10 +134,22 @@ def without_parameters(function):
 
 
 def label(function, file, line, module, offset):
+    """A site's name. Frames without a function name are one site per module, MODULE+?:
+    heaptrack_print merges every frame of a module it cannot name into one entry (git's four
+    x*alloc wrappers are one `git+0x281c98` there, with the calls of all four), so memtrack's
+    are merged the same way to compare like with like."""
     if function:
         where = " (%s:%d)" % (base(file), line) if file and line else ""
         return without_parameters(function) + where
-    return "%s+%s" % (base(module), "?" if offset is None else "0x%x" % offset)
+    return "%s+?" % module_name(module)
+
+
+def module_name(path):
+    """A module by its file name without the version after .so (libz.so.1.2.13 is the
+    libz.so.1 that heaptrack names by the loader's path)."""
+    name = base(os.path.realpath(path) if path.startswith("/") else path)
+    m = re.match(r"^(.*\.so)(\.\d+)*$", name)
+    return m.group(1) if m else name
 
 
 def key(lab):
@@ -179,14 +197,12 @@ def heaptrack_sites(path):
         for e in entries:
             loc = e["location"] or ""
             if re.fullmatch(r"0x[0-9a-f]+", loc):
-                # An address heaptrack could not name; heaptrack_interpret already took 1 off the
-                # return address (git+0x281c98 is inside `call malloc@plt` at 0x281c94), as
-                # memtrack does for its offsets.
-                offset = file_offset(e["module"], int(loc, 16))
-                lab = label("", "", 0, e["module"], offset)
+                # An address heaptrack could not name (the first of its module's unnamed frames
+                # it met; see label()).
+                lab = label("", "", 0, e["module"], None)
             else:
                 lab = label(loc, e["file"], e["line"], e["module"], None)
-            result[key].append((lab, e["calls"], e["peak"]))
+            result[key].append((lab, e["calls"], e["peak"], e["module"]))
     return result
 
 
@@ -228,7 +244,39 @@ def size(n):
         n /= 1000.0
 
 
+def own_modules(exe):
+    """The module names the program loads by itself: itself and ldd's closure."""
+    out = subprocess.run(["ldd", exe], capture_output=True, text=True).stdout
+    names = {module_name(exe)}
+    for line in out.splitlines():
+        w = line.split()
+        path = w[2] if len(w) >= 3 and w[1] == "=>" else (w[0] if w else "")
+        if path.startswith("/"):
+            names.add(module_name(path))
+    return names
+
+
+def without_heaptrack_itself(sites, own):
+    """heaptrack's sites less those in modules only heaptrack brings in: its preload library
+    is C++, so a C program under it loads libstdc++, whose emergency exception pool (72.7 KB at
+    start-up) is then the program's biggest "site". Returned with the names dropped."""
+    dropped = set()
+    kept = {}
+    for cost, rows in sites.items():
+        kept[cost] = []
+        for row in rows:
+            if row[3] and module_name(row[3]) not in own:
+                dropped.add(row[0])
+                continue
+            kept[cost].append(row)
+    return kept, sorted(dropped)
+
+
 ht = heaptrack_sites(ht_path)
+ht, heaptrack_own = without_heaptrack_itself(ht, own_modules(exe))
+if heaptrack_own:
+    print("\n(left out of heaptrack's lists: %s, in modules %s does not load without heaptrack)"
+          % (", ".join(heaptrack_own), base(exe)))
 mt = memtrack_sites(mt_path) if os.path.exists(mt_path) else None
 for cost, title in (("calls", "most calls"), ("peak", "live bytes at the heap peak")):
     print("\n== %s: top %d sites by %s" % (name, top, title))
@@ -251,7 +299,11 @@ for cost, title in (("calls", "most calls"), ("peak", "live bytes at the heap pe
               "yet?); heaptrack's side only")
         continue
     missing = [r[0] for r in a if key(r[0]) not in keys_b]
-    print("in both top %d: %d of heaptrack's %d (not in memtrack's: %s)" % (
-        top, len(keys_a & keys_b), len(a), ", ".join(missing) or "none"))
+    # The same number too: calls exactly, peak bytes as heaptrack prints them (3 digits).
+    shown = {(key(r[0]), value(r)) for r in b}
+    same = sum(1 for r in a if (key(r[0]), value(r)) in shown)
+    print("in memtrack's top %d: %d of heaptrack's %d sites, %d of them with the same %s "
+          "(not in memtrack's: %s)" % (top, len(a) - len(missing), len(a), same, cost,
+                                       ", ".join(missing) or "none"))
 PY
 done
