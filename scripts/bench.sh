@@ -330,13 +330,20 @@ for ((r = 1; r <= RUNS; r++)); do
     esac
     if [[ -n $pid ]]; then
       # cat starts once the tool's probes are attached; then open our end (cat opens its own).
+      # Found by its command line: it is not the tool's child (memtrack starts it through its
+      # guardian process).
+      started() { pgrep -f -- "cat $fifo\$" >/dev/null; }
       for ((k = 0; k < 3000; k++)); do
-        pgrep -x cat -P "$pid" >/dev/null && break
+        started && break
         kill -0 "$pid" 2>/dev/null || break
         sleep 0.01
       done
-      if ! pgrep -x cat -P "$pid" >/dev/null; then
+      if ! started; then
         say "bystander: $mode did not start its command; skipped"
+        # Never wait on a tool that is still waiting: stop it, and let a late cat's open return.
+        kill -INT "$pid" 2>/dev/null || true
+        exec {hold}<>"$fifo"
+        exec {hold}>&-
         wait "$pid" || true
         continue
       fi
