@@ -216,6 +216,10 @@ fn sites_folded_and_flame_graph_of_two_recordings_with_stacks() {
             .any(|t| t.starts_with("grow [diff] (1,400,200 bytes, ")),
         "{titles}"
     );
+    assert!(
+        out.contains("memtrack diff: allocated, in bytes: diff 100 1 1 -&gt; diff 200 2 2"),
+        "the title names the view and both commands"
+    );
     let widths = run(&["diff", b, n, "--format", "flamegraph", "--base-widths"])
         .expect_code(0)
         .stdout;
