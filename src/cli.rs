@@ -349,7 +349,14 @@ pub struct CheckArgs {
     help_triggers("-h", "--help", "help"),
     name = "diff",
     example = "memtrack diff main.mt branch.mt",
-    example = "memtrack diff main.mt branch.mt --stacks --format json"
+    example = "memtrack diff main.mt branch.mt --stacks --format json",
+    example = "memtrack diff main.mt branch.mt --format flamegraph > diff.svg",
+    note = "--format folded and flamegraph compare the call stacks of two recordings made with
+--stacks, frames named by function and module so that two builds line up: folded prints
+`stack base new` per stack (the input of inferno-flamegraph and flamegraph.pl, as
+inferno-diff-folded and difffolded.pl write it), flamegraph draws it (widths from the new
+recording, red where it has more than the base, blue where less). They weigh allocated bytes
+unless --view and --weight say otherwise."
 )]
 pub struct DiffArgs {
     /// the recording to compare against (e.g. main's)
@@ -358,7 +365,8 @@ pub struct DiffArgs {
     /// the recording to compare (e.g. the branch's)
     #[argh(positional)]
     pub new: PathBuf,
-    /// output format: text (default) or json
+    /// output format: text (default), json, or, for two recordings with call stacks, folded
+    /// (differential folded stacks) or flamegraph (a differential flame graph SVG)
     #[argh(option, default = "String::from(\"text\")")]
     pub format: String,
     /// also compare the allocation sites (both recordings need call stacks: record --stacks)
@@ -367,6 +375,17 @@ pub struct DiffArgs {
     /// how many changed sites to list (default 10, 0 for all); implies --stacks
     #[argh(option, from_str_fn(parse_count))]
     pub top: Option<u64>,
+    /// what folded and flamegraph weigh: allocated (default), peak (live at each recording's
+    /// heap peak), leaked or temporary
+    #[argh(option)]
+    pub view: Option<String>,
+    /// what folded and flamegraph weigh blocks by: bytes (default) or count
+    #[argh(option)]
+    pub weight: Option<String>,
+    /// draw the flame graph's widths from the base recording, so stacks the new one no longer
+    /// has show (the hues stay: red is more in the new recording)
+    #[argh(switch)]
+    pub base_widths: bool,
 }
 
 /// Talk to a running `memtrack record --control PATH` from a harness: check that it listens
@@ -1009,7 +1028,51 @@ impl TryFrom<DiffArgs> for DiffOptions {
         let format = match a.format.as_str() {
             "text" => DiffFormat::Text,
             "json" => DiffFormat::Json,
-            other => return Err(bad_value("--format", other, "give text or json")),
+            "folded" => DiffFormat::Folded,
+            "flamegraph" => DiffFormat::Flamegraph,
+            other => {
+                return Err(bad_value(
+                    "--format",
+                    other,
+                    "give text, json, folded or flamegraph",
+                ))
+            }
+        };
+        let stack_format = matches!(format, DiffFormat::Folded | DiffFormat::Flamegraph);
+        if !stack_format && (a.view.is_some() || a.weight.is_some()) {
+            return Err(Error::Usage(
+                "--view and --weight choose what --format folded and flamegraph weigh: give \
+                 them with one of those (text and json list every value of each site)"
+                    .into(),
+            ));
+        }
+        if a.base_widths && format != DiffFormat::Flamegraph {
+            return Err(Error::Usage(
+                "--base-widths chooses the widths of the flame graph: give it with --format \
+                 flamegraph"
+                    .into(),
+            ));
+        }
+        if stack_format && a.top.is_some() {
+            return Err(Error::Usage(format!(
+                "--top chooses how many changed sites text and json list; --format {} has \
+                 every stack: drop it",
+                a.format
+            )));
+        }
+        // The diff's question is what a change made a program do, so allocated is its default
+        // view, where report's is the peak.
+        let view = match a.view.as_deref() {
+            None => View::Allocated,
+            Some(v) => v.parse().map_err(|()| {
+                bad_value("--view", v, "give allocated, peak, leaked or temporary")
+            })?,
+        };
+        let weight = match a.weight.as_deref() {
+            None => Weight::default(),
+            Some(w) => w
+                .parse()
+                .map_err(|()| bad_value("--weight", w, "give bytes or count"))?,
         };
         let top = match a.top {
             Some(n) => usize::try_from(n)
@@ -1022,6 +1085,9 @@ impl TryFrom<DiffArgs> for DiffOptions {
             format,
             stacks: a.stacks || a.top.is_some(),
             top,
+            view,
+            weight,
+            base_widths: a.base_widths,
         })
     }
 }
@@ -1097,6 +1163,52 @@ mod tests {
             Some(Command::Check(a)) => a.try_into(),
             other => panic!("{other:?}"),
         }
+    }
+
+    fn diff(args: &[&str]) -> Result<DiffOptions, Error> {
+        match cli(&[&["diff", "a.mt", "b.mt"], args].concat()).command {
+            Some(Command::Diff(a)) => a.try_into(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn diff_stack_formats_weigh_allocated_bytes_unless_told() {
+        let opts = diff(&["--format", "folded"]).unwrap();
+        assert_eq!(
+            (opts.format, opts.view, opts.weight, opts.base_widths),
+            (DiffFormat::Folded, View::Allocated, Weight::Bytes, false)
+        );
+        let opts = diff(&[
+            "--format",
+            "flamegraph",
+            "--view",
+            "leaked",
+            "--weight",
+            "count",
+            "--base-widths",
+        ])
+        .unwrap();
+        assert_eq!(
+            (opts.format, opts.view, opts.weight, opts.base_widths),
+            (DiffFormat::Flamegraph, View::Leaked, Weight::Count, true)
+        );
+    }
+
+    #[test]
+    fn diff_flags_that_do_not_fit_the_format_are_usage() {
+        assert_eq!(
+            usage(diff(&["--format", "svg"])),
+            "--format svg: give text, json, folded or flamegraph"
+        );
+        let e = usage(diff(&["--view", "peak"]));
+        assert!(e.starts_with("--view and --weight choose"), "{e}");
+        let e = usage(diff(&["--format", "folded", "--base-widths"]));
+        assert!(e.starts_with("--base-widths chooses"), "{e}");
+        let e = usage(diff(&["--format", "folded", "--top", "3"]));
+        assert!(e.starts_with("--top chooses"), "{e}");
+        let e = usage(diff(&["--format", "folded", "--view", "live"]));
+        assert_eq!(e, "--view live: give allocated, peak, leaked or temporary");
     }
 
     fn record(args: &[&str]) -> Result<RecordOptions, Error> {

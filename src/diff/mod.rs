@@ -6,7 +6,10 @@
 //! `report`; nothing is re-accounted here), [`compare`] pairs what the two reports have
 //! (`matching` for processes, `sites` for call stacks) into a [`Diff`] of `metric::Change`s,
 //! and `render` prints it as text or JSON. `check --baseline` uses `metric` for its limits.
+//! `--format folded|flamegraph` goes to `differential` instead: the two recordings' call
+//! stacks side by side, with no table.
 
+pub mod differential;
 pub mod matching;
 pub mod metric;
 pub mod render;
@@ -20,7 +23,7 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::format::Reader;
 use crate::report::metrics::{Metrics, Report};
-use crate::report::{read_report_with, Scope, SiteOptions, SiteOrder};
+use crate::report::{read_report_with, Scope, SiteOptions, SiteOrder, View, Weight};
 
 use matching::{Pairing, Rule};
 use metric::Change;
@@ -38,6 +41,10 @@ pub enum DiffFormat {
     Text,
     /// JSON for scripts, the same content.
     Json,
+    /// Differential folded stacks, `stack base new` per line (`differential`).
+    Folded,
+    /// inferno's differential flame graph of those lines, an SVG.
+    Flamegraph,
 }
 
 /// What `memtrack diff` was asked for.
@@ -53,6 +60,12 @@ pub struct DiffOptions {
     pub stacks: bool,
     /// How many changed sites to list (0: all).
     pub top: usize,
+    /// What the folded lines and the flame graph weigh (`--view`).
+    pub view: View,
+    /// What they weigh blocks by (`--weight`).
+    pub weight: Weight,
+    /// Whether the flame graph's widths are the base's rather than the new recording's.
+    pub base_widths: bool,
 }
 
 /// One recording as the diff names it.
@@ -142,12 +155,14 @@ pub struct Diff {
 
 /// Runs `memtrack diff`, writing to `out`; a closed pipe ends quietly.
 pub fn run(opts: &DiffOptions, out: &mut dyn Write) -> Result<()> {
+    let write: fn(&Diff, &mut dyn Write) -> io::Result<()> = match opts.format {
+        DiffFormat::Text => render::write_text,
+        DiffFormat::Json => render::write_json,
+        DiffFormat::Folded | DiffFormat::Flamegraph => return differential::run(opts, out),
+    };
     let diff = read_and_compare(opts)?;
     let mut out = BufWriter::new(out);
-    let written = match opts.format {
-        DiffFormat::Text => render::write_text(&diff, &mut out),
-        DiffFormat::Json => render::write_json(&diff, &mut out),
-    };
+    let written = write(&diff, &mut out);
     match written.and_then(|()| out.flush()) {
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
         Err(e) => Err(Error::io("<output>", e)),

@@ -1,5 +1,5 @@
 //! `diff` for people (aligned text within 80 columns) and for scripts (JSON, the same content
-//! as [`Diff`] serializes it; docs/report-schema.md, "memtrack diff").
+//! as [`Diff`] serializes it; docs/diff-schema.md).
 
 use std::io::{self, Write};
 
