@@ -69,8 +69,11 @@
     ymax *= 1.12;
     var X = function (ns) { return L + (W - L - R) * Math.min(ns, end) / end; };
     var Y = function (b) { return T + (H - T - B) * (1 - b / ymax); };
+    // The plot's geometry as data, so a test (tests/views_html.rs) can map a time or a value
+    // to where it must be drawn.
     var svg = el("svg", { viewBox: "0 0 " + W + " " + H, id: key + "-svg",
-      role: "img", "aria-label": key + " over time" });
+      role: "img", "aria-label": key + " over time", "data-plot-left": L, "data-plot-right": W - R,
+      "data-plot-top": T, "data-plot-bottom": H - B, "data-end-ns": end, "data-y-max": ymax });
     div.appendChild(svg);
 
     var grid = el("g", { "class": "grid" }, svg);
