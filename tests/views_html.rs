@@ -94,20 +94,19 @@ fn int(v: &Value) -> u64 {
 /// the timeline's run series: the run curve is drawn, its peak mark and label carry the
 /// report's value and moment, the mark sits where that moment and value map on the plot, and the
 /// curve's highest point is the mark (so the peak is not drawn lower than it was).
-fn check_chart(chart: &Value, key: &str, bytes: u64, at_ns: u64, bucket_ns: u64) {
+fn check_chart(chart: &Value, key: &str, series: &str, bytes: u64, at_ns: u64, bucket_ns: u64) {
     let plot = &chart["plot"];
     let (left, right) = (num(&plot["left"]), num(&plot["right"]));
     let (top, bottom) = (num(&plot["top"]), num(&plot["bottom"]));
     let (end_ns, y_max) = (num(&plot["end_ns"]), num(&plot["y_max"]));
     let paths = chart["paths"].as_array().expect("paths");
-    let run = paths
-        .iter()
-        .find(|p| p["series"] == "run")
-        .unwrap_or_else(|| panic!("{key}: no run curve: {chart}"));
+    // The scope's curve is drawn first.
+    let run = &paths[0];
+    assert_eq!(run["series"], series, "{key}");
     let points = run["points"].as_array().unwrap();
     assert!(
-        points.len() > 100,
-        "{key}: a run curve of {} points",
+        points.len() > 4,
+        "{key}: a curve of {} points",
         points.len()
     );
     assert!(
@@ -120,7 +119,6 @@ fn check_chart(chart: &Value, key: &str, bytes: u64, at_ns: u64, bucket_ns: u64)
         "{key}: {}",
         run["height"]
     );
-    assert!(paths.len() > 1, "{key}: the processes' curves are missing");
 
     let label = &chart["label"];
     assert_eq!(int(&label["bytes"]), bytes, "{key}: {label}");
@@ -138,7 +136,7 @@ fn check_chart(chart: &Value, key: &str, bytes: u64, at_ns: u64, bucket_ns: u64)
         .as_array()
         .unwrap()
         .iter()
-        .find(|p| p["series"] == "run")
+        .find(|p| p["series"] == series)
         .unwrap_or_else(|| panic!("{key}: no peak mark"));
     assert_eq!((int(&mark["bytes"]), int(&mark["at_ns"])), (bytes, at_ns));
     let x = left + (right - left) * at_ns as f64 / end_ns;
@@ -221,9 +219,20 @@ fn html_page_in_headless_chromium() {
 
     let heap = &json["totals"]["heap"];
     let bucket_ns = int(&timeline["bucket_ns"]);
+    for key in ["heap", "resident"] {
+        let paths = shown["charts"][key]["paths"].as_array().unwrap();
+        assert!(paths.len() > 2, "{key}: the processes' curves are missing");
+        let run = paths[0]["points"].as_array().unwrap();
+        assert!(
+            run.len() > 100,
+            "{key}: a run curve of {} points",
+            run.len()
+        );
+    }
     check_chart(
         &shown["charts"]["heap"],
         "heap",
+        "run",
         int(&heap["peak_live_bytes"]),
         int(&heap["peak_live_at_ns"]),
         bucket_ns,
@@ -232,6 +241,7 @@ fn html_page_in_headless_chromium() {
     check_chart(
         &shown["charts"]["resident"],
         "resident",
+        "run",
         int(&resident["peak_bytes"]),
         int(&resident["peak_at_ns"]),
         bucket_ns,
@@ -603,4 +613,135 @@ fn timeline_data_holds_the_pages_series_and_the_reports_peaks() {
             }
         }
     }
+}
+
+/// testdata/fork_tree.c (a parent and three children, the third executing malloc_free): `--pid`
+/// and `--tree` narrow the timeline and the page to their scope.
+#[test]
+fn pid_and_tree_narrow_the_timeline_and_the_page() {
+    let test = "pid_and_tree_narrow_the_timeline_and_the_page";
+    if !can_record(test) {
+        return;
+    }
+    let target = fixture("malloc_free");
+    let rec = record_fixture(
+        "views_html_fork_tree",
+        &[],
+        "fork_tree",
+        &[target.to_str().unwrap()],
+    );
+    assert_eq!(rec.run.code(), 0, "{}", rec.run.describe());
+    let path = rec.path.as_path();
+    let json = report_json(path, &[]);
+    let processes = json["processes"].as_array().unwrap();
+    assert_eq!(processes.len(), 4, "the parent and three children");
+    let root = int(&processes[0]["pid"]);
+    for p in processes {
+        let pid = int(&p["pid"]);
+        let pid_arg = pid.to_string();
+        for (flag, name) in [
+            ("--pid", format!("pid {pid}")),
+            ("--tree", format!("tree {pid}")),
+        ] {
+            let want = report_json(path, &[flag, &pid_arg])["totals"].clone();
+            let timeline = report(path, &["--format", "timeline-json", flag, &pid_arg]);
+            let tl: Value = serde_json::from_str(&timeline).unwrap();
+            let series = tl["series"].as_array().unwrap();
+            let first = &series[0];
+            assert_eq!(first["name"], name);
+            for (key, bytes, at) in [
+                (
+                    "heap",
+                    &want["heap"]["peak_live_bytes"],
+                    &want["heap"]["peak_live_at_ns"],
+                ),
+                (
+                    "resident",
+                    &want["resident"]["peak_bytes"],
+                    &want["resident"]["peak_at_ns"],
+                ),
+            ] {
+                let peak = &first[format!("{key}_peak")];
+                assert_eq!(
+                    (&peak["bytes"], &peak["at_ns"]),
+                    (bytes, at),
+                    "{flag} {pid} {key}"
+                );
+                let points = first["points"].as_array().unwrap();
+                let max = points.iter().map(|p| int(&p[format!("{key}_max")])).max();
+                assert_eq!(
+                    max,
+                    bytes.as_u64(),
+                    "{flag} {pid} {key}: the curve's maximum"
+                );
+            }
+            // Only the scope's processes: none besides the process itself for --pid.
+            let drawn: Vec<u64> = series[1..]
+                .iter()
+                .filter_map(|s| s["pid"].as_u64())
+                .collect();
+            let events: Vec<u64> = tl["events"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| int(&e["pid"]))
+                .collect();
+            if flag == "--pid" {
+                assert_eq!(series.len(), 1, "{flag} {pid}");
+                // Its own lifecycle, and the fork that started it.
+                assert!(
+                    events.iter().all(|&e| e == pid || e == root),
+                    "{flag} {pid}: {events:?}"
+                );
+                assert!(
+                    events.contains(&pid),
+                    "{flag} {pid}: its exit is on the axis"
+                );
+            } else if pid == root {
+                assert_eq!(drawn.len(), 4, "--tree {root}: every process");
+            } else {
+                assert!(drawn.iter().all(|&d| d == pid), "{flag} {pid}: {drawn:?}");
+            }
+        }
+    }
+
+    // The page of the second child (two blocks of 11002 bytes): its curve, its peak, its row.
+    let child = &processes[2];
+    let pid = int(&child["pid"]);
+    let pid_arg = pid.to_string();
+    assert_eq!(child["own"]["heap"]["peak_live_bytes"], 11002);
+    let page = scratch_file("report-pid.html");
+    report(
+        path,
+        &[
+            "--format",
+            "html",
+            "--pid",
+            &pid_arg,
+            "-o",
+            page.to_str().unwrap(),
+        ],
+    );
+    let data = page_data(&std::fs::read_to_string(&page).unwrap());
+    assert_eq!(data["timeline"]["series"][0]["name"], format!("pid {pid}"));
+    let screenshot = scratch_file("report-pid.png");
+    let Some(shown) = open_in_chromium(test, &page, &screenshot, "main") else {
+        return;
+    };
+    assert_eq!(shown["problems"], serde_json::json!([]));
+    let h = &child["own"]["heap"];
+    let chart = &shown["charts"]["heap"];
+    check_chart(
+        chart,
+        "heap",
+        &format!("pid {pid}"),
+        int(&h["peak_live_bytes"]),
+        int(&h["peak_live_at_ns"]),
+        int(&data["timeline"]["bucket_ns"]),
+    );
+    assert_eq!(chart["paths"].as_array().unwrap().len(), 1);
+    let rows = shown["tree"]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["data"]["pid"], pid_arg);
+    assert_eq!(shown["summary"]["scope"], format!("scope process {pid}"));
 }

@@ -15,7 +15,7 @@ use serde::Serialize;
 use crate::units::{format_bytes, format_duration_ns};
 
 use super::flamegraph;
-use super::metrics::{ProcessMetrics, Report};
+use super::metrics::{ProcessMetrics, Report, Scope};
 use super::profile::{View, Weight};
 use super::timeline::{Timeline, PROCESS_BUCKETS, RUN_BUCKETS, TOP_PROCESSES};
 
@@ -126,7 +126,17 @@ fn peak(bytes: u64, at_ns: Option<u64>) -> String {
 /// The run's headline numbers, as the text report's summary has them.
 fn write_summary(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let h = &report.totals.heap;
-    let mut items = vec![
+    let mut items = Vec::new();
+    let scope = match &report.scope {
+        Scope::Run => None,
+        Scope::Process { pid } => Some(format!("process {pid}")),
+        Scope::Tree { pid } => Some(format!("tree of {pid}")),
+        Scope::Benchmark { uri } => Some(format!("benchmark {uri} (curves: the run)")),
+    };
+    if let Some(scope) = scope {
+        items.push(("scope", scope, "scope"));
+    }
+    items.extend([
         (
             "duration",
             format_duration_ns(report.run.duration_ns),
@@ -153,7 +163,7 @@ fn write_summary(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             ),
             "leaked",
         ),
-    ];
+    ]);
     if let Some(r) = &report.totals.resident {
         items.push((
             "peak resident",

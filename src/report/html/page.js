@@ -36,7 +36,8 @@
     return e;
   }
   function color(i, s) {
-    if (s.name === "run") return "#000";
+    // The first series is the scope's: the run's, or the --pid process's or --tree tree's.
+    if (i === 0) return "#000";
     if (s.name === "others") return "#999";
     return COLORS[(i - 1) % COLORS.length];
   }
@@ -116,22 +117,22 @@
       });
       d += "L" + X(end) + "," + Y(prev);
       var path = el("path", { d: d, fill: "none", stroke: color(i, s),
-        "stroke-width": s.name === "run" ? 2 : 1.2, "class": "series",
+        "stroke-width": i === 0 ? 2 : 1.2, "class": "series",
         "data-series": s.name }, svg);
       if (s.name === "others") path.setAttribute("stroke-dasharray", "4 3");
       title(path, s.name + (s.command ? ": " + s.command : ""));
     });
 
-    // Peaks: every series' as a dot with its value and moment, the run's labelled.
+    // Peaks: every series' as a dot with its value and moment, the scope's labelled.
     t.series.forEach(function (s, i) {
       var pk = s[key + "_peak"];
       if (!pk || pk.at_ns === null || pk.at_ns === undefined) return;
-      var c = el("circle", { cx: X(pk.at_ns), cy: Y(pk.bytes), r: s.name === "run" ? 4.5 : 3,
+      var c = el("circle", { cx: X(pk.at_ns), cy: Y(pk.bytes), r: i === 0 ? 4.5 : 3,
         fill: color(i, s), stroke: "#fff", "class": "peak", "data-series": s.name,
         "data-bytes": pk.bytes, "data-at-ns": pk.at_ns }, svg);
       var text = "peak " + fmtBytes(pk.bytes) + " at " + fmtTime(pk.at_ns);
       title(c, s.name + (s.command ? " (" + s.command + ")" : "") + ": " + text);
-      if (s.name === "run") {
+      if (i === 0) {
         var right = X(pk.at_ns) > W * 0.7;
         var lab = el("text", { x: X(pk.at_ns) + (right ? -8 : 8), y: Math.max(T + 12, Y(pk.bytes) - 6),
           "text-anchor": right ? "end" : "start", "class": "peak-label",
