@@ -219,8 +219,19 @@ fn html_page_in_headless_chromium() {
 
     let heap = &json["totals"]["heap"];
     let bucket_ns = int(&timeline["bucket_ns"]);
-    for key in ["heap", "resident"] {
-        let paths = shown["charts"][key]["paths"].as_array().unwrap();
+    let totals = &json["totals"];
+    for (key, peak) in [
+        ("heap", [&heap["peak_live_bytes"], &heap["peak_live_at_ns"]]),
+        (
+            "resident",
+            [
+                &totals["resident"]["peak_bytes"],
+                &totals["resident"]["peak_at_ns"],
+            ],
+        ),
+    ] {
+        let chart = &shown["charts"][key];
+        let paths = chart["paths"].as_array().unwrap();
         assert!(paths.len() > 2, "{key}: the processes' curves are missing");
         let run = paths[0]["points"].as_array().unwrap();
         assert!(
@@ -228,24 +239,8 @@ fn html_page_in_headless_chromium() {
             "{key}: a run curve of {} points",
             run.len()
         );
+        check_chart(chart, key, "run", int(peak[0]), int(peak[1]), bucket_ns);
     }
-    check_chart(
-        &shown["charts"]["heap"],
-        "heap",
-        "run",
-        int(&heap["peak_live_bytes"]),
-        int(&heap["peak_live_at_ns"]),
-        bucket_ns,
-    );
-    let resident = &json["totals"]["resident"];
-    check_chart(
-        &shown["charts"]["resident"],
-        "resident",
-        "run",
-        int(&resident["peak_bytes"]),
-        int(&resident["peak_at_ns"]),
-        bucket_ns,
-    );
     assert_eq!(
         shown["summary"]["peak-heap"],
         format!(
