@@ -21,6 +21,8 @@ packages=(
   golang-go                     # tests/views_stacks.rs: `go tool pprof` reads --format pprof
   python3-jsonschema            # tests/views_stacks.rs: --format speedscope against the schema
                                 # of the speedscope npm package (testdata/node), by /usr/bin/python3
+  chromium                      # tests/views_html.rs: the HTML page in a headless browser, driven
+                                # by puppeteer-core (testdata/node) without downloading one
 )
 
 missing=()
@@ -57,6 +59,8 @@ fi
 node_dir="$(cd "$(dirname "$0")/.." && pwd)/testdata/node"
 if ! cmp -s "$node_dir/package-lock.json" "$node_dir/node_modules/.installed-lock.json"; then
   echo "setup: installing the npm packages of testdata/node" >&2
-  npm ci --prefix "$node_dir" --no-audit --no-fund --ignore-scripts >/dev/null
+  # puppeteer-core drives Debian's chromium: it must never fetch a browser of its own.
+  PUPPETEER_SKIP_DOWNLOAD=1 npm ci --prefix "$node_dir" --no-audit --no-fund --ignore-scripts \
+    >/dev/null
   cp "$node_dir/package-lock.json" "$node_dir/node_modules/.installed-lock.json"
 fi

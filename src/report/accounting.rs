@@ -62,11 +62,18 @@ impl Accounting {
         }
     }
 
-    /// Also follows memory over time (the report's `timeline`).
-    pub fn with_timeline(mut self) -> Accounting {
+    /// Also follows memory over time (the report's `timeline`) of the whole run.
+    pub fn with_timeline(self) -> Accounting {
+        self.with_timeline_of(&Scope::Run)
+    }
+
+    /// Also follows memory over time of `scope` (`report --pid`, `--tree`; a benchmark's is
+    /// the run's, its windows marked).
+    pub fn with_timeline_of(mut self, scope: &Scope) -> Accounting {
         self.timeline = Some(Box::new(TimelinePass::new(
             self.header.start_monotonic_ns,
             self.page_bytes,
+            scope,
         )));
         self
     }
@@ -111,14 +118,14 @@ impl Accounting {
                     let p = &self.table[i];
                     command_of(&p.argv, p.exe.as_deref())
                 });
-                timeline.lifecycle(ts, pid, Lifecycle::Exec { command });
+                timeline.lifecycle(&self.table, ts, pid, Lifecycle::Exec { command });
             }
             EventKind::Exit { status } => {
                 timeline.note(&self.table, self.table.latest(pid), ts);
-                timeline.lifecycle(ts, pid, Lifecycle::Exit { status: *status });
+                timeline.lifecycle(&self.table, ts, pid, Lifecycle::Exit { status: *status });
             }
             EventKind::Fork { child } => {
-                timeline.lifecycle(ts, pid, Lifecycle::Fork { child: *child })
+                timeline.lifecycle(&self.table, ts, pid, Lifecycle::Fork { child: *child })
             }
             EventKind::Control { command } => {
                 timeline.control(command, ts, self.benches.open_window_of())

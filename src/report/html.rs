@@ -15,7 +15,7 @@ use serde::Serialize;
 use crate::units::{format_bytes, format_duration_ns};
 
 use super::flamegraph;
-use super::metrics::{ProcessMetrics, Report};
+use super::metrics::{ProcessMetrics, Report, Scope};
 use super::profile::{View, Weight};
 use super::timeline::{Timeline, PROCESS_BUCKETS, RUN_BUCKETS, TOP_PROCESSES};
 
@@ -126,7 +126,17 @@ fn peak(bytes: u64, at_ns: Option<u64>) -> String {
 /// The run's headline numbers, as the text report's summary has them.
 fn write_summary(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let h = &report.totals.heap;
-    let mut items = vec![
+    let mut items = Vec::new();
+    let scope = match &report.scope {
+        Scope::Run => None,
+        Scope::Process { pid } => Some(format!("process {pid}")),
+        Scope::Tree { pid } => Some(format!("tree of {pid}")),
+        Scope::Benchmark { uri } => Some(format!("benchmark {uri} (curves: the run)")),
+    };
+    if let Some(scope) = scope {
+        items.push(("scope", scope, "scope"));
+    }
+    items.extend([
         (
             "duration",
             format_duration_ns(report.run.duration_ns),
@@ -153,7 +163,7 @@ fn write_summary(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             ),
             "leaked",
         ),
-    ];
+    ]);
     if let Some(r) = &report.totals.resident {
         items.push((
             "peak resident",
@@ -300,15 +310,48 @@ fn write_flames(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         let mut svg = Vec::new();
         flamegraph::write_svg(profile, view, Weight::Bytes, &title, &mut svg)?;
         let svg = String::from_utf8_lossy(&svg);
+        // The frame is as tall as the graph, so only the page scrolls.
+        let height = svg_height(&svg).unwrap_or(FLAME_HEIGHT);
         write!(
             out,
-            "<h3>{}</h3>\n<iframe class=\"flame\" title=\"{}\" srcdoc=\"{}\"></iframe>\n",
+            "<h3>{}</h3>\n<iframe class=\"flame\" title=\"{}\" style=\"height: {}px\" \
+             srcdoc=\"{}\"></iframe>\n",
             escape(what),
             escape(what),
-            attribute(&svg)
+            height + 2,
+            attribute(&flame_document(&svg))
         )?;
     }
     out.write_all(b"</section>\n")
+}
+
+/// The height of a frame whose SVG does not say its own.
+const FLAME_HEIGHT: u32 = 420;
+
+/// The page of one flame graph's iframe: inferno's SVG inline in a standards-mode HTML document
+/// that gives it the frame's whole width. Parsed as HTML, inferno's XML declaration and SVG
+/// doctype would put the frame in quirks mode, and its SVG, which drops its `width` to fit its
+/// parent ("fluid drawing"), would fall back to 300 px; so both are cut and the SVG is styled
+/// to 100%. A srcdoc frame's URL is `about:srcdoc`, where `history.replaceState` (which
+/// inferno's search and zoom call to keep their state in the URL) throws a SecurityError: the
+/// wrapper makes that call a no-op there, so search and zoom work and raise no exception.
+fn flame_document(svg: &str) -> String {
+    let svg = svg.find("<svg").map_or(svg, |start| &svg[start..]);
+    format!(
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><style>html, body {{ margin: 0; \
+         }} svg {{ display: block; width: 100%; }}</style><script>(function () {{ var replace = \
+         history.replaceState; history.replaceState = function () {{ try {{ \
+         return replace.apply(history, arguments); }} catch (e) {{ /* about:srcdoc */ }} }}; \
+         }})();</script></head><body>\n{svg}</body></html>\n"
+    )
+}
+
+/// The `height` attribute of an SVG's root element, in pixels.
+fn svg_height(svg: &str) -> Option<u32> {
+    let start = svg.find("<svg")?;
+    let tag = &svg[start..start + svg[start..].find('>')?];
+    let value = &tag[tag.find(" height=\"")? + 9..];
+    value[..value.find('"')?].parse().ok()
 }
 
 /// `text` inside a double-quoted attribute, unchanged otherwise (newlines stay: the SVG's
@@ -377,6 +420,25 @@ mod tests {
                 .find(|context| !context.contains("http://www.w3.org/2000/svg"));
             assert!(found.is_none(), "{external}: {found:?}");
         }
+    }
+
+    #[test]
+    fn a_flame_frame_is_a_standards_mode_page_as_tall_as_its_svg() {
+        let svg = "<?xml version=\"1.0\" standalone=\"no\"?><!DOCTYPE svg PUBLIC \"x\">\
+                   <svg version=\"1.1\" width=\"1200\" height=\"182\" onload=\"init(evt)\">\
+                   <rect height=\"16\"/></svg>";
+        assert_eq!(svg_height(svg), Some(182));
+        assert_eq!(svg_height("<svg width=\"1\">"), None);
+        assert_eq!(svg_height("no svg"), None);
+        let doc = flame_document(svg);
+        assert!(doc.starts_with("<!DOCTYPE html>"), "{doc}");
+        assert!(
+            !doc.contains("<?xml") && !doc.contains("DOCTYPE svg"),
+            "{doc}"
+        );
+        assert!(doc.contains("width: 100%"), "{doc}");
+        assert!(doc.contains("history.replaceState = function"), "{doc}");
+        assert!(doc.contains("<svg version=\"1.1\""), "{doc}");
     }
 
     #[test]

@@ -212,7 +212,8 @@ pub fn run(opts: &ReportOptions) -> Result<()> {
 pub fn run_report(opts: &ReportOptions, out: &mut dyn Write) -> Result<()> {
     let path = &opts.file;
     let sites = opts.stacks.map(|options| (&opts.scope, options));
-    let read = read_report_full(path, sites, opts.format.needs_timeline())?;
+    let timeline = opts.format.needs_timeline().then_some(&opts.scope);
+    let read = read_report_full(path, sites, timeline)?;
     let report = narrow(read, opts.scope.clone(), path)?;
     if opts.format.is_stack_format() {
         return write_profile(&report, opts, out);
@@ -513,23 +514,23 @@ pub fn read_report(path: &Path) -> Result<Report> {
 /// [`read_report`] that also finds the allocation sites of a scope (`report --stacks`), in the
 /// same single pass.
 pub fn read_report_with(path: &Path, sites: Option<(&Scope, SiteOptions)>) -> Result<Report> {
-    read_report_full(path, sites, false)
+    read_report_full(path, sites, None)
 }
 
-/// [`read_report_with`] that also follows memory over time (`Report::timeline`) when
-/// `timeline`, in the same single pass.
+/// [`read_report_with`] that also follows memory over time (`Report::timeline`) of the scope
+/// `timeline`, if given, in the same single pass.
 pub fn read_report_full(
     path: &Path,
     sites: Option<(&Scope, SiteOptions)>,
-    timeline: bool,
+    timeline: Option<&Scope>,
 ) -> Result<Report> {
     let reader = Reader::open(path)?;
     let mut accounting = match sites {
         Some((scope, options)) => Accounting::with_sites(reader.header(), scope, options),
         None => Accounting::new(reader.header()),
     };
-    if timeline {
-        accounting = accounting.with_timeline();
+    if let Some(scope) = timeline {
+        accounting = accounting.with_timeline_of(scope);
     }
     let (full_tx, full_rx) = mpsc::sync_channel::<Vec<Event>>(4);
     let (empty_tx, empty_rx) = mpsc::channel::<Vec<Event>>();

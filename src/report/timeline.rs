@@ -18,6 +18,12 @@
 //! never holds more than its capacity ([`RUN_BUCKETS`], [`PROCESS_BUCKETS`]) whatever the file
 //! length. Only buckets where something changed are kept (between them the value holds).
 //!
+//! Scope (`report --pid`, `--tree`): the first series is the scope's own, "pid N" (the process
+//! alone) or "tree N" (the sum over the tree, the sums its report peak comes from), instead of
+//! the run's; only the scope's processes get series and lifecycle events (a tree's members; a
+//! process none but its own). Benchmark windows and markers stay, as the time axis. A benchmark
+//! scope (`--bench`) draws the run, its windows marked.
+//!
 //! Many processes: every process keeps its own coarser series (at most [`PROCESS_BUCKETS`]
 //! buckets, so memory follows the processes, as the rest of the report does). At the end the
 //! [`TOP_PROCESSES`] with the highest heap peak and those with the highest resident peak are
@@ -28,6 +34,8 @@
 use serde::Serialize;
 
 use crate::format::{ControlCommand, MarkerKind};
+
+use super::metrics::Scope;
 
 use super::resident::TOTAL;
 use super::tree::{ProcIdx, ProcessTable};
@@ -171,10 +179,91 @@ fn shift_for(t: u64, capacity: u64, mut shift: u32) -> u32 {
     shift
 }
 
+/// What the first series follows, and which processes get their own.
+#[derive(Debug)]
+enum Follow {
+    /// Every process (also for a benchmark scope).
+    Run,
+    /// The first process with `pid`, once seen.
+    Process { pid: u32, first: Option<ProcIdx> },
+    /// The tree of the first process with `pid`, once seen.
+    Tree { pid: u32, root: Option<ProcIdx> },
+}
+
+impl Follow {
+    fn new(scope: &Scope) -> Follow {
+        match scope {
+            Scope::Run | Scope::Benchmark { .. } => Follow::Run,
+            Scope::Process { pid } => Follow::Process {
+                pid: *pid,
+                first: None,
+            },
+            Scope::Tree { pid } => Follow::Tree {
+                pid: *pid,
+                root: None,
+            },
+        }
+    }
+
+    /// The scope's process (its root, for a tree) once the table has it; `None` for the run.
+    /// A pid reused during the recording names its first process, as the report's scope does.
+    fn root(&mut self, table: &ProcessTable) -> Option<ProcIdx> {
+        let (pid, slot) = match self {
+            Follow::Run => return None,
+            Follow::Process { pid, first } => (*pid, first),
+            Follow::Tree { pid, root } => (*pid, root),
+        };
+        if slot.is_none() && table.latest(pid).is_some() {
+            let k = table.procs().iter().position(|p| p.pid == pid);
+            *slot = k.map(ProcIdx::new);
+        }
+        *slot
+    }
+
+    /// Whether process `i` is in the scope: drawn on its own, its lifecycle on the axis.
+    fn takes(&mut self, table: &ProcessTable, i: ProcIdx) -> bool {
+        match (self.root(table), &*self) {
+            (_, Follow::Run) => true,
+            (Some(first), Follow::Process { .. }) => first == i,
+            (Some(root), Follow::Tree { .. }) => table.is_ancestor(root, i),
+            (None, _) => false,
+        }
+    }
+
+    /// The scope's live heap and resident bytes now; `None` before its process appeared.
+    fn values(&mut self, table: &ProcessTable, page_bytes: u64) -> Option<(u64, u64)> {
+        let sums = match (self.root(table), &*self) {
+            (_, Follow::Run) => table.run(),
+            (Some(i), Follow::Process { .. }) => {
+                let p = &table[i];
+                return Some((p.heap.live_bytes, process_resident(table, i, page_bytes)));
+            }
+            (Some(root), Follow::Tree { .. }) => table.sums(root),
+            (None, _) => return None,
+        };
+        Some((
+            sums.heap.live,
+            sums.resident.live[TOTAL].saturating_mul(page_bytes),
+        ))
+    }
+}
+
+/// Process `i`'s resident bytes now: an exited process holds none, whatever its last counters
+/// said.
+fn process_resident(table: &ProcessTable, i: ProcIdx, page_bytes: u64) -> u64 {
+    let p = &table[i];
+    match p.resident.as_deref() {
+        Some(r) if p.is_alive() => r.resident_pages().saturating_mul(page_bytes),
+        _ => 0,
+    }
+}
+
 /// The streaming state of the timeline.
 #[derive(Debug)]
 pub(super) struct TimelinePass {
     start_ns: u64,
+    /// The scope: what the first series sums, which processes are drawn.
+    follow: Follow,
     page_bytes: u64,
     /// The latest event time seen, ns from the start: events of different CPUs can arrive a
     /// little out of order, and buckets only move forward.
@@ -197,10 +286,12 @@ pub(super) struct TimelinePass {
 }
 
 impl TimelinePass {
-    /// A fresh timeline of a recording that started at `start_ns` with pages of `page_bytes`.
-    pub(super) fn new(start_ns: u64, page_bytes: u64) -> TimelinePass {
+    /// A fresh timeline of `scope` in a recording that started at `start_ns` with pages of
+    /// `page_bytes`.
+    pub(super) fn new(start_ns: u64, page_bytes: u64, scope: &Scope) -> TimelinePass {
         TimelinePass {
             start_ns,
+            follow: Follow::new(scope),
             page_bytes,
             now: 0,
             run_shift: 0,
@@ -227,21 +318,21 @@ impl TimelinePass {
     }
 
     /// An event at `ts` was applied and may have changed the memory of process `i` (if known)
-    /// and so the run's: note both as they are now.
+    /// and so the scope's: note both as they are now.
     pub(super) fn note(&mut self, table: &ProcessTable, i: Option<ProcIdx>, ts: u64) {
         let t = self.tick(ts);
-        let run = table.run();
-        let resident = run.resident.live[TOTAL].saturating_mul(self.page_bytes);
-        self.run.note(self.run_shift, t, run.heap.live, resident);
+        if let Some((heap, resident)) = self.follow.values(table, self.page_bytes) {
+            self.run.note(self.run_shift, t, heap, resident);
+        }
         let Some(i) = i else {
             return;
         };
+        // A process scope's series is the process's own: it needs no second one.
+        if matches!(self.follow, Follow::Process { .. }) || !self.follow.takes(table, i) {
+            return;
+        }
         let p = &table[i];
-        // An exited process holds no memory, whatever its last counters said.
-        let resident = match p.resident.as_deref() {
-            Some(r) if p.is_alive() => r.resident_pages().saturating_mul(self.page_bytes),
-            _ => 0,
-        };
+        let resident = process_resident(table, i, self.page_bytes);
         let k = i.get();
         if self.processes.len() <= k {
             self.processes.resize_with(k + 1, || None);
@@ -254,9 +345,22 @@ impl TimelinePass {
         );
     }
 
-    /// Process `pid` forked `child`, executed a program, or exited, at `ts`.
-    pub(super) fn lifecycle(&mut self, ts: u64, pid: u32, what: Lifecycle) {
+    /// Process `pid` forked `child`, executed a program, or exited, at `ts`. Only the scope's
+    /// processes' are kept, and the fork that started the scope's process.
+    pub(super) fn lifecycle(&mut self, table: &ProcessTable, ts: u64, pid: u32, what: Lifecycle) {
         let at_ns = self.tick(ts);
+        let mut takes = |pid: u32| {
+            table
+                .latest(pid)
+                .is_some_and(|i| self.follow.takes(table, i))
+        };
+        let in_scope = match what {
+            Lifecycle::Fork { child } => takes(pid) || takes(child),
+            _ => takes(pid),
+        };
+        if !in_scope {
+            return;
+        }
         if self.lifecycle.len() >= MAX_LIFECYCLE {
             self.lifecycle_omitted += 1;
             return;
@@ -346,18 +450,8 @@ impl TimelinePass {
         let start = self.start_ns;
         let page = self.page_bytes;
         let resident_recorded = table.has_resident();
-        let run_sums = table.run();
-        let run_resident = run_sums.resident.metrics(&[0; 4], page, start);
         let mut series = vec![series_data(
-            SeriesHead {
-                name: "run".to_string(),
-                pid: None,
-                command: None,
-                processes: table.procs().len() as u64,
-                heap_peak: PeakMark::new(run_sums.heap.peak.value, run_sums.heap.peak.at(start)),
-                resident_peak: resident_recorded
-                    .then(|| PeakMark::new(run_resident.peak_bytes, run_resident.peak_at_ns)),
-            },
+            self.scope_head(table, resident_recorded),
             &self.run,
             resident_recorded,
         )];
@@ -370,12 +464,7 @@ impl TimelinePass {
                 continue;
             };
             s.widen(shift);
-            let p = &table[ProcIdx::new(k)];
-            let heap = PeakMark::new(p.heap.peak_bytes, p.heap.own_peak().at(start));
-            let resident = p.resident.as_deref().map(|r| {
-                let m = r.metrics(page, start);
-                PeakMark::new(m.peak_bytes, m.peak_at_ns)
-            });
+            let (heap, resident) = process_peaks(table, ProcIdx::new(k), page, start);
             ranked.push((k, heap, resident));
         }
         let mut drawn = vec![false; self.processes.len()];
@@ -476,6 +565,72 @@ impl TimelinePass {
     }
 }
 
+impl TimelinePass {
+    /// The head of the first series: the run's, or the scope's process or tree, with the
+    /// peaks of the counters the report's come from.
+    fn scope_head(&mut self, table: &ProcessTable, resident_recorded: bool) -> SeriesHead {
+        let (start, page) = (self.start_ns, self.page_bytes);
+        let root = self.follow.root(table);
+        let sums = match (&self.follow, root) {
+            (Follow::Process { .. }, Some(i)) => {
+                let p = &table[i];
+                let (heap_peak, resident) = process_peaks(table, i, page, start);
+                return SeriesHead {
+                    name: format!("pid {}", p.pid),
+                    pid: Some(p.pid),
+                    command: Some(command_of(&p.argv, p.exe.as_deref())),
+                    processes: 1,
+                    heap_peak,
+                    resident_peak: resident_recorded.then(|| resident.unwrap_or_default()),
+                };
+            }
+            (Follow::Tree { .. }, Some(root)) => table.sums(root),
+            _ => table.run(),
+        };
+        let (name, pid, command, processes) = match root {
+            Some(root) => {
+                let p = &table[root];
+                let members = (0..table.procs().len())
+                    .filter(|&k| table.is_ancestor(root, ProcIdx::new(k)))
+                    .count();
+                (
+                    format!("tree {}", p.pid),
+                    Some(p.pid),
+                    Some(command_of(&p.argv, p.exe.as_deref())),
+                    members as u64,
+                )
+            }
+            None => ("run".to_string(), None, None, table.procs().len() as u64),
+        };
+        let resident = sums.resident.metrics(&[0; 4], page, start);
+        SeriesHead {
+            name,
+            pid,
+            command,
+            processes,
+            heap_peak: PeakMark::new(sums.heap.peak.value, sums.heap.peak.at(start)),
+            resident_peak: resident_recorded
+                .then(|| PeakMark::new(resident.peak_bytes, resident.peak_at_ns)),
+        }
+    }
+}
+
+/// Process `i`'s heap and resident peaks, the report's own values for it.
+fn process_peaks(
+    table: &ProcessTable,
+    i: ProcIdx,
+    page: u64,
+    start: u64,
+) -> (PeakMark, Option<PeakMark>) {
+    let p = &table[i];
+    let heap = PeakMark::new(p.heap.peak_bytes, p.heap.own_peak().at(start));
+    let resident = p.resident.as_deref().map(|r| {
+        let m = r.metrics(page, start);
+        PeakMark::new(m.peak_bytes, m.peak_at_ns)
+    });
+    (heap, resident)
+}
+
 /// Adds process series `s` (at the final process width) into the per-bucket sums `others`:
 /// where it has no bucket, it held its last value (0 before it started and after it exited).
 fn add_to_others(others: &mut [Option<(Range, Range)>], s: &Series) {
@@ -572,7 +727,8 @@ pub struct Timeline {
     pub process_bucket_ns: u64,
     /// Whether the recording has resident memory (else the resident fields are absent).
     pub resident_recorded: bool,
-    /// The run first, then the drawn processes in the order first seen, then "others".
+    /// The scope's (the run's, or the process's or tree's) first, then the drawn processes in
+    /// the order first seen, then "others".
     pub series: Vec<TimelineSeries>,
     /// Forks, execs and exits, in time order.
     pub events: Vec<LifecycleEvent>,
@@ -591,7 +747,8 @@ pub struct Timeline {
 /// One series: the run, one process, or the sum of the processes not drawn ("others").
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct TimelineSeries {
-    /// "run", "pid N" or "others".
+    /// "run", "pid N" or "others"; the first series is the scope's: "run", "pid N" for
+    /// `--pid`, "tree N" for `--tree`.
     pub name: String,
     /// The process, for a process series.
     pub pid: Option<u32>,
@@ -697,7 +854,7 @@ mod tests {
     use super::*;
     use crate::format::RssMember;
     use crate::report::accounting::Accounting;
-    use crate::report::metrics::Report;
+    use crate::report::metrics::{Report, Scope};
     use crate::testkit::*;
 
     /// The report of `events` with its timeline.
@@ -913,6 +1070,86 @@ mod tests {
         assert!(r.timeline.is_none());
         let json = serde_json::to_value(&r).unwrap();
         assert!(json.get("timeline").is_none());
+    }
+
+    // --- scope ------------------------------------------------------------------------------
+
+    /// Process 1 forks 2, which forks 3; 1 also forks 4. Each allocates and holds its block
+    /// while the next one does, so the tree of 2 peaks at 2's and 3's blocks together.
+    fn family() -> Vec<crate::format::Event> {
+        vec![
+            at(0, 1, 1, malloc(0x10, 1000)),
+            at(10, 1, 1, fork(2)),
+            at(20, 2, 2, malloc(0x20, 200)),
+            at(30, 2, 2, fork(3)),
+            at(40, 3, 3, malloc(0x30, 30)),
+            at(50, 3, 3, rss(RssMember::Anon, 3, 3, true)),
+            at(60, 1, 1, fork(4)),
+            at(70, 4, 4, malloc(0x40, 4000)),
+            at(80, 3, 3, exit(0)),
+            at(90, 2, 2, free(0x20)),
+            at(100, 4, 4, exit(0)),
+            at(110, 2, 2, exit(0)),
+            at(120, 1, 1, exit(0)),
+        ]
+    }
+
+    /// The timeline of `scope` and the report narrowed to it.
+    fn scoped(scope: Scope) -> (Report, Timeline) {
+        let mut a = Accounting::new(&header()).with_timeline_of(&scope);
+        for e in &family() {
+            a.apply(e);
+        }
+        let mut r = a.finish(None).narrow(scope).unwrap();
+        let t = r.timeline.take().expect("timeline");
+        (r, t)
+    }
+
+    #[test]
+    fn a_tree_scope_draws_the_tree_and_its_members_only() {
+        let (r, tl) = scoped(Scope::Tree { pid: 2 });
+        let names: Vec<&str> = tl.series.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["tree 2", "pid 2", "pid 3"]);
+        let tree = &tl.series[0];
+        assert_eq!(tree.processes, 2);
+        assert_eq!(tree.heap_peak.bytes, 230);
+        assert_eq!(tree.heap_peak.bytes, r.totals.heap.peak_live_bytes);
+        assert_eq!(tree.heap_peak.at_ns, r.totals.heap.peak_live_at_ns);
+        let res = r.totals.resident.as_ref().unwrap();
+        let peak = tree.resident_peak.unwrap();
+        assert_eq!((peak.bytes, peak.at_ns), (res.peak_bytes, res.peak_at_ns));
+        // 4000 bytes of pid 4 and 1000 of pid 1 are outside: the curve never holds them.
+        assert_eq!(tree.points.iter().map(|p| p.heap_max).max(), Some(230));
+        let events: Vec<(&str, u32)> = tl.events.iter().map(|e| (e.kind, e.pid)).collect();
+        // The fork that started 2 is on the axis; 1's fork of 4 and the exits of 1 and 4 are not.
+        assert_eq!(events, [("fork", 1), ("fork", 2), ("exit", 3), ("exit", 2)]);
+    }
+
+    #[test]
+    fn a_process_scope_draws_the_process_alone() {
+        let (r, tl) = scoped(Scope::Process { pid: 2 });
+        assert_eq!(tl.series.len(), 1);
+        let s = &tl.series[0];
+        assert_eq!((s.name.as_str(), s.pid, s.processes), ("pid 2", Some(2), 1));
+        assert_eq!(s.heap_peak.bytes, 200);
+        assert_eq!(s.heap_peak.bytes, r.totals.heap.peak_live_bytes);
+        assert_eq!(s.heap_peak.at_ns, r.totals.heap.peak_live_at_ns);
+        assert_eq!(s.points.iter().map(|p| p.heap_max).max(), Some(200));
+        assert_eq!(s.points.last().unwrap().heap_last, 0);
+        let events: Vec<(&str, u32)> = tl.events.iter().map(|e| (e.kind, e.pid)).collect();
+        assert_eq!(events, [("fork", 1), ("fork", 2), ("exit", 2)]);
+    }
+
+    #[test]
+    fn a_scope_of_a_pid_not_recorded_draws_nothing_and_does_not_panic() {
+        let mut a = Accounting::new(&header()).with_timeline_of(&Scope::Tree { pid: 99 });
+        for e in &family() {
+            a.apply(e);
+        }
+        let tl = a.finish(None).timeline.unwrap();
+        assert_eq!(tl.series.len(), 1);
+        assert!(tl.series[0].points.is_empty());
+        assert!(tl.events.is_empty());
     }
 
     #[test]

@@ -36,7 +36,8 @@
     return e;
   }
   function color(i, s) {
-    if (s.name === "run") return "#000";
+    // The first series is the scope's: the run's, or the --pid process's or --tree tree's.
+    if (i === 0) return "#000";
     if (s.name === "others") return "#999";
     return COLORS[(i - 1) % COLORS.length];
   }
@@ -69,8 +70,11 @@
     ymax *= 1.12;
     var X = function (ns) { return L + (W - L - R) * Math.min(ns, end) / end; };
     var Y = function (b) { return T + (H - T - B) * (1 - b / ymax); };
+    // The plot's geometry as data, so a test (tests/views_html.rs) can map a time or a value
+    // to where it must be drawn.
     var svg = el("svg", { viewBox: "0 0 " + W + " " + H, id: key + "-svg",
-      role: "img", "aria-label": key + " over time" });
+      role: "img", "aria-label": key + " over time", "data-plot-left": L, "data-plot-right": W - R,
+      "data-plot-top": T, "data-plot-bottom": H - B, "data-end-ns": end, "data-y-max": ymax });
     div.appendChild(svg);
 
     var grid = el("g", { "class": "grid" }, svg);
@@ -113,22 +117,22 @@
       });
       d += "L" + X(end) + "," + Y(prev);
       var path = el("path", { d: d, fill: "none", stroke: color(i, s),
-        "stroke-width": s.name === "run" ? 2 : 1.2, "class": "series",
+        "stroke-width": i === 0 ? 2 : 1.2, "class": "series",
         "data-series": s.name }, svg);
       if (s.name === "others") path.setAttribute("stroke-dasharray", "4 3");
       title(path, s.name + (s.command ? ": " + s.command : ""));
     });
 
-    // Peaks: every series' as a dot with its value and moment, the run's labelled.
+    // Peaks: every series' as a dot with its value and moment, the scope's labelled.
     t.series.forEach(function (s, i) {
       var pk = s[key + "_peak"];
       if (!pk || pk.at_ns === null || pk.at_ns === undefined) return;
-      var c = el("circle", { cx: X(pk.at_ns), cy: Y(pk.bytes), r: s.name === "run" ? 4.5 : 3,
+      var c = el("circle", { cx: X(pk.at_ns), cy: Y(pk.bytes), r: i === 0 ? 4.5 : 3,
         fill: color(i, s), stroke: "#fff", "class": "peak", "data-series": s.name,
         "data-bytes": pk.bytes, "data-at-ns": pk.at_ns }, svg);
       var text = "peak " + fmtBytes(pk.bytes) + " at " + fmtTime(pk.at_ns);
       title(c, s.name + (s.command ? " (" + s.command + ")" : "") + ": " + text);
-      if (s.name === "run") {
+      if (i === 0) {
         var right = X(pk.at_ns) > W * 0.7;
         var lab = el("text", { x: X(pk.at_ns) + (right ? -8 : 8), y: Math.max(T + 12, Y(pk.bytes) - 6),
           "text-anchor": right ? "end" : "start", "class": "peak-label",
