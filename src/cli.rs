@@ -852,12 +852,13 @@ impl TryFrom<ReportArgs> for ReportOptions {
                 a.format
             )));
         }
-        // A stack format needs every site of the scope, per process, with its frames; so do
-        // the page's flame graphs (when the recording has stacks).
+        // A stack format needs every site of the scope, per process, with its frames (the
+        // profile); so do the page's flame graphs (when the recording has stacks). The report's
+        // own list of sites, which these formats do not show, stays at its default length.
         let stacks = if stack_format || format == crate::report::OutputFormat::Html {
             Some(SiteOptions {
                 order: SiteOrder::default(),
-                top: 0,
+                top: DEFAULT_TOP,
                 profile: true,
             })
         } else {
@@ -1325,12 +1326,12 @@ mod tests {
         .unwrap();
         assert_eq!(opts.format, OutputFormat::Folded);
         assert_eq!((opts.view, opts.weight), (View::Leaked, Weight::Count));
-        // Every site, with the profile.
+        // Every site in the profile; the report's own list as by default.
         assert_eq!(
             opts.stacks,
             Some(SiteOptions {
                 order: SiteOrder::Peak,
-                top: 0,
+                top: DEFAULT_TOP,
                 profile: true,
             })
         );

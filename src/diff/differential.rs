@@ -135,16 +135,21 @@ mod tests {
     /// A profile of `main` calling each of `functions` (name, allocations of 100 bytes), the
     /// program at `module` and its frames at `offset` (another build, another address).
     fn profile(module: &str, offset: u64, functions: &[(&str, u64)]) -> Profile {
-        let stacks = functions
-            .iter()
-            .enumerate()
-            .map(|(i, (f, _))| Stack {
+        // Frame 0 is malloc, 1 main, 2 + i each function.
+        let mut frames = vec![
+            frame("malloc", "/lib/libc.so.6", 0x9a1b0),
+            frame("main", module, offset + 0x100),
+        ];
+        frames.extend(
+            functions
+                .iter()
+                .enumerate()
+                .map(|(i, (f, _))| frame(f, module, offset + i as u64)),
+        );
+        let stacks = (0..functions.len())
+            .map(|i| Stack {
                 id: i as u32 + 1,
-                frames: vec![
-                    frame("malloc", "/lib/libc.so.6", 0x9a1b0),
-                    frame(f, module, offset + i as u64),
-                    frame("main", module, offset + 0x100),
-                ],
+                frames: vec![0, 2 + i as u32, 1],
             })
             .collect();
         let samples = functions
@@ -164,6 +169,7 @@ mod tests {
             .collect();
         Profile {
             recorded: true,
+            frames,
             stacks,
             samples,
             ..Profile::default()

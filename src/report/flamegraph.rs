@@ -151,9 +151,10 @@ mod tests {
         };
         Profile {
             recorded: true,
+            frames: vec![frame("malloc"), frame("main")],
             stacks: vec![Stack {
                 id: 1,
-                frames: vec![frame("malloc"), frame("main")],
+                frames: vec![0, 1],
             }],
             samples: vec![Sample {
                 stack: 0,

@@ -245,7 +245,7 @@ pub fn build(model: &Model, report: &Report, view: View, weight: Weight) -> Prof
     for stack in &model.stacks {
         let mut ids = Vec::new();
         let mut chain: Vec<&SiteFrame> = Vec::new();
-        let mut frames: Vec<&SiteFrame> = stack.frames.iter().collect();
+        let mut frames: Vec<&SiteFrame> = model.frames_of(stack).collect();
         let empty = SiteFrame::mark(NO_STACK, 0);
         if frames.is_empty() {
             frames.push(&empty);

@@ -96,8 +96,8 @@ pub fn write_speedscope(
                     line: None,
                 })];
             }
-            s.frames
-                .iter()
+            profile
+                .frames_of(s)
                 .rev()
                 .map(|f| {
                     intern(Frame {

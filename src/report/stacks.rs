@@ -603,12 +603,13 @@ impl StackPass {
         let mut keys: Vec<(&SiteKey, &Site)> = sites.sites.iter().collect();
         keys.sort_by_key(|(k, _)| **k);
         let mut stacks: Vec<Stack> = Vec::new();
+        let mut frames = FrameTable::default();
         let mut samples = Vec::with_capacity(keys.len());
         for (key, s) in keys {
             if stacks.last().is_none_or(|st| st.id != key.leaf) {
                 stacks.push(Stack {
                     id: key.leaf,
-                    frames: self.frames(key.leaf),
+                    frames: self.interned_frames(key.leaf, &mut frames),
                 });
             }
             let p = table.procs().get(key.proc);
@@ -644,6 +645,7 @@ impl StackPass {
             recorded: self.recorded,
             peak_live_bytes: sites.peak.value,
             modules,
+            frames: frames.frames,
             stacks,
             samples,
         }
@@ -652,24 +654,37 @@ impl StackPass {
     /// The frames of the stack whose leaf is `leaf`, innermost first, inlined functions before
     /// the function they were inlined into.
     fn frames(&self, leaf: u32) -> Vec<SiteFrame> {
-        let mut frames = Vec::new();
+        let mut table = FrameTable::default();
+        let ids = self.interned_frames(leaf, &mut table);
+        ids.into_iter()
+            .map(|i| table.frames[i as usize].clone())
+            .collect()
+    }
+
+    /// The frames of the stack whose leaf is `leaf`, as indices into `table`, which gets each
+    /// trie node's frames the first time a stack runs through it.
+    fn interned_frames(&self, leaf: u32, table: &mut FrameTable) -> Vec<u32> {
+        let mut ids = Vec::new();
         let mut id = leaf;
         while id != 0 {
-            if frames.len() >= MAX_FRAMES {
-                frames.push(SiteFrame::mark("[cut: stack too deep or looping]", 0));
+            if ids.len() >= MAX_FRAMES {
+                ids.push(table.mark("[cut: stack too deep or looping]", 0));
                 break;
             }
             let Some(node) = self.nodes.get(&id) else {
-                frames.push(SiteFrame::mark(
-                    "[stack not in the recording]",
-                    u64::from(id),
-                ));
+                ids.push(table.mark("[stack not in the recording]", u64::from(id)));
                 break;
             };
-            self.push_frames(node, &mut frames);
+            let code = (node.module, node.offset);
+            let (first, end) = *table.of_code.entry(code).or_insert_with(|| {
+                let first = table.frames.len() as u32;
+                self.push_frames(node, &mut table.frames);
+                (first, table.frames.len() as u32)
+            });
+            ids.extend(first..end);
             id = node.parent;
         }
-        frames
+        ids
     }
 
     /// The frames one trie node stands for: its inline chain, or one frame without a name.
@@ -709,6 +724,27 @@ impl StackPass {
                 inlined: false,
             }),
         }
+    }
+}
+
+/// The frames of a profile, each once: the frames of a (module, offset) (its inline chain) are
+/// made the first time a stack runs through it, and every stack through it, in whatever
+/// process or call path, lists the same indices.
+#[derive(Default)]
+struct FrameTable {
+    frames: Vec<SiteFrame>,
+    /// The frames of a trie node's (module, offset): `frames[first..end]`.
+    of_code: HashMap<(u32, u64), (u32, u32)>,
+    /// The marks that end a stack early, by name and value.
+    marks: HashMap<(&'static str, u64), u32>,
+}
+
+impl FrameTable {
+    fn mark(&mut self, what: &'static str, value: u64) -> u32 {
+        *self.marks.entry((what, value)).or_insert_with(|| {
+            self.frames.push(SiteFrame::mark(what, value));
+            self.frames.len() as u32 - 1
+        })
     }
 }
 
@@ -1310,7 +1346,10 @@ mod tests {
             vec![(A, 1, 1000, 1000, 1), (A, 2, 10, 0, 0), (B, 3, 20, 0, 0)]
         );
         assert_eq!(p.stacks.len(), 2);
-        assert_eq!(p.stacks[0].frames, site(&r, A).frames);
+        let frames: Vec<SiteFrame> = p.frames_of(&p.stacks[0]).cloned().collect();
+        assert_eq!(frames, site(&r, A).frames);
+        // Both stacks start in the same malloc: its frame is in the profile once.
+        assert_eq!(p.stacks[0].frames[0], p.stacks[1].frames[0]);
         assert_eq!(p.peak_live_bytes, 1000);
         assert!(p.recorded);
     }
