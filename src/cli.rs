@@ -2,12 +2,15 @@
 //! one argh struct per subcommand whose doc comments are the --help text; then one `TryFrom`
 //! per subcommand into the validated options it runs on (`record::RecordOptions`,
 //! `report::ReportOptions`, `report::CheckOptions`, `control::CtlOptions`). Every flag value is
-//! parsed once, and every conflict between flags is caught here, before anything is read,
-//! loaded or spawned. `main` only dispatches.
+//! parsed once, at the argh edge (`from_str_fn`: formats, orders, sizes, per cents, durations,
+//! allocator specs, marker kinds become their types there, and argh's "Error parsing option"
+//! becomes our one line in `argh_message`); every conflict between flags is caught in the
+//! `TryFrom`s, before anything is read, loaded or spawned. `main` only dispatches.
 
 use std::ffi::OsString;
 use std::fmt;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use argh::FromArgs;
 
@@ -156,8 +159,8 @@ pub struct RecordArgs {
     pub start_running: bool,
     /// once the command has ended, wait this long (e.g. 500ms, 10s, 1m; default 2s) for the
     /// processes it left running (daemons, build servers), then finish the file without them
-    #[argh(option)]
-    pub grace: Option<String>,
+    #[argh(option, from_str_fn(parse_grace))]
+    pub grace: Option<Duration>,
     /// wait for every process of the tree, however long it runs after the command ended
     #[argh(switch)]
     pub wait_all: bool,
@@ -165,8 +168,8 @@ pub struct RecordArgs {
     /// it (repeat for each): [FAMILY:]SYMBOL=alloc(size=argN), calloc(n=argN,size=argM),
     /// realloc(ptr=argN,size=argM) or free(ptr=argN), N and M from 1 to 6, e.g.
     /// 'pool:pool_alloc=alloc(size=arg1)' (README, "Troubleshooting")
-    #[argh(option)]
-    pub allocator: Vec<String>,
+    #[argh(option, from_str_fn(parse_allocator))]
+    pub allocator: Vec<AllocatorFlag>,
     /// probe CPython's object allocator too (PyObject_Malloc/Calloc/Realloc/Free and the PyMem_
     /// ones, family "python"), which serves most of a Python program's objects from its own
     /// arenas; costs more than the malloc view (docs/PERFORMANCE.md)
@@ -205,8 +208,8 @@ pub struct ReportArgs {
     /// data), or a stack format of every allocation site (recorded with --stacks): folded
     /// (flamegraph.pl / inferno input), flamegraph (SVG), pprof (gzipped profile.proto for `go
     /// tool pprof`) or speedscope (JSON)
-    #[argh(option, default = "String::from(\"text\")")]
-    pub format: String,
+    #[argh(option, default = "OutputFormat::Text", from_str_fn(parse_format))]
+    pub format: OutputFormat,
     /// only this process
     #[argh(option, from_str_fn(parse_pid))]
     pub pid: Option<u32>,
@@ -218,16 +221,16 @@ pub struct ReportArgs {
     pub bench: Option<String>,
     /// rows of the text and markdown forms: process (default) or bench (one row per benchmark
     /// the harness named; JSON always has both)
-    #[argh(option, default = "String::from(\"process\")")]
-    pub by: String,
+    #[argh(option, default = "Rows::Processes", from_str_fn(parse_rows))]
+    pub by: Rows,
     /// also list the top allocation sites (call stacks) of the scope: live bytes at its heap
     /// peak, bytes and count allocated, leaked, temporary, and each site's frames
     #[argh(switch)]
     pub stacks: bool,
     /// sort the sites by peak (live bytes at the heap peak, default), allocated, count, leaked
     /// or temporary; implies --stacks
-    #[argh(option)]
-    pub stacks_by: Option<String>,
+    #[argh(option, from_str_fn(parse_site_order))]
+    pub stacks_by: Option<SiteOrder>,
     /// how many sites to list (default 10, 0 for all); implies --stacks
     #[argh(option, from_str_fn(parse_count))]
     pub stacks_top: Option<u64>,
@@ -244,15 +247,15 @@ pub struct ReportArgs {
     pub all: bool,
     /// sort the rows, biggest first, by peak (own peak heap), allocs, bytes (allocated),
     /// leaked or rss (peak resident); default: see below
-    #[argh(option)]
-    pub sort: Option<String>,
+    #[argh(option, from_str_fn(parse_sort))]
+    pub sort: Option<SortKey>,
     /// what the stack formats weigh: peak (live at the scope's heap peak, default), allocated,
     /// leaked or temporary; pprof and speedscope carry every view and open on this one
-    #[argh(option)]
-    pub view: Option<String>,
+    #[argh(option, from_str_fn(parse_view))]
+    pub view: Option<View>,
     /// what the stack formats weigh blocks by: bytes (default) or count
-    #[argh(option)]
-    pub weight: Option<String>,
+    #[argh(option, from_str_fn(parse_weight))]
+    pub weight: Option<Weight>,
 }
 
 /// Fail (exit 1) when a recording exceeds memory limits; exit 0 when all hold, 2 on a bad file
@@ -277,20 +280,20 @@ pub struct CheckArgs {
     #[argh(option)]
     pub bench: Option<String>,
     /// highest allowed peak of live heap (SIZE)
-    #[argh(option)]
-    pub max_peak_heap: Option<String>,
+    #[argh(option, from_str_fn(parse_size))]
+    pub max_peak_heap: Option<u64>,
     /// highest allowed number of allocations
     #[argh(option, from_str_fn(parse_count))]
     pub max_allocs: Option<u64>,
     /// highest allowed total of bytes allocated (SIZE)
-    #[argh(option)]
-    pub max_bytes: Option<String>,
+    #[argh(option, from_str_fn(parse_size))]
+    pub max_bytes: Option<u64>,
     /// highest allowed heap still live when processes exit (SIZE)
-    #[argh(option)]
-    pub max_leaked: Option<String>,
+    #[argh(option, from_str_fn(parse_size))]
+    pub max_leaked: Option<u64>,
     /// highest allowed peak resident memory, anon + file + shmem (SIZE)
-    #[argh(option)]
-    pub max_peak_rss: Option<String>,
+    #[argh(option, from_str_fn(parse_size))]
+    pub max_peak_rss: Option<u64>,
     /// check a recording that lost events or is damaged on what it holds (by default it is
     /// refused with exit 2, since its numbers may be wrong either way)
     #[argh(switch)]
@@ -301,41 +304,41 @@ pub struct CheckArgs {
     pub baseline: Option<PathBuf>,
     /// highest allowed increase over --baseline of every metric both recordings have, in per
     /// cent (e.g. 5%); any increase from 0 fails it
-    #[argh(option)]
-    pub max_increase: Option<String>,
+    #[argh(option, from_str_fn(parse_percent))]
+    pub max_increase: Option<u64>,
     /// highest allowed increase over --baseline of every metric in bytes (SIZE), a limit of
     /// its own beside the per cent ones
-    #[argh(option)]
-    pub max_increase_bytes: Option<String>,
+    #[argh(option, from_str_fn(parse_size))]
+    pub max_increase_bytes: Option<u64>,
     /// highest allowed increase of the peak heap over --baseline, in per cent (replaces
     /// --max-increase for it; likewise the flags below)
-    #[argh(option)]
-    pub max_peak_heap_increase: Option<String>,
+    #[argh(option, from_str_fn(parse_percent))]
+    pub max_peak_heap_increase: Option<u64>,
     /// highest allowed increase of the number of allocations, in per cent
-    #[argh(option)]
-    pub max_allocs_increase: Option<String>,
+    #[argh(option, from_str_fn(parse_percent))]
+    pub max_allocs_increase: Option<u64>,
     /// highest allowed increase of the bytes allocated, in per cent
-    #[argh(option)]
-    pub max_bytes_increase: Option<String>,
+    #[argh(option, from_str_fn(parse_percent))]
+    pub max_bytes_increase: Option<u64>,
     /// highest allowed increase of the leaked bytes, in per cent
-    #[argh(option)]
-    pub max_leaked_increase: Option<String>,
+    #[argh(option, from_str_fn(parse_percent))]
+    pub max_leaked_increase: Option<u64>,
     /// highest allowed increase of the leaked blocks, in per cent
-    #[argh(option)]
-    pub max_leaked_blocks_increase: Option<String>,
+    #[argh(option, from_str_fn(parse_percent))]
+    pub max_leaked_blocks_increase: Option<u64>,
     /// highest allowed increase of the temporary allocations, in per cent
-    #[argh(option)]
-    pub max_temporary_increase: Option<String>,
+    #[argh(option, from_str_fn(parse_percent))]
+    pub max_temporary_increase: Option<u64>,
     /// highest allowed increase of the peak resident memory, in per cent
-    #[argh(option)]
-    pub max_peak_rss_increase: Option<String>,
+    #[argh(option, from_str_fn(parse_percent))]
+    pub max_peak_rss_increase: Option<u64>,
     /// highest allowed increase of the peak mapped bytes, in per cent
-    #[argh(option)]
-    pub max_peak_mapped_increase: Option<String>,
+    #[argh(option, from_str_fn(parse_percent))]
+    pub max_peak_mapped_increase: Option<u64>,
     /// what the limits apply to: run (default: the run, or --bench) or bench (each benchmark
     /// of the recording, one line per limit and benchmark)
-    #[argh(option, default = "String::from(\"run\")")]
-    pub by: String,
+    #[argh(option, long = "by", default = "false", from_str_fn(parse_check_by))]
+    pub by_bench: bool,
 }
 
 /// Compare two recordings (e.g. main's and a pull request's): the whole run, each benchmark (by
@@ -367,8 +370,8 @@ pub struct DiffArgs {
     pub new: PathBuf,
     /// output format: text (default), json, or, for two recordings with call stacks, folded
     /// (differential folded stacks) or flamegraph (a differential flame graph SVG)
-    #[argh(option, default = "String::from(\"text\")")]
-    pub format: String,
+    #[argh(option, default = "DiffFormat::Text", from_str_fn(parse_diff_format))]
+    pub format: DiffFormat,
     /// also compare the allocation sites (both recordings need call stacks: record --stacks)
     #[argh(switch)]
     pub stacks: bool,
@@ -377,11 +380,11 @@ pub struct DiffArgs {
     pub top: Option<u64>,
     /// what folded and flamegraph weigh: allocated (default), peak (live at each recording's
     /// heap peak), leaked or temporary
-    #[argh(option)]
-    pub view: Option<String>,
+    #[argh(option, from_str_fn(parse_view))]
+    pub view: Option<View>,
     /// what folded and flamegraph weigh blocks by: bytes (default) or count
-    #[argh(option)]
-    pub weight: Option<String>,
+    #[argh(option, from_str_fn(parse_weight))]
+    pub weight: Option<Weight>,
     /// draw the flame graph's widths from the base recording, so stacks the new one no longer
     /// has show (the hues stay: red is more in the new recording)
     #[argh(switch)]
@@ -453,8 +456,8 @@ pub struct CtlBench {
 #[argh(subcommand, name = "marker", help_triggers("-h", "--help", "help"))]
 pub struct CtlMarker {
     /// the kind of marker
-    #[argh(positional)]
-    pub kind: String,
+    #[argh(positional, from_str_fn(parse_marker))]
+    pub kind: MarkerKind,
 }
 
 /// Print every event of a recording as one JSON object per line: the header, the events (times
@@ -507,6 +510,110 @@ fn parse_ring_size(value: &str) -> Result<u32, String> {
     value
         .parse()
         .map_err(|_| "give a power of two between 1 and 1024 (MiB), e.g. 64".into())
+}
+
+/// One `record --allocator` value: the CPython preset, or one function.
+#[derive(Clone, Copy, Debug)]
+pub enum AllocatorFlag {
+    /// `--allocator python`: the `--python-objects` preset.
+    Python,
+    /// `--allocator [FAMILY:]SYMBOL=KIND(ARGS)`.
+    Function(custom::Custom),
+}
+
+/// `record --allocator`: a spec (`custom::parse` names the flag in its message) or `python`.
+fn parse_allocator(value: &str) -> Result<AllocatorFlag, String> {
+    if value == "python" {
+        return Ok(AllocatorFlag::Python);
+    }
+    custom::parse(value).map(AllocatorFlag::Function)
+}
+
+/// `record --grace`: a duration; `RecordOptions::try_from` checks it against `--wait-all`.
+fn parse_grace(value: &str) -> Result<Duration, String> {
+    guardian::parse_duration(value)
+        .ok_or_else(|| "give a duration such as 2s, 500ms or 1m (or --wait-all)".into())
+}
+
+/// The value `names` gives `value`, else `choices` as the error ("give a, b or c").
+fn named<T: Copy>(names: &[(&str, T)], value: &str, choices: &str) -> Result<T, String> {
+    names
+        .iter()
+        .find(|(n, _)| *n == value)
+        .map(|&(_, v)| v)
+        .ok_or_else(|| choices.into())
+}
+
+/// `report --format`.
+fn parse_format(value: &str) -> Result<OutputFormat, String> {
+    value.parse().map_err(|_| {
+        "give text, json, markdown, html, timeline-csv, timeline-json, folded, flamegraph, \
+         pprof or speedscope"
+            .into()
+    })
+}
+
+/// `report --by`.
+fn parse_rows(value: &str) -> Result<Rows, String> {
+    let names = [("process", Rows::Processes), ("bench", Rows::Benchmarks)];
+    named(&names, value, "give process or bench")
+}
+
+/// `report --stacks-by`.
+fn parse_site_order(value: &str) -> Result<SiteOrder, String> {
+    let choices = "give peak, allocated, count, leaked or temporary";
+    named(&SiteOrder::NAMES, value, choices)
+}
+
+/// `report --sort`.
+fn parse_sort(value: &str) -> Result<SortKey, String> {
+    named(
+        &SortKey::NAMES,
+        value,
+        "give peak, allocs, bytes, leaked or rss",
+    )
+}
+
+/// `report --view`.
+fn parse_view(value: &str) -> Result<View, String> {
+    let choices = "give peak, allocated, leaked or temporary";
+    value.parse().map_err(|()| choices.into())
+}
+
+/// `report --weight`.
+fn parse_weight(value: &str) -> Result<Weight, String> {
+    value.parse().map_err(|()| "give bytes or count".into())
+}
+
+/// The SIZE flags of `check` (`--max-peak-heap 64MiB`), in bytes.
+fn parse_size(value: &str) -> Result<u64, String> {
+    units::parse_size(value).map_err(|e| e.to_string())
+}
+
+/// `check --by`: whether the limits apply to each benchmark.
+fn parse_check_by(value: &str) -> Result<bool, String> {
+    named(
+        &[("run", false), ("bench", true)],
+        value,
+        "give run or bench",
+    )
+}
+
+/// `diff --format`.
+fn parse_diff_format(value: &str) -> Result<DiffFormat, String> {
+    let names = [
+        ("text", DiffFormat::Text),
+        ("json", DiffFormat::Json),
+        ("folded", DiffFormat::Folded),
+        ("flamegraph", DiffFormat::Flamegraph),
+    ];
+    named(&names, value, "give text, json, folded or flamegraph")
+}
+
+/// `ctl marker KIND`.
+fn parse_marker(value: &str) -> Result<MarkerKind, String> {
+    MarkerKind::from_name(value)
+        .ok_or_else(|| "give sample_start, sample_end, round_start or round_end".into())
 }
 
 /// What the command line asks for, once parsed.
@@ -614,7 +721,19 @@ fn argh_message(output: &str) -> String {
                         "{flag} was given twice ({value} the second time); give it once"
                     );
                 }
+                // A parser whose message names the flag itself (`--allocator`) says it all.
+                if why.starts_with(flag) {
+                    return why.to_string();
+                }
                 return format!("{flag} {value}: {why}");
+            }
+        }
+    }
+    if let Some(rest) = first.strip_prefix("Error parsing positional argument '") {
+        // "Error parsing positional argument 'kind' with value 'frob': give sample_start, ..."
+        if let Some((name, rest)) = rest.split_once("' with value '") {
+            if let Some((value, why)) = rest.split_once("': ") {
+                return format!("{name} {value}: {why}");
             }
         }
     }
@@ -647,22 +766,13 @@ fn bad_value(flag: &str, value: &str, why: impl fmt::Display) -> Error {
     Error::Usage(format!("{flag} {value}: {why}"))
 }
 
-/// A SIZE flag of `check` (`--max-peak-heap 64MiB`), if given.
-fn size(flag: &str, value: Option<String>) -> Result<Option<u64>, Error> {
-    value
-        .map(|v| units::parse_size(&v).map_err(|e| bad_value(flag, &v, e)))
-        .transpose()
+/// The per cent flags of `check` (`--max-increase 5%`): "5%", "2.5%", "0.25%" in hundredths
+/// of a per cent (500, 250, 25).
+fn parse_percent(value: &str) -> Result<u64, String> {
+    parse_hundredths(value).map_err(String::from)
 }
 
-/// A per cent flag of `check` (`--max-increase 5%`), if given, in hundredths of a per cent.
-fn percent(flag: &str, value: Option<String>) -> Result<Option<u64>, Error> {
-    value
-        .map(|v| parse_percent(&v).map_err(|why| bad_value(flag, &v, why)))
-        .transpose()
-}
-
-/// "5%", "2.5%", "0.25%" in hundredths of a per cent (500, 250, 25).
-fn parse_percent(value: &str) -> Result<u64, &'static str> {
+fn parse_hundredths(value: &str) -> Result<u64, &'static str> {
     const WHY: &str = "give a per cent with at most two decimals, e.g. 5% or 2.5%";
     let number = value.trim().strip_suffix('%').ok_or(WHY)?;
     let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
@@ -703,16 +813,28 @@ impl TryFrom<RecordArgs> for RecordOptions {
             ));
         }
         let control = control_fifo(a.control, a.start_running)?;
-        let ending = guardian::Ending::from_flags(a.grace.as_deref(), a.wait_all)?;
+        let ending = match (a.grace, a.wait_all) {
+            (Some(_), true) => {
+                return Err(Error::Usage(
+                    "--grace and --wait-all contradict each other: give one".into(),
+                ))
+            }
+            (Some(grace), false) => guardian::Ending::Grace(grace),
+            (None, true) => guardian::Ending::WaitAll,
+            (None, false) => guardian::Ending::default(),
+        };
         let mut custom = Vec::new();
-        for spec in &a.allocator {
-            if spec == "python" {
-                custom.extend(custom::python());
-            } else {
-                custom.push(custom::parse(spec).map_err(Error::Usage)?);
+        let mut python = false;
+        for flag in &a.allocator {
+            match *flag {
+                AllocatorFlag::Python => {
+                    python = true;
+                    custom.extend(custom::python());
+                }
+                AllocatorFlag::Function(c) => custom.push(c),
             }
         }
-        if a.python_objects && !a.allocator.iter().any(|s| s == "python") {
+        if a.python_objects && !python {
             custom.extend(custom::python());
         }
         custom::check_unique(&custom).map_err(Error::Usage)?;
@@ -773,18 +895,8 @@ impl TryFrom<ReportArgs> for ReportOptions {
     type Error = Error;
 
     fn try_from(a: ReportArgs) -> Result<ReportOptions, Error> {
-        let format = a.format.parse().map_err(|_| {
-            bad_value(
-                "--format",
-                &a.format,
-                "give text, json, markdown, html, timeline-csv, timeline-json, folded, flamegraph, pprof or speedscope",
-            )
-        })?;
-        let rows = match a.by.as_str() {
-            "process" => Rows::Processes,
-            "bench" => Rows::Benchmarks,
-            other => return Err(bad_value("--by", other, "give process or bench")),
-        };
+        let format = a.format;
+        let rows = a.by;
         let scope =
             match (a.pid, a.tree, a.bench) {
                 (Some(_), Some(_), _) => return Err(Error::Usage(
@@ -802,22 +914,7 @@ impl TryFrom<ReportArgs> for ReportOptions {
                 (None, None, Some(uri)) => Scope::Benchmark { uri },
                 (None, None, None) => Scope::Run,
             };
-        let order = match a.stacks_by.as_deref() {
-            None => None,
-            Some(name) => Some(
-                SiteOrder::NAMES
-                    .iter()
-                    .find(|(n, _)| *n == name)
-                    .map(|&(_, order)| order)
-                    .ok_or_else(|| {
-                        bad_value(
-                            "--stacks-by",
-                            name,
-                            "give peak, allocated, count, leaked or temporary",
-                        )
-                    })?,
-            ),
-        };
+        let order = a.stacks_by;
         let top =
             match a.stacks_top {
                 Some(n) => Some(usize::try_from(n).map_err(|_| {
@@ -825,18 +922,8 @@ impl TryFrom<ReportArgs> for ReportOptions {
                 })?),
                 None => None,
             };
-        let view = match a.view.as_deref() {
-            None => View::default(),
-            Some(v) => v.parse().map_err(|()| {
-                bad_value("--view", v, "give peak, allocated, leaked or temporary")
-            })?,
-        };
-        let weight = match a.weight.as_deref() {
-            None => Weight::default(),
-            Some(w) => w
-                .parse()
-                .map_err(|()| bad_value("--weight", w, "give bytes or count"))?,
-        };
+        let view = a.view.unwrap_or_default();
+        let weight = a.weight.unwrap_or_default();
         let stack_format = crate::report::OutputFormat::is_stack_format(format);
         if !stack_format && (a.view.is_some() || a.weight.is_some()) {
             return Err(Error::Usage(
@@ -849,7 +936,7 @@ impl TryFrom<ReportArgs> for ReportOptions {
             return Err(Error::Usage(format!(
                 "--stacks-by and --stacks-top choose the sites text and json list; --format {} \
                  takes every site: drop them (--view and --weight choose what it weighs)",
-                a.format
+                format.name()
             )));
         }
         // A stack format needs every site of the scope, per process, with its frames (the
@@ -871,7 +958,7 @@ impl TryFrom<ReportArgs> for ReportOptions {
         if let Some(path) = &a.output {
             record::output::validate_output(path, "report.txt")?;
         }
-        let row_options = row_options(a.top, a.all, a.sort.as_deref(), format)?;
+        let row_options = row_options(a.top, a.all, a.sort, format)?;
         let output = a.output;
         Ok(ReportOptions {
             file: a.file,
@@ -892,7 +979,7 @@ impl TryFrom<ReportArgs> for ReportOptions {
 fn row_options(
     top: Option<u64>,
     all: bool,
-    sort: Option<&str>,
+    sort: Option<SortKey>,
     format: OutputFormat,
 ) -> Result<RowOptions, Error> {
     if format == OutputFormat::Json && (top.is_some() || all || sort.is_some()) {
@@ -919,18 +1006,6 @@ fn row_options(
         None if all => None,
         None => Some(DEFAULT_TOP_ROWS),
     };
-    let sort = match sort {
-        None => None,
-        Some(name) => Some(
-            SortKey::NAMES
-                .iter()
-                .find(|(n, _)| *n == name)
-                .map(|&(_, key)| key)
-                .ok_or_else(|| {
-                    bad_value("--sort", name, "give peak, allocs, bytes, leaked or rss")
-                })?,
-        ),
-    };
     Ok(RowOptions { top, sort })
 }
 
@@ -941,21 +1016,17 @@ impl TryFrom<CheckArgs> for CheckOptions {
         let mut opts = CheckOptions {
             file: a.file,
             scope: Scope::Run,
-            max_peak_heap: size("--max-peak-heap", a.max_peak_heap)?,
+            max_peak_heap: a.max_peak_heap,
             max_allocs: a.max_allocs,
-            max_bytes: size("--max-bytes", a.max_bytes)?,
-            max_leaked: size("--max-leaked", a.max_leaked)?,
-            max_peak_rss: size("--max-peak-rss", a.max_peak_rss)?,
+            max_bytes: a.max_bytes,
+            max_leaked: a.max_leaked,
+            max_peak_rss: a.max_peak_rss,
             allow_incomplete: a.allow_incomplete,
             baseline: a.baseline,
-            max_increase: percent("--max-increase", a.max_increase)?,
+            max_increase: a.max_increase,
             metric_increases: Vec::new(),
-            max_increase_bytes: size("--max-increase-bytes", a.max_increase_bytes)?,
-            by_bench: match a.by.as_str() {
-                "run" => false,
-                "bench" => true,
-                other => return Err(bad_value("--by", other, "give run or bench")),
-            },
+            max_increase_bytes: a.max_increase_bytes,
+            by_bench: a.by_bench,
         };
         let per_metric = [
             a.max_peak_heap_increase,
@@ -967,8 +1038,8 @@ impl TryFrom<CheckArgs> for CheckOptions {
             a.max_peak_rss_increase,
             a.max_peak_mapped_increase,
         ];
-        for ((metric, flag), value) in check::METRIC_INCREASE_FLAGS.into_iter().zip(per_metric) {
-            if let Some(limit) = percent(flag, value)? {
+        for ((metric, _), value) in check::METRIC_INCREASE_FLAGS.into_iter().zip(per_metric) {
+            if let Some(limit) = value {
                 opts.metric_increases.push((metric, limit));
             }
         }
@@ -1026,19 +1097,7 @@ impl TryFrom<DiffArgs> for DiffOptions {
     type Error = Error;
 
     fn try_from(a: DiffArgs) -> Result<DiffOptions, Error> {
-        let format = match a.format.as_str() {
-            "text" => DiffFormat::Text,
-            "json" => DiffFormat::Json,
-            "folded" => DiffFormat::Folded,
-            "flamegraph" => DiffFormat::Flamegraph,
-            other => {
-                return Err(bad_value(
-                    "--format",
-                    other,
-                    "give text, json, folded or flamegraph",
-                ))
-            }
-        };
+        let format = a.format;
         let stack_format = matches!(format, DiffFormat::Folded | DiffFormat::Flamegraph);
         if !stack_format && (a.view.is_some() || a.weight.is_some()) {
             return Err(Error::Usage(
@@ -1058,23 +1117,17 @@ impl TryFrom<DiffArgs> for DiffOptions {
             return Err(Error::Usage(format!(
                 "--top chooses how many changed sites text and json list; --format {} has \
                  every stack: drop it",
-                a.format
+                if format == DiffFormat::Folded {
+                    "folded"
+                } else {
+                    "flamegraph"
+                }
             )));
         }
         // The diff's question is what a change made a program do, so allocated is its default
         // view, where report's is the peak.
-        let view = match a.view.as_deref() {
-            None => View::Allocated,
-            Some(v) => v.parse().map_err(|()| {
-                bad_value("--view", v, "give allocated, peak, leaked or temporary")
-            })?,
-        };
-        let weight = match a.weight.as_deref() {
-            None => Weight::default(),
-            Some(w) => w
-                .parse()
-                .map_err(|()| bad_value("--weight", w, "give bytes or count"))?,
-        };
+        let view = a.view.unwrap_or(View::Allocated);
+        let weight = a.weight.unwrap_or_default();
         let top = match a.top {
             Some(n) => usize::try_from(n)
                 .map_err(|_| bad_value("--top", &n.to_string(), "give a count of sites"))?,
@@ -1106,16 +1159,7 @@ impl TryFrom<CtlArgs> for CtlOptions {
                 uri: b.uri,
                 pid: b.pid.unwrap_or_else(std::os::unix::process::parent_id),
             }),
-            CtlAction::Marker(m) => {
-                let kind = MarkerKind::from_name(&m.kind).ok_or_else(|| {
-                    bad_value(
-                        "marker",
-                        &m.kind,
-                        "give sample_start, sample_end, round_start or round_end",
-                    )
-                })?;
-                Some(ControlCommand::Marker { kind })
-            }
+            CtlAction::Marker(m) => Some(ControlCommand::Marker { kind: m.kind }),
         };
         let from_env = std::env::var_os(control::ENV_VAR).map(PathBuf::from);
         let fifo = a.control.or(from_env).ok_or_else(|| {
@@ -1199,8 +1243,13 @@ mod tests {
     #[test]
     fn diff_flags_that_do_not_fit_the_format_are_usage() {
         assert_eq!(
-            usage(diff(&["--format", "svg"])),
-            "--format svg: give text, json, folded or flamegraph"
+            refused(&["diff", "a.mt", "b.mt", "--format", "svg"]),
+            (
+                "memtrack: --format svg: give text, json, folded or flamegraph; `memtrack diff \
+                 --help` lists what it takes"
+                    .to_string(),
+                2
+            )
         );
         let e = usage(diff(&["--view", "peak"]));
         assert!(e.starts_with("--view and --weight choose"), "{e}");
@@ -1208,8 +1257,11 @@ mod tests {
         assert!(e.starts_with("--base-widths chooses"), "{e}");
         let e = usage(diff(&["--format", "folded", "--top", "3"]));
         assert!(e.starts_with("--top chooses"), "{e}");
-        let e = usage(diff(&["--format", "folded", "--view", "live"]));
-        assert_eq!(e, "--view live: give allocated, peak, leaked or temporary");
+        assert_eq!(
+            refused(&["diff", "a.mt", "b.mt", "--format", "folded", "--view", "live"]).0,
+            "memtrack: --view live: give peak, allocated, leaked or temporary; `memtrack diff \
+             --help` lists what it takes"
+        );
     }
 
     fn record(args: &[&str]) -> Result<RecordOptions, Error> {
@@ -1224,6 +1276,25 @@ mod tests {
             Some(Command::Ctl(a)) => a.try_into(),
             other => panic!("{other:?}"),
         }
+    }
+
+    /// The line and exit code of a value argh's parsers refuse (program name not included).
+    fn refused(args: &[&str]) -> (String, u8) {
+        let argv: Vec<OsString> = std::iter::once("memtrack")
+            .chain(args.iter().copied())
+            .map(OsString::from)
+            .collect();
+        match parse(&argv) {
+            Parsed::Fail { message, code } => (message, code),
+            other => panic!("{args:?} parsed: {other:?}"),
+        }
+    }
+
+    /// `refused`'s line for a flag of `report run.mt`, which exits 2.
+    fn report_refuses(args: &[&str]) -> String {
+        let (message, code) = refused(&[&["report", "run.mt"], args].concat());
+        assert_eq!(code, 2, "{message}");
+        message
     }
 
     /// The message of a usage error.
@@ -1276,8 +1347,9 @@ mod tests {
         assert!(usage(report(&["--top", "3", "--all"])).contains("cannot be used together"));
         assert!(usage(report(&["--top", "0"])).contains("or --all for every row"));
         assert_eq!(
-            usage(report(&["--sort", "size"])),
-            "--sort size: give peak, allocs, bytes, leaked or rss"
+            report_refuses(&["--sort", "size"]),
+            "memtrack: --sort size: give peak, allocs, bytes, leaked or rss; `memtrack report \
+             --help` lists what it takes"
         );
         for flags in [&["--top", "3"][..], &["--all"], &["--sort", "peak"]] {
             let mut args = vec!["--format", "json"];
@@ -1312,8 +1384,9 @@ mod tests {
             })
         );
         assert_eq!(
-            usage(report(&["--stacks-by", "size"])),
-            "--stacks-by size: give peak, allocated, count, leaked or temporary"
+            report_refuses(&["--stacks-by", "size"]),
+            "memtrack: --stacks-by size: give peak, allocated, count, leaked or temporary; \
+             `memtrack report --help` lists what it takes"
         );
     }
 
@@ -1341,12 +1414,14 @@ mod tests {
         assert!(usage(report(&["--format", "json", "--weight", "count"]))
             .starts_with("--view and --weight choose"));
         assert_eq!(
-            usage(report(&["--format", "folded", "--view", "live"])),
-            "--view live: give peak, allocated, leaked or temporary"
+            report_refuses(&["--format", "folded", "--view", "live"]),
+            "memtrack: --view live: give peak, allocated, leaked or temporary; `memtrack report \
+             --help` lists what it takes"
         );
         assert_eq!(
-            usage(report(&["--format", "flamegraph", "--weight", "kg"])),
-            "--weight kg: give bytes or count"
+            report_refuses(&["--format", "flamegraph", "--weight", "kg"]),
+            "memtrack: --weight kg: give bytes or count; `memtrack report --help` lists what it \
+             takes"
         );
         assert!(
             usage(report(&["--format", "speedscope", "--stacks-top", "3"]))
@@ -1381,16 +1456,19 @@ mod tests {
     #[test]
     fn bad_format_and_rows_name_the_choices() {
         assert_eq!(
-            usage(report(&["--format", "xml"])),
-            "--format xml: give text, json, markdown, html, timeline-csv, timeline-json, folded, flamegraph, pprof or speedscope"
+            report_refuses(&["--format", "xml"]),
+            "memtrack: --format xml: give text, json, markdown, html, timeline-csv, \
+             timeline-json, folded, flamegraph, pprof or speedscope; `memtrack report --help` \
+             lists what it takes"
         );
         assert_eq!(
-            usage(report(&["--by", "frob"])),
-            "--by frob: give process or bench"
+            report_refuses(&["--by", "frob"]),
+            "memtrack: --by frob: give process or bench; `memtrack report --help` lists what it \
+             takes"
         );
-        // The format is checked first, as before.
-        let e = usage(report(&["--format", "xml", "--pid", "1", "--tree", "1"]));
-        assert!(e.starts_with("--format xml"), "{e}");
+        // A bad value is refused before any conflict between flags, as before.
+        let e = report_refuses(&["--format", "xml", "--pid", "1", "--tree", "1"]);
+        assert!(e.starts_with("memtrack: --format xml"), "{e}");
     }
 
     #[test]
@@ -1427,10 +1505,28 @@ mod tests {
 
     #[test]
     fn a_bad_size_names_its_flag() {
-        let e = usage(check(&["--max-leaked", "12XB"]));
+        let (e, code) = refused(&["check", "run.mt", "--max-leaked", "12XB"]);
         assert!(
-            e.starts_with("--max-leaked 12XB: invalid size '12XB'"),
+            e.starts_with("memtrack: --max-leaked 12XB: invalid size '12XB'"),
             "{e}"
+        );
+        assert!(
+            e.ends_with("; `memtrack check --help` lists what it takes"),
+            "{e}"
+        );
+        assert_eq!(code, 2);
+        assert_eq!(
+            check(&[
+                "--max-increase-bytes",
+                "1.5k",
+                "--baseline",
+                "b",
+                "--max-increase",
+                "0%"
+            ])
+            .unwrap()
+            .max_increase_bytes,
+            Some(1536)
         );
     }
 
@@ -1511,8 +1607,23 @@ mod tests {
             assert!(parse_percent(bad).is_err(), "{bad}");
         }
         assert_eq!(
-            usage(check(&["--baseline", "b", "--max-increase", "5"])),
-            "--max-increase 5: give a per cent with at most two decimals, e.g. 5% or 2.5%"
+            refused(&["check", "run.mt", "--baseline", "b", "--max-increase", "5"]),
+            (
+                "memtrack: --max-increase 5: give a per cent with at most two decimals, e.g. 5% \
+                 or 2.5%; `memtrack check --help` lists what it takes"
+                    .to_string(),
+                2
+            )
+        );
+        let (e, _) = refused(&["check", "run.mt", "--max-leaked-increase", "x"]);
+        assert!(
+            e.starts_with("memtrack: --max-leaked-increase x: give a per cent"),
+            "{e}"
+        );
+        let (e, _) = refused(&["check", "run.mt", "--max-allocs", "1", "--by", "tree"]);
+        assert!(
+            e.starts_with("memtrack: --by tree: give run or bench;"),
+            "{e}"
         );
     }
 
@@ -1574,6 +1685,32 @@ mod tests {
     fn grace_and_wait_all_contradict() {
         let e = usage(record(&["--grace", "1s", "--wait-all", "--", "true"]));
         assert!(e.contains("contradict"), "{e}");
+        let opts = record(&["--grace", "500ms", "--", "true"]).unwrap();
+        assert_eq!(
+            opts.ending,
+            guardian::Ending::Grace(Duration::from_millis(500))
+        );
+        let opts = record(&["--wait-all", "--", "true"]).unwrap();
+        assert_eq!(opts.ending, guardian::Ending::WaitAll);
+        assert_eq!(
+            refused(&["record", "--grace", "soon", "--", "true"]),
+            (
+                "memtrack: --grace soon: give a duration such as 2s, 500ms or 1m (or --wait-all); \
+                 `memtrack record --help` lists what it takes"
+                    .to_string(),
+                125
+            )
+        );
+    }
+
+    #[test]
+    fn a_bad_allocator_spec_names_the_flag_once() {
+        let (e, code) = refused(&["record", "--allocator", "pool", "--", "true"]);
+        assert!(
+            e.starts_with("memtrack: --allocator 'pool': no '=' between the symbol"),
+            "{e}"
+        );
+        assert_eq!(code, 125);
     }
 
     #[test]
@@ -1586,8 +1723,20 @@ mod tests {
 
     #[test]
     fn ctl_marker_kind_is_checked_before_the_fifo() {
-        let e = usage(ctl(&["marker", "frob"]));
-        assert!(e.starts_with("marker frob: give sample_start"), "{e}");
+        let (e, code) = refused(&["ctl", "marker", "frob"]);
+        assert_eq!(
+            e,
+            "memtrack: kind frob: give sample_start, sample_end, round_start or round_end; \
+             `memtrack ctl --help` lists what it takes"
+        );
+        assert_eq!(code, 2);
+        let opts = ctl(&["--control", "/tmp/c", "marker", "round_end"]).unwrap();
+        assert_eq!(
+            opts.request,
+            Request::Command(ControlCommand::Marker {
+                kind: MarkerKind::RoundEnd
+            })
+        );
     }
 
     #[test]

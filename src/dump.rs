@@ -304,14 +304,14 @@ mod tests {
             json!({"type": "symbol", "module": 1, "offset": 4096,
                    "frames": [{"function": "main", "file": "main.c", "line": 3}]})
         );
-        let stats = EventKind::StackStats {
+        let stats = EventKind::StackStats(crate::format::StackWalks {
             walks: 9,
             truncated: 1,
             unknown: 2,
             unsupported: 3,
             collisions: 4,
             uncached: 5,
-        };
+        });
         assert_eq!(
             line(stats),
             json!({"type": "stack_stats", "walks": 9, "truncated": 1, "unknown": 2,

@@ -5,7 +5,8 @@
 //! Test-only (`#[cfg(test)]` in `lib.rs`); nothing outside the tests sees it.
 
 use crate::format::{
-    AllocFunc, ControlCommand, Event, EventKind, Header, MarkerKind, RssMember, SymbolFrame,
+    AllocFunc, ControlCommand, Event, EventKind, Header, MarkerKind, RssMember, StackWalks,
+    SymbolFrame,
 };
 
 pub use crate::report::accounting::analyze;
@@ -134,14 +135,14 @@ pub fn symbol(module: u32, offset: u64, frames: &[(&str, &str, u32)]) -> EventKi
 /// Stack-walk counters: walks, truncated, unknown, unsupported, collisions, uncached.
 pub fn stack_stats(counts: [u64; 6]) -> EventKind {
     let [walks, truncated, unknown, unsupported, collisions, uncached] = counts;
-    EventKind::StackStats {
+    EventKind::StackStats(StackWalks {
         walks,
         truncated,
         unknown,
         unsupported,
         collisions,
         uncached,
-    }
+    })
 }
 
 /// Stack events at the start of a recording (pid/tid 0, as the recorder writes them).

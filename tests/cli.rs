@@ -73,6 +73,85 @@ fn bad_flags_exit_2_with_one_line_that_says_what_to_do() {
     }
 }
 
+/// Every typed value (issue 14, item 3) is refused where argh parses it, with the flag, the
+/// value and the choices on one line, exit 2.
+#[test]
+fn bad_typed_values_exit_2_naming_the_choices() {
+    let s = sample();
+    let report = "memtrack report --help";
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &["report", s, "--format", "xml"],
+            &["--format xml: give text, json, markdown, html", report],
+        ),
+        (
+            &["report", s, "--by", "frob"],
+            &["--by frob: give process or bench", report],
+        ),
+        (
+            &["report", s, "--sort", "size"],
+            &[
+                "--sort size: give peak, allocs, bytes, leaked or rss",
+                report,
+            ],
+        ),
+        (
+            &["report", s, "--stacks-by", "size"],
+            &["--stacks-by size: give peak, allocated, count", report],
+        ),
+        (
+            &["report", s, "--format", "folded", "--view", "live"],
+            &["--view live: give peak, allocated, leaked or temporary"],
+        ),
+        (
+            &["report", s, "--format", "pprof", "--weight", "kg"],
+            &["--weight kg: give bytes or count"],
+        ),
+        (
+            &["check", s, "--max-peak-heap", "12XB"],
+            &[
+                "--max-peak-heap 12XB: invalid size '12XB'",
+                "memtrack check --help",
+            ],
+        ),
+        (
+            &["check", s, "--baseline", s, "--max-increase", "5"],
+            &["--max-increase 5: give a per cent", "e.g. 5% or 2.5%"],
+        ),
+        (
+            &["check", s, "--max-allocs", "1", "--by", "tree"],
+            &["--by tree: give run or bench"],
+        ),
+        (
+            &["diff", s, s, "--format", "xml"],
+            &["--format xml: give text or json", "memtrack diff --help"],
+        ),
+        (
+            &["ctl", "marker", "frob"],
+            &["kind frob: give sample_start, sample_end, round_start or round_end"],
+        ),
+    ];
+    for (args, want) in cases {
+        assert_bad(args, 2, want);
+    }
+    let record: &[(&[&str], &[&str])] = &[
+        (
+            &["record", "--grace", "soon", "--", "true"],
+            &[
+                "--grace soon: give a duration such as 2s",
+                "memtrack record --help",
+            ],
+        ),
+        (
+            &["record", "--allocator", "pool", "--", "true"],
+            &["--allocator 'pool': no '=' between the symbol"],
+        ),
+    ];
+    for (args, want) in record {
+        assert_bad(args, 125, want);
+    }
+}
+
 /// 1 is "a limit was exceeded" for `check`, and a command's own status for `record`: a bad
 /// flag must never look like either.
 #[test]

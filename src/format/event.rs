@@ -273,17 +273,28 @@ pub enum EventKind {
         frames: Vec<SymbolFrame>,
     },
     /// Stack-walk counters from the kernel, written at the end of `record` (cumulative, the
-    /// last one wins): walks made, walks that hit the depth limit, ended at a pc with no unwind
-    /// table, ended at CFI the walk cannot compute, hash collisions detected, stacks sent
-    /// without caching because the dedup map was full.
-    StackStats {
-        walks: u64,
-        truncated: u64,
-        unknown: u64,
-        unsupported: u64,
-        collisions: u64,
-        uncached: u64,
-    },
+    /// last one wins). The record on disk carries the same struct (`WireRecord::StackStats`),
+    /// so its fields are stated once for the writer, the reader and the report.
+    StackStats(StackWalks),
+}
+
+/// How the kernel's stack walks ended, over the whole recording (`EventKind::StackStats`): the
+/// field order is on disk (postcard writes a struct as its fields in order, exactly as it wrote
+/// the struct variant this replaced), so fields never move and new ones never go here.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StackWalks {
+    /// Walks made (one per new call of an outermost allocator).
+    pub walks: u64,
+    /// Walks that reached the depth limit: the stack is cut, marked `[truncated]`.
+    pub truncated: u64,
+    /// Walks that ended at a pc no unwind table covers: marked `[unknown]`.
+    pub unknown: u64,
+    /// Walks that ended at unwind rules the walk cannot compute: marked `[unsupported]`.
+    pub unsupported: u64,
+    /// Stack hash collisions detected.
+    pub collisions: u64,
+    /// Stacks sent without deduplication because the kernel's stack map was full.
+    pub uncached: u64,
 }
 
 /// One function of a symbolized stack frame (see `EventKind::Symbol`).

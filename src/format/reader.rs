@@ -462,7 +462,7 @@ impl<R: Read> Iterator for Reader<R> {
 mod tests {
     use super::*;
     use crate::format::event::{
-        AllocFunc, ControlCommand, EventKind, LostCount, MarkerKind, RssMember,
+        AllocFunc, ControlCommand, EventKind, LostCount, MarkerKind, RssMember, StackWalks,
     };
     use crate::format::writer::Writer;
     use crate::testkit::{ev, full_header, full_trailer};
@@ -625,14 +625,10 @@ mod tests {
                 1_000_000_881,
                 0,
                 0,
-                EventKind::StackStats {
+                EventKind::StackStats(StackWalks {
                     walks: 1,
-                    truncated: 0,
-                    unknown: 0,
-                    unsupported: 0,
-                    collisions: 0,
-                    uncached: 0,
-                },
+                    ..StackWalks::default()
+                }),
             ),
             ev(
                 1_000_000_900,

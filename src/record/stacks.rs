@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use crate::format::{Event, EventKind, MODULE_MARK};
+use crate::format::{Event, EventKind, StackWalks, MODULE_MARK};
 use crate::record::decode::KernelStack;
 use crate::record::discover::FileKey;
 use crate::stacks::symbolize::{self, ModuleFile};
@@ -200,14 +200,14 @@ impl<'obj> Tables<'obj> {
             ts_ns: process::monotonic_ns(),
             pid: 0,
             tid: 0,
-            kind: EventKind::StackStats {
+            kind: EventKind::StackStats(StackWalks {
                 walks: n(stack_stat::STAT_WALKS),
                 truncated: n(stack_stat::STAT_TRUNCATED),
                 unknown: n(stack_stat::STAT_UNKNOWN),
                 unsupported: n(stack_stat::STAT_UNSUPPORTED),
                 collisions: n(stack_stat::STAT_COLLISIONS),
                 uncached: n(stack_stat::STAT_UNCACHED),
-            },
+            }),
         }
     }
 

@@ -13,11 +13,14 @@ use std::io::{self, Write};
 
 use crate::units::{format_bytes, format_duration_ns};
 
-use super::metrics::{Report, SiteFrame, SiteMetrics, StackReport};
-use super::rows::{self, Rest, RowOptions, Selection};
+use super::metrics::{
+    BenchmarkMetrics, ProcessMetrics, Report, SiteFrame, SiteMetrics, StackReport,
+};
+use super::rows::{self, Measures, Rest, RowOptions, Selection};
 use super::text::{
-    blocks, clean, command, counted, exit_text, frame_text, order_label, peak, percent, plural,
-    processes, scope_title, NO_STACKS,
+    blocks, clean, command, counted, exit_code, exit_text, frame_text, live_at_end, lost_causes,
+    order_label, peak, plural, processes, rest_label, scope_title, sites_shown, temporary,
+    NO_STACKS,
 };
 use super::Rows;
 
@@ -62,10 +65,7 @@ fn write_heading(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let run = &report.run;
     writeln!(out, "### memtrack: {}", escape(&run.command.join(" ")))?;
     writeln!(out)?;
-    let exit = match run.exit_code {
-        Some(code) => format!("exit code {code}"),
-        None => "exit code unknown".to_string(),
-    };
+    let exit = exit_code(run);
     writeln!(
         out,
         "root pid {}, {}, {}, {exit}, {} read",
@@ -110,25 +110,10 @@ fn write_totals(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         format!("{} ({})", h.allocs, format_bytes(h.bytes_allocated)),
     )?;
     row(out, "leaked", blocks(h.leaked.blocks, h.leaked.bytes))?;
-    if h.live_at_end.blocks > 0 {
-        row(
-            out,
-            "live at end",
-            format!(
-                "{} (still running at the end)",
-                blocks(h.live_at_end.blocks, h.live_at_end.bytes)
-            ),
-        )?;
+    if let Some(live) = live_at_end(h, "still running at the end") {
+        row(out, "live at end", live)?;
     }
-    row(
-        out,
-        "temporary",
-        format!(
-            "{} ({} of allocations)",
-            h.temporary_allocs,
-            percent(h.temporary_allocs, h.allocs)
-        ),
-    )?;
+    row(out, "temporary", temporary(h))?;
     if h.failed_allocs > 0 {
         row(out, "failed allocs", h.failed_allocs.to_string())?;
     }
@@ -142,12 +127,8 @@ fn write_totals(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let lost_text = if lost.total == 0 {
         "none".to_string()
     } else {
-        let causes: Vec<String> = lost
-            .by_cause
-            .iter()
-            .map(|l| format!("{} {}", l.count, l.cause))
-            .collect();
-        format!("{} ({})", lost.total, causes.join(", "))
+        // `escape` below cleans the causes again, which changes nothing.
+        format!("{} ({})", lost.total, lost_causes(lost))
     };
     row(out, "lost events", lost_text)?;
     if !report.skipped.is_empty() || report.damage.is_some() {
@@ -183,26 +164,47 @@ fn write_row(cells: &[String], out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "| {} |", cells.join(" | "))
 }
 
-/// The top processes (all of them when they fit), and the rest summed in one row.
-fn write_processes(report: &Report, options: RowOptions, out: &mut dyn Write) -> io::Result<()> {
-    if report.processes.is_empty() {
-        return Ok(());
-    }
-    let with_resident = report.processes.iter().any(|p| p.own.resident.is_some());
-    let selection = rows::select(&report.processes, options, rows::process_measures);
+/// What the processes' and the benchmarks' tables do not share; `write_table` is the rest.
+struct Table<T> {
+    /// The rows' noun, one and many ("process", "processes").
+    noun: (&'static str, &'static str),
+    /// The headers of the two text columns after the numbers.
+    last: [&'static str; 2],
+    /// What a row measures (`rows::process_measures`, `rows::benchmark_measures`).
+    measures: fn(&T) -> Measures<'_>,
+    /// The PID cell.
+    pids: fn(&T) -> String,
+    /// The cells of the two text columns, escaped.
+    tail: fn(&T) -> [String; 2],
+}
+
+/// Writes the heading, the header and the rows `options` selects of `items` (the rest summed in
+/// one row); returns the selection, for the notes under the table.
+fn write_table<'a, T>(
+    table: &Table<T>,
+    items: &'a [T],
+    options: RowOptions,
+    out: &mut dyn Write,
+) -> io::Result<Selection<'a, T>> {
+    let measures = table.measures;
+    let with_resident = items
+        .iter()
+        .any(|item| measures(item).resident_peak_bytes.is_some());
+    let selection = rows::select(items, options, measures);
+    let (one, many) = table.noun;
     writeln!(out)?;
-    writeln!(out, "#### {}", capitalized(&selection.title("processes")))?;
+    writeln!(out, "#### {}", capitalized(&selection.title(many)))?;
     let mut headers = vec!["PID", "ALLOCS", "ALLOCATED", "PEAK HEAP", "LEAKED"];
     if with_resident {
         headers.push("PEAK RSS");
     }
-    headers.extend(["EXIT", "COMMAND"]);
+    headers.extend(table.last);
     write_header(&headers, out)?;
-    for p in &selection.shown {
-        let m = rows::process_measures(p);
+    for &item in &selection.shown {
+        let m = measures(item);
         let leaked_mark = if m.running { "\\*" } else { "" };
         let mut cells = vec![
-            p.pid.to_string(),
+            (table.pids)(item),
             m.heap.allocs.to_string(),
             format_bytes(m.heap.bytes_allocated),
             format_bytes(m.heap.peak_live_bytes),
@@ -211,11 +213,7 @@ fn write_processes(report: &Report, options: RowOptions, out: &mut dyn Write) ->
         if with_resident {
             cells.push(resident_cell(m.resident_peak_bytes));
         }
-        cells.push(exit_text(p));
-        cells.push(escape(&super::screen::shorten_to(
-            &command(p),
-            COMMAND_CHARS,
-        )));
+        cells.extend((table.tail)(item));
         write_row(&cells, out)?;
     }
     if let Some(rest) = &selection.rest {
@@ -224,12 +222,29 @@ fn write_processes(report: &Report, options: RowOptions, out: &mut dyn Write) ->
             cells.push(resident_cell(rest.largest_resident_bytes));
         }
         cells.push(String::new());
-        cells.push(rest_label(rest, "process", "processes"));
+        cells.push(rest_label(rest, one, many));
         write_row(&cells, out)?;
     }
-    let running = selection.shown.iter().any(|p| p.exit.is_none())
-        || selection.rest.is_some_and(|r| r.running);
-    if running {
+    Ok(selection)
+}
+
+/// The top processes (all of them when they fit), and the rest summed in one row.
+fn write_processes(report: &Report, options: RowOptions, out: &mut dyn Write) -> io::Result<()> {
+    if report.processes.is_empty() {
+        return Ok(());
+    }
+    let table = Table {
+        noun: ("process", "processes"),
+        last: ["EXIT", "COMMAND"],
+        measures: rows::process_measures,
+        pids: |p: &ProcessMetrics| p.pid.to_string(),
+        tail: |p: &ProcessMetrics| {
+            let command = super::screen::shorten_to(&command(p), COMMAND_CHARS);
+            [exit_text(p), escape(&command)]
+        },
+    };
+    let selection = write_table(&table, &report.processes, options, out)?;
+    if selection.running() {
         writeln!(out)?;
         writeln!(
             out,
@@ -248,45 +263,17 @@ fn write_benchmarks(report: &Report, options: RowOptions, out: &mut dyn Write) -
             "No benchmarks: the harness named none (see docs/control-protocol.md)."
         );
     }
-    let with_resident = report
-        .benchmarks
-        .iter()
-        .any(|b| b.metrics.resident.is_some());
-    let selection = rows::select(&report.benchmarks, options, rows::benchmark_measures);
-    writeln!(out)?;
-    writeln!(out, "#### {}", capitalized(&selection.title("benchmarks")))?;
-    let mut headers = vec!["PID", "ALLOCS", "ALLOCATED", "PEAK HEAP", "LEAKED"];
-    if with_resident {
-        headers.push("PEAK RSS");
-    }
-    headers.extend(["MEASURED", "BENCHMARK"]);
-    write_header(&headers, out)?;
-    for b in &selection.shown {
-        let m = rows::benchmark_measures(b);
-        let pids: Vec<String> = b.pids.iter().map(u32::to_string).collect();
-        let mut cells = vec![
-            pids.join(", "),
-            m.heap.allocs.to_string(),
-            format_bytes(m.heap.bytes_allocated),
-            format_bytes(m.heap.peak_live_bytes),
-            format_bytes(m.leaked_bytes),
-        ];
-        if with_resident {
-            cells.push(resident_cell(m.resident_peak_bytes));
-        }
-        cells.push(format_duration_ns(b.measured_ns));
-        cells.push(escape(&b.uri));
-        write_row(&cells, out)?;
-    }
-    if let Some(rest) = &selection.rest {
-        let mut cells = rest_cells(rest);
-        if with_resident {
-            cells.push(resident_cell(rest.largest_resident_bytes));
-        }
-        cells.push(String::new());
-        cells.push(rest_label(rest, "benchmark", "benchmarks"));
-        write_row(&cells, out)?;
-    }
+    let table = Table {
+        noun: ("benchmark", "benchmarks"),
+        last: ["MEASURED", "BENCHMARK"],
+        measures: rows::benchmark_measures,
+        pids: |b: &BenchmarkMetrics| {
+            let pids: Vec<String> = b.pids.iter().map(u32::to_string).collect();
+            pids.join(", ")
+        },
+        tail: |b: &BenchmarkMetrics| [format_duration_ns(b.measured_ns), escape(&b.uri)],
+    };
+    let selection = write_table(&table, &report.benchmarks, options, out)?;
     writeln!(out)?;
     writeln!(
         out,
@@ -306,11 +293,6 @@ fn rest_cells(rest: &Rest) -> Vec<String> {
         format_bytes(rest.largest_peak_bytes),
         format!("{}{mark}", format_bytes(rest.leaked_bytes)),
     ]
-}
-
-/// The text cell of a summed row: "980 more processes".
-fn rest_label(rest: &Rest, one: &str, many: &str) -> String {
-    format!("{} more {}", rest.rows, plural(rest.rows, one, many))
 }
 
 /// Under a cut table, what its summed row holds.
@@ -337,11 +319,7 @@ fn write_sites(title: &str, stacks: &StackReport, out: &mut dyn Write) -> io::Re
     if !stacks.recorded {
         return writeln!(out, "{}", escape(NO_STACKS));
     }
-    let shown = if stacks.sites.len() as u64 == stacks.sites_total {
-        counted(stacks.sites_total, "site", "sites")
-    } else {
-        format!("top {} of {} sites", stacks.sites.len(), stacks.sites_total)
-    };
+    let shown = sites_shown(stacks);
     writeln!(
         out,
         "#### Allocation sites by {}: {shown} ({title})",

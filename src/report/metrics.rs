@@ -10,6 +10,8 @@
 
 use serde::Serialize;
 
+/// The kernel's stack-walk counters, as the recording states them.
+pub use crate::format::StackWalks;
 use crate::format::{LostCount, Skipped};
 
 /// Version of the JSON schema. Additive fields keep it; renames, removals and changes of meaning
@@ -79,23 +81,6 @@ pub struct StackReport {
     /// scope); absent when the file has none (cut short, or no call stacks).
     #[serde(flatten)]
     pub walks: Option<StackWalks>,
-}
-
-/// How the kernel's stack walks ended, over the whole recording.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct StackWalks {
-    /// Walks made (one per new call of an outermost allocator).
-    pub walks: u64,
-    /// Walks that reached the depth limit: the stack is cut, marked `[truncated]`.
-    pub truncated: u64,
-    /// Walks that ended at a pc no unwind table covers: marked `[unknown]`.
-    pub unknown: u64,
-    /// Walks that ended at unwind rules the walk cannot compute: marked `[unsupported]`.
-    pub unsupported: u64,
-    /// Stack hash collisions detected.
-    pub collisions: u64,
-    /// Stacks sent without deduplication because the kernel's stack map was full.
-    pub uncached: u64,
 }
 
 /// One allocation site: one distinct call stack and what the blocks it allocated did in the

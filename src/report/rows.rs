@@ -232,6 +232,14 @@ impl<T> Selection<'_, T> {
     }
 }
 
+impl Selection<'_, ProcessMetrics> {
+    /// Whether a process of the table (shown or summed) was still running at the end, which
+    /// its LEAKED cell marks and a note under the table explains.
+    pub fn running(&self) -> bool {
+        self.shown.iter().any(|p| p.exit.is_none()) || self.rest.is_some_and(|r| r.running)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -404,23 +404,9 @@ impl StackPass {
             } => {
                 self.symbols.insert((*module, *offset), frames.clone());
             }
-            EventKind::StackStats {
-                walks,
-                truncated,
-                unknown,
-                unsupported,
-                collisions,
-                uncached,
-            } => {
+            &EventKind::StackStats(walks) => {
                 self.recorded = true;
-                self.walks = Some(StackWalks {
-                    walks: *walks,
-                    truncated: *truncated,
-                    unknown: *unknown,
-                    unsupported: *unsupported,
-                    collisions: *collisions,
-                    uncached: *uncached,
-                });
+                self.walks = Some(walks);
             }
             _ => {}
         }

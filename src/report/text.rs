@@ -17,8 +17,8 @@ use super::rows::{self, Rest, RowOptions, Selection};
 use super::screen::{self, FitColumn, Fitted, Wrap};
 
 use super::metrics::{
-    HeapMetrics, Metrics, ProcessMetrics, Report, ResidentMetrics, RunInfo, Scope, SiteFrame,
-    SiteMetrics, StackReport,
+    HeapMetrics, LostEvents, Metrics, ProcessMetrics, Report, ResidentMetrics, RunInfo, Scope,
+    SiteFrame, SiteMetrics, StackReport,
 };
 
 /// Width of the label column of the summary.
@@ -116,10 +116,7 @@ fn write_files(run: &RunInfo, out: &mut dyn Write) -> io::Result<()> {
 fn write_run(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let run = &report.run;
     writeln!(out, "memtrack report: {}", clean(&run.command.join(" ")))?;
-    let exit = match run.exit_code {
-        Some(code) => format!("exit code {code}"),
-        None => "exit code unknown".to_string(),
-    };
+    let exit = exit_code(run);
     writeln!(
         out,
         "  root pid {}, {}, {}, {exit}",
@@ -145,17 +142,12 @@ fn write_run(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             counted(run.events, "event", "events")
         )?;
     } else {
-        let causes: Vec<String> = lost
-            .by_cause
-            .iter()
-            .map(|l| format!("{} {}", l.count, clean(&l.cause)))
-            .collect();
         writeln!(
             out,
             "  {} read, {} lost while recording ({})",
             counted(run.events, "event", "events"),
             lost.total,
-            causes.join(", ")
+            lost_causes(lost)
         )?;
     }
     if run.ignored_events > 0 {
@@ -206,15 +198,8 @@ fn write_summary(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     )?;
     line(out, "peak heap", peak(h.peak_live_bytes, h.peak_live_at_ns))?;
     line(out, "leaked", blocks(h.leaked.blocks, h.leaked.bytes))?;
-    if h.live_at_end.blocks > 0 {
-        line(
-            out,
-            "live at end",
-            format!(
-                "{} (processes still running when the recording ended)",
-                blocks(h.live_at_end.blocks, h.live_at_end.bytes)
-            ),
-        )?;
+    if let Some(live) = live_at_end(h, "processes still running when the recording ended") {
+        line(out, "live at end", live)?;
     }
     if h.dropped_at_exec.blocks > 0 {
         line(
@@ -223,15 +208,7 @@ fn write_summary(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             blocks(h.dropped_at_exec.blocks, h.dropped_at_exec.bytes),
         )?;
     }
-    line(
-        out,
-        "temporary",
-        format!(
-            "{} ({} of allocations)",
-            h.temporary_allocs,
-            percent(h.temporary_allocs, h.allocs)
-        ),
-    )?;
+    line(out, "temporary", temporary(h))?;
     line(
         out,
         "reallocs",
@@ -315,11 +292,7 @@ fn write_sites(
     if !stacks.recorded {
         return writeln!(out, "{NO_STACKS}");
     }
-    let shown = if stacks.sites.len() as u64 == stacks.sites_total {
-        counted(stacks.sites_total, "site", "sites")
-    } else {
-        format!("top {} of {} sites", stacks.sites.len(), stacks.sites_total)
-    };
+    let shown = sites_shown(stacks);
     writeln!(
         out,
         "allocation sites by {}: {shown} ({title}: peak heap {})",
@@ -563,23 +536,19 @@ fn write_processes(report: &Report, layout: &TextLayout, out: &mut dyn Write) ->
         return Ok(());
     }
     let with_resident = report.processes.iter().any(|p| p.own.resident.is_some());
-    let mut columns = vec![
-        FitColumn::left("PID"),
-        FitColumn::right("ALLOCS"),
-        FitColumn::right("FREES"),
-        FitColumn::right("ALLOCATED"),
-        FitColumn::right("PEAK HEAP"),
-        FitColumn::right("AT"),
-        FitColumn::right("TREE PEAK"),
-        FitColumn::right("LEAKED"),
-        FitColumn::right("FAILED"),
+    let numbers = [
+        "ALLOCS",
+        "FREES",
+        "ALLOCATED",
+        "PEAK HEAP",
+        "AT",
+        "TREE PEAK",
+        "LEAKED",
+        "FAILED",
     ];
-    if with_resident {
-        columns.push(FitColumn::right("PEAK RSS"));
-    }
-    columns.push(FitColumn::right("EXIT"));
     // A process has its pid to tell it by: its command may shrink to a few characters.
-    columns.push(FitColumn::text("COMMAND", 10));
+    let command = FitColumn::text("COMMAND", 10);
+    let columns = table_columns(&numbers, with_resident, &["EXIT"], command);
 
     let selection = rows::select(&report.processes, layout.rows, rows::process_measures);
     // Indentation only means something in tree order; it never takes more than an eighth of
@@ -612,9 +581,7 @@ fn write_processes(report: &Report, layout: &TextLayout, out: &mut dyn Write) ->
     );
     let fitted = screen::fit_table(&columns, body, &drop_order, layout.width);
     write_fitted(&selection.title("processes"), &fitted, out)?;
-    let running = selection.shown.iter().any(|p| p.exit.is_none())
-        || selection.rest.is_some_and(|r| r.running);
-    if running {
+    if selection.running() {
         writeln!(out)?;
         writeln!(
             out,
@@ -622,6 +589,24 @@ fn write_processes(report: &Report, layout: &TextLayout, out: &mut dyn Write) ->
         )?;
     }
     write_rest_note(&selection, "processes", out)
+}
+
+/// The columns of the process and benchmark tables: PID on the left, `numbers` right, PEAK RSS
+/// when the recording has resident memory, `after` right, then the `text` column.
+fn table_columns(
+    numbers: &[&'static str],
+    with_resident: bool,
+    after: &[&'static str],
+    text: FitColumn,
+) -> Vec<FitColumn> {
+    let mut columns = vec![FitColumn::left("PID")];
+    columns.extend(numbers.iter().map(|&n| FitColumn::right(n)));
+    if with_resident {
+        columns.push(FitColumn::right("PEAK RSS"));
+    }
+    columns.extend(after.iter().map(|&n| FitColumn::right(n)));
+    columns.push(text);
+    columns
 }
 
 /// `order` without the column the table is sorted by, which is never dropped.
@@ -651,12 +636,13 @@ fn process_rest_row(rest: &Rest, with_resident: bool) -> Vec<String> {
         row.push(rest_resident(rest));
     }
     row.push("-".to_string());
-    row.push(format!(
-        "{} more {}",
-        rest.rows,
-        plural(rest.rows, "process", "processes")
-    ));
+    row.push(rest_label(rest, "process", "processes"));
     row
+}
+
+/// The text cell of a summed row: "980 more processes".
+pub(super) fn rest_label(rest: &Rest, one: &str, many: &str) -> String {
+    format!("{} more {}", rest.rows, plural(rest.rows, one, many))
 }
 
 /// The LEAKED cell of a summed row, marked when it includes live heap of running processes.
@@ -739,22 +725,19 @@ fn write_benchmark_lines(
         .benchmarks
         .iter()
         .any(|b| b.metrics.resident.is_some());
-    let mut columns = vec![
-        FitColumn::left("PID"),
-        FitColumn::right("WINDOWS"),
-        FitColumn::right("MEASURED"),
-        FitColumn::right("ALLOCS"),
-        FitColumn::right("FREES"),
-        FitColumn::right("ALLOCATED"),
-        FitColumn::right("PEAK HEAP"),
-        FitColumn::right("LEAKED"),
-        FitColumn::right("FAILED"),
+    let numbers = [
+        "WINDOWS",
+        "MEASURED",
+        "ALLOCS",
+        "FREES",
+        "ALLOCATED",
+        "PEAK HEAP",
+        "LEAKED",
+        "FAILED",
     ];
-    if with_resident {
-        columns.push(FitColumn::right("PEAK RSS"));
-    }
     // A benchmark's name is all that tells it: it keeps more before a column goes.
-    columns.push(FitColumn::text("BENCHMARK", 32));
+    let name = FitColumn::text("BENCHMARK", 32);
+    let columns = table_columns(&numbers, with_resident, &[], name);
     let selection = rows::select(&report.benchmarks, layout.rows, rows::benchmark_measures);
     let mut body: Vec<Vec<String>> = selection
         .shown
@@ -800,11 +783,7 @@ fn write_benchmark_lines(
         if with_resident {
             row.push(rest_resident(rest));
         }
-        row.push(format!(
-            "{} more {}",
-            rest.rows,
-            plural(rest.rows, "benchmark", "benchmarks")
-        ));
+        row.push(rest_label(rest, "benchmark", "benchmarks"));
         body.push(row);
     }
     let drop_order = drop_order(
@@ -957,6 +936,51 @@ pub(super) fn counted(n: u64, one: &str, many: &str) -> String {
     }
 }
 
+/// The run's exit in words: "exit code 1", or "exit code unknown" (the root's end was not
+/// recorded). Text and markdown say it alike.
+pub(super) fn exit_code(run: &RunInfo) -> String {
+    match run.exit_code {
+        Some(code) => format!("exit code {code}"),
+        None => "exit code unknown".to_string(),
+    }
+}
+
+/// The heap live in processes still running at the end, and `who` in brackets; `None` when
+/// there is none, and the row is left out.
+pub(super) fn live_at_end(h: &HeapMetrics, who: &str) -> Option<String> {
+    let live = &h.live_at_end;
+    (live.blocks > 0).then(|| format!("{} ({who})", blocks(live.blocks, live.bytes)))
+}
+
+/// The temporary allocations and their share: "12 (3.0% of allocations)".
+pub(super) fn temporary(h: &HeapMetrics) -> String {
+    format!(
+        "{} ({} of allocations)",
+        h.temporary_allocs,
+        percent(h.temporary_allocs, h.allocs)
+    )
+}
+
+/// How many of the scope's sites are listed: "4 sites", or "top 10 of 250 sites".
+pub(super) fn sites_shown(stacks: &StackReport) -> String {
+    if stacks.sites.len() as u64 == stacks.sites_total {
+        counted(stacks.sites_total, "site", "sites")
+    } else {
+        format!("top {} of {} sites", stacks.sites.len(), stacks.sites_total)
+    }
+}
+
+/// The events lost per cause: "7 ring_full, 2 stack_full" (causes cleaned of control
+/// characters).
+pub(super) fn lost_causes(lost: &LostEvents) -> String {
+    let causes: Vec<String> = lost
+        .by_cause
+        .iter()
+        .map(|l| format!("{} {}", l.count, clean(&l.cause)))
+        .collect();
+    causes.join(", ")
+}
+
 /// `part` as a percentage of `whole` with one decimal; "0.0%" when `whole` is zero.
 pub(super) fn percent(part: u64, whole: u64) -> String {
     if whole == 0 {
@@ -1003,6 +1027,11 @@ mod tests {
         },
     };
 
+    /// Asserts that `text` contains `needle`, showing the whole text when it does not.
+    fn says(text: &str, needle: &str) {
+        assert!(text.contains(needle), "{needle:?} missing from\n{text}");
+    }
+
     fn render(report: &Report) -> String {
         render_with(report, &WIDE)
     }
@@ -1025,20 +1054,12 @@ mod tests {
 
     #[test]
     fn shows_run_peak_with_time() {
-        let text = render(&sample());
-        assert!(
-            text.contains("peak heap         3.0 KiB at 3.0 ms"),
-            "{text}"
-        );
+        says(&render(&sample()), "peak heap         3.0 KiB at 3.0 ms");
     }
 
     #[test]
     fn shows_leaks() {
-        let text = render(&sample());
-        assert!(
-            text.contains("leaked            1 block, 2.9 KiB"),
-            "{text}"
-        );
+        says(&render(&sample()), "leaked            1 block, 2.9 KiB");
     }
 
     #[test]
@@ -1076,10 +1097,9 @@ mod tests {
             reason: "torn chunk".into(),
         };
         let report = analyze(&header(), vec![at(1, 10, 10, malloc(1, 1))], Some(&end));
-        let text = render(&report);
-        assert!(
-            text.contains("INCOMPLETE: the file is damaged at byte offset 4242 (torn chunk)"),
-            "{text}"
+        says(
+            &render(&report),
+            "INCOMPLETE: the file is damaged at byte offset 4242 (torn chunk)",
         );
     }
 
@@ -1187,10 +1207,9 @@ mod tests {
 
     #[test]
     fn no_benchmarks_says_how_to_get_them() {
-        let text = render_benchmarks(&sample());
-        assert!(
-            text.contains("no benchmarks: the harness named none"),
-            "{text}"
+        says(
+            &render_benchmarks(&sample()),
+            "no benchmarks: the harness named none",
         );
     }
 

@@ -398,25 +398,7 @@ fn event_kind(
             };
             (dt_ns, kind)
         }
-        WireRecord::StackStats {
-            dt_ns,
-            walks,
-            truncated,
-            unknown,
-            unsupported,
-            collisions,
-            uncached,
-        } => {
-            let kind = EventKind::StackStats {
-                walks,
-                truncated,
-                unknown,
-                unsupported,
-                collisions,
-                uncached,
-            };
-            (dt_ns, kind)
-        }
+        WireRecord::StackStats { dt_ns, walks } => (dt_ns, EventKind::StackStats(walks)),
     })
 }
 
@@ -717,7 +699,7 @@ mod tests {
 
     #[test]
     fn stacks_round_trip() {
-        use crate::format::event::{SymbolFrame, MARK_TRUNCATED, MODULE_MARK};
+        use crate::format::event::{StackWalks, SymbolFrame, MARK_TRUNCATED, MODULE_MARK};
         let node = |id, parent, module, offset| EventKind::StackNode {
             id,
             parent,
@@ -817,14 +799,14 @@ mod tests {
                 14,
                 0,
                 0,
-                EventKind::StackStats {
+                EventKind::StackStats(StackWalks {
                     walks: 1_000_000,
                     truncated: 3,
                     unknown: 2,
                     unsupported: 1,
                     collisions: 0,
                     uncached: u64::MAX,
-                },
+                }),
             ),
         ]);
     }

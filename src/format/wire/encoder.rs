@@ -229,22 +229,7 @@ impl ChunkEncoder {
                     })
                     .collect(),
             },
-            &EventKind::StackStats {
-                walks,
-                truncated,
-                unknown,
-                unsupported,
-                collisions,
-                uncached,
-            } => WireRecord::StackStats {
-                dt_ns,
-                walks,
-                truncated,
-                unknown,
-                unsupported,
-                collisions,
-                uncached,
-            },
+            &EventKind::StackStats(walks) => WireRecord::StackStats { dt_ns, walks },
         };
         append(out, &rec)
     }

@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::super::event::StackWalks;
+
 /// The most threads one chunk may introduce. The writer closes a chunk at 64 KiB of payload and
 /// a `Thread` record takes at least 3 bytes, so it never gets near this; the reader refuses more,
 /// which bounds its table on damaged input.
@@ -143,16 +145,9 @@ pub enum WireRecord<'a> {
         #[serde(borrow)]
         frames: Vec<WireFrame<'a>>,
     },
-    /// 25: `StackStats`.
-    StackStats {
-        dt_ns: i64,
-        walks: u64,
-        truncated: u64,
-        unknown: u64,
-        unsupported: u64,
-        collisions: u64,
-        uncached: u64,
-    },
+    /// 25: `StackStats`: the event's own struct, whose fields postcard writes in order after
+    /// `dt_ns`, byte for byte as the flat struct variant of format version 4 did (tested below).
+    StackStats { dt_ns: i64, walks: StackWalks },
     /// 26: `Alloc` by malloc with a stack id: nearly every malloc once stacks are recorded, so
     /// it costs the stack id's varint more than `Malloc`, not the function byte as well.
     MallocStack {
@@ -644,12 +639,7 @@ mod tests {
             (
                 WireRecord::StackStats {
                     dt_ns: 0,
-                    walks: 0,
-                    truncated: 0,
-                    unknown: 0,
-                    unsupported: 0,
-                    collisions: 0,
-                    uncached: 0,
+                    walks: StackWalks::default(),
                 },
                 25,
             ),
@@ -706,5 +696,50 @@ mod tests {
             record_bytes(&rec),
             [22, 0, 1, 2, b'/', b'a', 2, 0xde, 0xad, 2, 3]
         );
+    }
+
+    #[test]
+    fn stack_stats_bytes_equal_the_flat_variant_s() {
+        // Format version 4 wrote `StackStats` as a struct variant with the six counters inline;
+        // the shared struct must give the same bytes, or version 4 files would misread. The old
+        // shape is spelled here as postcard wrote it: the variant number, then the fields.
+        #[derive(Serialize, Deserialize, Debug, PartialEq)]
+        struct FlatStackStats {
+            dt_ns: i64,
+            walks: u64,
+            truncated: u64,
+            unknown: u64,
+            unsupported: u64,
+            collisions: u64,
+            uncached: u64,
+        }
+        let mut rng = XorShift(0x57a7);
+        for _ in 0..2_000 {
+            let mut v = || spread(&mut rng);
+            let flat = FlatStackStats {
+                dt_ns: v() as i64,
+                walks: v(),
+                truncated: v(),
+                unknown: v(),
+                unsupported: v(),
+                collisions: v(),
+                uncached: v(),
+            };
+            let mut old = vec![25];
+            append(&mut old, &flat).unwrap();
+            let rec = WireRecord::StackStats {
+                dt_ns: flat.dt_ns,
+                walks: StackWalks {
+                    walks: flat.walks,
+                    truncated: flat.truncated,
+                    unknown: flat.unknown,
+                    unsupported: flat.unsupported,
+                    collisions: flat.collisions,
+                    uncached: flat.uncached,
+                },
+            };
+            assert_eq!(record_bytes(&rec), old);
+            assert_eq!(take(&old).unwrap(), (rec, old.len()));
+        }
     }
 }
