@@ -21,6 +21,7 @@ packages=(
   golang-go                     # tests/views_stacks.rs: `go tool pprof` reads --format pprof
   python3-jsonschema            # tests/views_stacks.rs: --format speedscope against the schema
                                 # of the speedscope npm package (testdata/node), by /usr/bin/python3
+  valgrind                      # tests/bystanders.rs: a program under Valgrind beside a recording
 )
 
 missing=()
