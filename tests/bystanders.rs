@@ -227,3 +227,20 @@ fn find_program(name: &str) -> Option<PathBuf> {
         .map(|d| Path::new(d).join(name))
         .find(|p| p.is_file())
 }
+
+/// `doctor` tries the namespace as `record` will, and says so in its own row.
+#[test]
+fn doctor_says_the_private_libraries_work_here() {
+    skip_unless_recording!("doctor_private_libraries");
+    let out = run(&["doctor"]).expect_code(0).stdout;
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("private libraries"))
+        .unwrap_or_else(|| panic!("no private libraries row:\n{out}"));
+    let status = row["private libraries".len()..].split_whitespace().next();
+    assert_eq!(status, Some("ok"), "{out}");
+    assert!(
+        row.contains("allocator libraries copied") && row.contains("namespace works"),
+        "{row}"
+    );
+}

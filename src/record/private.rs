@@ -66,6 +66,15 @@ impl PrivateLibs {
         Ok(PrivateLibs { fs, copies })
     }
 
+    /// [`PrivateLibs::make`], then [`PrivateLibs::check`]: copies the command can run with,
+    /// or why there are none, in words.
+    pub fn make_checked(libraries: &[PathBuf]) -> Result<PrivateLibs, String> {
+        let libs = PrivateLibs::make(libraries)
+            .map_err(|e| format!("cannot make a private tmpfs ({e})"))?;
+        libs.check()?;
+        Ok(libs)
+    }
+
     /// The copies made.
     pub fn copies(&self) -> &[Copy] {
         &self.copies
@@ -148,10 +157,7 @@ pub fn prepare() -> Option<PrivateLibs> {
         log::info!("no allocator library found to copy; probing files as the tree maps them");
         return None;
     }
-    let made = PrivateLibs::make(&libraries)
-        .map_err(|e| format!("cannot make a private tmpfs ({e})"))
-        .and_then(|libs| libs.check().map(|()| libs));
-    match made {
+    match PrivateLibs::make_checked(&libraries) {
         Ok(libs) => {
             log::info!(
                 "private copies of {} allocator libraries ({}): {}",
