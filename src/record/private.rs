@@ -186,3 +186,50 @@ pub fn fallback_warning(why: &str) -> String {
          while the recording runs (--no-private-libs chooses this without the warning)"
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_are_byte_identical_other_inodes_and_bind_over_their_files() {
+        let dir = std::env::temp_dir().join(format!("memtrack-private-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (a, b) = (dir.join("liba.so"), dir.join("libb.so"));
+        std::fs::write(&a, b"\x7fELF a").unwrap();
+        std::fs::write(&b, vec![7u8; 100_000]).unwrap();
+        let libs = match PrivateLibs::make(&[a.clone(), dir.join("missing.so"), b.clone()]) {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("skipped: no private tmpfs here ({e})");
+                return;
+            }
+        };
+        let reals: Vec<&Path> = libs.copies().iter().map(|c| c.real.as_path()).collect();
+        assert_eq!(
+            reals,
+            [a.as_path(), b.as_path()],
+            "the missing file is left out"
+        );
+        for c in libs.copies() {
+            assert_eq!(
+                std::fs::read(c.path()).unwrap(),
+                std::fs::read(&c.real).unwrap()
+            );
+            assert_ne!(c.key, FileKey::of(&std::fs::metadata(&c.real).unwrap()));
+        }
+        assert_eq!(libs.bytes(), 6 + 100_000);
+        assert_eq!(libs.check(), Ok(()));
+        // Twice: each check makes its own mounts.
+        assert_eq!(libs.check(), Ok(()));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_fallback_is_one_line_with_the_cost_and_the_flag() {
+        let w = fallback_warning("unshare(CLONE_NEWNS): Operation not permitted");
+        assert!(!w.contains('\n'), "{w}");
+        assert!(w.contains("Operation not permitted") && w.contains("--no-private-libs"));
+        assert!(w.contains("every process on the machine"), "{w}");
+    }
+}
