@@ -222,6 +222,13 @@ pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
         }
     };
     let file = pending.commit();
+    // Held, so that the tree's last exit does not tear its namespace down (RCU grace periods,
+    // some 10 ms, before the exit is reported): the last holder of this descriptor does, after
+    // we exit (`process::close_fds_after_exit`). The command is held stopped at its exec for
+    // discovery, so it is there to open.
+    let _tree_namespace = private
+        .as_ref()
+        .and_then(|_| std::fs::File::open(format!("/proc/{child}/ns/mnt")).ok());
     let group = foreground::CommandGroup::new(child as i32, terminal);
 
     let header = header(opts, child, (start_monotonic_ns, start_wall_ns), features);

@@ -208,16 +208,24 @@ impl MountSteps {
     }
 }
 
-/// Fork a child that takes `steps` and exits, and return what it found: whether a command's
-/// child could enter the namespace. The child makes only async-signal-safe calls, so this is
-/// safe in a process with threads too. `Err` when no child could be made.
+/// Fork a process that takes `steps` and exits, and return what it found: whether a command's
+/// child could enter the namespace. It is a grandchild, whose parent exits at once: tearing
+/// its namespace down waits on RCU grace periods (about 10 ms here), which nobody needs to
+/// wait for. The children make only async-signal-safe calls, so this is safe in a process
+/// with threads too. `Err` when no process could be made.
 pub fn try_in_child(steps: &MountSteps) -> io::Result<Result<(), (Step, i32)>> {
     let (read, write) = crate::sys::process::pipe()?;
-    // SAFETY: the child runs `enter` (raw system calls), one write and _exit: all
-    // async-signal-safe, and it returns to no Rust code.
+    // SAFETY: the children run `enter` (raw system calls), fork, one write and _exit: all
+    // async-signal-safe, and they return to no Rust code.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         return Err(io::Error::last_os_error());
+    }
+    // SAFETY: as above; in the middle child, fork and _exit only.
+    if pid == 0 && unsafe { libc::fork() } != 0 {
+        // The middle child (or a failed fork: the pipe then closes without an answer).
+        // SAFETY: _exit is async-signal-safe.
+        unsafe { libc::_exit(0) }
     }
     if pid == 0 {
         let code: [i32; 2] = match steps.enter() {
@@ -233,12 +241,11 @@ pub fn try_in_child(steps: &MountSteps) -> io::Result<Result<(), (Step, i32)>> {
         }
     }
     drop(write);
-    let mut bytes = [0u8; 8];
-    let got = io::Read::read_exact(&mut { read }, &mut bytes);
     let mut status = 0;
     // SAFETY: status is a valid out pointer; pid is our child.
     unsafe { libc::waitpid(pid, &mut status, 0) };
-    got?;
+    let mut bytes = [0u8; 8];
+    io::Read::read_exact(&mut { read }, &mut bytes)?;
     let word = |i: usize| i32::from_ne_bytes(bytes[i * 4..i * 4 + 4].try_into().expect("4"));
     Ok(match (word(0), word(1)) {
         (-1, _) => Ok(()),
