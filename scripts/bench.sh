@@ -310,22 +310,26 @@ done
 # The recorded command is `cat FIFO`: it opens the FIFO only once the tool has attached its
 # probes and started it, which is when our own open of the FIFO returns; closing our end then
 # ends it. (Not a signal: the recorded command currently inherits memtrack's blocked SIGTERM.)
+# memtrack probes private copies of the allocator libraries by default (issue 19), which spare
+# the churn; the -shared modes probe the machine's files (--no-private-libs), as bpftrace does.
 say "bystander: untraced churn beside a recording"
-beside=(alone memtrack memtrack-rss floor bpftrace)
+beside=(alone memtrack memtrack-shared memtrack-rss floor floor-shared bpftrace)
 fifo=$RUN/beside.fifo
 rm -f "$fifo"
 mkfifo "$fifo"
 for ((r = 1; r <= RUNS; r++)); do
   for ((i = 0; i < ${#beside[@]}; i++)); do
     mode=${beside[$(((i + r - 1) % ${#beside[@]}))]}
-    [[ " $TOOLS " == *" ${mode%-rss} "* || $mode == alone ]] || continue
+    [[ " $TOOLS " == *" ${mode%%-*} "* || $mode == alone ]] || continue
     pid=""
     wait_quiet "$QUIET_WAIT"
     foreign=$(foreign_probes)
     case $mode in
       memtrack) "$MEMTRACK" record --no-rss -q -o "$RUN/beside.mt" -- cat "$fifo" >/dev/null & pid=$! ;;
+      memtrack-shared) "$MEMTRACK" record --no-rss --no-private-libs -q -o "$RUN/beside.mt" -- cat "$fifo" >/dev/null & pid=$! ;;
       memtrack-rss) "$MEMTRACK" record -q -o "$RUN/beside.mt" -- cat "$fifo" >/dev/null & pid=$! ;;
       floor) "$MEMTRACK" record --no-rss --probe-floor -q -o "$RUN/beside.mt" -- cat "$fifo" >/dev/null & pid=$! ;;
+      floor-shared) "$MEMTRACK" record --no-rss --probe-floor --no-private-libs -q -o "$RUN/beside.mt" -- cat "$fifo" >/dev/null & pid=$! ;;
       bpftrace) bpftrace -q -o "$RUN/beside.bt.txt" "$B/uprobes.bt" -c "/usr/bin/cat $fifo" >/dev/null 2>&1 & pid=$! ;;
     esac
     if [[ -n $pid ]]; then

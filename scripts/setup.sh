@@ -23,6 +23,7 @@ packages=(
                                 # of the speedscope npm package (testdata/node), by /usr/bin/python3
   chromium                      # tests/views_html.rs: the HTML page in a headless browser, driven
                                 # by puppeteer-core (testdata/node) without downloading one
+  valgrind                      # tests/bystanders.rs: a program under Valgrind beside a recording
 )
 
 missing=()

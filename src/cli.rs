@@ -134,6 +134,11 @@ pub struct RecordArgs {
     /// reports then name frames by file and offset)
     #[argh(switch)]
     pub no_symbols: bool,
+    /// probe the machine's shared allocator libraries instead of private copies that only the
+    /// recorded tree runs (the copies are the default: they spare every other process on the
+    /// machine the probes' cost; README, "What the recorded command sees")
+    #[argh(switch)]
+    pub no_private_libs: bool,
     /// benchmarks only: attach empty programs at the allocator sites and record no
     /// allocations, to measure the kernel's own cost of the probes (scripts/bench.sh); every
     /// report of the file says so, and check refuses it
@@ -853,6 +858,7 @@ impl TryFrom<RecordArgs> for RecordOptions {
             custom,
             stacks: a.stacks && !a.no_stacks,
             symbols: !a.no_symbols,
+            private_libs: !a.no_private_libs,
         })
     }
 }

@@ -190,6 +190,7 @@ fn run_checks(attach_uprobe: bool) -> Vec<Check> {
     checks.push(tracefs());
     if attach_uprobe {
         checks.push(probe_sites());
+        checks.push(private_libraries(privileged));
     }
     checks
 }
@@ -240,6 +241,43 @@ fn probe_sites() -> Check {
         ),
     };
     Check::ok(NAME, false, found, COST)
+}
+
+/// Whether `record` can give the command private copies of the allocator libraries (issue 19):
+/// the copies are made and a forked child enters a namespace with them bound over the real
+/// files, exactly as the command's child will (`record::private`). Doctor only: `record` runs
+/// the same check itself and falls back to the shared files with a warning.
+fn private_libraries(privileged: bool) -> Check {
+    const NAME: &str = "private libraries";
+    const DISABLES: &str =
+        "sparing other processes the probes (they run the probed shared files instead)";
+    const FIX: &str = "allow unshare(CLONE_NEWNS) and mount (CAP_SYS_ADMIN; in a container, a \
+                       seccomp profile that permits them), or record with --no-private-libs";
+    if !privileged {
+        return not_checked(NAME, false, DISABLES, "it needs the privileges above");
+    }
+    let libraries = binary::allocator_libraries();
+    if libraries.is_empty() {
+        return Check::ok(
+            NAME,
+            false,
+            "no allocator library found to copy".into(),
+            DISABLES,
+        );
+    }
+    match crate::record::private::PrivateLibs::make_checked(&libraries) {
+        Ok(libs) => Check::ok(
+            NAME,
+            false,
+            format!(
+                "{} allocator libraries copied ({}); the command's mount namespace works",
+                libs.copies().len(),
+                crate::units::format_bytes(libs.bytes())
+            ),
+            DISABLES,
+        ),
+        Err(why) => Check::missing(NAME, false, why, DISABLES, FIX),
+    }
 }
 
 /// Fail with the first blocking check's line, as `record` does before loading anything. Items

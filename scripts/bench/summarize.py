@@ -22,7 +22,9 @@ TOOL_NAMES = {
     "memtrack": "memtrack",
     "memtrack-stacks": "memtrack +stacks",
     "memtrack-rss": "memtrack +rss",
+    "memtrack-shared": "memtrack --no-private-libs",
     "floor": "floor",
+    "floor-shared": "floor --no-private-libs",
     "heaptrack": "heaptrack",
     "dhat": "DHAT",
     "bpftrace": "bpftrace",
@@ -378,12 +380,16 @@ def main():
         p("### An untraced process beside a recording")
         p("")
         p("The churn workload, not recorded, while a recording of `cat FIFO` runs beside it. "
-          "memtrack's probes (and bpftrace's) are attached to libc for the whole machine and "
-          "filter by process in BPF, so every process that calls malloc traps into the kernel.")
+          "Uprobes are attached to a file for the whole machine and filter by process in BPF. "
+          "memtrack probes private copies of the allocator libraries that only the recorded "
+          "tree maps (issue 19), so the churn beside it runs its untouched libc; with "
+          "`--no-private-libs` (and bpftrace) the probes are on the machine's libc, and every "
+          "process that calls malloc traps into the kernel.")
         p("")
         alone = median([r.wall for r in by.get("alone", [])])
         rows = []
-        for m in ["alone", "memtrack", "memtrack-rss", "floor", "bpftrace"]:
+        for m in ["alone", "memtrack", "memtrack-shared", "memtrack-rss", "floor", "floor-shared",
+                  "bpftrace"]:
             if m not in by:
                 continue
             w = median([r.wall for r in by[m]])

@@ -8,6 +8,7 @@
 
 pub mod catalogue;
 pub mod custom;
+pub mod ldcache;
 pub mod placement;
 pub mod symbols;
 
@@ -42,6 +43,57 @@ const LOADER_PATHS: &[&str] = &[
 /// The system's dynamic loader, resolved to its real path.
 pub fn find_loader() -> Option<PathBuf> {
     first_existing(LOADER_PATHS)
+}
+
+/// The sonames of the allocator libraries memtrack knows (the catalogue's families: glibc,
+/// libstdc++ and libc++ for operator new, jemalloc, mimalloc, gperftools' tcmalloc in each of
+/// its builds), by prefix, and the dynamic loader, whose debugger hook discovery probes.
+const ALLOCATOR_SONAMES: &[&str] = &[
+    "libc.so.",
+    "ld-linux",
+    "libstdc++.so.",
+    "libc++.so.",
+    "libjemalloc.so",
+    "libmimalloc.so",
+    "libtcmalloc",
+];
+
+/// The files of the allocator libraries known to memtrack that this machine's dynamic loader
+/// would load (by the sonames of /etc/ld.so.cache, and the C library and loader at their usual
+/// paths), resolved to their real paths, each once, for this machine's architecture only.
+pub fn allocator_libraries() -> Vec<PathBuf> {
+    let cached = std::fs::read(ldcache::LD_SO_CACHE)
+        .map(|b| ldcache::entries(&b))
+        .unwrap_or_default();
+    let mut out: Vec<PathBuf> = Vec::new();
+    let candidates = find_libc().into_iter().chain(find_loader()).chain(
+        cached
+            .into_iter()
+            .filter(|(soname, _)| ALLOCATOR_SONAMES.iter().any(|p| soname.starts_with(p)))
+            .filter_map(|(_, path)| std::fs::canonicalize(path).ok()),
+    );
+    for path in candidates {
+        if !out.contains(&path) && is_native_elf(&path) {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// Whether `path` is an ELF file of the machine memtrack runs on (the cache lists the 32-bit
+/// libraries of a multilib system too).
+fn is_native_elf(path: &Path) -> bool {
+    use std::io::Read;
+    let mut header = [0u8; 20];
+    let read = std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut header));
+    let machine = u16::from_le_bytes([header[18], header[19]]);
+    let native = match std::env::consts::ARCH {
+        "x86_64" => 62,
+        "aarch64" => 183,
+        "riscv64" => 243,
+        _ => return read.is_ok() && header.starts_with(b"\x7fELF"),
+    };
+    read.is_ok() && header.starts_with(b"\x7fELF") && header[4] == 2 && machine == native
 }
 
 fn first_existing(paths: &[&str]) -> Option<PathBuf> {

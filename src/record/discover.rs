@@ -19,7 +19,7 @@
 //! record (0 probes), never returned.
 
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::binary::custom::Custom;
@@ -147,6 +147,9 @@ struct Probed {
     stepped: Vec<Stepped>,
     /// Whether its coverage record was written (when a tracked process was first seen with it).
     reported: bool,
+    /// Whether probes are attached to it (allocator sites or the loader's hook) on a file that
+    /// processes outside the tree may run too: not one of the private copies (`private.rs`).
+    taxes_machine: bool,
 }
 
 /// How long tracked processes stood stopped for discovery.
@@ -175,6 +178,10 @@ pub struct Discovery<'obj> {
     custom_found: HashSet<&'static str>,
     /// With call stacks: every scanned file's unwind table goes here too.
     tables: Option<Tables<'obj>>,
+    /// The private copies of allocator libraries the tree maps instead of the real files
+    /// (issue 19): copy's key → the real path, byte-identical, which unwind tables and symbols
+    /// are read from so that modules keep their real path.
+    copies: HashMap<FileKey, PathBuf>,
 }
 
 impl<'obj> Discovery<'obj> {
@@ -196,6 +203,7 @@ impl<'obj> Discovery<'obj> {
             custom: Vec::new(),
             custom_found: HashSet::new(),
             tables: None,
+            copies: HashMap::new(),
         })
     }
 
@@ -217,6 +225,23 @@ impl<'obj> Discovery<'obj> {
             .as_mut()
             .map(Tables::take_events)
             .unwrap_or_default()
+    }
+
+    /// Know the files of `copies` (key, real path) as private copies of the real ones.
+    pub fn with_copies(mut self, copies: impl IntoIterator<Item = (FileKey, PathBuf)>) -> Self {
+        self.copies.extend(copies);
+        self
+    }
+
+    /// Probe the private copy `key`, opened by `path`, of the library at `real`, before any
+    /// tracked process maps it (the C library and the dynamic loader). Returns the probes.
+    pub fn probe_copy(&mut self, key: FileKey, path: &Path, real: &Path) -> Result<u32, BpfError> {
+        self.copies.insert(key, real.to_path_buf());
+        if let Some(p) = self.files.get(&key) {
+            return Ok(p.probes);
+        }
+        let shown = real.display().to_string();
+        self.probe(key, path, &shown, 0).map(|p| p.probes)
     }
 
     /// Probe the `--allocator` functions `custom` too, in every file scanned from now on.
@@ -319,10 +344,16 @@ impl<'obj> Discovery<'obj> {
             probes: 0,
             stepped: Vec::new(),
             reported: false,
+            taxes_machine: false,
         };
+        let links_before = self.links.len();
         let result = self.scan_and_attach(path, &mut entry);
+        entry.taxes_machine = self.links.len() > links_before && !self.copies.contains_key(&key);
         if let Some(tables) = &mut self.tables {
-            tables.add(key, path, shown, pid);
+            // A copy is read as its real file: the same bytes, and its module keeps the real
+            // path (debug files are found beside it).
+            let read = self.copies.get(&key).map_or(path, PathBuf::as_path);
+            tables.add(key, read, shown, pid);
         }
         if let Err(e) = self.scanned.update_bytes(&key.bytes(), &[SCANNED]) {
             log::debug!("{e}");
@@ -463,6 +494,20 @@ impl<'obj> Discovery<'obj> {
                 self.stats.stops,
                 if self.stats.stops == 1 { "" } else { "s" },
                 self.stats.total_ns / self.stats.stops / 1000
+            ));
+        }
+        let mut taxing: Vec<&str> = self
+            .files
+            .values()
+            .filter(|p| p.taxes_machine)
+            .map(|p| p.path.as_str())
+            .collect();
+        if !taxing.is_empty() {
+            taxing.sort_unstable();
+            line.push_str(&format!(
+                "; probes on shared files (they slow every process on the machine that uses \
+                 them): {}",
+                taxing.join(", ")
             ));
         }
         line

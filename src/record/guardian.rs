@@ -39,6 +39,7 @@ use crate::error::Error;
 use crate::record::identity::Identity;
 use crate::record::progress::Waiting;
 use crate::record::spawn;
+use crate::sys::mount::MountSteps;
 use crate::sys::process::{self, Reaped, SignalSet};
 use crate::sys::terminal::Terminal;
 use crate::sys::wait::{Trigger, Waiter};
@@ -172,17 +173,20 @@ struct Plan<'a> {
     env: &'a [(&'a str, &'a OsStr)],
     identity: Option<&'a Identity>,
     terminal: Option<&'a Terminal>,
+    /// The private libraries' mounts the command's child makes before its exec.
+    mounts: Option<MountSteps>,
 }
 
 impl Guardian {
     /// Fork the guardian, which waits for [`Guardian::spawn`] to start `argv` (see
-    /// `spawn::command` for `env`, `identity` and the terminal).
+    /// `spawn::command` for `env`, `identity`, the terminal and `mounts`).
     pub fn start(
         argv: &[std::ffi::OsString],
         env: &[(&str, &OsStr)],
         identity: Option<&Identity>,
         terminal: Option<&Terminal>,
         ending: Ending,
+        mounts: Option<MountSteps>,
     ) -> Result<Guardian, Error> {
         let internal = |what: &str, e: io::Error| {
             Error::Internal(format!("cannot start the guardian process ({what}: {e})"))
@@ -199,6 +203,7 @@ impl Guardian {
                     env,
                     identity,
                     terminal,
+                    mounts,
                 };
                 serve(plan, req_read, rep_write, recorder)
             }
@@ -436,6 +441,7 @@ fn serve(plan: Plan<'_>, mut requests: File, reports: File, recorder: i32) -> ! 
         plan.env,
         plan.identity,
         plan.terminal.map(Terminal::raw_fd),
+        plan.mounts,
     )
     .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
     .and_then(|mut cmd| process::with_unblocked(&GUARDIAN_SIGNALS, || cmd.spawn()).0);

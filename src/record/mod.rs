@@ -17,6 +17,7 @@ pub mod identity;
 pub mod listen;
 pub mod load;
 pub mod output;
+pub mod private;
 pub mod progress;
 pub mod resolve;
 pub mod spawn;
@@ -79,6 +80,9 @@ pub struct RecordOptions {
     pub stacks: bool,
     /// Write the symbols of the stacks' frames at the end (not `--no-symbols`).
     pub symbols: bool,
+    /// Run the command with private copies of the allocator libraries, probed instead of the
+    /// shared files (not `--no-private-libs`; `private.rs`).
+    pub private_libs: bool,
 }
 
 /// Turn a libbpf failure into the error a user can act on.
@@ -105,6 +109,24 @@ pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
         );
     }
 
+    // Made before the guardian forks, which needs their mounts for the command's child.
+    let private = opts.private_libs.then(private::prepare).flatten();
+    let mounts = match private
+        .as_ref()
+        .map(private::PrivateLibs::steps)
+        .transpose()
+    {
+        Ok(m) => m,
+        Err(e) => {
+            log::warn!(
+                "{}",
+                private::fallback_warning(&format!("cannot clone a mount ({e})"))
+            );
+            None
+        }
+    };
+    let private = private.filter(|_| mounts.is_some());
+
     // The guardian is forked before anything is loaded, so that it holds no BPF object: when
     // the recorder dies, every probe goes with it (guardian.rs).
     let terminal = Terminal::foreground();
@@ -119,6 +141,7 @@ pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
         identity.as_ref(),
         terminal.as_ref(),
         opts.ending,
+        mounts,
     )?;
 
     let objects = load::Loaded::load(opts, &caps.uprobes)?;
@@ -137,10 +160,13 @@ pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
     } else {
         None
     };
+    let copies = private.iter().flat_map(|p| p.copies());
     let discovery = probe_system_files(
         discovery
             .with_custom(opts.custom.clone())
-            .with_tables(tables),
+            .with_tables(tables)
+            .with_copies(copies.clone().map(|c| (c.key, c.real.clone()))),
+        copies.collect(),
     )?;
 
     let process_obj = objects.process();
@@ -196,6 +222,13 @@ pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
         }
     };
     let file = pending.commit();
+    // Held, so that the tree's last exit does not tear its namespace down (RCU grace periods,
+    // some 10 ms, before the exit is reported): the last holder of this descriptor does, after
+    // we exit (`process::close_fds_after_exit`). The command is held stopped at its exec for
+    // discovery, so it is there to open.
+    let _tree_namespace = private
+        .as_ref()
+        .and_then(|_| std::fs::File::open(format!("/proc/{child}/ns/mnt")).ok());
     let group = foreground::CommandGroup::new(child as i32, terminal);
 
     let header = header(opts, child, (start_monotonic_ns, start_wall_ns), features);
@@ -320,20 +353,29 @@ fn say_ending(
 
 /// Probe the C library nearly every process maps now, rather than at each process's first
 /// stop, and the dynamic loader, whose debugger hook reports each dlopen; other files are
-/// probed as processes map them.
-fn probe_system_files(
-    mut discovery: discover::Discovery<'_>,
-) -> Result<discover::Discovery<'_>, Error> {
+/// probed as processes map them. Where the tree runs a private copy of one (`copies`), the copy
+/// is probed instead.
+fn probe_system_files<'obj>(
+    mut discovery: discover::Discovery<'obj>,
+    copies: Vec<&private::Copy>,
+) -> Result<discover::Discovery<'obj>, Error> {
+    let probe = |discovery: &mut discover::Discovery<'obj>, path: &std::path::Path| match copies
+        .iter()
+        .find(|c| c.real == path)
+    {
+        Some(c) => discovery.probe_copy(c.key, &c.path(), &c.real),
+        None => discovery.probe_path(path),
+    };
     match crate::binary::find_libc() {
         Some(libc) => {
-            let probes = discovery.probe_path(&libc).map_err(kernel_error)?;
+            let probes = probe(&mut discovery, &libc).map_err(kernel_error)?;
             log::info!("{}: {probes} probes", libc.display());
         }
         None => log::info!("no glibc at the usual paths; allocators are found as files are mapped"),
     }
     match crate::binary::find_loader() {
         Some(loader) => {
-            if let Err(e) = discovery.probe_path(&loader) {
+            if let Err(e) = probe(&mut discovery, &loader) {
                 log::warn!(
                     "cannot probe the dynamic loader {} ({e}); allocators of shared libraries \
                      will not be recorded",

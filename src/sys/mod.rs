@@ -6,6 +6,7 @@ pub mod bpf;
 pub mod caps;
 pub mod fifo;
 pub mod lock;
+pub mod mount;
 pub mod probe;
 pub mod process;
 pub mod raw;

@@ -275,13 +275,22 @@ pub struct Credentials {
 /// would otherwise inherit from memtrack (`sys::caps`). Everything here is computed before the
 /// fork; the child only makes async-signal-safe calls. With nothing to do, `cmd` is left
 /// untouched (std may then spawn with posix_spawn).
-pub fn prepare_child(cmd: &mut Command, creds: Option<Credentials>, tty: Option<RawFd>) {
+///
+/// With `mounts`, the child first enters a mount namespace of its own with those mounts
+/// (`sys::mount`, issue 19): unshare and mount need CAP_SYS_ADMIN, which the later steps give up.
+pub fn prepare_child(
+    cmd: &mut Command,
+    creds: Option<Credentials>,
+    tty: Option<RawFd>,
+    mounts: Option<crate::sys::mount::MountSteps>,
+) {
     let child_is_root = match &creds {
         Some(c) => c.uid == 0,
         None => user_ids().0 == 0 && geteuid() == 0,
     };
     let clear_caps = crate::sys::caps::CapSets::own().leak_into_child(child_is_root);
-    if creds.is_none() && tty.is_none() && !clear_caps {
+    let mounts = mounts.filter(|m| !m.is_empty());
+    if creds.is_none() && tty.is_none() && !clear_caps && mounts.is_none() {
         return;
     }
     let groups: Vec<libc::gid_t> = creds
@@ -289,6 +298,10 @@ pub fn prepare_child(cmd: &mut Command, creds: Option<Credentials>, tty: Option<
         .map(|c| c.groups.iter().map(|&g| g as libc::gid_t).collect())
         .unwrap_or_default();
     let hook = move || -> io::Result<()> {
+        if let Some(m) = &mounts {
+            m.enter()
+                .map_err(|(_, errno)| io::Error::from_raw_os_error(errno))?;
+        }
         if let Some(fd) = tty {
             // Here too, not only in the parent: the command may read the terminal before the
             // parent gets to it, and would be stopped with SIGTTIN.

@@ -1,0 +1,246 @@
+//! Bystanders (issue 19): while memtrack records, processes outside the recorded tree run the
+//! machine's allocator libraries untouched, because the tree runs private copies and only
+//! those carry the probes; with `--no-private-libs` the probes are on the shared files.
+//!
+//! Each test records testdata/bystander.c, which compares its own allocator code with the
+//! file it was mapped from (a uprobe's breakpoint shows in memory, never in the file) and then
+//! waits until the test has run another process outside the tree; so the outside process runs
+//! while every probe of the recording is attached. Each test asserts both modes, so neither
+//! can pass because nothing was probed at all.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// The two modes and what a process outside the tree must see in each: probes on the shared
+/// files (`differs`) or not.
+const MODES: [(&str, bool); 2] = [("", false), ("--no-private-libs", true)];
+
+/// What happened during one recording of the bystander fixture.
+struct Beside {
+    /// The recording (its run's status is the inside fixture's).
+    rec: Recording,
+    /// The process run outside the tree while the recording ran.
+    outside: Output,
+}
+
+/// Record the bystander fixture (waiting inside the tree) with `mode`, run `outside` beside it
+/// once the fixture inside has made its check, then let the fixture end.
+fn beside_a_recording(name: &str, mode: &str, outside: &mut Command) -> Beside {
+    let exe = fixture("bystander");
+    let ready = scratch_file(format!("{name}.ready"));
+    let go = scratch_file(format!("{name}.go"));
+    let path = scratch_file(format!("{name}.mt"));
+    let extra: Vec<&str> = ["-q", mode].into_iter().filter(|m| !m.is_empty()).collect();
+    let mut cmd = record_command(
+        &path,
+        &extra,
+        &[
+            exe.to_str().unwrap(),
+            ready.to_str().unwrap(),
+            go.to_str().unwrap(),
+        ],
+    );
+    let shown = format!("{cmd:?}");
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start memtrack record");
+    let started = Instant::now();
+    while !ready.exists() {
+        if let Some(status) = child.try_wait().unwrap() {
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "{shown} ended ({status}) before the fixture was ready:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{shown}: never ready"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let outside = outside.output().expect("run the bystander");
+    std::fs::write(&go, b"").unwrap();
+    let output = child.wait_with_output().unwrap();
+    Beside {
+        rec: recording(Run::new(shown, output), path),
+        outside,
+    }
+}
+
+fn describe(b: &Beside) -> String {
+    format!(
+        "{}\noutside: {}\n{}{}",
+        b.rec.describe(),
+        b.outside.status,
+        String::from_utf8_lossy(&b.outside.stdout),
+        String::from_utf8_lossy(&b.outside.stderr)
+    )
+}
+
+/// The fixture's exit codes (testdata/bystander.c).
+const IDENTICAL: i32 = 0;
+const DIFFERS: i32 = 1;
+
+#[test]
+fn a_bystander_runs_unprobed_code_with_private_libraries_and_probed_code_without() {
+    skip_unless_recording!("bystander_code");
+    let exe = fixture("bystander");
+    for (mode, shared) in MODES {
+        let b = beside_a_recording("bystander-code", mode, &mut Command::new(&exe));
+        let text = describe(&b);
+        // Inside the tree, every function carries its probe, libstdc++'s dlopened one too.
+        assert_eq!(b.rec.code(), DIFFERS, "inside, {mode:?}: {text}");
+        let inside = &b.rec.run.stdout;
+        for f in ["malloc", "free", "calloc", "realloc", "operator new"] {
+            assert!(
+                inside.contains(&format!("{f}: differs")),
+                "{f} inside, {mode:?}: {text}"
+            );
+        }
+        let want = if shared { DIFFERS } else { IDENTICAL };
+        assert_eq!(
+            b.outside.status.code(),
+            Some(want),
+            "outside, {mode:?}: {text}"
+        );
+        // Discovery found libstdc++ in both modes, under its real path.
+        assert!(
+            b.rec.coverage().iter().any(|(_, path, alloc, probes)| {
+                path.contains("libstdc++.so.6") && alloc == "c++" && *probes > 0
+            }),
+            "{mode:?}: {:?}\n{text}",
+            b.rec.coverage()
+        );
+    }
+}
+
+#[test]
+fn the_allocators_line_names_the_shared_files_that_carry_probes() {
+    skip_unless_recording!("shared_files_line");
+    let exe = fixture("bystander");
+    for (mode, shared) in MODES {
+        let path = scratch_file("bystander-line.mt");
+        let extra: Vec<&str> = [mode].into_iter().filter(|m| !m.is_empty()).collect();
+        let run = run_command(&mut record_command(&path, &extra, &[exe.to_str().unwrap()]));
+        let line = run
+            .stderr
+            .lines()
+            .find(|l| l.contains("allocators: "))
+            .unwrap_or_else(|| panic!("no allocators line: {}", run.describe()))
+            .to_string();
+        let named = line.contains("probes on shared files");
+        assert_eq!(named, shared, "{mode:?}: {line}");
+        if shared {
+            let (_, files) = line.split_once("uses them): ").unwrap();
+            for lib in ["libc.so.6", "ld-linux-x86-64.so.2", "libstdc++.so.6"] {
+                assert!(files.contains(lib), "{lib} in {line}");
+            }
+        }
+    }
+}
+
+/// The exact counts of the bundled example (testdata/example.c): 10,000 words of 48 bytes in
+/// the parent, 50,000 of 96 in its first child, a realloc doubling from 1 KiB to 1 MiB.
+#[test]
+fn exact_counts_are_the_same_with_and_without_private_libraries() {
+    skip_unless_recording!("private_exact_counts");
+    let mut heaps = Vec::new();
+    for (mode, _) in MODES {
+        let extra: Vec<&str> = [mode].into_iter().filter(|m| !m.is_empty()).collect();
+        let rec = record_fixture("private-example", &extra, "example", &[]);
+        assert_eq!(rec.code(), 0, "{}", rec.describe());
+        assert_eq!(rec.lost(), 0, "{}", rec.describe());
+        let words: Vec<u32> = rec.allocs_of_size(48).iter().map(|e| e.pid).collect();
+        let child_words: Vec<u32> = rec.allocs_of_size(96).iter().map(|e| e.pid).collect();
+        assert_eq!(words.len(), 10_000, "{mode:?}: {}", rec.describe());
+        assert_eq!(child_words.len(), 50_000, "{mode:?}: {}", rec.describe());
+        assert!(
+            words.iter().all(|&p| p == rec.header.root_pid),
+            "{mode:?}: the words are the root's"
+        );
+        let json = report_json(&rec.path, &[]);
+        let mut per_process: Vec<(String, serde_json::Value)> = json["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                let mut heap = p["own"]["heap"].clone();
+                heap.as_object_mut().unwrap().remove("peak_live_at_ns");
+                (format!("{} {}", p["depth"], p["argv"]), heap)
+            })
+            .collect();
+        per_process.sort_by(|a, b| a.0.cmp(&b.0));
+        heaps.push(per_process);
+    }
+    assert_eq!(
+        heaps[0], heaps[1],
+        "every process's heap, private libraries (left) and shared (right)"
+    );
+}
+
+/// A program under Valgrind runs its guest code, the dynamic loader's included, from what it
+/// reads of the files' mappings: a uprobe's breakpoint there is a SIGTRAP that kills it.
+#[test]
+fn valgrind_beside_a_recording_runs_with_private_libraries() {
+    skip_unless_recording!("valgrind_beside");
+    let Some(valgrind) = find_program("valgrind") else {
+        skip(
+            "valgrind_beside",
+            "valgrind is not installed (scripts/setup.sh installs it)",
+        );
+        return;
+    };
+    let exe = fixture("bystander");
+    for (mode, shared) in MODES {
+        let mut vg = Command::new(&valgrind);
+        vg.args(["-q", "--tool=none"]).arg(&exe);
+        let b = beside_a_recording("bystander-valgrind", mode, &mut vg);
+        let text = describe(&b);
+        use std::os::unix::process::ExitStatusExt;
+        if shared {
+            // Valgrind re-raises the guest's fatal signal on itself.
+            assert_eq!(
+                b.outside.status.signal(),
+                Some(libc::SIGTRAP),
+                "{mode:?}: {text}"
+            );
+        } else {
+            assert_eq!(b.outside.status.code(), Some(IDENTICAL), "{mode:?}: {text}");
+        }
+        assert_eq!(b.rec.code(), DIFFERS, "inside, {mode:?}: {text}");
+    }
+}
+
+/// `name` on $PATH.
+fn find_program(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|d| Path::new(d).join(name))
+        .find(|p| p.is_file())
+}
+
+/// `doctor` tries the namespace as `record` will, and says so in its own row.
+#[test]
+fn doctor_says_the_private_libraries_work_here() {
+    skip_unless_recording!("doctor_private_libraries");
+    let out = run(&["doctor"]).expect_code(0).stdout;
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("private libraries"))
+        .unwrap_or_else(|| panic!("no private libraries row:\n{out}"));
+    let status = row["private libraries".len()..].split_whitespace().next();
+    assert_eq!(status, Some("ok"), "{out}");
+    assert!(
+        row.contains("allocator libraries copied") && row.contains("namespace works"),
+        "{row}"
+    );
+}
