@@ -124,7 +124,10 @@ fn bad_typed_values_exit_2_naming_the_choices() {
         ),
         (
             &["diff", s, s, "--format", "xml"],
-            &["--format xml: give text, json, folded or flamegraph", "memtrack diff --help"],
+            &[
+                "--format xml: give text, json, folded or flamegraph",
+                "memtrack diff --help",
+            ],
         ),
         (
             &["ctl", "marker", "frob"],

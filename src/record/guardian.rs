@@ -99,24 +99,6 @@ impl Default for Ending {
     }
 }
 
-impl Ending {
-    /// From `--grace DURATION` and `--wait-all`.
-    pub fn from_flags(grace: Option<&str>, wait_all: bool) -> Result<Ending, Error> {
-        match (grace, wait_all) {
-            (Some(_), true) => Err(Error::Usage(
-                "--grace and --wait-all contradict each other: give one".into(),
-            )),
-            (None, true) => Ok(Ending::WaitAll),
-            (None, false) => Ok(Ending::default()),
-            (Some(g), false) => parse_duration(g).map(Ending::Grace).ok_or_else(|| {
-                Error::Usage(format!(
-                    "--grace {g}: give a duration such as 2s, 500ms or 1m (or --wait-all)"
-                ))
-            }),
-        }
-    }
-}
-
 /// `500ms`, `2s`, `2.5s`, `1m`, or a bare number of seconds.
 pub fn parse_duration(s: &str) -> Option<Duration> {
     let s = s.trim();
@@ -686,20 +668,5 @@ mod tests {
         assert_eq!(parse_duration("-1s"), None);
         assert_eq!(parse_duration("2 weeks"), None);
         assert_eq!(parse_duration(""), None);
-    }
-
-    #[test]
-    fn grace_flags() {
-        assert_eq!(Ending::from_flags(None, false).unwrap(), Ending::default());
-        assert_eq!(Ending::from_flags(None, true).unwrap(), Ending::WaitAll);
-        assert_eq!(
-            Ending::from_flags(Some("3s"), false).unwrap(),
-            Ending::Grace(Duration::from_secs(3))
-        );
-        let e = Ending::from_flags(Some("soon"), false)
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("--grace soon") && !e.contains('\n'), "{e}");
-        assert!(Ending::from_flags(Some("1s"), true).is_err());
     }
 }
