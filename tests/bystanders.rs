@@ -12,6 +12,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -28,9 +29,19 @@ struct Beside {
     outside: Output,
 }
 
+/// Held by each test while it records: a process outside the tree must see only the probes of
+/// its own test's recording, so a `--no-private-libs` recording of another test (they run on
+/// threads at once) or one still detaching must not be beside it.
+fn alone() -> MutexGuard<'static, ()> {
+    static MACHINE: Mutex<()> = Mutex::new(());
+    MACHINE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Record the bystander fixture (waiting inside the tree) with `mode`, run `outside` beside it
-/// once the fixture inside has made its check, then let the fixture end.
+/// once the fixture inside has made its check, then let the fixture end. The caller holds
+/// [`alone`].
 fn beside_a_recording(name: &str, mode: &str, outside: &mut Command) -> Beside {
+    common::wait_for_detaching_recorders().unwrap_or_else(|e| panic!("{name}: {e}"));
     let exe = fixture("bystander");
     let ready = scratch_file(format!("{name}.ready"));
     let go = scratch_file(format!("{name}.go"));
@@ -92,6 +103,7 @@ const DIFFERS: i32 = 1;
 #[test]
 fn a_bystander_runs_unprobed_code_with_private_libraries_and_probed_code_without() {
     skip_unless_recording!("bystander_code");
+    let _alone = alone();
     let exe = fixture("bystander");
     for (mode, shared) in MODES {
         let b = beside_a_recording("bystander-code", mode, &mut Command::new(&exe));
@@ -125,6 +137,7 @@ fn a_bystander_runs_unprobed_code_with_private_libraries_and_probed_code_without
 #[test]
 fn the_allocators_line_names_the_shared_files_that_carry_probes() {
     skip_unless_recording!("shared_files_line");
+    let _alone = alone();
     let exe = fixture("bystander");
     for (mode, shared) in MODES {
         let path = scratch_file("bystander-line.mt");
@@ -152,6 +165,7 @@ fn the_allocators_line_names_the_shared_files_that_carry_probes() {
 #[test]
 fn exact_counts_are_the_same_with_and_without_private_libraries() {
     skip_unless_recording!("private_exact_counts");
+    let _alone = alone();
     let mut heaps = Vec::new();
     for (mode, _) in MODES {
         let extra: Vec<&str> = [mode].into_iter().filter(|m| !m.is_empty()).collect();
@@ -191,6 +205,7 @@ fn exact_counts_are_the_same_with_and_without_private_libraries() {
 #[test]
 fn valgrind_beside_a_recording_runs_with_private_libraries() {
     skip_unless_recording!("valgrind_beside");
+    let _alone = alone();
     let Some(valgrind) = find_program("valgrind") else {
         skip(
             "valgrind_beside",

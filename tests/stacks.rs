@@ -170,7 +170,7 @@ fn shell_word(word: &str) -> String {
 fn gdb_stacks(plan: &GdbPlan) -> Result<Vec<Vec<Frame>>, String> {
     gdb_available()?;
     let _alone = one_at_a_time();
-    wait_for_detaching_recorders()?;
+    common::wait_for_detaching_recorders()?;
     // One name per run: a gdb_* test and the recorder's test of a case may run at once.
     static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -505,37 +505,10 @@ impl DumpStacks {
 /// where gdb puts its own breakpoint to learn of loaded libraries: the kernel takes the trap
 /// for its uprobe and gdb never hears of libc (its `break *malloc` lands on the executable's
 /// `malloc@plt`, its frames in libc are `??`). Other test binaries run after this one; a
-/// recorder that has exited may still hold its uprobes ([`wait_for_detaching_recorders`]).
+/// recorder that has exited may still hold its uprobes ([`common::wait_for_detaching_recorders`]).
 fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     static MACHINE: Mutex<()> = Mutex::new(());
     MACHINE.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Waits until no `memtrack-detach` process is left: a recorder that has exited leaves one
-/// holding its links (its uprobes too) while the kernel's grace periods pass
-/// (docs/PERFORMANCE.md, "Fixed cost"), and gdb must not run beside them (see
-/// [`one_at_a_time`]).
-fn wait_for_detaching_recorders() -> Result<(), String> {
-    let detaching = || {
-        std::fs::read_dir("/proc")
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|e| std::fs::read_to_string(e.path().join("comm")).ok())
-            .any(|comm| comm.trim_end() == "memtrack-detach")
-    };
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while detaching() {
-        if std::time::Instant::now() > deadline {
-            return Err(
-                "a memtrack-detach process is still holding a recorder's uprobes after \
-                        30 s: gdb would not see libraries load beside them"
-                    .to_string(),
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Ok(())
 }
 
 /// `memtrack record -o <scratch>/NAME.mt -- COMMAND`, asserted to succeed, and its stacks from

@@ -9,7 +9,6 @@ mod common;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 
 use memtrack::format::EventKind;
 use memtrack::units::{format_bytes, format_duration_ns};
@@ -19,16 +18,7 @@ use common::*;
 
 /// The recording of example.c with stacks, made once; None when this machine cannot record.
 fn recording(test: &str) -> Option<&'static Path> {
-    static PATH: OnceLock<Option<PathBuf>> = OnceLock::new();
-    if !can_record(test) {
-        return None;
-    }
-    PATH.get_or_init(|| {
-        let r = record_fixture("views_html", &["--stacks"], "example", &[]);
-        assert_eq!(r.run.code(), 0, "{}", r.run.describe());
-        Some(r.path)
-    })
-    .as_deref()
+    example_with_stacks(test, "views_html")
 }
 
 /// `memtrack report PATH ARGS...` (asserted to succeed), its standard output.

@@ -5,24 +5,14 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use std::sync::OnceLock;
 
 use common::*;
 
 /// The recording of example.c with stacks, made once; None when this machine cannot record.
 fn recording(test: &str) -> Option<&'static Path> {
-    static PATH: OnceLock<Option<PathBuf>> = OnceLock::new();
-    if !can_record(test) {
-        return None;
-    }
-    PATH.get_or_init(|| {
-        let r = record_fixture("views_stacks", &["--stacks"], "example", &[]);
-        assert_eq!(r.run.code(), 0, "{}", r.run.describe());
-        Some(r.path)
-    })
-    .as_deref()
+    example_with_stacks(test, "views_stacks")
 }
 
 /// The folded lines of `--view VIEW --weight WEIGHT`.

@@ -593,6 +593,48 @@ pub fn record(name: &str, extra: &[&str], command: &[&str]) -> Recording {
     record_with_env(name, extra, command, &[])
 }
 
+/// Waits until no `memtrack-detach` process is left: a recorder that has exited leaves one
+/// holding its links (its uprobes too) while the kernel's grace periods pass
+/// (docs/PERFORMANCE.md, "Fixed cost"), and a debugger, Valgrind or a process that checks its
+/// own code for probes must not run beside them.
+pub fn wait_for_detaching_recorders() -> Result<(), String> {
+    let detaching = || {
+        std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| std::fs::read_to_string(e.path().join("comm")).ok())
+            .any(|comm| comm.trim_end() == "memtrack-detach")
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while detaching() {
+        if std::time::Instant::now() > deadline {
+            return Err(
+                "a memtrack-detach process is still holding a recorder's uprobes after \
+                        30 s: gdb would not see libraries load beside them"
+                    .to_string(),
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
+}
+
+/// The recording of `testdata/example.c` with call stacks, made once per test binary (under
+/// `name`) and shared by its tests; None, after saying why, when this machine cannot record.
+pub fn example_with_stacks(test: &str, name: &str) -> Option<&'static Path> {
+    static PATH: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    if !can_record(test) {
+        return None;
+    }
+    PATH.get_or_init(|| {
+        let r = record_fixture(name, &["--stacks"], "example", &[]);
+        assert_eq!(r.run.code(), 0, "{}", r.run.describe());
+        Some(r.path)
+    })
+    .as_deref()
+}
+
 /// Build the fixture `testdata/FIXTURE.c` and [`record`] it with `args` under `name`.
 pub fn record_fixture(name: &str, extra: &[&str], fixture_name: &str, args: &[&str]) -> Recording {
     let exe = fixture(fixture_name);
