@@ -79,6 +79,9 @@ const REQ_DETACHED: u8 = b'D';
 /// Reports, guardian to recorder: `[kind, a, b]` as native-endian i32.
 const REP_SPAWNED: i32 = 1;
 const REP_SPAWN_FAILED: i32 = 2;
+/// The third word of a `REP_SPAWN_FAILED` that failed entering the private libraries' mount
+/// namespace, not starting the command.
+const SPAWN_FAILED_NAMESPACE: i32 = 1;
 const REP_EXITED: i32 = 3;
 const REP_STOPPED: i32 = 4;
 const REP_NO_CHILDREN: i32 = 5;
@@ -155,7 +158,8 @@ struct Plan<'a> {
     env: &'a [(&'a str, &'a OsStr)],
     identity: Option<&'a Identity>,
     terminal: Option<&'a Terminal>,
-    /// The private libraries' mounts the command's child makes before its exec.
+    /// The private libraries' mounts: the guardian enters their namespace before it forks the
+    /// command.
     mounts: Option<MountSteps>,
 }
 
@@ -233,6 +237,14 @@ impl Guardian {
                 Some([REP_SPAWNED, pid, _]) => {
                     state.root = pid;
                     return Ok(pid as u32);
+                }
+                Some([REP_SPAWN_FAILED, errno, SPAWN_FAILED_NAMESPACE]) => {
+                    return Err(Error::Internal(format!(
+                        "cannot enter the mount namespace of the private libraries ({}), \
+                         although the check before recording could: record with \
+                         --no-private-libs",
+                        io::Error::from_raw_os_error(errno)
+                    )));
                 }
                 Some([REP_SPAWN_FAILED, errno, _]) => {
                     let e = if errno > 0 {
@@ -418,12 +430,21 @@ fn serve(plan: Plan<'_>, mut requests: File, reports: File, recorder: i32) -> ! 
     if !matches!(requests.read(&mut byte), Ok(1) if byte[0] == REQ_SPAWN) {
         process::exit_now(0); // the recorder gave up (or died) before starting the command
     }
+    // The namespace is the guardian's own, entered before the command is forked, not by the
+    // command's child between fork and exec: the child then runs none of memtrack's code before
+    // its exec, whose pages (a copy of the guardian's) would count as the command's resident
+    // memory from its first moment. Only the command's tree runs in it; the recorder does not.
+    if let Some(m) = plan.mounts.as_ref().filter(|m| !m.is_empty()) {
+        if let Err((_, errno)) = m.enter() {
+            report([REP_SPAWN_FAILED, errno, SPAWN_FAILED_NAMESPACE]);
+            process::exit_now(0);
+        }
+    }
     let spawned = spawn::command(
         plan.argv,
         plan.env,
         plan.identity,
         plan.terminal.map(Terminal::raw_fd),
-        plan.mounts,
     )
     .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
     .and_then(|mut cmd| process::with_unblocked(&GUARDIAN_SIGNALS, || cmd.spawn()).0);

@@ -18,19 +18,17 @@ use std::process::Command;
 
 use crate::error::Error;
 use crate::record::identity::Identity;
-use crate::sys::mount::MountSteps;
 use crate::sys::process;
 
 /// The command `argv` (program and arguments) ready to spawn in a new process group,
 /// inheriting stdio and environment with `env` added; as `identity` when given; taking the
-/// terminal `tty` for its group when given; in a mount namespace of its own with `mounts` (the
-/// private allocator libraries, `private.rs`). The guardian (guardian.rs) spawns it.
+/// terminal `tty` for its group when given. The guardian (guardian.rs) spawns it, from inside
+/// the mount namespace of the private allocator libraries when there is one.
 pub fn command(
     argv: &[OsString],
     env: &[(&str, &OsStr)],
     identity: Option<&Identity>,
     tty: Option<RawFd>,
-    mounts: Option<MountSteps>,
 ) -> Result<Command, Error> {
     let (program, args) = argv.split_first().ok_or_else(|| {
         Error::Usage("no command given; usage: memtrack record -- CMD [ARGS...]".into())
@@ -43,7 +41,7 @@ pub fn command(
             cmd.env("HOME", home);
         }
     }
-    process::prepare_child(&mut cmd, identity.map(Identity::credentials), tty, mounts);
+    process::prepare_child(&mut cmd, identity.map(Identity::credentials), tty);
     Ok(cmd)
 }
 

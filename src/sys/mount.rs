@@ -165,10 +165,11 @@ impl MountSteps {
         self.binds.is_empty()
     }
 
-    /// In the calling process (a child between fork and exec): leave the parent's mount
-    /// namespace, make every mount a slave (the host's mounts still reach us, ours stay here),
-    /// and move each bind mount over its path. Async-signal-safe: raw system calls on values
-    /// made before the fork. Returns the failed step and its errno.
+    /// In the calling process (single-threaded: the guardian before it forks the command, or
+    /// the check's child): leave the parent's mount namespace, make every mount a slave (the
+    /// host's mounts still reach us, ours stay here), and move each bind mount over its path.
+    /// Async-signal-safe: raw system calls on values made before the fork. Returns the failed
+    /// step and its errno.
     pub fn enter(&self) -> Result<(), (Step, i32)> {
         let errno = || io::Error::last_os_error().raw_os_error().unwrap_or(0);
         // SAFETY: unshare takes a flag; mount with a NULL source, type and data and a

@@ -275,22 +275,13 @@ pub struct Credentials {
 /// would otherwise inherit from memtrack (`sys::caps`). Everything here is computed before the
 /// fork; the child only makes async-signal-safe calls. With nothing to do, `cmd` is left
 /// untouched (std may then spawn with posix_spawn).
-///
-/// With `mounts`, the child first enters a mount namespace of its own with those mounts
-/// (`sys::mount`, issue 19): unshare and mount need CAP_SYS_ADMIN, which the later steps give up.
-pub fn prepare_child(
-    cmd: &mut Command,
-    creds: Option<Credentials>,
-    tty: Option<RawFd>,
-    mounts: Option<crate::sys::mount::MountSteps>,
-) {
+pub fn prepare_child(cmd: &mut Command, creds: Option<Credentials>, tty: Option<RawFd>) {
     let child_is_root = match &creds {
         Some(c) => c.uid == 0,
         None => user_ids().0 == 0 && geteuid() == 0,
     };
     let clear_caps = crate::sys::caps::CapSets::own().leak_into_child(child_is_root);
-    let mounts = mounts.filter(|m| !m.is_empty());
-    if creds.is_none() && tty.is_none() && !clear_caps && mounts.is_none() {
+    if creds.is_none() && tty.is_none() && !clear_caps {
         return;
     }
     let groups: Vec<libc::gid_t> = creds
@@ -298,10 +289,6 @@ pub fn prepare_child(
         .map(|c| c.groups.iter().map(|&g| g as libc::gid_t).collect())
         .unwrap_or_default();
     let hook = move || -> io::Result<()> {
-        if let Some(m) = &mounts {
-            m.enter()
-                .map_err(|(_, errno)| io::Error::from_raw_os_error(errno))?;
-        }
         if let Some(fd) = tty {
             // Here too, not only in the parent: the command may read the terminal before the
             // parent gets to it, and would be stopped with SIGTTIN.
