@@ -259,3 +259,44 @@ fn doctor_says_the_private_libraries_work_here() {
         "{row}"
     );
 }
+
+/// Where the namespace cannot be made (here unshare fails with EPERM under a seccomp filter,
+/// testdata/no_unshare.c, as in a container whose profile refuses it), the recording probes
+/// the shared files after one warning line, and records exactly what it records otherwise.
+#[test]
+fn without_a_namespace_the_recording_probes_the_shared_files_after_one_warning() {
+    skip_unless_recording!("private_fallback");
+    let _alone = alone();
+    let jail = fixture("no_unshare");
+    let exe = fixture("example");
+    let path = scratch_file("private-fallback.mt");
+    let mut cmd = Command::new(&jail);
+    cmd.arg(memtrack())
+        .args(["record", "-o"])
+        .arg(&path)
+        .arg("--")
+        .arg(&exe);
+    let rec = recording(run_command(&mut cmd), path);
+    assert_eq!(rec.code(), 0, "{}", rec.describe());
+    let warnings: Vec<&str> = rec
+        .run
+        .stderr
+        .lines()
+        .filter(|l| l.contains("cannot give the command private copies"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "one warning line: {}", rec.describe());
+    assert!(
+        warnings[0].contains("Operation not permitted")
+            && warnings[0].contains("--no-private-libs"),
+        "why, and the flag: {}",
+        warnings[0]
+    );
+    assert!(
+        rec.run.stderr.contains("probes on shared files") && rec.run.stderr.contains("libc.so.6"),
+        "the allocators line names the shared files: {}",
+        rec.describe()
+    );
+    assert_eq!(rec.lost(), 0, "{}", rec.describe());
+    assert_eq!(rec.allocs_of_size(48).len(), 10_000, "{}", rec.describe());
+    assert_eq!(rec.allocs_of_size(96).len(), 50_000, "{}", rec.describe());
+}
