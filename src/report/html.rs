@@ -17,6 +17,7 @@ use crate::units::{format_bytes, format_duration_ns};
 use super::flamegraph;
 use super::metrics::{ProcessMetrics, Report, Scope};
 use super::profile::{View, Weight};
+use super::text;
 use super::timeline::{Timeline, PROCESS_BUCKETS, RUN_BUCKETS, TOP_PROCESSES};
 
 const TEMPLATE: &str = include_str!("html/page.html");
@@ -226,26 +227,14 @@ fn write_tree(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
-/// One process's row: the cells of the text report's process table.
+/// One process's row: the cells of the text report's process table (`text::process_row`),
+/// with the pid indented by its depth and the whole command as the cell's title.
 fn write_process_row(
     p: &ProcessMetrics,
     with_resident: bool,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    let h = &p.own.heap;
     let indent = "&nbsp;&nbsp;".repeat(p.depth.min(MAX_INDENT) as usize);
-    let leaked = match p.exit {
-        Some(_) => format_bytes(h.leaked.bytes),
-        None => format!("{}*", format_bytes(h.live_at_end.bytes)),
-    };
-    let tree_peak = if p.tree.processes > 1 {
-        format_bytes(p.tree.heap.peak_live_bytes)
-    } else {
-        "-".to_string()
-    };
-    let at = h
-        .peak_live_at_ns
-        .map_or_else(|| "-".to_string(), format_duration_ns);
     let command = if !p.argv.is_empty() {
         p.argv.join(" ")
     } else {
@@ -253,39 +242,17 @@ fn write_process_row(
     };
     write!(
         out,
-        "<tr data-pid=\"{}\" data-peak-heap=\"{}\"><td class=\"pid\">{indent}{}</td><td>{}</td>\
-         <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
-        p.pid,
-        h.peak_live_bytes,
-        p.pid,
-        h.allocs,
-        h.frees,
-        escape(&format_bytes(h.bytes_allocated)),
-        escape(&format_bytes(h.peak_live_bytes)),
-        escape(&at),
-        escape(&tree_peak),
-        escape(&leaked),
-        h.failed_allocs,
+        "<tr data-pid=\"{}\" data-peak-heap=\"{}\"><td class=\"pid\">{indent}{}</td>",
+        p.pid, p.own.heap.peak_live_bytes, p.pid,
     )?;
-    if with_resident {
-        let rss = p
-            .own
-            .resident
-            .as_ref()
-            .map_or_else(|| "-".to_string(), |r| format_bytes(r.peak_bytes));
-        write!(out, "<td>{}</td>", escape(&rss))?;
+    // Between the text row's pid and its command (shortened to the terminal's width).
+    let cells = text::process_row(p, with_resident, None);
+    for cell in &cells[1..cells.len() - 1] {
+        write!(out, "<td>{}</td>", escape(cell))?;
     }
-    let exit = match p.exit {
-        Some(e) => match e.signal {
-            Some(sig) => format!("sig {sig}"),
-            None => e.exit_code.to_string(),
-        },
-        None => "running".to_string(),
-    };
     writeln!(
         out,
-        "<td>{}</td><td class=\"cmd\" title=\"{}\">{}</td></tr>",
-        escape(&exit),
+        "<td class=\"cmd\" title=\"{}\">{}</td></tr>",
         escape(&command),
         escape(&shorten(&command, 100))
     )

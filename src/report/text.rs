@@ -818,7 +818,11 @@ fn write_benchmark_lines(
 
 /// The cells of one process's row, its pid indented by its depth in the tree up to `indent`
 /// levels (`None`: not indented, the rows are not in tree order).
-fn process_row(p: &ProcessMetrics, with_resident: bool, indent: Option<u32>) -> Vec<String> {
+pub(super) fn process_row(
+    p: &ProcessMetrics,
+    with_resident: bool,
+    indent: Option<u32>,
+) -> Vec<String> {
     let h = &p.own.heap;
     let indent = "  ".repeat(indent.map_or(0, |max| p.depth.min(max)) as usize);
     let leaked = match p.exit {
