@@ -11,12 +11,10 @@
 # A site is where the allocator was called from, as heaptrack_print merges its backtraces: the
 # innermost frame that is not an allocator function (malloc, operator new, ...). memtrack's
 # sites (one per call stack, `report --stacks --stacks-top 0 --format json`) are summed by that
-# frame too. A frame is named by its function and file:line; one that neither tool can name
-# (git and python3 are stripped) by its module and file offset inside the call instruction,
-# MODULE+0xOFFSET, as memtrack writes it: heaptrack records raw (-r), whose module lines give
-# each module's load address, and is interpreted here, so its absolute addresses turn into file
-# offsets through the program headers. (Not with ASLR off, setarch -R: heaptrack 1.4 then names
-# libz's frames with libm's debug info.)
+# frame too. A frame is named by its function and file:line; the frames neither tool can name
+# (git and python3 are stripped) are one site per module, MODULE+?, since heaptrack_print
+# merges them so. heaptrack records raw (-r) and is interpreted here. (Not with ASLR off,
+# setarch -R: heaptrack 1.4 then names libz's frames with libm's debug info.)
 #
 # Two kinds of heaptrack's sites are heaptrack's own, and are marked: those in a module the
 # program does not load without heaptrack (its preload library is C++ and brings libstdc++,
@@ -32,7 +30,7 @@ MEMTRACK=${1:-target/debug/memtrack}
 TOP=${TOP:-10}
 OUT=${OUT:-target/bench/compare-heaptrack}
 interpret=/usr/lib/heaptrack/libexec/heaptrack_interpret
-for tool in heaptrack heaptrack_print $interpret zstd readelf python3; do
+for tool in heaptrack heaptrack_print $interpret zstd ldd python3; do
   command -v "$tool" >/dev/null || { echo "compare-heaptrack: no $tool (scripts/setup.sh installs it)" >&2; exit 1; }
 done
 [[ -x $MEMTRACK ]] || { echo "compare-heaptrack: no $MEMTRACK (cargo build first, or name a binary)" >&2; exit 1; }
@@ -61,56 +59,15 @@ for name in "${names[@]}"; do
     >"$OUT/$name.ht.txt" 2>/dev/null
   "$MEMTRACK" record -q --stacks -o "$OUT/$name.mt" -- "${cmd[@]}" >/dev/null 2>"$OUT/$name.mt.log" \
     || { echo "compare-heaptrack: memtrack record failed, see $OUT/$name.mt.log" >&2; exit 1; }
-  # Until `report --stacks` exists (issue 15) only heaptrack's side is printed.
+  # A memtrack without `report --stacks` (an old binary): only heaptrack's side is printed.
   "$MEMTRACK" report "$OUT/$name.mt" --stacks --stacks-top 0 --format json \
     >"$OUT/$name.json" 2>"$OUT/$name.json.log" || rm -f "$OUT/$name.json"
-  python3 - "$name" "${cmd[0]}" "$OUT/$name.ht.raw.zst" "$OUT/$name.ht.txt" "$OUT/$name.json" \
-    "$TOP" <<'PY'
+  python3 - "$name" "${cmd[0]}" "$OUT/$name.ht.txt" "$OUT/$name.json" "$TOP" <<'PY'
 import json, os, re, shutil, subprocess, sys
 
-name, exe, raw_path, ht_path, mt_path = sys.argv[1:6]
-top = int(sys.argv[6])
+name, exe, ht_path, mt_path = sys.argv[1:5]
+top = int(sys.argv[5])
 exe = os.path.realpath(shutil.which(exe) or exe)
-
-
-def load_biases(raw):
-    """Module path to load bias, from the `m LEN PATH BIAS ...` lines of heaptrack's raw file
-    (the executable is named `x`)."""
-    text = subprocess.run(["zstdcat", raw], capture_output=True, text=True).stdout
-    biases = {}
-    for line in text.splitlines():
-        w = line.split()
-        if len(w) >= 4 and w[0] == "m":
-            biases.setdefault(exe if w[2] == "x" else os.path.realpath(w[2]), int(w[3], 16))
-    return biases
-
-
-def load_segments(path):
-    """(vaddr, memsz, file offset) of path's PT_LOAD segments."""
-    out = subprocess.run(["readelf", "-lW", path], capture_output=True, text=True).stdout
-    segs = []
-    for line in out.splitlines():
-        w = line.split()
-        if w and w[0] == "LOAD":
-            segs.append((int(w[2], 16), int(w[5], 16), int(w[1], 16)))
-    return segs
-
-
-BIASES = load_biases(raw_path)
-SEGMENTS = {}
-
-
-def file_offset(module, address):
-    """The file offset in module of a run-time address of heaptrack's run, or None."""
-    module = os.path.realpath(module)
-    if module not in BIASES:
-        return None
-    segs = SEGMENTS.setdefault(module, load_segments(module))
-    vaddr = address - BIASES[module]
-    for start, size, offset in segs:
-        if start <= vaddr < start + size:
-            return vaddr - start + offset
-    return None
 
 
 def base(path):
@@ -133,7 +90,7 @@ def without_parameters(function):
     return function
 
 
-def label(function, file, line, module, offset):
+def label(function, file, line, module):
     """A site's name. Frames without a function name are one site per module, MODULE+?:
     heaptrack_print merges every frame of a module it cannot name into one entry (git's four
     x*alloc wrappers are one `git+0x281c98` there, with the calls of all four), so memtrack's
@@ -199,9 +156,9 @@ def heaptrack_sites(path):
             if re.fullmatch(r"0x[0-9a-f]+", loc):
                 # An address heaptrack could not name (the first of its module's unnamed frames
                 # it met; see label()).
-                lab = label("", "", 0, e["module"], None)
+                lab = label("", "", 0, e["module"])
             else:
-                lab = label(loc, e["file"], e["line"], e["module"], None)
+                lab = label(loc, e["file"], e["line"], e["module"])
             result[key].append((lab, e["calls"], e["peak"], e["module"]))
     return result
 
@@ -227,8 +184,7 @@ def memtrack_sites(path):
         if i == len(frames):
             continue
         f = frames[i]
-        lab = label(f.get("function", ""), f.get("file", ""), f.get("line", 0), f.get("module", ""),
-                    f.get("offset"))
+        lab = label(f.get("function", ""), f.get("file", ""), f.get("line", 0), f.get("module", ""))
         s = sums.setdefault(lab, [0, 0])
         s[0] += site.get("allocations", 0)
         s[1] += site.get("peak_live_bytes", 0)
