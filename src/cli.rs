@@ -17,7 +17,7 @@ use argh::FromArgs;
 use crate::control::{self, CtlOptions, Request};
 use crate::diff::{DiffFormat, DiffOptions};
 use crate::error::{Error, Subcommand};
-use crate::format::{ControlCommand, MarkerKind};
+use crate::format::{Bench, ControlCommand, MarkerKind};
 use crate::record::{self, custom, guardian, RecordOptions};
 use crate::report::profile::{View, Weight};
 use crate::report::rows::DEFAULT_TOP_ROWS;
@@ -1161,10 +1161,10 @@ impl TryFrom<CtlArgs> for CtlOptions {
             CtlAction::Hello(_) => None,
             CtlAction::Start(_) => Some(ControlCommand::Start),
             CtlAction::Stop(_) => Some(ControlCommand::Stop),
-            CtlAction::Bench(b) => Some(ControlCommand::Bench {
+            CtlAction::Bench(b) => Some(ControlCommand::Bench(Bench {
                 uri: b.uri,
                 pid: b.pid.unwrap_or_else(std::os::unix::process::parent_id),
-            }),
+            })),
             CtlAction::Marker(m) => Some(ControlCommand::Marker { kind: m.kind }),
         };
         let from_env = std::env::var_os(control::ENV_VAR).map(PathBuf::from);
@@ -1751,10 +1751,10 @@ mod tests {
         assert_eq!(opts.fifo, PathBuf::from("/tmp/c"));
         assert_eq!(
             opts.request,
-            Request::Command(ControlCommand::Bench {
+            Request::Command(ControlCommand::Bench(Bench {
                 uri: "u".into(),
                 pid: 0
-            })
+            }))
         );
         let hello = ctl(&["--control", "/tmp/c", "hello"]).unwrap();
         assert!(matches!(hello.request, Request::Hello { .. }));

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::error::Error;
-use crate::format::{ControlCommand, MarkerKind};
+use crate::format::{Bench, ControlCommand, MarkerKind};
 use crate::sys::fifo;
 
 /// The protocol version this memtrack speaks; `hello` replies with it.
@@ -106,7 +106,7 @@ impl Request {
                     return Err("the benchmark URI contains a control character".to_string());
                 }
                 let uri = uri.to_string();
-                Ok(Request::Command(ControlCommand::Bench { uri, pid }))
+                Ok(Request::Command(ControlCommand::Bench(Bench { uri, pid })))
             }
             "marker" => {
                 let kind = rest.and_then(MarkerKind::from_name).ok_or_else(|| {
@@ -129,7 +129,9 @@ impl Request {
             Request::Hello { version } => format!("hello {version}\n"),
             Request::Command(ControlCommand::Start) => "start\n".to_string(),
             Request::Command(ControlCommand::Stop) => "stop\n".to_string(),
-            Request::Command(ControlCommand::Bench { uri, pid }) => format!("bench {uri} {pid}\n"),
+            Request::Command(ControlCommand::Bench(Bench { uri, pid })) => {
+                format!("bench {uri} {pid}\n")
+            }
             Request::Command(ControlCommand::Marker { kind }) => {
                 format!("marker {}\n", kind.name())
             }
@@ -433,17 +435,17 @@ mod tests {
     fn bench_takes_the_last_word_as_pid() {
         assert_eq!(
             command("bench suite::parse[size 64] 4242"),
-            ControlCommand::Bench {
+            ControlCommand::Bench(Bench {
                 uri: "suite::parse[size 64]".into(),
                 pid: 4242
-            }
+            })
         );
         assert_eq!(
             command("bench all 0"),
-            ControlCommand::Bench {
+            ControlCommand::Bench(Bench {
                 uri: "all".into(),
                 pid: 0
-            }
+            })
         );
     }
 
@@ -514,10 +516,10 @@ mod tests {
             Request::Hello { version: 1 },
             Request::Command(ControlCommand::Start),
             Request::Command(ControlCommand::Stop),
-            Request::Command(ControlCommand::Bench {
+            Request::Command(ControlCommand::Bench(Bench {
                 uri: "a b::c".into(),
                 pid: 9,
-            }),
+            })),
             Request::Command(ControlCommand::Marker {
                 kind: MarkerKind::RoundEnd,
             }),

@@ -118,7 +118,7 @@ fn write_line<T: Serialize>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::{AllocFunc, Event, EventKind, Writer};
+    use crate::format::{AllocFunc, Event, EventKind, Module, Symbol, Writer};
     use crate::testkit::FailingOutput;
     use std::path::PathBuf;
 
@@ -268,13 +268,13 @@ mod tests {
             write_line(&mut out, &mut Vec::new(), &ev).unwrap_or_else(|_| panic!("json"));
             serde_json::from_slice::<serde_json::Value>(&out).unwrap()["kind"].clone()
         };
-        let module = EventKind::Module {
+        let module = EventKind::Module(Module {
             id: 1,
             path: "/lib/libc.so.6".into(),
             build_id: vec![0x0a, 0xff, 0x00],
             dev: 2049,
             ino: 77,
-        };
+        });
         assert_eq!(
             line(module),
             json!({"type": "module", "id": 1, "path": "/lib/libc.so.6",
@@ -290,7 +290,7 @@ mod tests {
             line(node),
             json!({"type": "stack_node", "id": 2, "parent": 1, "module": 1, "offset": 4096})
         );
-        let symbol = EventKind::Symbol {
+        let symbol = EventKind::Symbol(Symbol {
             module: 1,
             offset: 4096,
             frames: vec![SymbolFrame {
@@ -298,7 +298,7 @@ mod tests {
                 file: "main.c".into(),
                 line: 3,
             }],
-        };
+        });
         assert_eq!(
             line(symbol),
             json!({"type": "symbol", "module": 1, "offset": 4096,

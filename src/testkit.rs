@@ -5,8 +5,8 @@
 //! Test-only (`#[cfg(test)]` in `lib.rs`); nothing outside the tests sees it.
 
 use crate::format::{
-    AllocFunc, ControlCommand, Event, EventKind, Header, MarkerKind, RssMember, StackWalks,
-    SymbolFrame,
+    AllocFunc, Bench, ControlCommand, Event, EventKind, Exec, Header, Lost, MarkerKind, Module,
+    RssMember, StackWalks, Symbol, SymbolFrame,
 };
 
 pub use crate::report::accounting::analyze;
@@ -97,13 +97,13 @@ pub fn realloc_from(stack: u32, old_addr: u64, addr: u64, size: u64) -> EventKin
 
 /// The executable file `path` as stack module `id`.
 pub fn module(id: u32, path: &str) -> EventKind {
-    EventKind::Module {
+    EventKind::Module(Module {
         id,
         path: path.into(),
         build_id: vec![0xab, 0xcd],
         dev: 8,
         ino: u64::from(id) + 100,
-    }
+    })
 }
 
 /// Stack trie node `id` under `parent` (0: the root): file offset `offset` of module `module`.
@@ -118,7 +118,7 @@ pub fn stack_node(id: u32, parent: u32, module: u32, offset: u64) -> EventKind {
 
 /// The symbols of `offset` in `module`: `frames` as (function, file, line), innermost first.
 pub fn symbol(module: u32, offset: u64, frames: &[(&str, &str, u32)]) -> EventKind {
-    EventKind::Symbol {
+    EventKind::Symbol(Symbol {
         module,
         offset,
         frames: frames
@@ -129,7 +129,7 @@ pub fn symbol(module: u32, offset: u64, frames: &[(&str, &str, u32)]) -> EventKi
                 line,
             })
             .collect(),
-    }
+    })
 }
 
 /// Stack-walk counters: walks, truncated, unknown, unsupported, collisions, uncached.
@@ -170,10 +170,10 @@ pub fn exit(status: i32) -> EventKind {
 
 /// The event's process executed `file` with arguments `file -x`.
 pub fn exec(file: &str) -> EventKind {
-    EventKind::Exec {
+    EventKind::Exec(Exec {
         filename: file.into(),
         argv: vec![file.into(), "-x".into()],
-    }
+    })
 }
 
 /// A resident counter change.
@@ -188,10 +188,10 @@ pub fn rss(member: RssMember, delta_pages: i64, value_pages: u64, by_owner: bool
 
 /// Cumulative loss count for `cause`.
 pub fn lost(cause: &str, total: u64) -> EventKind {
-    EventKind::Lost {
+    EventKind::Lost(Lost {
         cause: cause.into(),
         total,
-    }
+    })
 }
 
 /// A control command as the recorder writes it: at `t`, from pid 0.
@@ -213,10 +213,10 @@ pub fn stop(t: u64) -> Event {
 pub fn bench(t: u64, uri: &str, pid: u32) -> Event {
     control(
         t,
-        ControlCommand::Bench {
+        ControlCommand::Bench(Bench {
             uri: uri.into(),
             pid,
-        },
+        }),
     )
 }
 

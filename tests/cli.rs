@@ -407,8 +407,8 @@ fn ring_size_range_is_what_the_help_says() {
 #[test]
 fn the_dump_format_doc_names_every_field() {
     use memtrack::format::{
-        AllocFunc, ControlCommand, Event, EventKind, Header, MarkerKind, RssMember, Skipped,
-        Trailer,
+        AllocFunc, Bench, ControlCommand, Coverage, Event, EventKind, Exec, Header, Lost,
+        MarkerKind, RssMember, Skipped, Trailer,
     };
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/dump-format.md"))
         .unwrap();
@@ -430,10 +430,10 @@ fn the_dump_format_doc_names_every_field() {
         },
         EventKind::AllocFailed { func: f, size: 1 },
         EventKind::Fork { child: 2 },
-        EventKind::Exec {
+        EventKind::Exec(Exec {
             filename: "x".into(),
             argv: vec![],
-        },
+        }),
         EventKind::Exit { status: 0 },
         EventKind::Rss {
             member: RssMember::Anon,
@@ -441,10 +441,10 @@ fn the_dump_format_doc_names_every_field() {
             value_pages: 1,
             by_owner: true,
         },
-        EventKind::Lost {
+        EventKind::Lost(Lost {
             cause: "ring_full_alloc".into(),
             total: 1,
-        },
+        }),
         EventKind::Mmap {
             addr: 1,
             len: 2,
@@ -459,11 +459,11 @@ fn the_dump_format_doc_names_every_field() {
             len: 4,
         },
         EventKind::Brk { from: 1, to: 2 },
-        EventKind::Coverage {
+        EventKind::Coverage(Coverage {
             path: "p".into(),
             allocator: "glibc".into(),
             probes: 1,
-        },
+        }),
         EventKind::Control {
             command: ControlCommand::Start,
         },
@@ -471,10 +471,10 @@ fn the_dump_format_doc_names_every_field() {
             command: ControlCommand::Stop,
         },
         EventKind::Control {
-            command: ControlCommand::Bench {
+            command: ControlCommand::Bench(Bench {
                 uri: "u".into(),
                 pid: 0,
-            },
+            }),
         },
         EventKind::Control {
             command: ControlCommand::Marker {

@@ -6,7 +6,7 @@ mod common;
 use std::path::Path;
 
 use common::{alloc_sizes, analyze};
-use memtrack::format::{EventKind, ReadEnd, Reader};
+use memtrack::format::{Coverage, EventKind, ReadEnd, Reader};
 
 fn sample(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -59,7 +59,7 @@ fn v1_malloc_free_reads_exactly() {
 #[test]
 fn v2_control_reads_exactly() {
     use common::Blocks;
-    use memtrack::format::{ControlCommand, FEATURE_CONTROL};
+    use memtrack::format::{Bench, ControlCommand, FEATURE_CONTROL};
 
     let mut reader = Reader::open(&sample("v2-control.mt")).unwrap();
     assert_eq!(reader.format_version(), 2);
@@ -82,7 +82,9 @@ fn v2_control_reads_exactly() {
         })
         .collect();
     assert_eq!(commands.len(), 13);
-    assert!(matches!(commands[0], ControlCommand::Bench { uri, .. } if uri == "harness::own"));
+    assert!(
+        matches!(commands[0], ControlCommand::Bench(Bench { uri, .. }) if uri == "harness::own")
+    );
     let paused = |size| {
         events
             .iter()
@@ -152,7 +154,7 @@ fn v3_pool_reads_exactly() {
         [5, 2, 1, 6]
     );
     assert!(events.iter().any(|e| matches!(&e.kind,
-        EventKind::Coverage { path, allocator, probes: 7 }
+        EventKind::Coverage(Coverage { path, allocator, probes: 7 })
             if path.ends_with("pool_static") && allocator == "pool")));
 }
 

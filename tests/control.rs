@@ -16,7 +16,9 @@ use common::{
     analyze, can_record, fixture, memtrack, record, record_fixture, recording, report_json, run,
     run_command, scratch_dir, scratch_file, BenchmarkMetrics, Blocks, Recording, Report, Run,
 };
-use memtrack::format::{ControlCommand, EventKind, FEATURE_CONTROL, FEATURE_CONTROL_RUNNING};
+use memtrack::format::{
+    Bench, ControlCommand, EventKind, Exec, FEATURE_CONTROL, FEATURE_CONTROL_RUNNING,
+};
 
 /// A fresh control FIFO path for test `name` (nothing left there from an earlier run).
 fn control_path(name: &str) -> PathBuf {
@@ -233,7 +235,9 @@ fn a_child_forked_while_paused_keeps_its_fork_edge() {
     let (bench_at, b) = cmds
         .iter()
         .find_map(|(i, _, c)| match c {
-            ControlCommand::Bench { uri, pid } if uri == "harness::child" => Some((*i, *pid)),
+            ControlCommand::Bench(Bench { uri, pid }) if uri == "harness::child" => {
+                Some((*i, *pid))
+            }
             _ => None,
         })
         .expect("bench harness::child");
@@ -579,7 +583,7 @@ fn a_shell_harness_with_memtrack_ctl() {
             EventKind::Fork { child } if tree.contains(&e.pid) => {
                 tree.insert(*child);
             }
-            EventKind::Exec { argv, .. } if argv.get(1).is_some_and(|a| a == "ctl") => {
+            EventKind::Exec(Exec { argv, .. }) if argv.get(1).is_some_and(|a| a == "ctl") => {
                 clients.insert(e.pid);
             }
             EventKind::Alloc { size, .. } if start < i && i < stop && tree.contains(&e.pid) => {
@@ -617,7 +621,7 @@ fn client_allocations(rec: &Recording) -> std::collections::HashMap<u32, u64> {
     let mut clients = std::collections::HashMap::new();
     for e in &rec.events {
         match &e.kind {
-            EventKind::Exec { argv, .. } if argv.get(1).is_some_and(|a| a == "ctl") => {
+            EventKind::Exec(Exec { argv, .. }) if argv.get(1).is_some_and(|a| a == "ctl") => {
                 clients.insert(e.pid, 0);
             }
             EventKind::Alloc { .. }

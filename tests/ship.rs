@@ -239,9 +239,7 @@ fn record_under_sudo(name: &str, sudo_as: &TestUser, extra: &[&str]) -> (PathBuf
     let (_, events, end) = read_recording(&path);
     assert!(matches!(end, ReadEnd::Complete(_)), "{end:?}");
     assert!(
-        events
-            .iter()
-            .any(|e| matches!(e.kind, EventKind::Exec { .. })),
+        events.iter().any(|e| matches!(e.kind, EventKind::Exec(_))),
         "the command's exec is recorded"
     );
     (path, out)

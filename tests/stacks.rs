@@ -2010,7 +2010,7 @@ fn glibc_aliases_are_the_same_function() {
 
 #[test]
 fn dump_parsing_reads_the_events_as_the_library_serializes_them() {
-    use memtrack::format::{AllocFunc, Event, EventKind, SymbolFrame};
+    use memtrack::format::{AllocFunc, Event, EventKind, Module, Symbol, SymbolFrame};
     let event = |pid, kind| Event {
         ts_ns: 1,
         pid,
@@ -2020,13 +2020,13 @@ fn dump_parsing_reads_the_events_as_the_library_serializes_them() {
     let events = [
         event(
             7,
-            EventKind::Module {
+            EventKind::Module(Module {
                 id: 1,
                 path: "/lib/libc.so.6".into(),
                 build_id: vec![0x93, 0xac],
                 dev: 1,
                 ino: 2,
-            },
+            }),
         ),
         event(
             0,
@@ -2057,7 +2057,7 @@ fn dump_parsing_reads_the_events_as_the_library_serializes_them() {
         ),
         event(
             0,
-            EventKind::Symbol {
+            EventKind::Symbol(Symbol {
                 module: 1,
                 offset: 0x98930,
                 frames: vec![SymbolFrame {
@@ -2065,7 +2065,7 @@ fn dump_parsing_reads_the_events_as_the_library_serializes_them() {
                     file: "malloc.c".into(),
                     line: 3287,
                 }],
-            },
+            }),
         ),
     ];
     let dump: Vec<String> = events

@@ -41,7 +41,7 @@ fn a_thread_storm_loses_nothing_at_the_default_ring() {
     let lost_events: Vec<_> = rec
         .events
         .iter()
-        .filter(|e| matches!(e.kind, EventKind::Lost { .. }))
+        .filter(|e| matches!(e.kind, EventKind::Lost(_)))
         .collect();
     check!(rec, lost_events.is_empty(), "{lost_events:?}");
 

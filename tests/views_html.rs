@@ -384,7 +384,7 @@ fn replayed_heap(path: &Path) -> Vec<(u64, u64)> {
                 | EventKind::Free { .. }
                 | EventKind::Realloc { .. }
                 | EventKind::Rss { .. }
-                | EventKind::Exec { .. }
+                | EventKind::Exec(_)
                 | EventKind::Exit { .. }
                 | EventKind::Fork { .. }
                 | EventKind::Control { .. }
@@ -420,7 +420,7 @@ fn replayed_heap(path: &Path) -> Vec<(u64, u64)> {
                     live += size;
                 }
             }
-            EventKind::Exec { .. } | EventKind::Exit { .. } => {
+            EventKind::Exec(_) | EventKind::Exit { .. } => {
                 drop_process(&mut blocks, &mut live, pid)
             }
             _ => continue,

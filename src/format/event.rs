@@ -188,8 +188,8 @@ pub enum EventKind {
     AllocFailed { func: AllocFunc, size: u64 },
     /// The event's process created process `child` (fork, vfork or clone without CLONE_THREAD).
     Fork { child: u32 },
-    /// The event's process executed `filename` with `argv` (possibly cut short by the recorder).
-    Exec { filename: String, argv: Vec<String> },
+    /// The event's process executed a file.
+    Exec(Exec),
     /// The event's process ended. `status` is the kernel's exit code: `(code << 8) | signal`,
     /// the form `waitpid` reports.
     Exit { status: i32 },
@@ -202,9 +202,8 @@ pub enum EventKind {
         value_pages: u64,
         by_owner: bool,
     },
-    /// Cumulative count of events lost for `cause` so far (written when it changes, so a file
-    /// cut short still says what was lost before the cut).
-    Lost { cause: String, total: u64 },
+    /// Events lost so far for one cause.
+    Lost(Lost),
     /// A successful `mmap` of `len` bytes (as requested, not rounded to pages) at `addr`, with
     /// its `PROT_*` and `MAP_*` bits.
     Mmap {
@@ -224,33 +223,15 @@ pub enum EventKind {
     },
     /// `brk` moved the program break from `from` to `to`.
     Brk { from: u64, to: u64 },
-    /// The recorder scanned the executable file `path` when the event's process mapped it:
-    /// the allocators it found there (`allocator`, e.g. "glibc", "jemalloc", "c++", several
-    /// joined by `+`, or "none") and how many probes it attached to the file (0 when none, or
-    /// when attaching failed).
-    Coverage {
-        path: String,
-        allocator: String,
-        probes: u32,
-    },
+    /// The recorder scanned an executable file the event's process mapped.
+    Coverage(Coverage),
     /// A command the benchmark harness sent on the control FIFO (docs/control-protocol.md),
     /// stamped when the recorder acted on it, and written after every event the ring held by
     /// then. pid and tid are 0: the recorder wrote it, not a process of the tree.
     Control { command: ControlCommand },
-    /// An executable file the recorder scanned and built an unwind table for; stack frames name
-    /// it by `id` (ids from 1; 0 and `MODULE_MARK` are reserved). `build_id` is its GNU build id
-    /// (empty when it has none; hex in `memtrack dump`), `dev` and `ino` the file's identity
-    /// (`dev` the kernel's internal form, major << 20 | minor, as `record::discover` keys
-    /// files). pid/tid of the event: the process that mapped it first, tid 0 (format version 4
-    /// on, as are the kinds below).
-    Module {
-        id: u32,
-        path: String,
-        #[serde(serialize_with = "hex")]
-        build_id: Vec<u8>,
-        dev: u32,
-        ino: u64,
-    },
+    /// An executable file the recorder built an unwind table for, which stack frames name
+    /// (format version 4 on, as are the kinds below).
+    Module(Module),
     /// One node of the recording's call-stack trie. `parent` 0 is the root. Nodes go from the
     /// outermost frame (near main/_start) down to the innermost (the allocator's own frame, the
     /// leaf). `offset` is a file offset in module `module` that lies INSIDE the instruction of
@@ -263,19 +244,72 @@ pub enum EventKind {
         module: u32,
         offset: u64,
     },
-    /// What `offset` of `module` is, written at the end of `record` for every (module, offset)
-    /// some `StackNode` uses (unless `record --no-symbols`): `frames` innermost first, i.e. the
-    /// inlined function first and the function it was inlined into last; empty when nothing is
-    /// known.
-    Symbol {
-        module: u32,
-        offset: u64,
-        frames: Vec<SymbolFrame>,
-    },
+    /// What one offset of a module is: its functions, files and lines.
+    Symbol(Symbol),
     /// Stack-walk counters from the kernel, written at the end of `record` (cumulative, the
-    /// last one wins). The record on disk carries the same struct (`WireRecord::StackStats`),
-    /// so its fields are stated once for the writer, the reader and the report.
+    /// last one wins).
     StackStats(StackWalks),
+}
+
+// The records below are the fields of the event kinds that carry text or lists, each stated
+// once: the event holds the struct, and so does its record on disk (`wire::WireRecord`, which
+// the writer fills with a borrowed one and the reader with one it owns). postcard writes a
+// struct as its fields in order, exactly as it wrote the struct variants these replaced, so
+// the field order is on disk: fields never move, and new ones never go here (tests in
+// `wire::record` hold each to the old variant's bytes).
+
+/// `EventKind::Exec`: the event's process executed `filename` with `argv` (possibly cut short
+/// by the recorder).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Exec {
+    pub filename: String,
+    pub argv: Vec<String>,
+}
+
+/// `EventKind::Lost`: the cumulative count of events lost for `cause` so far (written when it
+/// changes, so a file cut short still says what was lost before the cut).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lost {
+    pub cause: String,
+    pub total: u64,
+}
+
+/// `EventKind::Coverage`: the recorder scanned the executable file `path` when the event's
+/// process mapped it: the allocators it found there (`allocator`, e.g. "glibc", "jemalloc",
+/// "c++", several joined by `+`, or "none") and how many probes it attached to the file (0 when
+/// none, or when attaching failed).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Coverage {
+    pub path: String,
+    pub allocator: String,
+    pub probes: u32,
+}
+
+/// `EventKind::Module`: an executable file the recorder scanned and built an unwind table for;
+/// stack frames name it by `id` (ids from 1; 0 and `MODULE_MARK` are reserved). `build_id` is
+/// its GNU build id (empty when it has none; hex in `memtrack dump`), `dev` and `ino` the
+/// file's identity (`dev` the kernel's internal form, major << 20 | minor, as
+/// `record::discover` keys files). pid/tid of the event: the process that mapped it first,
+/// tid 0.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Module {
+    pub id: u32,
+    pub path: String,
+    #[serde(serialize_with = "build_id")]
+    pub build_id: Vec<u8>,
+    pub dev: u32,
+    pub ino: u64,
+}
+
+/// `EventKind::Symbol`: what `offset` of `module` is, written at the end of `record` for every
+/// (module, offset) some `StackNode` uses (unless `record --no-symbols`): `frames` innermost
+/// first, i.e. the inlined function first and the function it was inlined into last; empty
+/// when nothing is known.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Symbol {
+    pub module: u32,
+    pub offset: u64,
+    pub frames: Vec<SymbolFrame>,
 }
 
 /// How the kernel's stack walks ended, over the whole recording (`EventKind::StackStats`): the
@@ -297,8 +331,8 @@ pub struct StackWalks {
     pub uncached: u64,
 }
 
-/// One function of a symbolized stack frame (see `EventKind::Symbol`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+/// One function of a symbolized stack frame (see `Symbol`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SymbolFrame {
     /// The function's name, demangled (C++, Rust); "" when unknown.
     pub function: String,
@@ -320,9 +354,13 @@ pub const MARK_UNKNOWN: u64 = 2;
 /// `offset` of a `MODULE_MARK` frame: the walk ended at CFI it cannot compute.
 pub const MARK_UNSUPPORTED: u64 = 3;
 
-/// Bytes as lower-case hex, for build ids in JSON (`memtrack dump`): what `file` and
-/// `readelf -n` print, not an array of numbers.
-fn hex<S: serde::Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+/// A build id as lower-case hex in JSON (`memtrack dump`): what `file` and `readelf -n`
+/// print, not an array of numbers. On disk (postcard, not human-readable) it is a byte string,
+/// as before.
+fn build_id<S: serde::Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+    if !s.is_human_readable() {
+        return s.serialize_bytes(bytes);
+    }
     use std::fmt::Write;
     let mut out = String::with_capacity(bytes.len() * 2);
     for b in bytes {
@@ -350,11 +388,18 @@ pub enum ControlCommand {
     Start,
     /// Measuring stops: allocator calls are not recorded from this moment (the gate is closed).
     Stop,
-    /// Benchmark `uri` runs in process `pid` (and its descendants) from now on; `pid` 0 means
-    /// "every process of the recording".
-    Bench { uri: String, pid: u32 },
+    /// A benchmark runs from now on.
+    Bench(Bench),
     /// A point in the harness's own loop.
     Marker { kind: MarkerKind },
+}
+
+/// `ControlCommand::Bench`: benchmark `uri` runs in process `pid` (and its descendants) from
+/// now on; `pid` 0 means "every process of the recording".
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bench {
+    pub uri: String,
+    pub pid: u32,
 }
 
 /// The points of a harness's loop a marker can name.

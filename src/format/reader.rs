@@ -462,7 +462,8 @@ impl<R: Read> Iterator for Reader<R> {
 mod tests {
     use super::*;
     use crate::format::event::{
-        AllocFunc, ControlCommand, EventKind, LostCount, MarkerKind, RssMember, StackWalks,
+        AllocFunc, Bench, ControlCommand, EventKind, Exec, Lost, LostCount, MarkerKind, Module,
+        RssMember, StackWalks, Symbol,
     };
     use crate::format::writer::Writer;
     use crate::testkit::{ev, full_header, full_trailer};
@@ -474,10 +475,10 @@ mod tests {
                 1_000_000_100,
                 4242,
                 4242,
-                EventKind::Exec {
+                EventKind::Exec(Exec {
                     filename: "/usr/bin/cargo".into(),
                     argv: vec!["cargo".into(), "bench".into(), String::new()],
-                },
+                }),
             ),
             ev(
                 1_000_000_200,
@@ -547,20 +548,20 @@ mod tests {
                 1_000_000_800,
                 4250,
                 4250,
-                EventKind::Lost {
+                EventKind::Lost(Lost {
                     cause: "ring_full".into(),
                     total: 3,
-                },
+                }),
             ),
             ev(
                 1_000_000_850,
                 0,
                 0,
                 EventKind::Control {
-                    command: ControlCommand::Bench {
+                    command: ControlCommand::Bench(Bench {
                         uri: "suite::parse[ünïcödé input]".into(),
                         pid: 4250,
-                    },
+                    }),
                 },
             ),
             ev(
@@ -577,13 +578,13 @@ mod tests {
                 1_000_000_870,
                 4250,
                 0,
-                EventKind::Module {
+                EventKind::Module(Module {
                     id: 1,
                     path: "/usr/lib/x86_64-linux-gnu/libc.so.6".into(),
                     build_id: vec![0x8f, 0x2e, 0x01],
                     dev: 0xfe01,
                     ino: 1_234_567,
-                },
+                }),
             ),
             ev(
                 1_000_000_871,
@@ -611,7 +612,7 @@ mod tests {
                 1_000_000_880,
                 0,
                 0,
-                EventKind::Symbol {
+                EventKind::Symbol(Symbol {
                     module: 1,
                     offset: 0x2_9d8f,
                     frames: vec![crate::format::SymbolFrame {
@@ -619,7 +620,7 @@ mod tests {
                         file: "../sysdeps/nptl/libc_start_call_main.h".into(),
                         line: 58,
                     }],
-                },
+                }),
             ),
             ev(
                 1_000_000_881,

@@ -11,7 +11,9 @@ use std::io::Write;
 use super::chunk::{
     write_frame, FrameHead, FRAME_HEAD_BYTES, MAX_PAYLOAD_BYTES, TAG_CHUNK, TAG_HEADER, TAG_TRAILER,
 };
-use super::event::{ControlCommand, Event, EventKind, Header, Trailer};
+use super::event::{
+    Bench, ControlCommand, Event, EventKind, Exec, Header, Lost, Module, Symbol, Trailer,
+};
 use super::wire::{append, ChunkEncoder, MAX_THREADS_PER_CHUNK};
 use super::{FormatError, FORMAT_VERSION, MAGIC};
 
@@ -169,24 +171,24 @@ impl<W: Write> Writer<W> {
 fn too_large(ev: &Event) -> Option<FormatError> {
     let (what, bytes) = match &ev.kind {
         // Each argv entry also costs a length varint of at most 5 bytes.
-        EventKind::Exec { filename, argv } => (
+        EventKind::Exec(Exec { filename, argv }) => (
             "an exec event",
             argv.iter()
                 .fold(filename.len(), |n, a| n.saturating_add(a.len() + 5)),
         ),
-        EventKind::Lost { cause, .. } => ("a lost-events event", cause.len()),
-        EventKind::Module { path, build_id, .. } => {
+        EventKind::Lost(Lost { cause, .. }) => ("a lost-events event", cause.len()),
+        EventKind::Module(Module { path, build_id, .. }) => {
             ("a module event", path.len().saturating_add(build_id.len()))
         }
         // Each frame also costs two length varints and a line, 15 bytes at most.
-        EventKind::Symbol { frames, .. } => (
+        EventKind::Symbol(Symbol { frames, .. }) => (
             "a symbol event",
             frames.iter().fold(0usize, |n, f| {
                 n.saturating_add(f.function.len() + f.file.len() + 15)
             }),
         ),
         EventKind::Control {
-            command: ControlCommand::Bench { uri, .. },
+            command: ControlCommand::Bench(Bench { uri, .. }),
         } => ("a bench control event", uri.len()),
         _ => return None,
     };
@@ -285,10 +287,10 @@ mod tests {
             ts_ns: 1,
             pid: 1,
             tid: 1,
-            kind: EventKind::Exec {
+            kind: EventKind::Exec(Exec {
                 filename: "f".into(),
                 argv: vec!["a".repeat(MAX_EVENT_STRING_BYTES)],
-            },
+            }),
         };
         let err = w.push(&huge).unwrap_err();
         assert!(matches!(err, FormatError::TooLarge { .. }), "{err}");
@@ -305,10 +307,10 @@ mod tests {
             ts_ns: 1,
             pid: 1,
             tid: 1,
-            kind: EventKind::Lost {
+            kind: EventKind::Lost(Lost {
                 cause: "c".repeat(MAX_EVENT_STRING_BYTES + 1),
                 total: 1,
-            },
+            }),
         };
         assert!(matches!(w.push(&ev), Err(FormatError::TooLarge { .. })));
     }
@@ -328,11 +330,11 @@ mod tests {
             ts_ns: 1,
             pid: 0,
             tid: 0,
-            kind: EventKind::Symbol {
+            kind: EventKind::Symbol(Symbol {
                 module: 1,
                 offset: 0x1000,
                 frames: vec![frame; count],
-            },
+            }),
         };
         assert!(matches!(w.push(&ev), Err(FormatError::TooLarge { .. })));
         assert_eq!(w.events_written(), 0);

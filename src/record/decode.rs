@@ -6,7 +6,7 @@
 
 use std::mem::{offset_of, size_of};
 
-use crate::format::{AllocFunc, Event, EventKind, RssMember};
+use crate::format::{AllocFunc, Event, EventKind, Exec, RssMember};
 use crate::sys::raw::{
     alloc_event, event_header, event_kind, exec_event, exit_event, fork_event, lost_cause,
     map_event, rss_event, stack_event, stop_event, stop_reason, STACK_MAX_DEPTH,
@@ -185,7 +185,7 @@ pub fn decode(b: &[u8]) -> Result<Event, DecodeError> {
                 .filter(|_| alen > 0)
                 .map(|a| String::from_utf8_lossy(a).into_owned())
                 .collect();
-            EventKind::Exec { filename, argv }
+            EventKind::Exec(Exec { filename, argv })
         }
         EV_EXIT => EventKind::Exit {
             status: u32_at(b, offset_of!(exit_event, status)) as i32,
@@ -417,14 +417,14 @@ mod tests {
         let ev = decode(&bytes(&e)).unwrap();
         assert_eq!(
             ev.kind,
-            EventKind::Exec {
+            EventKind::Exec(Exec {
                 filename: "/bin/ls".into(),
                 argv: vec!["ls".into(), "-l".into(), "/tmp".into()]
-            }
+            })
         );
         e.args_len = 0;
         assert!(
-            matches!(decode(&bytes(&e)).unwrap().kind, EventKind::Exec { ref argv, .. } if argv.is_empty())
+            matches!(decode(&bytes(&e)).unwrap().kind, EventKind::Exec(Exec { ref argv, .. }) if argv.is_empty())
         );
         e.args_len = 100_000; // clamped, no panic
         decode(&bytes(&e)).unwrap();

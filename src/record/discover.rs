@@ -25,7 +25,7 @@ use std::time::Instant;
 use crate::binary::custom::Custom;
 use crate::binary::symbols::ElfSymbols;
 use crate::binary::{catalogue, Stepped};
-use crate::format::{Event, EventKind};
+use crate::format::{Coverage, Event, EventKind};
 use crate::record::attach;
 use crate::record::decode::Stop;
 use crate::record::stacks::Tables;
@@ -320,11 +320,11 @@ impl<'obj> Discovery<'obj> {
                 ts_ns: process::monotonic_ns(),
                 pid,
                 tid: 0,
-                kind: EventKind::Coverage {
+                kind: EventKind::Coverage(Coverage {
                     path: p.path.clone(),
                     allocator: p.allocator.clone(),
                     probes: p.probes,
-                },
+                }),
             });
         }
     }

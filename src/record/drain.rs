@@ -23,7 +23,8 @@ use std::time::{Duration, Instant};
 use crate::control::Request;
 use crate::error::Error;
 use crate::format::{
-    map_bits, ControlCommand, Event, EventKind, FormatError, Header, LostCount, Trailer, Writer,
+    map_bits, ControlCommand, Event, EventKind, Exec, FormatError, Header, Lost, LostCount,
+    Trailer, Writer,
 };
 use crate::record::decode::{self, Stop, LOST_CAUSES};
 use crate::record::discover::Discovery;
@@ -153,7 +154,7 @@ impl Growth {
             {
                 self.anon_bytes = self.anon_bytes.saturating_add(*len)
             }
-            EventKind::Exec { filename, .. } => self.exe = Some(filename.clone()),
+            EventKind::Exec(Exec { filename, .. }) => self.exe = Some(filename.clone()),
             _ => {}
         }
     }
@@ -547,7 +548,7 @@ impl<'a> Session<'a> {
                         }
                         // A process's records after its Exec come after the Exec in the ring:
                         // exec leaves it one thread, which reserves every later record.
-                        EventKind::Exec { filename, argv } => {
+                        EventKind::Exec(Exec { filename, argv }) => {
                             // The warning is about an image: what the process allocated
                             // before (a shell's child between fork and exec) explains nothing
                             // of the new one.
@@ -679,10 +680,10 @@ impl<'a> Session<'a> {
                     ts_ns: process::monotonic_ns(),
                     pid: self.root_pid as u32,
                     tid: 0,
-                    kind: EventKind::Lost {
+                    kind: EventKind::Lost(Lost {
                         cause: name.to_string(),
                         total,
-                    },
+                    }),
                 });
             }
         }
@@ -707,10 +708,10 @@ mod tests {
     fn growth_without_allocator_events_warns() {
         let mut g = Growth::default();
         g.note(
-            &EventKind::Exec {
+            &EventKind::Exec(Exec {
                 filename: "/bin/stripped".into(),
                 argv: vec![],
-            },
+            }),
             true,
         );
         g.note(&anon(8 << 20), true);

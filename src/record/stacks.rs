@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use crate::format::{Event, EventKind, StackWalks, MODULE_MARK};
+use crate::format::{self, Event, EventKind, StackWalks, Symbol, MODULE_MARK};
 use crate::record::decode::KernelStack;
 use crate::record::discover::FileKey;
 use crate::stacks::symbolize::{self, ModuleFile};
@@ -125,13 +125,13 @@ impl<'obj> Tables<'obj> {
             ts_ns: 0, // set when written
             pid,
             tid: 0,
-            kind: EventKind::Module {
+            kind: EventKind::Module(format::Module {
                 id,
                 path: shown.to_string(),
                 build_id,
                 dev: key.dev,
                 ino: key.ino,
-            },
+            }),
         });
         let took = process::monotonic_ns().saturating_sub(started);
         self.build_ns += took;
@@ -301,11 +301,11 @@ pub fn finish(tables: &Tables<'_>, interner: &Interner, symbols: bool) -> Vec<Ev
         ts_ns,
         pid: 0,
         tid: 0,
-        kind: EventKind::Symbol {
+        kind: EventKind::Symbol(Symbol {
             module: f.module,
             offset: f.offset,
             frames,
-        },
+        }),
     }));
     log::info!(
         "symbols: {count} frames of {} modules in {} ms",

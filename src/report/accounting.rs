@@ -17,7 +17,9 @@
 //! - the tree peak is the peak of the sum of the live heaps of the tree's processes, kept
 //!   exactly by updating the sum of every ancestor on each change (O(depth) per event).
 
-use crate::format::{Event, EventKind, Header, ReadEnd, Skipped, FEATURE_CONTROL};
+use crate::format::{
+    Coverage, Event, EventKind, Exec, Header, Lost, ReadEnd, Skipped, FEATURE_CONTROL,
+};
 use crate::intmap::IntMap;
 
 use super::assemble::{self, RunLog};
@@ -111,7 +113,7 @@ impl Accounting {
             | EventKind::Free { .. }
             | EventKind::Realloc { .. }
             | EventKind::Rss { .. } => timeline.note(&self.table, self.table.latest(pid), ts),
-            EventKind::Exec { .. } => {
+            EventKind::Exec(_) => {
                 let i = self.table.latest(pid);
                 timeline.note(&self.table, i, ts);
                 let command = i.map_or_else(String::new, |i| {
@@ -209,7 +211,7 @@ impl Accounting {
                     self.log.ignored_events += 1;
                 }
             }
-            EventKind::Exec { filename, argv } => {
+            EventKind::Exec(Exec { filename, argv }) => {
                 let i = self.table.active(pid, ts);
                 self.drop_mapped(i, ts);
                 self.exec(i, filename, argv);
@@ -250,7 +252,7 @@ impl Accounting {
                     self.benches.follow_resident(&self.table, ts);
                 }
             }
-            EventKind::Lost { cause, total } => self.log.note_lost(cause, *total),
+            EventKind::Lost(Lost { cause, total }) => self.log.note_lost(cause, *total),
             EventKind::Mmap { .. }
             | EventKind::Munmap { .. }
             | EventKind::Mremap { .. }
@@ -262,11 +264,11 @@ impl Accounting {
                 let new = m.live;
                 self.set_mapped(i, old, new, ts);
             }
-            EventKind::Coverage {
+            EventKind::Coverage(Coverage {
                 path,
                 allocator,
                 probes,
-            } => {
+            }) => {
                 if !self.log.files.iter().any(|f| f.path == *path) {
                     self.log.files.push(FileCoverage {
                         path: path.clone(),
@@ -284,9 +286,9 @@ impl Accounting {
                 }
             }
             // The stack trie and its names: only the sites pass reads them.
-            EventKind::Module { .. }
+            EventKind::Module(_)
             | EventKind::StackNode { .. }
-            | EventKind::Symbol { .. }
+            | EventKind::Symbol(_)
             | EventKind::StackStats { .. } => {
                 if let Some(stacks) = self.stacks.as_deref_mut() {
                     stacks.note(&event.kind);
@@ -545,7 +547,7 @@ pub fn analyze_sites<I: IntoIterator<Item = Event>>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::{AllocFunc, RssMember};
+    use crate::format::{AllocFunc, Bench, RssMember};
     use crate::report::metrics::Scope;
     use crate::testkit::*;
 
@@ -976,10 +978,10 @@ mod tests {
                     let command = match rng.below(4) {
                         0 => ControlCommand::Start,
                         1 => ControlCommand::Stop,
-                        2 => ControlCommand::Bench {
+                        2 => ControlCommand::Bench(Bench {
                             uri: format!("b{}", rng.below(3)),
                             pid: rng.below(8) as u32,
-                        },
+                        }),
                         _ => ControlCommand::Marker {
                             kind: MarkerKind::ALL[rng.below(4) as usize],
                         },
@@ -1048,10 +1050,10 @@ mod tests {
             tid: 0,
             kind: EventKind::Control { command },
         };
-        let bench = ControlCommand::Bench {
+        let bench = ControlCommand::Bench(Bench {
             uri: "all".into(),
             pid: 1,
-        };
+        });
         throughput_of(64, vec![control(bench), control(ControlCommand::Start)]);
     }
 

@@ -311,7 +311,7 @@ fn completeness(
 
 #[cfg(test)]
 mod tests {
-    use crate::format::{Event, EventKind, LostCount, ReadEnd, Trailer};
+    use crate::format::{Coverage, Event, EventKind, LostCount, ReadEnd, Trailer};
     use crate::testkit::*;
 
     // --- tree order ---------------------------------------------------------------------
@@ -340,10 +340,12 @@ mod tests {
 
     #[test]
     fn coverage_records_list_each_file_once() {
-        let cov = |path: &str, allocator: &str, probes| EventKind::Coverage {
-            path: path.into(),
-            allocator: allocator.into(),
-            probes,
+        let cov = |path: &str, allocator: &str, probes| {
+            EventKind::Coverage(Coverage {
+                path: path.into(),
+                allocator: allocator.into(),
+                probes,
+            })
         };
         let events = seq(vec![
             cov("/lib/libc.so.6", "glibc", 17),

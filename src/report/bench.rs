@@ -25,7 +25,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::format::{ControlCommand, MarkerKind};
+use crate::format::{self, ControlCommand, MarkerKind};
 
 use super::counters::HeapCounters;
 use super::metrics::{BenchmarkMetrics, Blocks, MarkerCounts, Metrics};
@@ -304,7 +304,7 @@ impl Benchmarks {
                 self.measuring = false;
                 false
             }
-            ControlCommand::Bench { uri, pid } => {
+            ControlCommand::Bench(format::Bench { uri, pid }) => {
                 self.close_window(ts);
                 let b = match self.by_uri.get(uri) {
                     Some(&b) => b,
@@ -399,10 +399,10 @@ mod tests {
     use super::*;
 
     fn bench(uri: &str, pid: u32) -> ControlCommand {
-        ControlCommand::Bench {
+        ControlCommand::Bench(format::Bench {
             uri: uri.into(),
             pid,
-        }
+        })
     }
 
     fn apply(b: &mut Benchmarks, command: ControlCommand, ts: u64) -> bool {
@@ -494,7 +494,7 @@ mod tests {
 /// The rules on synthetic streams through the whole accounting pass.
 #[cfg(test)]
 mod stream_tests {
-    use crate::format::{EventKind, Header, MarkerKind, RssMember, FEATURE_CONTROL};
+    use crate::format::{EventKind, Exec, Header, MarkerKind, RssMember, FEATURE_CONTROL};
     use crate::report::metrics::{BenchmarkMetrics, Blocks, Report};
     use crate::testkit::*;
 
@@ -773,10 +773,10 @@ mod stream_tests {
 
     #[test]
     fn memtrack_ctl_clients_belong_to_no_benchmark() {
-        let ctl = EventKind::Exec {
+        let ctl = EventKind::Exec(Exec {
             filename: "/usr/local/bin/memtrack".into(),
             argv: vec!["memtrack".into(), "ctl".into(), "stop".into()],
-        };
+        });
         let r = report(vec![
             bench(0, "a", 1),
             start(1),

@@ -25,7 +25,9 @@
 use std::collections::HashMap;
 
 use crate::format::MODULE_MARK;
-use crate::format::{EventKind, SymbolFrame, MARK_TRUNCATED, MARK_UNKNOWN, MARK_UNSUPPORTED};
+use crate::format::{
+    self, EventKind, Symbol, SymbolFrame, MARK_TRUNCATED, MARK_UNKNOWN, MARK_UNSUPPORTED,
+};
 use crate::intmap::IntMap;
 
 use super::counters::Peak;
@@ -370,9 +372,9 @@ impl StackPass {
     /// Takes in a stack event (module, trie node, symbol, walk counters); others are ignored.
     pub(super) fn note(&mut self, kind: &EventKind) {
         match kind {
-            EventKind::Module {
+            EventKind::Module(format::Module {
                 id, path, build_id, ..
-            } => {
+            }) => {
                 self.modules.insert(
                     *id,
                     Module {
@@ -397,11 +399,11 @@ impl StackPass {
                     },
                 );
             }
-            EventKind::Symbol {
+            EventKind::Symbol(Symbol {
                 module,
                 offset,
                 frames,
-            } => {
+            }) => {
                 self.symbols.insert((*module, *offset), frames.clone());
             }
             &EventKind::StackStats(walks) => {

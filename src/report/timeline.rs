@@ -33,7 +33,7 @@
 
 use serde::Serialize;
 
-use crate::format::{ControlCommand, MarkerKind};
+use crate::format::{Bench, ControlCommand, MarkerKind};
 
 use super::metrics::Scope;
 
@@ -410,7 +410,7 @@ impl TimelinePass {
             self.open = window.map(|(uri, start)| (uri.to_string(), start));
         }
         match command {
-            ControlCommand::Bench { uri, .. } => self.current_uri = Some(uri.clone()),
+            ControlCommand::Bench(Bench { uri, .. }) => self.current_uri = Some(uri.clone()),
             ControlCommand::Marker { kind } => {
                 if self.markers.len() >= MAX_MARKERS {
                     self.markers_omitted += 1;

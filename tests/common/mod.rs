@@ -13,7 +13,7 @@ use std::process::{Command, ExitStatus, Output};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use memtrack::format::{AllocFunc, Event, EventKind, Header, ReadEnd, Reader};
+use memtrack::format::{AllocFunc, Coverage, Event, EventKind, Exec, Header, ReadEnd, Reader};
 
 // What the tests take from `src/report`, named once: a move there (issue 14 splits the
 // accounting into parts) is then fixed in this one place.
@@ -401,7 +401,9 @@ impl Recording {
         self.events
             .iter()
             .filter_map(|e| match &e.kind {
-                EventKind::Exec { filename, argv } => Some((e.pid, filename.clone(), argv.clone())),
+                EventKind::Exec(Exec { filename, argv }) => {
+                    Some((e.pid, filename.clone(), argv.clone()))
+                }
                 _ => None,
             })
             .collect()
@@ -412,11 +414,11 @@ impl Recording {
         self.events
             .iter()
             .filter_map(|e| match &e.kind {
-                EventKind::Coverage {
+                EventKind::Coverage(Coverage {
                     path,
                     allocator,
                     probes,
-                } => Some((e.pid, path.clone(), allocator.clone(), *probes)),
+                }) => Some((e.pid, path.clone(), allocator.clone(), *probes)),
                 _ => None,
             })
             .collect()
@@ -451,7 +453,7 @@ impl Recording {
                     known.insert(addr);
                 }
                 EventKind::Free { addr, .. } => release(addr, &mut live, &known),
-                EventKind::Exec { .. } => {
+                EventKind::Exec(_) => {
                     live.clear();
                     known.clear();
                 }

@@ -7,9 +7,7 @@
 
 use std::fmt;
 
-use super::super::event::{
-    AllocFunc, ControlCommand, Event, EventKind, MarkerKind, RssMember, SymbolFrame,
-};
+use super::super::event::{AllocFunc, ControlCommand, Event, EventKind, MarkerKind, RssMember};
 use super::delta::{Delta, NodeIds, ThreadState};
 use super::record::{take, WireRecord, MAX_THREADS_PER_CHUNK};
 
@@ -240,17 +238,7 @@ fn event_kind(
             },
         ),
         WireRecord::Fork { dt_ns, child } => (dt_ns, EventKind::Fork { child }),
-        WireRecord::Exec {
-            dt_ns,
-            filename,
-            argv,
-        } => {
-            let kind = EventKind::Exec {
-                filename: filename.to_owned(),
-                argv: argv.into_iter().map(str::to_owned).collect(),
-            };
-            (dt_ns, kind)
-        }
+        WireRecord::Exec { dt_ns, exec } => (dt_ns, EventKind::Exec(exec.into_owned())),
         WireRecord::Exit { dt_ns, status } => (dt_ns, EventKind::Exit { status }),
         WireRecord::Rss {
             dt_ns,
@@ -268,17 +256,7 @@ fn event_kind(
             };
             (dt_ns, kind)
         }
-        WireRecord::Lost {
-            dt_ns,
-            cause,
-            total,
-        } => {
-            let kind = EventKind::Lost {
-                cause: cause.to_owned(),
-                total,
-            };
-            (dt_ns, kind)
-        }
+        WireRecord::Lost { dt_ns, lost } => (dt_ns, EventKind::Lost(lost.into_owned())),
         WireRecord::Mmap {
             dt_ns,
             daddr,
@@ -321,46 +299,19 @@ fn event_kind(
             let (from, to) = th.map.decode_move(dfrom, dto);
             (dt_ns, EventKind::Brk { from, to })
         }
-        WireRecord::Coverage {
-            dt_ns,
-            path,
-            allocator,
-            probes,
-        } => {
-            let kind = EventKind::Coverage {
-                path: path.to_owned(),
-                allocator: allocator.to_owned(),
-                probes,
-            };
-            (dt_ns, kind)
+        WireRecord::Coverage { dt_ns, coverage } => {
+            (dt_ns, EventKind::Coverage(coverage.into_owned()))
         }
         WireRecord::ControlStart { dt_ns } => (dt_ns, control(ControlCommand::Start)),
         WireRecord::ControlStop { dt_ns } => (dt_ns, control(ControlCommand::Stop)),
-        WireRecord::ControlBench { dt_ns, uri, pid } => {
-            let uri = uri.to_owned();
-            (dt_ns, control(ControlCommand::Bench { uri, pid }))
+        WireRecord::ControlBench { dt_ns, bench } => {
+            (dt_ns, control(ControlCommand::Bench(bench.into_owned())))
         }
         WireRecord::ControlMarker { dt_ns, kind } => {
             let kind = MarkerKind::from_u8(kind).ok_or(DecodeFault::UnknownMarker(kind))?;
             (dt_ns, control(ControlCommand::Marker { kind }))
         }
-        WireRecord::Module {
-            dt_ns,
-            id,
-            path,
-            build_id,
-            dev,
-            ino,
-        } => {
-            let kind = EventKind::Module {
-                id,
-                path: path.to_owned(),
-                build_id: build_id.to_vec(),
-                dev,
-                ino,
-            };
-            (dt_ns, kind)
-        }
+        WireRecord::Module { dt_ns, module } => (dt_ns, EventKind::Module(module.into_owned())),
         WireRecord::StackNode {
             dt_ns,
             did,
@@ -377,27 +328,7 @@ fn event_kind(
             };
             (dt_ns, kind)
         }
-        WireRecord::Symbol {
-            dt_ns,
-            module,
-            offset,
-            frames,
-        } => {
-            let frames = frames
-                .into_iter()
-                .map(|f| SymbolFrame {
-                    function: f.function.to_owned(),
-                    file: f.file.to_owned(),
-                    line: f.line,
-                })
-                .collect();
-            let kind = EventKind::Symbol {
-                module,
-                offset,
-                frames,
-            };
-            (dt_ns, kind)
-        }
+        WireRecord::Symbol { dt_ns, symbol } => (dt_ns, EventKind::Symbol(symbol.into_owned())),
         WireRecord::StackStats { dt_ns, walks } => (dt_ns, EventKind::StackStats(walks)),
     })
 }
@@ -409,6 +340,7 @@ fn control(command: ControlCommand) -> EventKind {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::event::{Bench, Coverage, Exec, Lost};
     use crate::testkit::{decode_chunk, encode_chunk, ev, free, malloc, record_bytes};
 
     fn round_trip(events: &[Event]) {
@@ -519,28 +451,28 @@ mod tests {
                 2,
                 101,
                 101,
-                EventKind::Exec {
+                EventKind::Exec(Exec {
                     filename: "/usr/bin/true".into(),
                     argv: vec!["true".into(), "".into(), "ünïcödé".into()],
-                },
+                }),
             ),
             ev(
                 3,
                 101,
                 101,
-                EventKind::Exec {
+                EventKind::Exec(Exec {
                     filename: String::new(),
                     argv: vec![],
-                },
+                }),
             ),
             ev(
                 4,
                 101,
                 101,
-                EventKind::Exec {
+                EventKind::Exec(Exec {
                     filename: "x".repeat(100_000),
                     argv: vec!["y".repeat(70_000); 3],
-                },
+                }),
             ),
             ev(5, 101, 101, EventKind::Exit { status: i32::MIN }),
             ev(6, 100, 100, EventKind::Exit { status: i32::MAX }),
@@ -576,19 +508,19 @@ mod tests {
                 1,
                 0,
                 0,
-                EventKind::Lost {
+                EventKind::Lost(Lost {
                     cause: "ring_full".into(),
                     total: u64::MAX,
-                },
+                }),
             ),
             ev(
                 2,
                 0,
                 0,
-                EventKind::Lost {
+                EventKind::Lost(Lost {
                     cause: String::new(),
                     total: 0,
-                },
+                }),
             ),
         ]);
     }
@@ -651,11 +583,11 @@ mod tests {
                 8,
                 9,
                 9,
-                EventKind::Coverage {
+                EventKind::Coverage(Coverage {
                     path: "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2".into(),
                     allocator: "jemalloc+c++".into(),
                     probes: 31,
-                },
+                }),
             ),
         ]);
     }
@@ -669,19 +601,19 @@ mod tests {
                 2,
                 0,
                 0,
-                control(ControlCommand::Bench {
+                control(ControlCommand::Bench(Bench {
                     uri: "suite::bench[size 64]".into(),
                     pid: 4242,
-                }),
+                })),
             ),
             ev(
                 3,
                 0,
                 0,
-                control(ControlCommand::Bench {
+                control(ControlCommand::Bench(Bench {
                     uri: String::new(),
                     pid: u32::MAX,
-                }),
+                })),
             ),
             ev(4, 0, 0, control(ControlCommand::Start)),
             ev(5, 7, 7, malloc(0x10, 1)),
@@ -699,7 +631,9 @@ mod tests {
 
     #[test]
     fn stacks_round_trip() {
-        use crate::format::event::{StackWalks, SymbolFrame, MARK_TRUNCATED, MODULE_MARK};
+        use crate::format::event::{
+            Module, StackWalks, Symbol, SymbolFrame, MARK_TRUNCATED, MODULE_MARK,
+        };
         let node = |id, parent, module, offset| EventKind::StackNode {
             id,
             parent,
@@ -716,25 +650,25 @@ mod tests {
                 1,
                 7,
                 0,
-                EventKind::Module {
+                EventKind::Module(Module {
                     id: 1,
                     path: "/usr/lib/x86_64-linux-gnu/libc.so.6".into(),
                     build_id: (0..20).collect(),
                     dev: 0xfe01,
                     ino: u64::MAX,
-                },
+                }),
             ),
             ev(
                 2,
                 7,
                 0,
-                EventKind::Module {
+                EventKind::Module(Module {
                     id: u32::MAX - 1,
                     path: String::new(),
                     build_id: vec![],
                     dev: u32::MAX,
                     ino: 0,
-                },
+                }),
             ),
             ev(3, 0, 0, node(1, 0, 1, 0x2_9d90)),
             ev(3, 0, 0, node(2, 1, 1, 0x2_7249)),
@@ -771,7 +705,7 @@ mod tests {
                 12,
                 0,
                 0,
-                EventKind::Symbol {
+                EventKind::Symbol(Symbol {
                     module: 1,
                     offset: 0x2_7249,
                     frames: vec![
@@ -783,17 +717,17 @@ mod tests {
                         frame("main", "main.cc", 12),
                         frame("", "", 0),
                     ],
-                },
+                }),
             ),
             ev(
                 13,
                 0,
                 0,
-                EventKind::Symbol {
+                EventKind::Symbol(Symbol {
                     module: MODULE_MARK,
                     offset: 0,
                     frames: vec![],
-                },
+                }),
             ),
             ev(
                 14,

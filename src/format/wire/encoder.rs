@@ -2,14 +2,15 @@
 //! delta codecs (`delta`) advanced exactly as the decoder will advance them.
 //!
 //! This runs in the recorder's hot loop (millions of events per second): it appends straight to
-//! the writer's reused buffer and allocates nothing but an exec's argv list and a symbol's frame
-//! list.
+//! the writer's reused buffer and allocates nothing.
+
+use std::borrow::Cow::Borrowed;
 
 use crate::intmap::IntMap;
 
 use super::super::event::{AllocFunc, ControlCommand, Event, EventKind};
 use super::delta::{Delta, NodeIds, ThreadState};
-use super::record::{append, WireFrame, WireRecord};
+use super::record::{append, WireRecord};
 
 /// The writer's side of a chunk's state.
 #[derive(Default)]
@@ -99,11 +100,9 @@ impl ChunkEncoder {
                 WireRecord::AllocFailed { dt_ns, func, size }
             }
             &EventKind::Fork { child } => WireRecord::Fork { dt_ns, child },
-            EventKind::Exec { filename, argv } => WireRecord::Exec {
+            EventKind::Exec(exec) => WireRecord::Exec {
                 dt_ns,
-                filename,
-                // The one allocation per event the writer makes; execs are rare.
-                argv: argv.iter().map(String::as_str).collect(),
+                exec: Borrowed(exec),
             },
             &EventKind::Exit { status } => WireRecord::Exit { dt_ns, status },
             &EventKind::Rss {
@@ -118,10 +117,9 @@ impl ChunkEncoder {
                 delta_pages,
                 dvalue_pages: th.rss[member as usize].encode(delta_pages, value_pages),
             },
-            EventKind::Lost { cause, total } => WireRecord::Lost {
+            EventKind::Lost(lost) => WireRecord::Lost {
                 dt_ns,
-                cause,
-                total: *total,
+                lost: Borrowed(lost),
             },
             &EventKind::Mmap {
                 addr,
@@ -159,42 +157,25 @@ impl ChunkEncoder {
                 let (dfrom, dto) = th.map.encode_move(from, to);
                 WireRecord::Brk { dt_ns, dfrom, dto }
             }
-            EventKind::Coverage {
-                path,
-                allocator,
-                probes,
-            } => WireRecord::Coverage {
+            EventKind::Coverage(coverage) => WireRecord::Coverage {
                 dt_ns,
-                path,
-                allocator,
-                probes: *probes,
+                coverage: Borrowed(coverage),
             },
             EventKind::Control { command } => match command {
                 ControlCommand::Start => WireRecord::ControlStart { dt_ns },
                 ControlCommand::Stop => WireRecord::ControlStop { dt_ns },
-                ControlCommand::Bench { uri, pid } => WireRecord::ControlBench {
+                ControlCommand::Bench(bench) => WireRecord::ControlBench {
                     dt_ns,
-                    uri,
-                    pid: *pid,
+                    bench: Borrowed(bench),
                 },
                 &ControlCommand::Marker { kind } => WireRecord::ControlMarker {
                     dt_ns,
                     kind: kind as u8,
                 },
             },
-            EventKind::Module {
-                id,
-                path,
-                build_id,
-                dev,
-                ino,
-            } => WireRecord::Module {
+            EventKind::Module(module) => WireRecord::Module {
                 dt_ns,
-                id: *id,
-                path,
-                build_id,
-                dev: *dev,
-                ino: *ino,
+                module: Borrowed(module),
             },
             &EventKind::StackNode {
                 id,
@@ -211,23 +192,9 @@ impl ChunkEncoder {
                     offset,
                 }
             }
-            EventKind::Symbol {
-                module,
-                offset,
-                frames,
-            } => WireRecord::Symbol {
+            EventKind::Symbol(symbol) => WireRecord::Symbol {
                 dt_ns,
-                module: *module,
-                offset: *offset,
-                // Allocates, as an exec does; symbols are written once, at the end.
-                frames: frames
-                    .iter()
-                    .map(|f| WireFrame {
-                        function: &f.function,
-                        file: &f.file,
-                        line: f.line,
-                    })
-                    .collect(),
+                symbol: Borrowed(symbol),
             },
             &EventKind::StackStats(walks) => WireRecord::StackStats { dt_ns, walks },
         };

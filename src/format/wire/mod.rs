@@ -35,4 +35,4 @@ mod record;
 pub(crate) use decoder::{ChunkDecoder, DecodeFault};
 pub(crate) use encoder::ChunkEncoder;
 pub(crate) use record::append;
-pub use record::{WireFrame, WireRecord, MAX_THREADS_PER_CHUNK};
+pub use record::{WireRecord, MAX_THREADS_PER_CHUNK};

@@ -2,9 +2,11 @@
 //! bytes both ways (postcard out, a hand reader for the common records in, postcard for the
 //! rest).
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 
-use super::super::event::StackWalks;
+use super::super::event::{Bench, Coverage, Exec, Lost, Module, StackWalks, Symbol};
 
 /// The most threads one chunk may introduce. The writer closes a chunk at 64 KiB of payload and
 /// a `Thread` record takes at least 3 bytes, so it never gets near this; the reader refuses more,
@@ -22,7 +24,10 @@ pub const MAX_THREADS_PER_CHUNK: usize = 1 << 16;
 /// (version 2 appended 18 to 21, version 4 22 to 26).
 ///
 /// `dt_ns` is always the delta from the previous event of the chunk; `daddr` the delta from the
-/// current thread's previous address; `func` an `AllocFunc` number.
+/// current thread's previous address; `func` an `AllocFunc` number. The records with text carry
+/// the event's own struct after `dt_ns` (postcard writes its fields in order, as the flat
+/// variants of earlier versions did; tested below): borrowed when the writer encodes an event,
+/// owned when the reader decodes one, so neither side copies or restates its fields.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum WireRecord<'a> {
     /// 0: a thread not yet seen in this chunk; it becomes current and takes the next index.
@@ -58,12 +63,7 @@ pub enum WireRecord<'a> {
     /// 8: `Fork`.
     Fork { dt_ns: i64, child: u32 },
     /// 9: `Exec`.
-    Exec {
-        dt_ns: i64,
-        filename: &'a str,
-        #[serde(borrow)]
-        argv: Vec<&'a str>,
-    },
+    Exec { dt_ns: i64, exec: Cow<'a, Exec> },
     /// 10: `Exit`.
     Exit { dt_ns: i64, status: i32 },
     /// 11: `Rss`: `member` is an `RssMember` number; `dvalue_pages` is `value_pages` minus the
@@ -76,11 +76,7 @@ pub enum WireRecord<'a> {
         dvalue_pages: i64,
     },
     /// 12: `Lost`.
-    Lost {
-        dt_ns: i64,
-        cause: &'a str,
-        total: u64,
-    },
+    Lost { dt_ns: i64, lost: Cow<'a, Lost> },
     /// 13: `Mmap`. Mapping addresses have a previous address of their own per thread
     /// (`ThreadState::map`), apart from the heap's, so neither spoils the other's deltas.
     Mmap {
@@ -106,27 +102,18 @@ pub enum WireRecord<'a> {
     /// 17: `Coverage`.
     Coverage {
         dt_ns: i64,
-        path: &'a str,
-        allocator: &'a str,
-        probes: u32,
+        coverage: Cow<'a, Coverage>,
     },
     /// 18: `Control` `Start` (format version 2 on, as are the variants below).
     ControlStart { dt_ns: i64 },
     /// 19: `Control` `Stop`.
     ControlStop { dt_ns: i64 },
     /// 20: `Control` `Bench`.
-    ControlBench { dt_ns: i64, uri: &'a str, pid: u32 },
+    ControlBench { dt_ns: i64, bench: Cow<'a, Bench> },
     /// 21: `Control` `Marker`: `kind` is a `MarkerKind` number.
     ControlMarker { dt_ns: i64, kind: u8 },
     /// 22: `Module` (format version 4 on, as are the variants below).
-    Module {
-        dt_ns: i64,
-        id: u32,
-        path: &'a str,
-        build_id: &'a [u8],
-        dev: u32,
-        ino: u64,
-    },
+    Module { dt_ns: i64, module: Cow<'a, Module> },
     /// 23: `StackNode`: `did` is `id` minus the chunk's previous node id plus one (0 for the
     /// next id, as the trie hands them out), `dparent` is `id` minus `parent` (1 for a child
     /// created right after its parent); see `delta::NodeIds`.
@@ -138,15 +125,8 @@ pub enum WireRecord<'a> {
         offset: u64,
     },
     /// 24: `Symbol`.
-    Symbol {
-        dt_ns: i64,
-        module: u32,
-        offset: u64,
-        #[serde(borrow)]
-        frames: Vec<WireFrame<'a>>,
-    },
-    /// 25: `StackStats`: the event's own struct, whose fields postcard writes in order after
-    /// `dt_ns`, byte for byte as the flat struct variant of format version 4 did (tested below).
+    Symbol { dt_ns: i64, symbol: Cow<'a, Symbol> },
+    /// 25: `StackStats`.
     StackStats { dt_ns: i64, walks: StackWalks },
     /// 26: `Alloc` by malloc with a stack id: nearly every malloc once stacks are recorded, so
     /// it costs the stack id's varint more than `Malloc`, not the function byte as well.
@@ -156,14 +136,6 @@ pub enum WireRecord<'a> {
         size: u64,
         stack_id: u32,
     },
-}
-
-/// One `SymbolFrame` of a `Symbol` record.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WireFrame<'a> {
-    pub function: &'a str,
-    pub file: &'a str,
-    pub line: u32,
 }
 
 /// The record at the start of `bytes` and its length: the common records by hand, any other
@@ -325,8 +297,10 @@ pub(crate) fn append<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) -> pos
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::event::SymbolFrame;
     use crate::testkit::record_bytes;
     use crate::xorshift::XorShift;
+    use std::borrow::Cow::Owned;
 
     /// A value spread over every varint length, the extremes included.
     fn spread(rng: &mut XorShift) -> u64 {
@@ -520,8 +494,10 @@ mod tests {
             (
                 WireRecord::Exec {
                     dt_ns: 0,
-                    filename: "",
-                    argv: vec![],
+                    exec: Owned(Exec {
+                        filename: String::new(),
+                        argv: vec![],
+                    }),
                 },
                 9,
             ),
@@ -545,8 +521,10 @@ mod tests {
             (
                 WireRecord::Lost {
                     dt_ns: 0,
-                    cause: "",
-                    total: 0,
+                    lost: Owned(Lost {
+                        cause: String::new(),
+                        total: 0,
+                    }),
                 },
                 12,
             ),
@@ -589,9 +567,11 @@ mod tests {
             (
                 WireRecord::Coverage {
                     dt_ns: 0,
-                    path: "",
-                    allocator: "",
-                    probes: 0,
+                    coverage: Owned(Coverage {
+                        path: String::new(),
+                        allocator: String::new(),
+                        probes: 0,
+                    }),
                 },
                 17,
             ),
@@ -600,8 +580,10 @@ mod tests {
             (
                 WireRecord::ControlBench {
                     dt_ns: 0,
-                    uri: "",
-                    pid: 0,
+                    bench: Owned(Bench {
+                        uri: String::new(),
+                        pid: 0,
+                    }),
                 },
                 20,
             ),
@@ -609,11 +591,13 @@ mod tests {
             (
                 WireRecord::Module {
                     dt_ns: 0,
-                    id: 0,
-                    path: "",
-                    build_id: &[],
-                    dev: 0,
-                    ino: 0,
+                    module: Owned(Module {
+                        id: 0,
+                        path: String::new(),
+                        build_id: vec![],
+                        dev: 0,
+                        ino: 0,
+                    }),
                 },
                 22,
             ),
@@ -630,9 +614,11 @@ mod tests {
             (
                 WireRecord::Symbol {
                     dt_ns: 0,
-                    module: 0,
-                    offset: 0,
-                    frames: vec![],
+                    symbol: Owned(Symbol {
+                        module: 0,
+                        offset: 0,
+                        frames: vec![],
+                    }),
                 },
                 24,
             ),
@@ -686,11 +672,13 @@ mod tests {
         // A build id is its length and its bytes, as postcard writes a byte string.
         let rec = WireRecord::Module {
             dt_ns: 0,
-            id: 1,
-            path: "/a",
-            build_id: &[0xde, 0xad],
-            dev: 2,
-            ino: 3,
+            module: Owned(Module {
+                id: 1,
+                path: "/a".into(),
+                build_id: vec![0xde, 0xad],
+                dev: 2,
+                ino: 3,
+            }),
         };
         assert_eq!(
             record_bytes(&rec),
@@ -698,12 +686,77 @@ mod tests {
         );
     }
 
+    /// A string of a length near a varint boundary of its length prefix, some of it not ASCII.
+    fn text(rng: &mut XorShift) -> String {
+        let len = [0, 1, 2, 127, 128, 300, 16_384][rng.below(7) as usize];
+        (0..len)
+            .map(|_| if rng.below(9) == 0 { 'ü' } else { 'a' })
+            .collect()
+    }
+
+    /// `rec`'s bytes are `old`'s: variant number `tag` then the old flat variant's fields, as
+    /// postcard wrote them; and the reader takes them back to `rec`.
+    fn same_bytes<T: Serialize>(tag: u8, old: &T, rec: WireRecord<'_>) {
+        let mut flat = vec![tag];
+        append(&mut flat, old).unwrap();
+        assert_eq!(record_bytes(&rec), flat, "{rec:?}");
+        assert_eq!(take(&flat).unwrap(), (rec, flat.len()));
+    }
+
     #[test]
-    fn stack_stats_bytes_equal_the_flat_variant_s() {
-        // Format version 4 wrote `StackStats` as a struct variant with the six counters inline;
-        // the shared struct must give the same bytes, or version 4 files would misread. The old
-        // shape is spelled here as postcard wrote it: the variant number, then the fields.
-        #[derive(Serialize, Deserialize, Debug, PartialEq)]
+    fn shared_structs_write_the_bytes_of_the_flat_variants() {
+        // Format versions up to 4 wrote these records as struct variants with their fields
+        // inline; carrying the event's own struct instead must give the same bytes, or files
+        // already written would misread. The old shapes are spelled here as they were declared
+        // (postcard writes a struct variant as its number, then its fields in order).
+        #[derive(Serialize)]
+        struct FlatExec<'a> {
+            dt_ns: i64,
+            filename: &'a str,
+            argv: Vec<&'a str>,
+        }
+        #[derive(Serialize)]
+        struct FlatLost<'a> {
+            dt_ns: i64,
+            cause: &'a str,
+            total: u64,
+        }
+        #[derive(Serialize)]
+        struct FlatCoverage<'a> {
+            dt_ns: i64,
+            path: &'a str,
+            allocator: &'a str,
+            probes: u32,
+        }
+        #[derive(Serialize)]
+        struct FlatBench<'a> {
+            dt_ns: i64,
+            uri: &'a str,
+            pid: u32,
+        }
+        #[derive(Serialize)]
+        struct FlatModule<'a> {
+            dt_ns: i64,
+            id: u32,
+            path: &'a str,
+            build_id: &'a [u8],
+            dev: u32,
+            ino: u64,
+        }
+        #[derive(Serialize)]
+        struct FlatFrame<'a> {
+            function: &'a str,
+            file: &'a str,
+            line: u32,
+        }
+        #[derive(Serialize)]
+        struct FlatSymbol<'a> {
+            dt_ns: i64,
+            module: u32,
+            offset: u64,
+            frames: Vec<FlatFrame<'a>>,
+        }
+        #[derive(Serialize)]
         struct FlatStackStats {
             dt_ns: i64,
             walks: u64,
@@ -715,9 +768,124 @@ mod tests {
         }
         let mut rng = XorShift(0x57a7);
         for _ in 0..2_000 {
+            let dt_ns = spread(&mut rng) as i64;
+            let (a, b) = (spread(&mut rng), spread(&mut rng));
+            let (s, t) = (text(&mut rng), text(&mut rng));
+            let list: Vec<String> = (0..rng.below(4)).map(|_| text(&mut rng)).collect();
+
+            let exec = Exec {
+                filename: s.clone(),
+                argv: list.clone(),
+            };
+            let old = FlatExec {
+                dt_ns,
+                filename: &s,
+                argv: list.iter().map(String::as_str).collect(),
+            };
+            same_bytes(
+                9,
+                &old,
+                WireRecord::Exec {
+                    dt_ns,
+                    exec: Owned(exec),
+                },
+            );
+
+            let lost = Lost {
+                cause: s.clone(),
+                total: a,
+            };
+            let old = FlatLost {
+                dt_ns,
+                cause: &s,
+                total: a,
+            };
+            same_bytes(
+                12,
+                &old,
+                WireRecord::Lost {
+                    dt_ns,
+                    lost: Owned(lost),
+                },
+            );
+
+            let coverage = Coverage {
+                path: s.clone(),
+                allocator: t.clone(),
+                probes: b as u32,
+            };
+            let old = FlatCoverage {
+                dt_ns,
+                path: &s,
+                allocator: &t,
+                probes: b as u32,
+            };
+            let coverage = Owned(coverage);
+            same_bytes(17, &old, WireRecord::Coverage { dt_ns, coverage });
+
+            let bench = Bench {
+                uri: t.clone(),
+                pid: a as u32,
+            };
+            let old = FlatBench {
+                dt_ns,
+                uri: &t,
+                pid: a as u32,
+            };
+            let bench = Owned(bench);
+            same_bytes(20, &old, WireRecord::ControlBench { dt_ns, bench });
+
+            let build_id: Vec<u8> = (0..rng.below(3) * 10).map(|i| (i * 37) as u8).collect();
+            let module = Module {
+                id: a as u32,
+                path: s.clone(),
+                build_id: build_id.clone(),
+                dev: b as u32,
+                ino: b,
+            };
+            let old = FlatModule {
+                dt_ns,
+                id: a as u32,
+                path: &s,
+                build_id: &build_id,
+                dev: b as u32,
+                ino: b,
+            };
+            let module = Owned(module);
+            same_bytes(22, &old, WireRecord::Module { dt_ns, module });
+
+            let frames: Vec<SymbolFrame> = list
+                .iter()
+                .map(|f| SymbolFrame {
+                    function: f.clone(),
+                    file: t.clone(),
+                    line: a as u32,
+                })
+                .collect();
+            let symbol = Symbol {
+                module: b as u32,
+                offset: a,
+                frames,
+            };
+            let old = FlatSymbol {
+                dt_ns,
+                module: b as u32,
+                offset: a,
+                frames: list
+                    .iter()
+                    .map(|f| FlatFrame {
+                        function: f,
+                        file: &t,
+                        line: a as u32,
+                    })
+                    .collect(),
+            };
+            let symbol = Owned(symbol);
+            same_bytes(24, &old, WireRecord::Symbol { dt_ns, symbol });
+
             let mut v = || spread(&mut rng);
-            let flat = FlatStackStats {
-                dt_ns: v() as i64,
+            let old = FlatStackStats {
+                dt_ns,
                 walks: v(),
                 truncated: v(),
                 unknown: v(),
@@ -725,21 +893,15 @@ mod tests {
                 collisions: v(),
                 uncached: v(),
             };
-            let mut old = vec![25];
-            append(&mut old, &flat).unwrap();
-            let rec = WireRecord::StackStats {
-                dt_ns: flat.dt_ns,
-                walks: StackWalks {
-                    walks: flat.walks,
-                    truncated: flat.truncated,
-                    unknown: flat.unknown,
-                    unsupported: flat.unsupported,
-                    collisions: flat.collisions,
-                    uncached: flat.uncached,
-                },
+            let walks = StackWalks {
+                walks: old.walks,
+                truncated: old.truncated,
+                unknown: old.unknown,
+                unsupported: old.unsupported,
+                collisions: old.collisions,
+                uncached: old.uncached,
             };
-            assert_eq!(record_bytes(&rec), old);
-            assert_eq!(take(&old).unwrap(), (rec, old.len()));
+            same_bytes(25, &old, WireRecord::StackStats { dt_ns, walks });
         }
     }
 }
