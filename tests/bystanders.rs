@@ -234,6 +234,70 @@ fn valgrind_beside_a_recording_runs_with_private_libraries() {
     }
 }
 
+/// gdb learns of library loads from its breakpoint in the dynamic loader (`_dl_debug_state`),
+/// where memtrack's own probe sees `dlopen`; so a gdb beside a recording whose probe is on the
+/// shared loader may miss a load, and never set a breakpoint pending in the library (the
+/// README's troubleshooting, checked here too). With private libraries the probe is on the
+/// tree's copy, and a gdb outside the tree stops in a library its program loads later, as it
+/// does alone.
+#[test]
+fn gdb_beside_a_recording_stops_in_a_library_loaded_later() {
+    skip_unless_recording!("gdb_beside");
+    let _alone = alone();
+    let Some(gdb) = find_program("gdb") else {
+        skip(
+            "gdb_beside",
+            "gdb is not installed (scripts/setup.sh installs it)",
+        );
+        return;
+    };
+    let flags = ["-g", "-O1", "-fno-inline"];
+    let lib = build_fixture(
+        "stacks/dlopen_lib.c",
+        "libbystander_dlopen.so",
+        &[&flags[..], &["-shared", "-fPIC"]].concat(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let exe = build_fixture(
+        "stacks/dlopen_main.c",
+        "bystander_dlopen_main",
+        &[&flags[..], &["-ldl"]].concat(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let gdb_command = || {
+        let mut cmd = Command::new(&gdb);
+        cmd.args(["-nx", "-batch"])
+            .args(["-ex", "set breakpoint pending on"])
+            .args(["-ex", "break dl_inner"])
+            .args(["-ex", "run"])
+            .arg("--args")
+            .arg(&exe)
+            .arg(&lib);
+        cmd
+    };
+    let stopped =
+        |out: &Output| String::from_utf8_lossy(&out.stdout).contains("Breakpoint 1, dl_inner");
+    // Alone first: what gdb shows when nothing else runs, so the test asks of the gdb beside
+    // a recording only what this gdb does.
+    common::wait_for_detaching_recorders().unwrap_or_else(|e| panic!("{e}"));
+    let alone = gdb_command().output().expect("run gdb");
+    assert!(
+        stopped(&alone),
+        "gdb alone did not stop in dl_inner:\n{}{}",
+        String::from_utf8_lossy(&alone.stdout),
+        String::from_utf8_lossy(&alone.stderr)
+    );
+    for (mode, shared) in MODES {
+        let b = beside_a_recording("bystander-gdb", mode, &mut gdb_command());
+        let text = describe(&b);
+        assert_eq!(b.rec.code(), DIFFERS, "inside, {mode:?}: {text}");
+        // With the probe on the shared loader this machine's gdb (Debian 12's gdb 13) misses
+        // the load, as the README says; if a gdb stops here, that entry must name the gdbs
+        // that miss it, and this test which gdb it ran.
+        assert_eq!(stopped(&b.outside), !shared, "{mode:?}: {text}");
+    }
+}
+
 /// `name` on $PATH.
 fn find_program(name: &str) -> Option<PathBuf> {
     std::env::var_os("PATH")?
