@@ -34,6 +34,7 @@ use crate::error::Error;
 use crate::format::{Header, FEATURE_CONTROL, FEATURE_CONTROL_RUNNING};
 use crate::preflight::{Capabilities, UprobeLinks};
 use crate::sys::bpf::{BpfError, LoadedObject, MapFd};
+use crate::sys::mount::MountSteps;
 use crate::sys::process::{self, BlockedSignals};
 use crate::sys::raw;
 use crate::sys::terminal::{Lease, Terminal};
@@ -98,6 +99,9 @@ fn kernel_error(e: BpfError) -> Error {
 
 /// Record `opts.command` into `opts.output` on a machine with `caps` (`preflight::for_record`);
 /// returns the command's exit code.
+///
+/// The order is the design: each step needs what the one before made, and the drops at the end
+/// undo them in reverse (the file complete first, the probes next, the signals last).
 pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
     let identity = identity::resolve(opts.user.as_deref(), &identity::Context::from_system())?;
     if let Some(id) = &identity {
@@ -108,25 +112,8 @@ pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
             id.gid
         );
     }
-
-    // Made before the guardian forks, which needs their mounts for the command's child.
-    let private = opts.private_libs.then(private::prepare).flatten();
-    let mounts = match private
-        .as_ref()
-        .map(private::PrivateLibs::steps)
-        .transpose()
-    {
-        Ok(m) => m,
-        Err(e) => {
-            log::warn!(
-                "{}",
-                private::fallback_warning(&format!("cannot clone a mount ({e})"))
-            );
-            None
-        }
-    };
-    let private = private.filter(|_| mounts.is_some());
-
+    // Made before the guardian forks, which enters their namespace before it forks the command.
+    let (private, mounts) = private_libraries(opts);
     // The guardian is forked before anything is loaded, so that it holds no BPF object: when
     // the recorder dies, every probe goes with it (guardian.rs).
     let terminal = Terminal::foreground();
@@ -147,28 +134,7 @@ pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
     let objects = load::Loaded::load(opts, &caps.uprobes)?;
     let links = objects.attach()?;
     let mut features = objects.features();
-    let discovery = discover::Discovery::new(
-        objects.allocator(),
-        matches!(caps.uprobes, UprobeLinks::Classic(_)),
-        objects.discover(),
-    )
-    .map_err(kernel_error)?;
-    // Call stacks need the real allocator programs (not --probe-floor's empty ones).
-    let tables = if opts.stacks && !opts.probe_floor {
-        features.push(crate::format::FEATURE_STACKS.to_string());
-        Some(stacks::Tables::new(objects.allocator()).map_err(kernel_error)?)
-    } else {
-        None
-    };
-    let copies = private.iter().flat_map(|p| p.copies());
-    let discovery = probe_system_files(
-        discovery
-            .with_custom(opts.custom.clone())
-            .with_tables(tables)
-            .with_copies(copies.clone().map(|c| (c.key, c.real.clone()))),
-        copies.collect(),
-    )?;
-
+    let discovery = discovery(opts, caps, &objects, private.as_ref(), &mut features)?;
     let process_obj = objects.process();
     let tracked = MapFd::of(process_obj, "tracked").map_err(kernel_error)?;
     let lost = MapFd::of(process_obj, "lost").map_err(kernel_error)?;
@@ -182,20 +148,12 @@ pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
     // name until it has started (a failed start keeps a previous recording at -o).
     let pending =
         output::PendingOutput::create(&opts.output, identity.as_ref().map(|id| (id.uid, id.gid)))?;
-
     let control = opts
         .control
         .as_deref()
         .map(|path| open_control(path, opts, identity.as_ref(), process_obj, &mut features))
         .transpose()?;
-    // Signals are taken synchronously by the drain loop; blocked before the child exists so
-    // none is missed, and unblocked around the spawn itself (`process::with_unblocked`).
-    let signals = BlockedSignals::block(&drain::HANDLED_SIGNALS)
-        .map_err(|e| Error::Internal(format!("cannot block signals: {e}")))?;
-    // While the command's group holds the terminal we are in the background: with SIGTTOU
-    // blocked, our stderr lines and taking the terminal back never stop us.
-    let background_writes = BlockedSignals::block(&[libc::SIGTTOU])
-        .map_err(|e| Error::Internal(format!("cannot block signals: {e}")))?;
+    let signals = Signals::block()?;
     // The guardian reaps the tree; should it die, the tree comes to us.
     process::become_subreaper().map_err(|e| {
         Error::Internal(format!(
@@ -210,8 +168,7 @@ pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
         .update_u32(guardian.pid(), raw::tracked_state::TRACK_SPAWNER as u32)
         .map_err(kernel_error)?;
     let terminal = terminal.map(Lease::starting);
-    let start_monotonic_ns = process::monotonic_ns();
-    let start_wall_ns = process::wall_ns();
+    let start_ns = (process::monotonic_ns(), process::wall_ns());
     let child = guardian.spawn(&opts.command[0]);
     tracked.delete_u32(guardian.pid());
     let child = match child {
@@ -231,11 +188,11 @@ pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
         .and_then(|_| std::fs::File::open(format!("/proc/{child}/ns/mnt")).ok());
     let group = foreground::CommandGroup::new(child as i32, terminal);
 
-    let header = header(opts, child, (start_monotonic_ns, start_wall_ns), features);
+    let header = header(opts, child, start_ns, features);
     let session = drain::Session {
         ring,
         lost,
-        signals: &signals,
+        signals: &signals.handled,
         root_pid: child as i32,
         output: &opts.output,
         discovery,
@@ -264,11 +221,85 @@ pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
         guardian.release();
     }
     // A signal that came during the final drain is delivered here, with the file complete.
-    drop(background_writes);
     drop(signals);
 
     say_ending(opts, &not_found, &left_running, &allocators, &summary);
     Ok(summary.exit_code)
+}
+
+/// The private copies of the allocator libraries (`--no-private-libs` off) and the mount
+/// steps the guardian takes into their namespace; neither when they cannot be made, after a
+/// warning that says so (the recording then probes the shared files).
+fn private_libraries(opts: &RecordOptions) -> (Option<private::PrivateLibs>, Option<MountSteps>) {
+    let Some(private) = opts.private_libs.then(private::prepare).flatten() else {
+        return (None, None);
+    };
+    match private.steps() {
+        Ok(mounts) => (Some(private), Some(mounts)),
+        Err(e) => {
+            let why = format!("cannot clone a mount ({e})");
+            log::warn!("{}", private::fallback_warning(&why));
+            (None, None)
+        }
+    }
+}
+
+/// What finds allocators in the files the tree maps, with call stacks' unwind tables when they
+/// are recorded (adding their feature), the private copies in place of the shared files, and
+/// the C library and loader probed already.
+fn discovery<'obj>(
+    opts: &RecordOptions,
+    caps: &Capabilities,
+    objects: &'obj load::Loaded,
+    private: Option<&private::PrivateLibs>,
+    features: &mut Vec<String>,
+) -> Result<discover::Discovery<'obj>, Error> {
+    let discovery = discover::Discovery::new(
+        objects.allocator(),
+        matches!(caps.uprobes, UprobeLinks::Classic(_)),
+        objects.discover(),
+    )
+    .map_err(kernel_error)?;
+    // Call stacks need the real allocator programs (not --probe-floor's empty ones).
+    let tables = if opts.stacks && !opts.probe_floor {
+        features.push(crate::format::FEATURE_STACKS.to_string());
+        Some(stacks::Tables::new(objects.allocator()).map_err(kernel_error)?)
+    } else {
+        None
+    };
+    let copies = private.iter().flat_map(|p| p.copies());
+    probe_system_files(
+        discovery
+            .with_custom(opts.custom.clone())
+            .with_tables(tables)
+            .with_copies(copies.clone().map(|c| (c.key, c.real.clone()))),
+        copies.collect(),
+    )
+}
+
+/// The signals blocked while recording, unblocked when dropped: `_background_writes` first,
+/// then `handled` (fields drop in order), so a signal that came meanwhile is delivered last.
+struct Signals {
+    /// While the command's group holds the terminal we are in the background: with SIGTTOU
+    /// blocked, our stderr lines and taking the terminal back never stop us.
+    _background_writes: BlockedSignals,
+    /// Taken synchronously by the drain loop; blocked before the child exists so none is
+    /// missed, and unblocked around the spawn itself (`process::with_unblocked`).
+    handled: BlockedSignals,
+}
+
+impl Signals {
+    fn block() -> Result<Signals, Error> {
+        let block = |set: &[i32]| {
+            BlockedSignals::block(set)
+                .map_err(|e| Error::Internal(format!("cannot block signals: {e}")))
+        };
+        let handled = block(&drain::HANDLED_SIGNALS)?;
+        Ok(Signals {
+            _background_writes: block(&[libc::SIGTTOU])?,
+            handled,
+        })
+    }
 }
 
 /// The control FIFOs of `--control PATH`, owned by the user the command runs as, with the gate
