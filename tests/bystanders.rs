@@ -10,7 +10,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -206,11 +206,7 @@ fn exact_counts_are_the_same_with_and_without_private_libraries() {
 fn valgrind_beside_a_recording_runs_with_private_libraries() {
     skip_unless_recording!("valgrind_beside");
     let _alone = alone();
-    let Some(valgrind) = find_program("valgrind") else {
-        skip(
-            "valgrind_beside",
-            "valgrind is not installed (scripts/setup.sh installs it)",
-        );
+    let Some(valgrind) = installed("valgrind_beside", "valgrind") else {
         return;
     };
     let exe = fixture("bystander");
@@ -244,11 +240,7 @@ fn valgrind_beside_a_recording_runs_with_private_libraries() {
 fn gdb_beside_a_recording_stops_in_a_library_loaded_later() {
     skip_unless_recording!("gdb_beside");
     let _alone = alone();
-    let Some(gdb) = find_program("gdb") else {
-        skip(
-            "gdb_beside",
-            "gdb is not installed (scripts/setup.sh installs it)",
-        );
+    let Some(gdb) = installed("gdb_beside", "gdb") else {
         return;
     };
     let flags = ["-g", "-O1", "-fno-inline"];
@@ -298,13 +290,17 @@ fn gdb_beside_a_recording_stops_in_a_library_loaded_later() {
     }
 }
 
-/// `name` on $PATH.
-fn find_program(name: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH")?
-        .to_str()?
-        .split(':')
-        .map(|d| Path::new(d).join(name))
-        .find(|p| p.is_file())
+/// Program `name` on $PATH, or None after `test` says it skips.
+fn installed(test: &str, name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let found = std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file());
+    if found.is_none() {
+        let why = format!("{name} is not installed (scripts/setup.sh installs it)");
+        skip(test, &why);
+    }
+    found
 }
 
 /// `doctor` tries the namespace as `record` will, and says so in its own row.

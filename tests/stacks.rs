@@ -1436,84 +1436,31 @@ fn assert_stacks_are_gdbs(test: &str, case: Case) {
     }
 }
 
-#[test]
-fn stack_of_the_chain_across_the_library_is_gdbs() {
-    let test = "stack_of_the_chain_across_the_library_is_gdbs";
-    skip_unless_recording!(test);
-    let Some(case) = require(test, chain_case()) else {
-        return;
-    };
-    assert_stacks_are_gdbs(test, case);
+/// One test per case: record it, and hold every allocation's stack to what gdb's `bt` shows
+/// at the same call.
+macro_rules! stacks_are_gdbs {
+    ($($test:ident: $case:expr;)*) => {$(
+        #[test]
+        fn $test() {
+            let test = stringify!($test);
+            skip_unless_recording!(test);
+            let Some(case) = require(test, $case) else {
+                return;
+            };
+            assert_stacks_are_gdbs(test, case);
+        }
+    )*};
 }
 
-#[test]
-fn stack_of_new_inside_a_template_is_gdbs() {
-    let test = "stack_of_new_inside_a_template_is_gdbs";
-    skip_unless_recording!(test);
-    let Some(case) = require(test, template_new_case()) else {
-        return;
-    };
-    assert_stacks_are_gdbs(test, case);
-}
-
-#[test]
-fn stacks_of_strdup_fopen_getline_inside_glibc_are_gdbs() {
-    let test = "stacks_of_strdup_fopen_getline_inside_glibc_are_gdbs";
-    skip_unless_recording!(test);
-    let Some(case) = require(test, glibc_case()) else {
-        return;
-    };
-    assert_stacks_are_gdbs(test, case);
-}
-
-#[test]
-fn stack_of_a_rust_program_is_gdbs() {
-    let test = "stack_of_a_rust_program_is_gdbs";
-    skip_unless_recording!(test);
-    let Some(case) = require(test, rust_case()) else {
-        return;
-    };
-    assert_stacks_are_gdbs(test, case);
-}
-
-#[test]
-fn stack_in_a_library_right_after_dlopen_is_gdbs() {
-    let test = "stack_in_a_library_right_after_dlopen_is_gdbs";
-    skip_unless_recording!(test);
-    let Some(case) = require(test, dlopen_case()) else {
-        return;
-    };
-    assert_stacks_are_gdbs(test, case);
-}
-
-#[test]
-fn stack_in_a_forked_child_is_gdbs() {
-    let test = "stack_in_a_forked_child_is_gdbs";
-    skip_unless_recording!(test);
-    let Some(case) = require(test, fork_case()) else {
-        return;
-    };
-    assert_stacks_are_gdbs(test, case);
-}
-
-#[test]
-fn stack_in_a_thread_is_gdbs() {
-    let test = "stack_in_a_thread_is_gdbs";
-    skip_unless_recording!(test);
-    let Some(case) = require(test, thread_case()) else {
-        return;
-    };
-    assert_stacks_are_gdbs(test, case);
-}
-
-#[test]
-fn stack_through_a_signal_frame_is_gdbs() {
-    let test = "stack_through_a_signal_frame_is_gdbs";
-    skip_unless_recording!(test);
-    let Some(case) = require(test, signal_case()) else {
-        return;
-    };
-    assert_stacks_are_gdbs(test, case);
+stacks_are_gdbs! {
+    stack_of_the_chain_across_the_library_is_gdbs: chain_case();
+    stack_of_new_inside_a_template_is_gdbs: template_new_case();
+    stacks_of_strdup_fopen_getline_inside_glibc_are_gdbs: glibc_case();
+    stack_of_a_rust_program_is_gdbs: rust_case();
+    stack_in_a_library_right_after_dlopen_is_gdbs: dlopen_case();
+    stack_in_a_forked_child_is_gdbs: fork_case();
+    stack_in_a_thread_is_gdbs: thread_case();
+    stack_through_a_signal_frame_is_gdbs: signal_case();
 }
 
 #[test]
