@@ -17,15 +17,13 @@
 //! - the tree peak is the peak of the sum of the live heaps of the tree's processes, kept
 //!   exactly by updating the sum of every ancestor on each change (O(depth) per event).
 
-use crate::format::{
-    Coverage, Event, EventKind, Exec, Header, Lost, ReadEnd, Skipped, FEATURE_CONTROL,
-};
+use crate::format::{Event, EventKind, Exec, Header, Lost, ReadEnd, Skipped, FEATURE_CONTROL};
 use crate::intmap::IntMap;
 
 use super::assemble::{self, RunLog};
 use super::bench::Benchmarks;
 use super::metrics::Scope;
-use super::metrics::{Blocks, FileCoverage, Report};
+use super::metrics::{Blocks, Report};
 use super::resident::MEMBERS;
 use super::stacks::{SiteOptions, StackPass};
 use super::timeline::{command_of, Lifecycle, TimelinePass};
@@ -264,17 +262,9 @@ impl Accounting {
                 let new = m.live;
                 self.set_mapped(i, old, new, ts);
             }
-            EventKind::Coverage(Coverage {
-                path,
-                allocator,
-                probes,
-            }) => {
-                if !self.log.files.iter().any(|f| f.path == *path) {
-                    self.log.files.push(FileCoverage {
-                        path: path.clone(),
-                        allocator: allocator.clone(),
-                        probes: *probes,
-                    });
+            EventKind::Coverage(file) => {
+                if !self.log.files.iter().any(|f| f.path == file.path) {
+                    self.log.files.push(file.clone());
                 }
             }
             EventKind::Control { command } => {

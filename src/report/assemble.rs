@@ -6,15 +6,15 @@
 //! every child comes before its parent), pairs them with the running sums and peaks the table
 //! kept, and adds the run facts, losses, damage and the reasons the report is incomplete.
 
-use crate::format::{Header, LostCount, ReadEnd, Skipped};
+use crate::format::{Coverage, Header, LostCount, ReadEnd, Skipped};
 
 use super::bench::Benchmarks;
 use super::counters::HeapCounters;
 use super::incomplete;
 use super::mapped::Calls;
 use super::metrics::{
-    BenchmarkMetrics, Blocks, Damage, ExitInfo, FileCoverage, LostEvents, Metrics, ProcessMetrics,
-    Report, RunInfo, Scope, SCHEMA_VERSION,
+    BenchmarkMetrics, Blocks, Damage, ExitInfo, LostEvents, Metrics, ProcessMetrics, Report,
+    RunInfo, Scope, SCHEMA_VERSION,
 };
 use super::resident::MEMBERS;
 use super::tree::{Proc, ProcIdx, ProcessTable, TreeSums};
@@ -24,7 +24,7 @@ use super::tree::{Proc, ProcIdx, ProcessTable, TreeSums};
 #[derive(Debug, Default)]
 pub(super) struct RunLog {
     /// The files the recorder probed, each once.
-    pub(super) files: Vec<FileCoverage>,
+    pub(super) files: Vec<Coverage>,
     /// Losses per cause (the largest cumulative count seen).
     pub(super) lost: Vec<LostCount>,
     /// Damaged ranges the reader skipped (`Accounting::note_skipped`).

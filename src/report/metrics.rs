@@ -12,7 +12,7 @@ use serde::Serialize;
 
 /// The kernel's stack-walk counters, as the recording states them.
 pub use crate::format::StackWalks;
-use crate::format::{LostCount, Skipped};
+use crate::format::{Coverage, LostCount, Skipped};
 
 /// Version of the JSON schema. Additive fields keep it; renames, removals and changes of meaning
 /// bump it.
@@ -198,20 +198,8 @@ pub struct RunInfo {
     /// What the recorder captured (e.g. "alloc", "rss"), as the header says.
     pub features: Vec<String>,
     /// Each executable file the recorded processes mapped, once, with the allocator the
-    /// recorder found in it and the probes it attached there (the file's coverage records).
-    pub files: Vec<FileCoverage>,
-}
-
-/// What the recorder found in one executable file.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct FileCoverage {
-    /// The file, as the kernel named it when it was mapped.
-    pub path: String,
-    /// The allocator families found ("glibc", "jemalloc", "c++", several joined by "+"), or
-    /// "none".
-    pub allocator: String,
-    /// Probes attached to the file; 0 when it defines no allocator or attaching failed.
-    pub probes: u32,
+    /// recorder found in it and the probes it attached there: its first coverage record.
+    pub files: Vec<Coverage>,
 }
 
 /// What a report covers.
