@@ -4,7 +4,7 @@
 //! This runs in the recorder's hot loop (millions of events per second): it appends straight to
 //! the writer's reused buffer and allocates nothing.
 
-use std::borrow::Cow::Borrowed;
+use super::record::Text::Borrowed;
 
 use crate::intmap::IntMap;
 
