@@ -182,9 +182,17 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Text<'_, T> {
 /// through postcard.
 #[inline]
 pub(super) fn take(bytes: &[u8]) -> postcard::Result<(WireRecord<'_>, usize)> {
-    if let Some(common) = take_common(bytes) {
-        return Ok(common);
+    match take_common(bytes) {
+        Some(common) => Ok(common),
+        None => take_rare(bytes),
     }
+}
+
+/// Any other record, through postcard: out of line, so that its code (a deserializer for every
+/// variant) stays out of the reader's loop over allocations.
+#[cold]
+#[inline(never)]
+fn take_rare(bytes: &[u8]) -> postcard::Result<(WireRecord<'_>, usize)> {
     let (rec, after) = postcard::take_from_bytes::<WireRecord<'_>>(bytes)?;
     Ok((rec, bytes.len() - after.len()))
 }
