@@ -4,13 +4,11 @@
 //! This runs in the recorder's hot loop (millions of events per second): it appends straight to
 //! the writer's reused buffer and allocates nothing.
 
-use super::record::Text::Borrowed;
-
 use crate::intmap::IntMap;
 
 use super::super::event::{AllocFunc, ControlCommand, Event, EventKind};
 use super::delta::{Delta, NodeIds, ThreadState};
-use super::record::{append, WireRecord};
+use super::record::{append, Text::Borrowed, WireRecord};
 
 /// The writer's side of a chunk's state.
 #[derive(Default)]
