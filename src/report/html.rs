@@ -302,16 +302,31 @@ const FLAME_HEIGHT: u32 = 420;
 /// to 100%. A srcdoc frame's URL is `about:srcdoc`, where `history.replaceState` (which
 /// inferno's search and zoom call to keep their state in the URL) throws a SecurityError: the
 /// wrapper makes that call a no-op there, so search and zoom work and raise no exception.
+///
+/// inferno's `init` sizes the graph once, from the frame's width at load (its resize handler
+/// only corrects it later). A frame that loads before the page has laid it out (a loaded
+/// machine) has no width yet, and `init` would set the graph's width to -20 (a console error):
+/// so the SVG's `onload` starts `init` only once the frame has a width, at load or at the first
+/// resize that gives it one.
 fn flame_document(svg: &str) -> String {
     let svg = svg.find("<svg").map_or(svg, |start| &svg[start..]);
+    let svg = svg.replacen(INFERNO_ONLOAD, WIDE_ONLOAD, 1);
     format!(
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><style>html, body {{ margin: 0; \
          }} svg {{ display: block; width: 100%; }}</style><script>(function () {{ var replace = \
          history.replaceState; history.replaceState = function () {{ try {{ \
          return replace.apply(history, arguments); }} catch (e) {{ /* about:srcdoc */ }} }}; \
-         }})();</script></head><body>\n{svg}</body></html>\n"
+         }})();\nfunction init_when_wide(evt) {{ var wide = function () {{ return \
+         document.documentElement.clientWidth > 0; }}; if (wide()) return init(evt); \
+         window.addEventListener('resize', function wait() {{ if (wide()) {{ \
+         window.removeEventListener('resize', wait); init(evt); }} }}); }}</script></head><body>\n\
+         {svg}</body></html>\n"
     )
 }
+
+/// The root element's `onload` in inferno's SVG, and the one that waits for a width.
+const INFERNO_ONLOAD: &str = "onload=\"init(evt)\"";
+const WIDE_ONLOAD: &str = "onload=\"init_when_wide(evt)\"";
 
 /// The `height` attribute of an SVG's root element, in pixels.
 fn svg_height(svg: &str) -> Option<u32> {
@@ -406,6 +421,12 @@ mod tests {
         assert!(doc.contains("width: 100%"), "{doc}");
         assert!(doc.contains("history.replaceState = function"), "{doc}");
         assert!(doc.contains("<svg version=\"1.1\""), "{doc}");
+        // inferno starts only once the frame has a width.
+        assert!(
+            doc.contains(WIDE_ONLOAD) && !doc.contains(INFERNO_ONLOAD),
+            "{doc}"
+        );
+        assert!(doc.contains("function init_when_wide(evt)"), "{doc}");
     }
 
     #[test]
