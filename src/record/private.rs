@@ -6,11 +6,11 @@
 //! memtrack knows that the dynamic loader would load here (`binary::allocator_libraries`: glibc,
 //! the loader, libstdc++, jemalloc, mimalloc, tcmalloc...) is copied byte for byte into a tmpfs
 //! that is mounted nowhere (`sys::mount`). The guardian, before it forks the command, enters a
-//! mount namespace of its own (slave of the host's, so the host's mounts still reach it) in
-//! which each copy is bind-mounted over its library's real path; the command inherits it. Discovery probes the copies
-//! (the C library and the loader up front, the others when a tracked process maps them), one
-//! attach per library as before, and every process outside the tree runs the untouched files.
-//! The copies disappear with the recorder's descriptors and the tree's namespace.
+//! mount namespace of its own (slave of the host's, so the host's mounts still reach it) in which
+//! each copy is bind-mounted over its library's real path; the command inherits it. Discovery
+//! probes the copies (the C library and the loader up front, the others when a tracked process maps
+//! them), one attach per library as before, and every process outside the tree runs the untouched
+//! files. The copies disappear with the recorder's descriptors and the tree's namespace.
 //!
 //! Before the recording relies on it, [`PrivateLibs::check`] has a child do the same steps;
 //! should it fail (no CAP_SYS_ADMIN, a seccomp'd container), the recording probes the shared
