@@ -1294,6 +1294,100 @@ fn gdb_sees_the_rust_program() {
     assert_eq!(names[names.len() - 3..], LIBC_START, "{stack:#?}");
 }
 
+/// The reports for people (text and markdown) fold the run of Rust's standard library between
+/// malloc and the program (`Vec::with_capacity` is some nine inlined frames of `alloc::`) into
+/// one line before its outermost frame, so that the program's frames are among the lines
+/// shown; the JSON keeps every frame, and says how many the line stands for.
+#[test]
+fn reports_for_people_fold_the_standard_library_of_a_rust_stack() {
+    let test = "reports_for_people_fold_the_standard_library_of_a_rust_stack";
+    skip_unless_recording!(test);
+    let Some(case) = require(test, rust_case()) else {
+        return;
+    };
+    let path = scratch_file("rust_folded.mt");
+    let words: Vec<&str> = case.command.iter().map(String::as_str).collect();
+    let recorded = {
+        let _alone = one_at_a_time();
+        common::run_command(&mut common::record_command(&path, &["--stacks"], &words))
+    };
+    recorded.expect_code(0);
+    let json = common::report_json(&path, &["--stacks"]);
+    let site = &json["stacks"]["sites"][0];
+    assert_eq!(
+        site["allocated_bytes"], 7841,
+        "the top site is the Vec's: {site:#}"
+    );
+    let frames: Vec<(String, String)> = site["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let text = |k: &str| f[k].as_str().unwrap().to_string();
+            (text("function"), text("file"))
+        })
+        .collect();
+    let inner = frames
+        .iter()
+        .position(|(function, _)| function == "rust_chain::rust_inner")
+        .unwrap_or_else(|| panic!("rust_inner in {frames:#?}"));
+    assert!(
+        inner >= 4
+            && frames[1..inner]
+                .iter()
+                .all(|(_, file)| file.starts_with("/rustc/")),
+        "malloc, then at least three frames of the standard library, then rust_inner: {frames:#?}"
+    );
+    let folded = format!("… {} standard-library frames", inner - 2);
+
+    let text = common::run_command(
+        Command::new(common::memtrack())
+            .env("COLUMNS", "250")
+            .args(["report", "--stacks"])
+            .arg(&path),
+    )
+    .expect_code(0);
+    let lines: Vec<&str> = text
+        .stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("   1  "))
+        .skip(1)
+        .take_while(|l| l.starts_with("       "))
+        .map(str::trim)
+        .collect();
+    let want = [
+        frames[0].0.as_str(),
+        folded.as_str(),
+        frames[inner - 1].0.as_str(),
+        "rust_chain::rust_inner",
+        "rust_chain::rust_outer",
+        "rust_chain::main",
+    ];
+    assert!(
+        lines.len() >= want.len() && lines.iter().zip(want).all(|(line, w)| line.starts_with(w)),
+        "site 1's lines begin {want:#?}:\n{}",
+        text.stdout
+    );
+
+    let markdown = common::run(&[
+        std::ffi::OsStr::new("report"),
+        "--stacks".as_ref(),
+        "--format".as_ref(),
+        "markdown".as_ref(),
+        path.as_os_str(),
+    ])
+    .expect_code(0);
+    let row = markdown
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("| 1 | "))
+        .unwrap_or_else(|| panic!("site 1's row:\n{}", markdown.stdout));
+    assert!(
+        row.contains(&format!("← {folded} ← ")) && row.contains("rust\\_chain::rust\\_inner"),
+        "the markdown row folds the run and keeps rust_inner in its five frames: {row}"
+    );
+}
+
 #[test]
 fn gdb_sees_the_library_right_after_dlopen() {
     let test = "gdb_sees_the_library_right_after_dlopen";

@@ -3,13 +3,15 @@
 
 use std::io::{self, Write};
 
+use crate::report::frames;
 use crate::table::{Column, Table};
 
 use super::metric::{signed, value_text, Change, Unit};
 use super::sites::SitesDiff;
 use super::{Diff, ProcessDiff, ProcessSide};
 
-/// Frames of a changed site shown in text (the innermost ones; JSON has all).
+/// Lines of frames of a changed site shown in text (the innermost ones, the standard
+/// library's runs folded; JSON has all).
 const SITE_FRAMES: usize = 6;
 
 /// Widest command text in a process heading, so the line fits 80 columns.
@@ -176,17 +178,23 @@ fn write_sites(sites: &SitesDiff, out: &mut dyn Write) -> io::Result<()> {
             signed(Unit::Count, s.allocations_change),
             signed(Unit::Bytes, s.leaked_bytes_change),
         )?;
-        for f in s.frames.iter().take(SITE_FRAMES) {
-            let module = f.module.rsplit('/').next().unwrap_or(&f.module);
-            let text = match (f.function.is_empty(), module.is_empty()) {
-                (false, true) => f.function.clone(),
-                (false, false) => format!("{}  {module}", f.function),
-                (true, _) => format!("{module}+{:#x}", f.offset),
+        let (lines, more) = frames::for_people(&s.frames, SITE_FRAMES);
+        for line in lines {
+            let text = match line {
+                frames::Line::Frame(f) => {
+                    let module = f.module.rsplit('/').next().unwrap_or(&f.module);
+                    clean(&match (f.function.is_empty(), module.is_empty()) {
+                        (false, true) => f.function.clone(),
+                        (false, false) => format!("{}  {module}", f.function),
+                        (true, _) => format!("{module}+{:#x}", f.offset),
+                    })
+                }
+                frames::Line::Library(n) => frames::library_text(n),
             };
-            writeln!(out, "      {}", shorten(&clean(&text), 72))?;
+            writeln!(out, "      {}", shorten(&text, 72))?;
         }
-        if s.frames.len() > SITE_FRAMES {
-            writeln!(out, "      … {} more frames", s.frames.len() - SITE_FRAMES)?;
+        if more > 0 {
+            writeln!(out, "      … {more} more frames")?;
         }
     }
     Ok(())

@@ -13,6 +13,7 @@ use std::io::{self, Write};
 
 use crate::units::{format_bytes, format_duration_ns};
 
+use super::frames;
 use super::metrics::{
     BenchmarkMetrics, ProcessMetrics, Report, SiteFrame, SiteMetrics, StackReport,
 };
@@ -24,7 +25,8 @@ use super::text::{
 };
 use super::Rows;
 
-/// Frames shown per allocation site, innermost first; the JSON has them all.
+/// Frames shown per allocation site, innermost first (a folded run is one); the JSON has
+/// them all.
 const SITE_FRAMES: usize = 5;
 /// Longest command in a table cell; longer ones end with "…" (the JSON has them whole).
 const COMMAND_CHARS: usize = 60;
@@ -357,15 +359,17 @@ fn write_sites(title: &str, stacks: &StackReport, out: &mut dyn Write) -> io::Re
     Ok(())
 }
 
-/// The cells of one site's row; its frames joined by "←".
+/// The cells of one site's row; its frames joined by "←", the standard library's runs folded.
 fn site_cells(n: usize, s: &SiteMetrics) -> Vec<String> {
-    let mut frames: Vec<String> = s
-        .frames
-        .iter()
-        .take(SITE_FRAMES)
-        .map(|f| escape(&short_frame(f)))
+    let (lines, more) = frames::for_people(&s.frames, SITE_FRAMES);
+    let mut frames: Vec<String> = lines
+        .into_iter()
+        .map(|line| match line {
+            frames::Line::Frame(f) => escape(&short_frame(f)),
+            frames::Line::Library(n) => frames::library_text(n),
+        })
         .collect();
-    if s.frames.len() > SITE_FRAMES {
+    if more > 0 {
         frames.push("…".to_string());
     }
     if frames.is_empty() {

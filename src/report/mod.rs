@@ -14,6 +14,7 @@ pub mod check;
 mod counters;
 pub mod flamegraph;
 pub mod folded;
+pub mod frames;
 mod html;
 pub mod incomplete;
 pub mod json;

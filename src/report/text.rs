@@ -13,13 +13,13 @@ use std::io::{self, Write};
 use crate::table::{Column, Table};
 use crate::units::{format_bytes, format_duration_ns};
 
-use super::rows::{self, Rest, RowOptions, Selection};
-use super::screen::{self, FitColumn, Fitted, Wrap};
-
+use super::frames;
 use super::metrics::{
     HeapMetrics, LostEvents, Metrics, ProcessMetrics, Report, ResidentMetrics, RunInfo, Scope,
     SiteFrame, SiteMetrics, StackReport,
 };
+use super::rows::{self, Rest, RowOptions, Selection};
+use super::screen::{self, FitColumn, Fitted, Wrap};
 
 /// Width of the label column of the summary.
 const LABEL_WIDTH: usize = 18;
@@ -29,9 +29,9 @@ const BAR_WIDTH: usize = 40;
 const COMMAND_WIDTH: usize = 100;
 /// Deepest indentation shown; deeper processes are listed at this level (depth is in the JSON).
 const MAX_INDENT: u32 = 24;
-/// Frames shown per allocation site; the JSON has them all. The innermost ones say where the
-/// allocation was made; a deep stack's outer frames (main, the runtime) would push the next
-/// site off the screen.
+/// Lines of frames shown per allocation site; the JSON has them all. The innermost ones say
+/// where the allocation was made; a deep stack's outer frames (main, the runtime) would push
+/// the next site off the screen.
 const SITE_FRAMES: usize = 12;
 
 /// How the text form is laid out.
@@ -404,21 +404,22 @@ fn site_row(n: usize, s: &SiteMetrics, with_end: bool) -> Vec<String> {
     row
 }
 
-/// A site's frames, indented under its row, at most [`SITE_FRAMES`], each cut to `width`.
+/// A site's frames, indented under its row, at most [`SITE_FRAMES`] lines (the standard
+/// library's runs folded, `frames::for_people`), each cut to `width`.
 fn write_frames(frames: &[SiteFrame], width: usize, out: &mut dyn Write) -> io::Result<()> {
     if frames.is_empty() {
         return writeln!(out, "       [no call stack recorded for these allocations]");
     }
     let room = width.saturating_sub(7).min(COMMAND_WIDTH);
-    for f in frames.iter().take(SITE_FRAMES) {
-        writeln!(
-            out,
-            "       {}",
-            screen::shorten_to(&clean(&frame_text(f)), room)
-        )?;
+    let (lines, more) = frames::for_people(frames, SITE_FRAMES);
+    for line in lines {
+        let text = match line {
+            frames::Line::Frame(f) => frame_within(f, room),
+            frames::Line::Library(n) => screen::shorten_to(&frames::library_text(n), room),
+        };
+        writeln!(out, "       {text}")?;
     }
-    if frames.len() > SITE_FRAMES {
-        let more = frames.len() - SITE_FRAMES;
+    if more > 0 {
         let noun = if more == 1 { "frame" } else { "frames" };
         writeln!(
             out,
@@ -428,20 +429,46 @@ fn write_frames(frames: &[SiteFrame], width: usize, out: &mut dyn Write) -> io::
     Ok(())
 }
 
+/// [`frame_text`] in at most `width` characters. A frame too wide loses the start of its file's
+/// path, not its end: the file name and line say more than the directories (Rust's standard
+/// library is at `/rustc/<40 hex digits>/library/…`). A function name too wide is cut at its end.
+fn frame_within(f: &SiteFrame, width: usize) -> String {
+    let whole = clean(&frame_text(f));
+    let (width, chars) = (width.max(2), whole.chars().count());
+    if chars <= width || f.is_mark() || f.function.is_empty() || f.file.is_empty() {
+        return screen::shorten_to(&whole, width);
+    }
+    let place = clean(&frame_place(f));
+    let head = chars - place.chars().count();
+    // Room for "…" and at least the file name's last few characters.
+    if head + 8 > width {
+        return screen::shorten_to(&whole, width);
+    }
+    let keep = width - head - 1;
+    let tail: String = place.chars().skip(place.chars().count() - keep).collect();
+    let head: String = whole.chars().take(head).collect();
+    format!("{head}…{tail}")
+}
+
+/// Where a frame is: "file:line", "file" without a line, "module+0x9a1b0" without a file.
+fn frame_place(f: &SiteFrame) -> String {
+    let module = f.module.rsplit('/').next().unwrap_or(&f.module);
+    if f.file.is_empty() {
+        format!("{module}+{:#x}", f.offset)
+    } else if f.line == 0 {
+        f.file.clone()
+    } else {
+        format!("{}:{}", f.file, f.line)
+    }
+}
+
 /// One frame for people: "function  file:line", "function  libc.so.6+0x9a1b0" without a line,
 /// "libc.so.6+0x9a1b0" without a name, or the mark ("[truncated]").
 pub(super) fn frame_text(f: &SiteFrame) -> String {
     if f.is_mark() {
         return f.function.clone();
     }
-    let module = f.module.rsplit('/').next().unwrap_or(&f.module);
-    let place = if f.file.is_empty() {
-        format!("{module}+{:#x}", f.offset)
-    } else if f.line == 0 {
-        f.file.clone()
-    } else {
-        format!("{}:{}", f.file, f.line)
-    };
+    let place = frame_place(f);
     let inlined = if f.inlined { " (inlined)" } else { "" };
     if f.function.is_empty() {
         place
@@ -1508,6 +1535,41 @@ mod stacks_tests {
         assert!(
             text.ends_with("       … 8 more frames (--format json lists every frame)\n"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn a_frame_too_wide_loses_the_start_of_its_path_not_its_line() {
+        let f = SiteFrame {
+            function: "alloc::vec::Vec<T>::with_capacity".into(),
+            file: "/rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library/alloc/src/vec/mod.rs"
+                .into(),
+            line: 524,
+            module: "/bin/p".into(),
+            offset: 0x10,
+            inlined: true,
+        };
+        let whole = frame_text(&f);
+        assert_eq!(frame_within(&f, 200), whole);
+        let cut = frame_within(&f, 80);
+        assert_eq!(cut.chars().count(), 80, "{cut}");
+        assert!(
+            cut.starts_with("alloc::vec::Vec<T>::with_capacity (inlined)  …")
+                && cut.ends_with("/library/alloc/src/vec/mod.rs:524"),
+            "{cut}"
+        );
+        // No room for the path's end beside the name: cut at the end, as any line.
+        let narrow = frame_within(&f, 40);
+        assert_eq!(narrow, screen::shorten_to(&whole, 40));
+        // A frame without a file has no path to cut.
+        let bare = SiteFrame {
+            file: String::new(),
+            line: 0,
+            ..f
+        };
+        assert_eq!(
+            frame_within(&bare, 30),
+            screen::shorten_to(&frame_text(&bare), 30)
         );
     }
 
