@@ -118,6 +118,46 @@ struct file_cache {
 	struct cached_file e[CACHED_FILES];
 };
 
+/*
+ * A walk remembered, to skip the next one from the same place. Given the allocator's entry pc,
+ * rsp (and rbp, if a frame's CFA was computed from the entry's rbp), the same mappings and the
+ * same words at the stack addresses the walk read (each return address, and each saved rbp a
+ * later CFA was computed from), a walk takes the same steps to the same frames: it is a
+ * function of those and of unwind rows, which never change once loaded. So a hit compares
+ * those words, a few ns each, instead of unwinding every frame again and hashing the result,
+ * and a loop that allocates from one call path pays for its walk once. Only walks that ended
+ * complete are kept: one that ended unknown may find its file's rows later.
+ */
+#define MEMO_READS 32
+#define MEMOS 4
+
+struct memo_read {
+	__u64 addr;
+	__u64 value;
+};
+
+struct memo {
+	__u64 mm; /* the mm_struct it holds in, 0 while empty or being made */
+	__u64 seq; /* the mm's mm_lock_seq (even) it holds under */
+	__u64 pc;
+	__u64 sp;
+	__u64 bp; /* compared only if uses_bp */
+	__u64 top; /* past the highest word read: a hit copies [sp, top) of the stack, no more */
+	__u32 id;
+	__u32 reads; /* entries of read[] */
+	__u32 uses_bp;
+	__u32 _pad;
+	struct memo_read read[MEMO_READS];
+};
+
+/* Where the rbp the walk holds came from, for the memo: the entry's registers, or a stack
+ * word that is noted in the memo once a CFA is computed from it. */
+enum bp_source {
+	BP_FROM_REGS = 0,
+	BP_READ = 1,
+	BP_READ_NOTED = 2,
+};
+
 struct walk {
 	__u64 pc; /* the frame's pc: the probed site, then each return address */
 	__u64 sp; /* its CFA-to-be: rsp at the frame's pc */
@@ -130,6 +170,10 @@ struct walk {
 	__u32 end;
 	__u32 bp_lost; /* the caller's rbp could not be followed */
 	__u32 exact;   /* pc is where a signal interrupted the code, not a return address */
+	__u64 bp_addr; /* where the rbp was read, if bp_source is BP_READ */
+	__u32 bp_source;
+	__u32 memo_ok; /* the walk can be remembered in memos[memo_slot] */
+	__u32 memo_slot;
 	__u32 _pad;
 };
 
@@ -141,7 +185,7 @@ struct cached_row {
 	__u32 _pad;
 };
 
-/* Everything a walk works on, 3.8 KiB, too big for the BPF stack. Per thread, in its task
+/* Everything a walk works on, 6 KiB, too big for the BPF stack. Per thread, in its task
  * storage (not per CPU: a uprobe program can be preempted, and another thread's walk on the same
  * CPU would write over this one's frames); the file cache carries over to its next walk. */
 #define STACK_WINDOW 1024
@@ -159,6 +203,8 @@ struct walk_state {
 	 * the same call paths over and over, and a hit saves the binary search. Rows never change
 	 * once loaded, so nothing invalidates these. */
 	struct cached_row rows[ROW_CACHE];
+	/* Walks remembered, direct-mapped by rsp. */
+	struct memo memos[MEMOS];
 };
 
 struct {
@@ -292,6 +338,23 @@ static __always_inline bool read_stack(struct walk_state *s, __u64 addr, __u64 *
 	return true;
 }
 
+/* Notes that the walk read `value` at `addr` and went on from it, in the memo being made. */
+static __always_inline void memo_note(struct walk_state *s, __u64 addr, __u64 value)
+{
+	struct memo *m = &s->memos[s->w.memo_slot & (MEMOS - 1)];
+	__u32 n = m->reads;
+
+	if (n >= MEMO_READS) {
+		s->w.memo_ok = 0;
+		return;
+	}
+	m->read[n & (MEMO_READS - 1)].addr = addr;
+	m->read[n & (MEMO_READS - 1)].value = value;
+	m->reads = n + 1;
+	if (addr + 8 > m->top)
+		m->top = addr + 8;
+}
+
 static __always_inline void mix(struct walk *w, __u64 frame)
 {
 	w->hash = (w->hash ^ frame) * 0x9e3779b97f4a7c15ULL;
@@ -355,6 +418,12 @@ __noinline long walk_frame(struct walk_state *s)
 			w->end = STACK_UNSUPPORTED;
 			return 1;
 		}
+		if (w->bp_source == BP_FROM_REGS) {
+			s->memos[w->memo_slot & (MEMOS - 1)].uses_bp = 1;
+		} else if (w->bp_source == BP_READ) {
+			memo_note(s, w->bp_addr, w->bp);
+			w->bp_source = BP_READ_NOTED;
+		}
 		cfa = w->bp + row.cfa_offset;
 		break;
 	case CFA_PLT:
@@ -365,6 +434,7 @@ __noinline long walk_frame(struct walk_state *s)
 		 * address, the byte before it being no function's), and the caller is the code the
 		 * signal interrupted, whose registers the kernel saved in the sigcontext at rsp. */
 		s->ev.frames[depth] = frame + 1;
+		w->memo_ok = 0; /* rare: not worth noting the sigcontext's words */
 		if (!read_stack(s, w->sp + row.cfa_offset, &cfa) ||
 		    !read_stack(s, w->sp + row.cfa_offset + 8, &ra)) {
 			w->end = STACK_UNSUPPORTED;
@@ -394,9 +464,14 @@ __noinline long walk_frame(struct walk_state *s)
 		w->end = STACK_UNSUPPORTED;
 		return 1;
 	}
+	memo_note(s, cfa - 8, ra);
 	if (row.rbp_rule == RBP_AT_CFA) {
-		if (!read_stack(s, cfa + row.rbp_offset, &w->bp))
+		if (read_stack(s, cfa + row.rbp_offset, &w->bp)) {
+			w->bp_addr = cfa + row.rbp_offset;
+			w->bp_source = BP_READ;
+		} else {
 			w->bp_lost = 1;
+		}
 	} else if (row.rbp_rule == RBP_UNSUPPORTED) {
 		w->bp_lost = 1;
 	}
@@ -427,62 +502,50 @@ static __always_inline bool stacks_on(void)
 	return on && *on;
 }
 
-/*
- * The id of the current call stack, from the allocator's entry registers: sent through the ring
- * first if it is new. 0 when stacks are off, or when its record could not be sent (counted as
- * LOST_RING_STACK: the allocation is recorded without a stack).
+/* The id the memo `slot` of `s` remembers for a walk from `s->w`'s pc, sp and bp in the
+ * current mm under `seq`, if every word it read is as it was; 0 if none.
  *
- * A global function: the verifier checks it once, not once per allocator layout it is inlined
- * into, which would exceed its instruction budget.
- */
-__noinline __u32 stack_id(struct pt_regs *ctx)
+ * A global function, verified once (as walk_frame); it takes the mm itself, since a global
+ * function's arguments can only be scalars and pointers to memory. */
+__noinline __u32 memo_hit(struct walk_state *s, __u32 slot, __u64 seq)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 mm = (__u64)bpf_get_current_task_btf()->mm, word, len;
+	struct memo *m;
+
+	if (!s)
+		return 0;
+	m = &s->memos[slot & (MEMOS - 1)];
+	if (!m->mm || m->mm != mm || m->seq != seq || m->pc != s->w.pc || m->sp != s->w.sp ||
+	    (m->uses_bp && m->bp != s->w.bp))
+		return 0;
+	/* Most of a hit's cost is copying the stack: copy what the memo compares, often a few
+	 * hundred bytes, rather than the walk's kilobyte. */
+	len = m->top - m->sp;
+	if (len > 0 && len <= STACK_WINDOW &&
+	    !bpf_probe_read_user(s->window, len & (2 * STACK_WINDOW - 1), (void *)m->sp)) {
+		s->window_base = m->sp;
+		s->window_len = len;
+	}
+	for (int i = 0; i < MEMO_READS; i++) {
+		if (i >= m->reads)
+			return m->id;
+		if (!read_stack(s, m->read[i].addr, &word) || word != m->read[i].value)
+			return 0;
+	}
+	return m->id;
+}
+
+/* The id of the stack `s` walked: the one `stack_ids` knows it by, else a new one, sent through
+ * the ring first; 0 if its record could not be sent. */
+static __always_inline __u32 id_of_walk(struct walk_state *s)
+{
 	struct stack_seen seen = {}, *known;
-	struct walk_state *s;
 	struct stack_event *ev;
-	__u64 *ids, key, mm, seq, tid;
+	__u64 *ids, key, tid;
 	bool cached = true;
 	__u32 depth;
 	long err;
 
-	if (!stacks_on())
-		return 0;
-	s = bpf_task_storage_get(&walk_state, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!s)
-		return 0;
-	s->w.pc = PT_REGS_IP(ctx);
-	s->w.sp = PT_REGS_SP(ctx);
-	s->w.bp = PT_REGS_FP(ctx);
-	s->w.hash = 0xcbf29ce484222325ULL;
-	s->w.check = 0x84222325cbf29ce4ULL;
-	s->w.cur.start = 0;
-	s->w.cur.end = 0;
-	s->w.depth = 0;
-	s->w.end = STACK_COMPLETE;
-	s->w.bp_lost = 0;
-	s->w.exact = 0;
-	s->window_len = 0; /* the stack changed since the last walk */
-	mm = (__u64)task->mm;
-	seq = mm_seq(task);
-	if (s->w.cache.mm != mm || s->w.cache.seq != seq || (seq & 1)) {
-		__builtin_memset(&s->w.cache, 0, sizeof(s->w.cache));
-		s->w.cache.mm = mm;
-		s->w.cache.seq = seq;
-	}
-	/* walk_frame is a global function, so the verifier checks its body once and this loop as
-	 * 128 calls (bpf_loop would cost a callback and a task storage lookup per frame). */
-	for (int i = 0; i <= STACK_MAX_DEPTH; i++) {
-		if (walk_frame(s))
-			break;
-	}
-	/* Kept for the next walk only if no mapping changed while this one ran. */
-	if ((seq & 1) || mm_seq(task) != seq)
-		s->w.cache.mm = 0;
-
-	count_stat(STAT_WALKS);
-	if (s->w.end != STACK_COMPLETE)
-		count_stat(s->w.end); /* STAT_TRUNCATED, STAT_UNKNOWN, STAT_UNSUPPORTED */
 	mix(&s->w, ((__u64)s->w.end << 32) | s->w.depth);
 	key = s->w.hash;
 	known = bpf_map_lookup_elem(&stack_ids, &key);
@@ -520,6 +583,93 @@ __noinline __u32 stack_id(struct pt_regs *ctx)
 			count_stat(STAT_UNCACHED);
 	}
 	return ev->id;
+}
+
+/*
+ * The id of the current call stack, from the allocator's entry registers: sent through the ring
+ * first if it is new. 0 when stacks are off, or when its record could not be sent (counted as
+ * LOST_RING_STACK: the allocation is recorded without a stack).
+ *
+ * A global function: the verifier checks it once, not once per allocator layout it is inlined
+ * into, which would exceed its instruction budget.
+ */
+__noinline __u32 stack_id(struct pt_regs *ctx)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct walk_state *s;
+	struct memo *m;
+	__u64 mm, seq, pc, sp, bp;
+	__u32 id, slot;
+	bool kept;
+
+	if (!stacks_on())
+		return 0;
+	s = bpf_task_storage_get(&walk_state, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!s)
+		return 0;
+	pc = PT_REGS_IP(ctx);
+	sp = PT_REGS_SP(ctx);
+	bp = PT_REGS_FP(ctx);
+	s->w.pc = pc;
+	s->w.sp = sp;
+	s->w.bp = bp;
+	s->window_len = 0; /* the stack changed since the last walk */
+	mm = (__u64)task->mm;
+	seq = mm_seq(task);
+	/* Call sites are 16-byte aligned frames apart: rsp's next bits tell nearby depths apart. */
+	slot = (sp >> 4) & (MEMOS - 1);
+	if (!(seq & 1)) {
+		id = memo_hit(s, slot, seq);
+		if (id) {
+			count_stat(STAT_WALKS);
+			return id;
+		}
+	}
+	m = &s->memos[slot];
+	m->mm = 0;
+	m->reads = 0;
+	m->uses_bp = 0;
+	m->top = sp;
+	s->w.memo_slot = slot;
+	s->w.memo_ok = 1;
+	s->w.bp_source = BP_FROM_REGS;
+	s->w.hash = 0xcbf29ce484222325ULL;
+	s->w.check = 0x84222325cbf29ce4ULL;
+	s->w.cur.start = 0;
+	s->w.cur.end = 0;
+	s->w.depth = 0;
+	s->w.end = STACK_COMPLETE;
+	s->w.bp_lost = 0;
+	s->w.exact = 0;
+	if (s->w.cache.mm != mm || s->w.cache.seq != seq || (seq & 1)) {
+		__builtin_memset(&s->w.cache, 0, sizeof(s->w.cache));
+		s->w.cache.mm = mm;
+		s->w.cache.seq = seq;
+	}
+	/* walk_frame is a global function, so the verifier checks its body once and this loop as
+	 * 128 calls (bpf_loop would cost a callback and a task storage lookup per frame). */
+	for (int i = 0; i <= STACK_MAX_DEPTH; i++) {
+		if (walk_frame(s))
+			break;
+	}
+	/* Kept for the next walk only if no mapping changed while this one ran. */
+	kept = !(seq & 1) && mm_seq(task) == seq;
+	if (!kept)
+		s->w.cache.mm = 0;
+
+	count_stat(STAT_WALKS);
+	if (s->w.end != STACK_COMPLETE)
+		count_stat(s->w.end); /* STAT_TRUNCATED, STAT_UNKNOWN, STAT_UNSUPPORTED */
+	id = id_of_walk(s);
+	if (id && kept && s->w.memo_ok && s->w.end == STACK_COMPLETE) {
+		m->seq = seq;
+		m->pc = pc;
+		m->sp = sp;
+		m->bp = bp;
+		m->id = id;
+		m->mm = mm;
+	}
+	return id;
 }
 
 #endif /* MEMTRACK_STACK_BPF_H */

@@ -1557,6 +1557,54 @@ stacks_are_gdbs! {
     stack_through_a_signal_frame_is_gdbs: signal_case();
 }
 
+/// The walk's memo (bpf/stack.bpf.h) skips a walk from where the last one started when every
+/// stack word that walk read is unchanged. `memo.c` enters malloc at one rsp through the same
+/// two innermost frames from two callers, alternately: each allocation must still get its own
+/// caller's stack, with and without frame pointers (rbp-based CFAs, whose saved rbp the memo
+/// compares too).
+#[test]
+fn walks_from_one_place_tell_their_callers_apart() {
+    let test = "walks_from_one_place_tell_their_callers_apart";
+    skip_unless_recording!(test);
+    const ROUNDS: usize = 1000;
+    for (name, flags) in [
+        ("stacks_memo", &[][..]),
+        ("stacks_memo_fp", &["-fno-omit-frame-pointer"][..]),
+    ] {
+        let Some(exe) = require(test, stacks_fixture("memo.c", name, flags)) else {
+            return;
+        };
+        let command = [exe.to_str().unwrap().to_string(), ROUNDS.to_string()];
+        let stacks = record_stacks(name, &command);
+        let paths: Vec<&str> = stacks
+            .allocs
+            .iter()
+            .filter(|a| a.size == 7901)
+            .map(|a| {
+                let walk = stacks
+                    .walk(a.stack_id)
+                    .unwrap_or_else(|e| panic!("{name}: {e}"));
+                let frames = walk.frames();
+                let names = functions(&frames);
+                assert_eq!(names[1..3], ["leaf", "middle"], "{name}: {frames:#?}");
+                assert_eq!(names[4], "main", "{name}: {frames:#?}");
+                match names[3] {
+                    "path_a" => "a",
+                    "path_b" => "b",
+                    other => panic!("{name}: a path_a or path_b frame, not {other}: {frames:#?}"),
+                }
+            })
+            .collect();
+        let want: Vec<&str> = ["a", "b"].repeat(ROUNDS);
+        assert!(
+            paths == want,
+            "{name}: {} allocations, alternately path_a's and path_b's; first wrong at {:?}",
+            paths.len(),
+            paths.iter().zip(&want).position(|(p, w)| p != w)
+        );
+    }
+}
+
 #[test]
 fn recursion_deeper_than_the_limit_is_truncated_and_marked() {
     let test = "recursion_deeper_than_the_limit_is_truncated_and_marked";
