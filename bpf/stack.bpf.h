@@ -177,7 +177,7 @@ struct walk {
 	__u32 _pad;
 };
 
-#define ROW_CACHE 64
+#define ROW_CACHE 512
 
 struct cached_row {
 	__u64 frame; /* module << 32 | offset, plus 1 (0: empty) */
@@ -185,7 +185,7 @@ struct cached_row {
 	__u32 _pad;
 };
 
-/* Everything a walk works on, 6 KiB, too big for the BPF stack. Per thread, in its task
+/* Everything a walk works on, 17 KiB, too big for the BPF stack. Per thread, in its task
  * storage (not per CPU: a uprobe program can be preempted, and another thread's walk on the same
  * CPU would write over this one's frames); the file cache carries over to its next walk. */
 #define STACK_WINDOW 1024
@@ -201,7 +201,9 @@ struct walk_state {
 	__u8 window[STACK_WINDOW];
 	/* The rows of the frames this thread's walks met, direct-mapped by frame: a thread walks
 	 * the same call paths over and over, and a hit saves the binary search. Rows never change
-	 * once loaded, so nothing invalidates these. */
+	 * once loaded, so nothing invalidates these. 512 of them (12 KiB): on gcc -O2 -c (5,900
+	 * distinct frames, most walks 20-40 deep) walk_frame took 42% fewer perf samples than with
+	 * 64; 1024 saved 10% more for twice the memory per thread. */
 	struct cached_row rows[ROW_CACHE];
 	/* Walks remembered, direct-mapped by rsp. */
 	struct memo memos[MEMOS];
@@ -398,7 +400,7 @@ __noinline long walk_frame(struct walk_state *s)
 	w->depth = depth + 1;
 	mix(w, frame);
 
-	slot = &s->rows[(frame * 0x9e3779b97f4a7c15ULL) >> 58 & (ROW_CACHE - 1)];
+	slot = &s->rows[(frame * 0x9e3779b97f4a7c15ULL) >> 55 & (ROW_CACHE - 1)];
 	if (slot->frame == frame + 1) {
 		row = slot->row;
 	} else {
