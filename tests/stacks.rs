@@ -511,16 +511,22 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     MACHINE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// `memtrack record -o <scratch>/NAME.mt -- COMMAND`, asserted to succeed, and its stacks from
-/// `memtrack dump`.
-fn record_stacks(name: &str, command: &[String]) -> DumpStacks {
+/// `memtrack record --stacks -o <scratch>/NAME.mt -- COMMAND`, asserted to succeed: the file
+/// and the run.
+fn record_with_stacks(name: &str, command: &[String]) -> (PathBuf, common::Run) {
     let path = scratch_file(format!("{name}.mt"));
     let words: Vec<&str> = command.iter().map(String::as_str).collect();
     let run = {
         let _alone = one_at_a_time();
         common::run_command(&mut common::record_command(&path, &["--stacks"], &words))
     };
-    let run = run.expect_code(0);
+    (path, run.expect_code(0))
+}
+
+/// `memtrack record -o <scratch>/NAME.mt -- COMMAND`, asserted to succeed, and its stacks from
+/// `memtrack dump`.
+fn record_stacks(name: &str, command: &[String]) -> DumpStacks {
+    let (path, run) = record_with_stacks(name, command);
     let dump = common::run(&[std::ffi::OsStr::new("dump"), path.as_os_str()]).expect_code(0);
     DumpStacks::parse(&dump.stdout).unwrap_or_else(|e| panic!("{e}\n{}", run.describe()))
 }
@@ -1305,13 +1311,7 @@ fn reports_for_people_fold_the_standard_library_of_a_rust_stack() {
     let Some(case) = require(test, rust_case()) else {
         return;
     };
-    let path = scratch_file("rust_folded.mt");
-    let words: Vec<&str> = case.command.iter().map(String::as_str).collect();
-    let recorded = {
-        let _alone = one_at_a_time();
-        common::run_command(&mut common::record_command(&path, &["--stacks"], &words))
-    };
-    recorded.expect_code(0);
+    let (path, _) = record_with_stacks("rust_folded", &case.command);
     let json = common::report_json(&path, &["--stacks"]);
     let site = &json["stacks"]["sites"][0];
     assert_eq!(
@@ -1340,15 +1340,8 @@ fn reports_for_people_fold_the_standard_library_of_a_rust_stack() {
     );
     let folded = format!("… {} standard-library frames", inner - 2);
 
-    let text = common::run_command(
-        Command::new(common::memtrack())
-            .env("COLUMNS", "250")
-            .args(["report", "--stacks"])
-            .arg(&path),
-    )
-    .expect_code(0);
+    let text = common::report_text(&path, &["--stacks"], Some("250"));
     let lines: Vec<&str> = text
-        .stdout
         .lines()
         .skip_while(|l| !l.starts_with("   1  "))
         .skip(1)
@@ -1365,23 +1358,14 @@ fn reports_for_people_fold_the_standard_library_of_a_rust_stack() {
     ];
     assert!(
         lines.len() >= want.len() && lines.iter().zip(want).all(|(line, w)| line.starts_with(w)),
-        "site 1's lines begin {want:#?}:\n{}",
-        text.stdout
+        "site 1's lines begin {want:#?}:\n{text}"
     );
 
-    let markdown = common::run(&[
-        std::ffi::OsStr::new("report"),
-        "--stacks".as_ref(),
-        "--format".as_ref(),
-        "markdown".as_ref(),
-        path.as_os_str(),
-    ])
-    .expect_code(0);
+    let markdown = common::report_text(&path, &["--stacks", "--format", "markdown"], None);
     let row = markdown
-        .stdout
         .lines()
         .find(|l| l.starts_with("| 1 | "))
-        .unwrap_or_else(|| panic!("site 1's row:\n{}", markdown.stdout));
+        .unwrap_or_else(|| panic!("site 1's row:\n{markdown}"));
     assert!(
         row.contains(&format!("← {folded} ← ")) && row.contains("rust\\_chain::rust\\_inner"),
         "the markdown row folds the run and keeps rust_inner in its five frames: {row}"

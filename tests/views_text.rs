@@ -7,10 +7,9 @@
 mod common;
 
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::OnceLock;
 
-use common::{fixture, record_fixture, report_json, run_command};
+use common::{fixture, record_fixture, report_json, report_text};
 use memtrack::units::{format_bytes, format_duration_ns};
 use serde_json::Value;
 
@@ -33,18 +32,6 @@ fn recording() -> Option<&'static PathBuf> {
         Some(rec.path)
     })
     .as_ref()
-}
-
-/// `memtrack report PATH ARGS...` with `COLUMNS` set to `columns` (or unset), asserted to
-/// succeed: its standard output.
-fn report(path: &PathBuf, args: &[&str], columns: Option<&str>) -> String {
-    let mut cmd = Command::new(common::memtrack());
-    cmd.arg("report").arg(path).args(args);
-    match columns {
-        Some(c) => cmd.env("COLUMNS", c),
-        None => cmd.env_remove("COLUMNS"),
-    };
-    run_command(&mut cmd).expect_code(0).stdout
 }
 
 /// The cells of a markdown table row, without the outer bars.
@@ -77,7 +64,7 @@ fn peak(bytes: &Value, at_ns: &Value) -> String {
 fn markdown_says_what_json_says() {
     let Some(path) = recording() else { return };
     let json = report_json(path, &["--stacks"]);
-    let md = report(path, &["--format", "markdown", "--stacks"], None);
+    let md = report_text(path, &["--format", "markdown", "--stacks"], None);
     let h = &json["totals"]["heap"];
     // The fixture: parent 11000, children 11001 and 2 x 11002, malloc_free 1 after the exec.
     assert_eq!(u(&json["run"]["processes"]), 4, "{json:#}");
@@ -179,7 +166,7 @@ fn markdown_says_what_json_says() {
 fn markdown_top_sums_the_rest_exactly() {
     let Some(path) = recording() else { return };
     let json = report_json(path, &[]);
-    let md = report(path, &["--format", "markdown", "--top", "2"], None);
+    let md = report_text(path, &["--format", "markdown", "--top", "2"], None);
     assert!(
         md.contains("\n#### Processes: top 2 of 4 by peak heap\n"),
         "{md}"
@@ -225,7 +212,7 @@ fn markdown_top_sums_the_rest_exactly() {
     );
     assert_eq!(rest.last(), Some(&"2 more processes"), "{md}");
     // --all lists every process.
-    let all = report(path, &["--format", "markdown", "--all"], None);
+    let all = report_text(path, &["--format", "markdown", "--all"], None);
     assert!(!all.contains("more processes"), "{all}");
 }
 
@@ -239,7 +226,7 @@ fn text_at_sixty_columns_fits() {
         &["--sort", "allocs"],
         &["--by", "bench"],
     ] {
-        let text = report(path, args, Some("60"));
+        let text = report_text(path, args, Some("60"));
         for line in text.lines() {
             assert!(
                 line.chars().count() <= 60,
@@ -262,10 +249,10 @@ fn text_at_sixty_columns_fits() {
         }
     }
     // Wide, nothing is left out; $COLUMNS also sets the width of a report written with -o.
-    let wide = report(path, &[], Some("200"));
+    let wide = report_text(path, &[], Some("200"));
     assert!(!wide.contains("left out to fit"), "{wide}");
     assert!(wide.contains("  FAILED  "), "{wide}");
     let out = common::scratch_file("views_text_report.txt");
-    report(path, &["-o", out.to_str().unwrap()], Some("200"));
+    report_text(path, &["-o", out.to_str().unwrap()], Some("200"));
     assert_eq!(std::fs::read_to_string(&out).unwrap(), wide);
 }

@@ -294,6 +294,19 @@ pub fn report_json(path: impl AsRef<OsStr>, extra: &[&str]) -> serde_json::Value
         .unwrap_or_else(|e| panic!("not JSON ({e})\n{}", run.describe()))
 }
 
+/// `memtrack report PATH ARGS...` with `COLUMNS` set to `columns` (or unset), asserted to
+/// succeed: its standard output.
+#[track_caller]
+pub fn report_text(path: impl AsRef<OsStr>, args: &[&str], columns: Option<&str>) -> String {
+    let mut cmd = Command::new(memtrack());
+    cmd.arg("report").arg(path).args(args);
+    match columns {
+        Some(c) => cmd.env("COLUMNS", c),
+        None => cmd.env_remove("COLUMNS"),
+    };
+    run_command(&mut cmd).expect_code(0).stdout
+}
+
 /// Everything left to read from a child's captured stdout or stderr.
 pub fn read_pipe(pipe: Option<impl Read>) -> String {
     let mut text = String::new();
