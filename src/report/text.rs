@@ -434,19 +434,19 @@ fn write_frames(frames: &[SiteFrame], width: usize, out: &mut dyn Write) -> io::
 /// library is at `/rustc/<40 hex digits>/library/…`). A function name too wide is cut at its end.
 fn frame_within(f: &SiteFrame, width: usize) -> String {
     let whole = clean(&frame_text(f));
-    let (width, chars) = (width.max(2), whole.chars().count());
+    let chars = whole.chars().count();
     if chars <= width || f.is_mark() || f.function.is_empty() || f.file.is_empty() {
         return screen::shorten_to(&whole, width);
     }
-    let place = clean(&frame_place(f));
-    let head = chars - place.chars().count();
+    // `whole` ends with the place, "file:line" (`clean` keeps every character where it is).
+    let head = chars - frame_place(f).chars().count();
     // Room for "…" and at least the file name's last few characters.
     if head + 8 > width {
         return screen::shorten_to(&whole, width);
     }
-    let keep = width - head - 1;
-    let tail: String = place.chars().skip(place.chars().count() - keep).collect();
+    let tail_from = chars - (width - head - 1);
     let head: String = whole.chars().take(head).collect();
+    let tail: String = whole.chars().skip(tail_from).collect();
     format!("{head}…{tail}")
 }
 
