@@ -142,7 +142,6 @@ struct memo {
 	__u64 pc;
 	__u64 sp;
 	__u64 bp; /* compared only if uses_bp */
-	__u64 top; /* past the highest word read: a hit copies [sp, top) of the stack, no more */
 	__u32 id;
 	__u32 reads; /* entries of read[] */
 	__u32 uses_bp;
@@ -353,8 +352,6 @@ static __always_inline void memo_note(struct walk_state *s, __u64 addr, __u64 va
 	m->read[n & (MEMO_READS - 1)].addr = addr;
 	m->read[n & (MEMO_READS - 1)].value = value;
 	m->reads = n + 1;
-	if (addr + 8 > m->top)
-		m->top = addr + 8;
 }
 
 static __always_inline void mix(struct walk *w, __u64 frame)
@@ -511,7 +508,7 @@ static __always_inline bool stacks_on(void)
  * function's arguments can only be scalars and pointers to memory. */
 __noinline __u32 memo_hit(struct walk_state *s, __u32 slot, __u64 seq)
 {
-	__u64 mm = (__u64)bpf_get_current_task_btf()->mm, word, len;
+	__u64 mm = (__u64)bpf_get_current_task_btf()->mm, word;
 	struct memo *m;
 
 	if (!s)
@@ -520,14 +517,6 @@ __noinline __u32 memo_hit(struct walk_state *s, __u32 slot, __u64 seq)
 	if (!m->mm || m->mm != mm || m->seq != seq || m->pc != s->w.pc || m->sp != s->w.sp ||
 	    (m->uses_bp && m->bp != s->w.bp))
 		return 0;
-	/* Most of a hit's cost is copying the stack: copy what the memo compares, often a few
-	 * hundred bytes, rather than the walk's kilobyte. */
-	len = m->top - m->sp;
-	if (len > 0 && len <= STACK_WINDOW &&
-	    !bpf_probe_read_user(s->window, len & (2 * STACK_WINDOW - 1), (void *)m->sp)) {
-		s->window_base = m->sp;
-		s->window_len = len;
-	}
 	for (int i = 0; i < MEMO_READS; i++) {
 		if (i >= m->reads)
 			return m->id;
@@ -631,7 +620,6 @@ __noinline __u32 stack_id(struct pt_regs *ctx)
 	m->mm = 0;
 	m->reads = 0;
 	m->uses_bp = 0;
-	m->top = sp;
 	s->w.memo_slot = slot;
 	s->w.memo_ok = 1;
 	s->w.bp_source = BP_FROM_REGS;
