@@ -66,10 +66,44 @@ struct file_key {
 	__u32 _pad;
 };
 
+/*
+ * Overlayfs (every Docker, Podman and Kubernetes container root) and FUSE passthrough map a
+ * file through a "backing file" (Linux 6.5 on): the mapping's vm_file is the lower or upper
+ * layer's file, while the path user space stats, and exec's file, are the overlay's. The inode
+ * user space knows is then the one of the backing file's user_path, which follows the struct
+ * file inside struct backing_file (fs/file_table.c). FMODE_BACKING moved from bit 25 (6.5) to
+ * bit 24 (6.14), and the struct is private to the kernel, so both bits are tried and the
+ * candidate is believed only if it is an overlayfs or FUSE inode.
+ */
+#define FMODE_BACKING_6_5 (1U << 25)
+#define FMODE_BACKING_6_14 (1U << 24)
+#define OVERLAYFS_SUPER_MAGIC 0x794c7630
+#define FUSE_SUPER_MAGIC 0x65735546
+
+static __noinline struct inode *user_inode(struct file *f)
+{
+	struct inode *inode = BPF_CORE_READ(f, f_inode);
+	__u64 user_path = ((__u64)bpf_core_type_size(struct file) + 7) & ~7ULL;
+	struct dentry *dentry = NULL;
+	struct inode *user;
+	unsigned long magic;
+
+	if (!(BPF_CORE_READ(f, f_mode) & (FMODE_BACKING_6_5 | FMODE_BACKING_6_14)))
+		return inode;
+	/* struct path { struct vfsmount *mnt; struct dentry *dentry; } */
+	if (bpf_probe_read_kernel(&dentry, sizeof(dentry), (void *)f + user_path + 8) || !dentry)
+		return inode;
+	user = BPF_CORE_READ(dentry, d_inode);
+	magic = BPF_CORE_READ(user, i_sb, s_magic);
+	return magic == OVERLAYFS_SUPER_MAGIC || magic == FUSE_SUPER_MAGIC ? user : inode;
+}
+
 static __always_inline void file_key_of(struct file *f, struct file_key *key)
 {
-	key->ino = BPF_CORE_READ(f, f_inode, i_ino);
-	key->dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+	struct inode *inode = user_inode(f);
+
+	key->ino = BPF_CORE_READ(inode, i_ino);
+	key->dev = BPF_CORE_READ(inode, i_sb, s_dev);
 	key->_pad = 0;
 }
 
@@ -87,6 +121,14 @@ static __always_inline __u32 tracked_state(__u32 tgid)
 	__u32 *state = bpf_map_lookup_elem(&tracked, &tgid);
 
 	return state ? *state : 0;
+}
+
+/* Whether exiting task `p` is the last of its process, at sched_process_exit: do_exit has
+ * dropped signal->live by then on every kernel (the tracepoint's own group_dead argument exists
+ * only from 6.16). */
+static __always_inline bool group_dead(struct task_struct *p)
+{
+	return BPF_CORE_READ(p, signal, live.counter) == 0;
 }
 
 /* Whether allocator calls are recorded now. Checked where an outermost allocator call starts

@@ -68,9 +68,13 @@ static __always_inline bool all_mappings_scanned(void)
 		return false;
 	}
 	while ((vma = bpf_iter_task_vma_next(&it))) {
-		if (!(vma->vm_flags & VM_EXEC) || !vma->vm_file)
+		/* vm_file is loaded once and null-checked before use: from 7.x the verifier
+		 * types it as trusted-or-null and refuses arithmetic on an unchecked load. */
+		struct file *file = vma->vm_file;
+
+		if (!(vma->vm_flags & VM_EXEC) || !file)
 			continue;
-		file_key_of(vma->vm_file, &key);
+		file_key_of(file, &key);
 		state = bpf_map_lookup_elem(&scanned, &key);
 		if (!state || *state != REPORTED) {
 			all = false;

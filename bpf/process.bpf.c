@@ -73,10 +73,15 @@ int BPF_PROG(sched_process_exec, struct task_struct *p, pid_t old_pid, struct li
 	return 0;
 }
 
-/* One Exit per process: only the last thread to leave (group_dead) reports it, so a leader that
- * calls pthread_exit early does not end its process in the stream. */
+/*
+ * One Exit per process, reported by the last thread to leave. Every kernel drops
+ * signal->live before this tracepoint (do_exit's group_dead), but hands group_dead to it only
+ * from 6.16 on, so the count is read here and the program takes the one argument every kernel
+ * has. Threads leaving together (exit_group) may each see the count at zero: the one whose
+ * delete of the `tracked` entry succeeds reports, so a process ends in the stream once.
+ */
 SEC("tp_btf/sched_process_exit")
-int BPF_PROG(sched_process_exit, struct task_struct *p, bool group_dead)
+int BPF_PROG(sched_process_exit, struct task_struct *p)
 {
 	__u32 tgid = BPF_CORE_READ(p, tgid);
 	__u32 tid = BPF_CORE_READ(p, pid);
@@ -84,15 +89,19 @@ int BPF_PROG(sched_process_exit, struct task_struct *p, bool group_dead)
 
 	if (tracked_state(tgid) != TRACK_PROCESS)
 		return 0;
-	if (!group_dead)
+	if (!group_dead(p))
 		return 0;
 	e = reserve(sizeof(*e), LOST_RING_LIFECYCLE);
+	if (bpf_map_delete_elem(&tracked, &tgid)) {
+		if (e)
+			bpf_ringbuf_discard(e, 0);
+		return 0;
+	}
 	if (e) {
 		fill_header(&e->h, EV_EXIT, tgid, tid);
 		e->status = BPF_CORE_READ(p, exit_code);
 		e->_pad = 0;
 		submit(e);
 	}
-	bpf_map_delete_elem(&tracked, &tgid);
 	return 0;
 }

@@ -91,9 +91,51 @@ static __always_inline __s64 counter_exact(struct percpu_counter *c)
 	return sum.value;
 }
 
-/* Counter `member` of `mm`. The verifier allows only constant offsets into kernel structs, so
- * each member is its own access. */
-static __always_inline __s64 rss_exact(struct mm_struct *mm, __u32 member)
+/*
+ * Before 6.2 (commit f1a7941243c1, "mm: convert mm's rss stats into percpu_counter") the
+ * counters were atomics in a struct mm_rss_stat, exact as read: what /proc/PID/status shows
+ * too. (Those kernels also cache a thread's own faults in task->rss_stat and add them to the mm
+ * every 64 faults; rss_stat fires then, with the mm's new value.)
+ */
+struct mm_rss_stat___atomic {
+	atomic_long_t count[NR_MEMBERS];
+};
+
+struct mm_struct___atomic_rss {
+	struct mm_rss_stat___atomic rss_stat;
+} __attribute__((preserve_access_index));
+
+/* Whether this kernel keeps the old atomic counters (a struct field where later kernels have an
+ * array of percpu_counter: CO-RE finds the field only where its kind matches). */
+static __always_inline bool rss_atomic(void)
+{
+	return bpf_core_field_exists(struct mm_struct___atomic_rss, rss_stat);
+}
+
+/*
+ * Counter `member` of `mm`, one function per layout. The verifier allows only constant offsets
+ * into kernel structs, so each member is its own access. The two are separate functions, not
+ * branches: the layout a kernel lacks leaves relocations libbpf cannot resolve (it poisons
+ * them), and in one function the compiler hoists the offsets above the test, where the
+ * verifier would meet them; a call it never makes is never verified.
+ */
+static __noinline __s64 rss_exact_atomic(struct mm_struct *mm, __u32 member)
+{
+	struct mm_struct___atomic_rss *old = (void *)mm;
+
+	switch (member) {
+	case 0:
+		return BPF_CORE_READ(old, rss_stat.count[0].counter);
+	case 1:
+		return BPF_CORE_READ(old, rss_stat.count[1].counter);
+	case 2:
+		return BPF_CORE_READ(old, rss_stat.count[2].counter);
+	default:
+		return BPF_CORE_READ(old, rss_stat.count[3].counter);
+	}
+}
+
+static __noinline __s64 rss_exact_percpu(struct mm_struct *mm, __u32 member)
 {
 	switch (member) {
 	case 0:
@@ -105,6 +147,11 @@ static __always_inline __s64 rss_exact(struct mm_struct *mm, __u32 member)
 	default:
 		return counter_exact(&mm->rss_stat[3]);
 	}
+}
+
+static __always_inline __s64 rss_exact(struct mm_struct *mm, __u32 member)
+{
+	return rss_atomic() ? rss_exact_atomic(mm, member) : rss_exact_percpu(mm, member);
 }
 
 /* Emit the change of `member` of process `tgid` to `value` pages. */
@@ -220,9 +267,9 @@ int BPF_PROG(rss_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm
 }
 
 SEC("tp_btf/sched_process_exit")
-int BPF_PROG(rss_exit, struct task_struct *p, bool group_dead)
+int BPF_PROG(rss_exit, struct task_struct *p)
 {
-	if (group_dead)
+	if (group_dead(p))
 		forget(BPF_CORE_READ(p, tgid));
 	return 0;
 }

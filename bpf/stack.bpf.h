@@ -184,9 +184,10 @@ struct cached_row {
 	__u32 _pad;
 };
 
-/* Everything a walk works on, 17 KiB, too big for the BPF stack. Per thread, in its task
- * storage (not per CPU: a uprobe program can be preempted, and another thread's walk on the same
- * CPU would write over this one's frames); the file cache carries over to its next walk. */
+/* Everything a walk works on but the row cache, 5 KiB, too big for the BPF stack. Per thread,
+ * in its task storage (not per CPU: a uprobe program can be preempted, and another thread's walk
+ * on the same CPU would write over this one's frames); the file cache carries over to its next
+ * walk. */
 #define STACK_WINDOW 1024
 
 struct walk_state {
@@ -198,12 +199,6 @@ struct walk_state {
 	__u64 window_base;
 	__u64 window_len;
 	__u8 window[STACK_WINDOW];
-	/* The rows of the frames this thread's walks met, direct-mapped by frame: a thread walks
-	 * the same call paths over and over, and a hit saves the binary search. Rows never change
-	 * once loaded, so nothing invalidates these. 512 of them (12 KiB): on gcc -O2 -c (5,900
-	 * distinct frames, most walks 20-40 deep) walk_frame took 42% fewer perf samples than with
-	 * 64; 1024 saved 10% more for twice the memory per thread. */
-	struct cached_row rows[ROW_CACHE];
 	/* Walks remembered, direct-mapped by rsp. */
 	struct memo memos[MEMOS];
 };
@@ -214,6 +209,54 @@ struct {
 	__type(key, int);
 	__type(value, struct walk_state);
 } walk_state SEC(".maps");
+
+/*
+ * The rows of the frames this thread's walks met, direct-mapped by frame: a thread walks the
+ * same call paths over and over, and a hit saves the binary search. Rows never change once
+ * loaded, so nothing invalidates these. 512 of them: on gcc -O2 -c (5,900 distinct frames, most
+ * walks 20-40 deep) walk_frame took 42% fewer perf samples than with 64; 1024 saved 10% more
+ * for twice the memory per thread.
+ *
+ * Two task storages of 256 rows (6 KiB) each, apart from walk_state (5 KiB): from Linux 7.x a
+ * task storage element is allocated with kmalloc_nolock, which gives nothing above 8 KiB, and
+ * one 17 KiB element made every walk of 7.2 fail without a word. A thread whose rows cannot be
+ * had still walks, searching every row.
+ */
+#define ROW_HALF (ROW_CACHE / 2)
+
+struct row_half {
+	struct cached_row rows[ROW_HALF];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct row_half);
+} walk_rows_even SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct row_half);
+} walk_rows_odd SEC(".maps");
+
+/* The cache slot of `frame`, or 0 if this thread has no row cache. */
+static __always_inline struct cached_row *row_slot(__u64 frame)
+{
+	__u32 i = (frame * 0x9e3779b97f4a7c15ULL) >> 55 & (ROW_CACHE - 1);
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct row_half *half;
+
+	if (i & 1)
+		half = bpf_task_storage_get(&walk_rows_odd, task, 0,
+					    BPF_LOCAL_STORAGE_GET_F_CREATE);
+	else
+		half = bpf_task_storage_get(&walk_rows_even, task, 0,
+					    BPF_LOCAL_STORAGE_GET_F_CREATE);
+	return half ? &half->rows[(i >> 1) & (ROW_HALF - 1)] : 0;
+}
 
 static __always_inline void count_stat(__u32 stat)
 {
@@ -397,16 +440,18 @@ __noinline long walk_frame(struct walk_state *s)
 	w->depth = depth + 1;
 	mix(w, frame);
 
-	slot = &s->rows[(frame * 0x9e3779b97f4a7c15ULL) >> 55 & (ROW_CACHE - 1)];
-	if (slot->frame == frame + 1) {
+	slot = row_slot(frame);
+	if (slot && slot->frame == frame + 1) {
 		row = slot->row;
 	} else {
 		if (!find_row(w, off, &row)) {
 			w->end = STACK_UNKNOWN;
 			return 1;
 		}
-		slot->frame = frame + 1;
-		slot->row = row;
+		if (slot) {
+			slot->frame = frame + 1;
+			slot->row = row;
+		}
 	}
 	switch (row.cfa_rule) {
 	case CFA_RSP:
@@ -483,10 +528,21 @@ __noinline long walk_frame(struct walk_state *s)
 	return 0;
 }
 
+/* 6.4-6.13: mm_lock_seq is a plain int, moved when a writer releases the mmap lock (from
+ * 6.14 a seqcount_t, odd while the writer holds it). */
+struct mm_struct___lock_seq_int {
+	int mm_lock_seq;
+} __attribute__((preserve_access_index));
+
 /* The mm's VMA sequence (odd while a writer holds the mmap lock); 1 on kernels without it, so
- * that nothing is cached there. */
+ * that nothing is cached there. The int of 6.4-6.13 is doubled to stay even: it cannot say that
+ * a writer is at work, only that one has finished, which is what a cached mapping needs (the
+ * allocating thread runs code from that mapping, so only another thread's change of it, in that
+ * window, would go unseen). CO-RE matches each flavour only where the field's kind matches. */
 static __always_inline __u64 mm_seq(struct task_struct *task)
 {
+	if (bpf_core_field_exists(struct mm_struct___lock_seq_int, mm_lock_seq))
+		return (__u64)(__u32)((struct mm_struct___lock_seq_int *)task->mm)->mm_lock_seq << 1;
 	if (!bpf_core_field_exists(struct mm_struct, mm_lock_seq))
 		return 1;
 	/* Plain loads through the task's BTF pointer: a probe read costs tens of ns here. */
@@ -596,8 +652,12 @@ __noinline __u32 stack_id(struct pt_regs *ctx)
 	if (!stacks_on())
 		return 0;
 	s = bpf_task_storage_get(&walk_state, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!s)
+	if (!s) {
+		/* No memory for this thread's walk: counted, never silent. */
+		count_stat(STAT_WALKS);
+		count_stat(STAT_UNSUPPORTED);
 		return 0;
+	}
 	pc = PT_REGS_IP(ctx);
 	sp = PT_REGS_SP(ctx);
 	bp = PT_REGS_FP(ctx);
