@@ -88,6 +88,9 @@ pub struct RecordOptions {
 
 /// Turn a libbpf failure into the error a user can act on.
 fn kernel_error(e: BpfError) -> Error {
+    if let Some(log) = &e.verifier {
+        return Error::Kernel(verifier_refusal(&e.what, log));
+    }
     match e.errno {
         libc::EPERM | libc::EACCES => Error::Privilege(format!(
             "{e}; recording needs root or CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN (run it with sudo; \
@@ -95,6 +98,18 @@ fn kernel_error(e: BpfError) -> Error {
         )),
         _ => Error::Kernel(format!("{e} (run with -v to see libbpf's log)")),
     }
+}
+
+/// A program the verifier refused: memtrack's fault on this kernel, never a privilege problem.
+pub(crate) fn verifier_refusal(what: &str, log: &crate::sys::bpf::VerifierLog) -> String {
+    format!(
+        "{what}: the kernel's verifier (Linux {}) refused program {}: {}; this is memtrack's \
+         bug on this kernel, please report it with `memtrack doctor`'s output (run with -v for \
+         the verifier's whole log)",
+        crate::sys::process::uname().0,
+        log.program,
+        log.reason()
+    )
 }
 
 /// Record `opts.command` into `opts.output` on a machine with `caps` (`preflight::for_record`);
@@ -131,7 +146,7 @@ pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
         mounts,
     )?;
 
-    let objects = load::Loaded::load(opts, &caps.uprobes)?;
+    let objects = load::Loaded::load(opts, caps)?;
     let links = objects.attach()?;
     let mut features = objects.features();
     let discovery = discovery(opts, caps, &objects, private.as_ref(), &mut features)?;

@@ -19,6 +19,59 @@ pub struct BpfError {
     pub what: String,
     /// The errno (positive).
     pub errno: i32,
+    /// The verifier's log, when the kernel refused a program of the object: its EACCES or
+    /// EINVAL is then the verifier's verdict, not a missing privilege.
+    pub verifier: Option<VerifierLog>,
+}
+
+/// What the kernel's verifier said about a program it refused.
+#[derive(Clone, Debug)]
+pub struct VerifierLog {
+    /// The program's name.
+    pub program: String,
+    /// The whole log, as libbpf printed it.
+    pub log: String,
+}
+
+impl VerifierLog {
+    /// The line that says why: the last one that is neither an instruction, a register state,
+    /// a source line nor a statistic (the verifier writes its verdict last, then its counts;
+    /// libbpf names an unresolved CO-RE relocation just after the instruction it poisoned).
+    pub fn reason(&self) -> &str {
+        let is_trace = |l: &str| {
+            l.is_empty()
+                || l.starts_with(';')
+                || l.starts_with("processed ")
+                || l.starts_with("verification time")
+                || l.starts_with("stack depth")
+                || l.starts_with("R1") && l.contains('=')
+                || l.split_once(':')
+                    .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        };
+        self.log
+            .lines()
+            .map(str::trim)
+            .rev()
+            .find(|l| !is_trace(l) && !l.contains("-- END PROG LOAD LOG --"))
+            .unwrap_or("no reason in the verifier's log")
+    }
+}
+
+thread_local! {
+    /// The last verifier log libbpf printed on this thread (it prints one per refused
+    /// program, at warning level, inside bpf_object__load).
+    static LAST_VERIFIER_LOG: std::cell::RefCell<Option<VerifierLog>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// libbpf's frame around a verifier log: "prog 'NAME': -- BEGIN PROG LOAD LOG --\n...".
+fn verifier_log_of(msg: &str) -> Option<VerifierLog> {
+    let (head, log) = msg.split_once("-- BEGIN PROG LOAD LOG --")?;
+    let program = head.split('\'').nth(1).unwrap_or("?").to_string();
+    Some(VerifierLog {
+        program,
+        log: log.trim_start_matches('\n').to_string(),
+    })
 }
 
 impl BpfError {
@@ -26,6 +79,7 @@ impl BpfError {
         BpfError {
             what: what.into(),
             errno: errno.abs(),
+            verifier: None,
         }
     }
 
@@ -85,6 +139,9 @@ pub fn route_libbpf_logs() {
         // SAFETY: vsnprintf NUL-terminates within the buffer.
         let msg = unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy();
         let msg = msg.trim_end();
+        if let Some(log) = verifier_log_of(msg) {
+            LAST_VERIFIER_LOG.with(|last| *last.borrow_mut() = Some(log));
+        }
         match level {
             sys::LIBBPF_WARN => log::debug!(target: "libbpf", "{msg}"),
             _ => log::trace!(target: "libbpf", "{msg}"),
@@ -173,6 +230,7 @@ impl OpenObject {
 
     /// Load every program and create every map.
     pub fn load(self) -> Result<LoadedObject, BpfError> {
+        LAST_VERIFIER_LOG.with(|last| last.borrow_mut().take());
         // SAFETY: self.ptr is a live, not yet loaded object.
         let rc = unsafe { sys::bpf_object__load(self.ptr.as_ptr()) };
         let name = self.name.clone();
@@ -182,7 +240,10 @@ impl OpenObject {
             name: self.name.clone(),
         };
         std::mem::forget(self);
-        check(rc, || format!("load BPF object {name}"))?;
+        check(rc, || format!("load BPF object {name}")).map_err(|mut e| {
+            e.verifier = LAST_VERIFIER_LOG.with(|last| last.borrow_mut().take());
+            e
+        })?;
         Ok(loaded)
     }
 }
@@ -522,5 +583,41 @@ impl MappedArray {
     /// Bytes from one element to the next (the value size rounded up to 8).
     pub fn stride(&self) -> usize {
         self.stride
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two logs as libbpf printed them when Debian's kernels refused main's objects
+    /// (../shared/notes/kernel-matrix.md): the verdict is found under the instruction trace.
+    #[test]
+    fn a_verifier_log_gives_its_verdict() {
+        let msg = "prog 'all_mappings_scanned': -- BEGIN PROG LOAD LOG --\n\
+                   0: R1=ctx() R10=fp0\n\
+                   ; if (!(vma->vm_flags & VM_EXEC) || !vma->vm_file) @ discover.bpf.c:71\n\
+                   41: (79) r1 = *(u64 *)(r7 +160)\n\
+                   R7 pointer arithmetic on trusted_ptr_or_null_ prohibited, null-check it first\n\
+                   processed 52 insns (limit 1000000) max_states_per_insn 0 total_states 3\n\
+                   -- END PROG LOAD LOG --";
+        let log = verifier_log_of(msg).expect("a verifier log");
+        assert_eq!(log.program, "all_mappings_scanned");
+        assert_eq!(
+            log.reason(),
+            "R7 pointer arithmetic on trusted_ptr_or_null_ prohibited, null-check it first"
+        );
+        let msg = "prog 'rss_fork': -- BEGIN PROG LOAD LOG --\n\
+                   91: (7b) *(u64 *)(r10 -128) = r2      ; R2=scalar(id=11) R10=fp0\n\
+                   92: <invalid CO-RE relocation>\n\
+                   failed to resolve CO-RE relocation <byte_off> [384] struct mm_struct.rss_stat[0]\n\
+                   processed 94 insns (limit 1000000) max_states_per_insn 0 total_states 5\n\
+                   -- END PROG LOAD LOG --";
+        let log = verifier_log_of(msg).expect("a verifier log");
+        assert_eq!(
+            log.reason(),
+            "failed to resolve CO-RE relocation <byte_off> [384] struct mm_struct.rss_stat[0]"
+        );
+        assert!(verifier_log_of("prog 'x': BPF program load failed: -EACCES").is_none());
     }
 }

@@ -3,7 +3,7 @@
 //! kind and attach it where memtrack's real programs go. Every program here returns 0 and
 //! touches nothing; each fd is closed before the probe returns, which detaches what it attached.
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::raw::{c_int, c_ulong};
 use std::ptr::NonNull;
@@ -26,6 +26,7 @@ fn last_error(what: &str, rc: c_int) -> BpfError {
     BpfError {
         what: what.to_string(),
         errno,
+        verifier: None,
     }
 }
 
@@ -131,9 +132,90 @@ impl VmlinuxBtf {
             return Err(BpfError {
                 what: format!("{name} is not in the kernel's BTF"),
                 errno: 0,
+                verifier: None,
             });
         }
         Ok(id as u32)
+    }
+
+    /// Whether the kernel's BTF has the type `name` of BTF kind `kind` (a struct, a kfunc...).
+    pub fn has(&self, name: &str, kind: u32) -> bool {
+        self.find(name, kind).is_ok()
+    }
+
+    /// The BTF kind of member `member` of struct `strukt` (typedefs and qualifiers seen
+    /// through: `seqcount_t` is a struct, `atomic_long_t` a struct, `int` an int), or None
+    /// when the struct or the member does not exist. Anonymous struct and union members are
+    /// searched too, as CO-RE does.
+    pub fn member_kind(&self, strukt: &str, member: &str) -> Option<u32> {
+        let id = self.find(strukt, sys::BTF_KIND_STRUCT).ok()?;
+        self.member_kind_in(id, member, 0)
+    }
+
+    fn member_kind_in(&self, id: u32, member: &str, nesting: u32) -> Option<u32> {
+        let btf = self.ptr.as_ptr();
+        // SAFETY: btf is live and id one of its type ids; libbpf returns NULL for a bad id.
+        let t = unsafe { sys::btf__type_by_id(btf, id).as_ref()? };
+        let kind = (t.info >> 24) & 0x1f;
+        if kind != sys::BTF_KIND_STRUCT && kind != sys::BTF_KIND_UNION {
+            return None;
+        }
+        let vlen = (t.info & 0xffff) as usize;
+        // SAFETY: a struct or union's btf_type is followed by vlen btf_member records.
+        let members = unsafe {
+            std::slice::from_raw_parts(
+                (t as *const sys::btf_type).add(1) as *const sys::btf_member,
+                vlen,
+            )
+        };
+        for m in members {
+            // SAFETY: name_off is an offset into btf's string section.
+            let name = unsafe { CStr::from_ptr(sys::btf__name_by_offset(btf, m.name_off)) };
+            if name.to_bytes() == member.as_bytes() {
+                return Some(self.resolved_kind(m.type_));
+            }
+            if name.to_bytes().is_empty() && nesting < 4 {
+                if let Some(k) = self.member_kind_in(self.resolved_id(m.type_), member, nesting + 1)
+                {
+                    return Some(k);
+                }
+            }
+        }
+        None
+    }
+
+    /// `id` with typedefs and qualifiers seen through.
+    fn resolved_id(&self, id: u32) -> u32 {
+        // SAFETY: btf is live; libbpf returns a negative error for a bad id.
+        let resolved = unsafe { sys::btf__resolve_type(self.ptr.as_ptr(), id) };
+        if resolved < 0 {
+            id
+        } else {
+            resolved as u32
+        }
+    }
+
+    fn resolved_kind(&self, id: u32) -> u32 {
+        // SAFETY: btf is live and the id resolved within it.
+        unsafe { sys::btf__type_by_id(self.ptr.as_ptr(), self.resolved_id(id)).as_ref() }
+            .map_or(0, |t| (t.info >> 24) & 0x1f)
+    }
+
+    /// The number of parameters of the tracepoint `tracepoint`'s BTF prototype (tp_btf
+    /// programs see them; the first, `void *__data`, is not counted).
+    pub fn tracepoint_arity(&self, tracepoint: &str) -> Option<usize> {
+        let btf = self.ptr.as_ptr();
+        let id = self
+            .find(&format!("btf_trace_{tracepoint}"), sys::BTF_KIND_TYPEDEF)
+            .ok()?;
+        // SAFETY: btf is live; typedef -> pointer -> func_proto, each checked.
+        let ptr = unsafe { sys::btf__type_by_id(btf, id).as_ref()? };
+        let proto = unsafe { sys::btf__type_by_id(btf, ptr.__bindgen_anon_1.type_).as_ref()? };
+        let proto = unsafe { sys::btf__type_by_id(btf, proto.__bindgen_anon_1.type_).as_ref()? };
+        if (proto.info >> 24) & 0x1f != sys::BTF_KIND_FUNC_PROTO {
+            return None;
+        }
+        Some(((proto.info & 0xffff) as usize).saturating_sub(1))
     }
 
     /// Load a tp_btf program for the raw tracepoint `tracepoint` and attach it (then detach).
@@ -174,6 +256,18 @@ fn attach_tracing(prog: &OwnedFd, what: &str) -> Result<(), BpfError> {
     // SAFETY: prog is a live program fd; a NULL name means "the program's own target".
     let fd = unsafe { sys::bpf_raw_tracepoint_open(std::ptr::null(), prog.as_raw_fd()) };
     own(fd, what).map(drop)
+}
+
+/// Whether programs of type `prog_type` may call BPF helper `helper` on this kernel
+/// (libbpf loads a program that calls it and reads the verifier's answer).
+pub fn helper(prog_type: sys::bpf_prog_type, helper: sys::bpf_func_id) -> Result<bool, BpfError> {
+    // SAFETY: no options (NULL is allowed); returns 1, 0 or a negative errno.
+    let rc = unsafe { sys::libbpf_probe_bpf_helper(prog_type, helper, std::ptr::null()) };
+    match rc {
+        1 => Ok(true),
+        0 => Ok(false),
+        rc => Err(last_error("probe a BPF helper", rc)),
+    }
 }
 
 /// Whether uprobe programs load (BPF_PROG_TYPE_KPROBE, which uprobes use).
