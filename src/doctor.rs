@@ -1,18 +1,105 @@
 //! `memtrack doctor`: run the checks of `preflight` and print them as one table (what recording
-//! needs, what this machine has, what a missing item disables), then the line `record` would
-//! fail with for each blocking item. Exit 0 when `record` can work here.
+//! needs, what this machine has, what a missing item disables), load the real BPF objects as
+//! `record` would, print what the kernel has of each feature memtrack adapts to, then the line
+//! `record` would fail with for each blocking item. Exit 0 when `record` can work here.
 
 use std::io::{self, Write};
 
-use crate::preflight::{self, Check};
+use crate::preflight::{self, Check, FeatureProbe, Status};
 use crate::table::{Column, Table};
 
-/// Run the checks and print the table to `out`; returns whether `record` can work here.
+/// Run the checks and print the tables to `out`; returns whether `record` can work here.
 pub fn run(out: &mut impl Write) -> io::Result<bool> {
     crate::sys::bpf::route_libbpf_logs();
-    let checks = preflight::run();
+    let mut checks = preflight::run();
+    let ready = !checks.iter().any(Check::blocks_recording);
+    // The real objects load only where the checks before them pass: elsewhere their failure
+    // would repeat the cause the table already names.
+    if ready {
+        checks.push(objects(&preflight::capabilities()));
+    }
+    let private = checks
+        .iter()
+        .find(|c| c.name == "private libraries" && c.status != Status::Unknown)
+        .map(|c| match c.status {
+            Status::Ok => Ok(()),
+            _ => Err(c.found.clone()),
+        });
+    let vmlinux = crate::sys::probe::VmlinuxBtf::load().ok();
+    let features = preflight::kernel_features(vmlinux.as_ref(), private);
     render(&checks, out)?;
+    render_features(&features, out)?;
     Ok(!checks.iter().any(Check::blocks_recording))
+}
+
+/// The row of the real objects: each of bpf/ loaded as `record` loads it (stacks included) and
+/// unloaded, so a program this kernel's verifier refuses shows here, not at the first recording.
+fn objects(caps: &preflight::Capabilities) -> Check {
+    const NAME: &str = "BPF objects";
+    const DISABLES: &str = "recording (required)";
+    let results = crate::record::load::Loaded::try_each(caps);
+    let refused: Vec<String> = results
+        .iter()
+        .filter_map(|(name, r)| r.as_ref().err().map(|e| format!("{name}: {e}")))
+        .collect();
+    if refused.is_empty() {
+        let names: Vec<&str> = results.iter().map(|(name, _)| *name).collect();
+        return Check {
+            name: NAME,
+            required: true,
+            status: Status::Ok,
+            found: format!("{} load: {}", names.len(), names.join(", ")),
+            disables: DISABLES,
+            fix: String::new(),
+        };
+    }
+    Check {
+        name: NAME,
+        required: true,
+        status: Status::Missing,
+        found: refused.join("; "),
+        disables: DISABLES,
+        fix: String::new(),
+    }
+}
+
+/// The kernel features table: each feature, the first kernel with it, whether this one has
+/// it, and what memtrack does without it.
+pub fn render_features(features: &[FeatureProbe], out: &mut impl Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "\nkernel features (probed, not read from the version):\n"
+    )?;
+    let mut table = Table::new(vec![
+        Column::left(""),
+        Column::left("  "),
+        Column::left("  "),
+        Column::left("  "),
+        Column::left("  "),
+    ]);
+    table.row(
+        ["FEATURE", "SINCE", "HERE", "FOUND", "WITHOUT IT, MEMTRACK"]
+            .map(String::from)
+            .to_vec(),
+    );
+    for f in features {
+        let here = match f.present {
+            Some(true) => "yes",
+            Some(false) => "no",
+            None => "unknown",
+        };
+        table.row(vec![
+            f.feature.name.to_string(),
+            f.feature.first.to_string(),
+            here.to_string(),
+            f.found.clone(),
+            f.feature.without.to_string(),
+        ]);
+    }
+    for line in table.lines() {
+        writeln!(out, "{line}")?;
+    }
+    Ok(())
 }
 
 /// Print `checks` as the doctor's table and verdict.

@@ -135,6 +135,147 @@ pub fn run() -> Vec<Check> {
 pub struct Capabilities {
     /// How the allocator probes attach.
     pub uprobes: UprobeLinks,
+    /// Whether the `bpf_loop` helper exists (Linux 5.17), which summing the per-CPU parts of
+    /// the resident-memory counters needs: without it, no resident memory is recorded.
+    pub bpf_loop: bool,
+}
+
+/// A kernel feature memtrack finds by probing the running kernel (its BTF, a helper, a program
+/// load or a link), never by its version: the first mainline kernel that has it, and what
+/// memtrack does on a kernel without it. `doctor` prints a row for each; the README's "Kernels"
+/// table is checked against this list (tests/cli.rs).
+pub struct KernelFeature {
+    /// What is probed.
+    pub name: &'static str,
+    /// The first mainline release that has it.
+    pub first: &'static str,
+    /// What memtrack does without it.
+    pub without: &'static str,
+}
+
+/// Every kernel feature memtrack adapts to, oldest first.
+pub const KERNEL_FEATURES: &[KernelFeature] = &[
+    KernelFeature {
+        name: "bpf_get_attach_cookie",
+        first: "5.15",
+        without: "refuses to record: every allocator probe reads its cookie",
+    },
+    KernelFeature {
+        name: "bpf_loop",
+        first: "5.17",
+        without: "records no resident memory (summing the per-CPU rss counters needs it)",
+    },
+    KernelFeature {
+        name: "rss_stat per-CPU counters",
+        first: "6.2",
+        without: "reads the older atomic counters, exact as /proc shows them",
+    },
+    KernelFeature {
+        name: "mm_lock_seq",
+        first: "6.4",
+        without: "stack walks look up every frame's mapping again (slower --stacks)",
+    },
+    KernelFeature {
+        name: "uprobe_multi links",
+        first: "6.6",
+        without: "attaches one perf uprobe per probe site (slower start)",
+    },
+    KernelFeature {
+        name: "task VMA iterator",
+        first: "6.7",
+        without: "discovery stops a process at every dynamic-loader event, known files or not",
+    },
+    KernelFeature {
+        name: "open_tree of a detached mount",
+        first: "6.15",
+        without: "no private library copies: probes on the shared files, with a warning",
+    },
+    KernelFeature {
+        name: "sched_process_exit group_dead",
+        first: "6.16",
+        without: "finds the last thread of a process from signal->live instead (nothing lost)",
+    },
+];
+
+/// What probing found of one [`KernelFeature`]: whether the kernel has it, and in what form.
+pub struct FeatureProbe {
+    /// The feature.
+    pub feature: &'static KernelFeature,
+    /// Whether this kernel has it; None when it could not be asked.
+    pub present: Option<bool>,
+    /// What was found, in words.
+    pub found: String,
+}
+
+/// Probe every [`KERNEL_FEATURES`] entry; `vmlinux` is the kernel's BTF, when it could be read.
+/// `private_mounts` says whether the private-library namespace works here (doctor's own check).
+pub fn kernel_features(
+    vmlinux: Option<&probe::VmlinuxBtf>,
+    private_mounts: Option<Result<(), String>>,
+) -> Vec<FeatureProbe> {
+    use libbpf_sys as sys;
+    KERNEL_FEATURES
+        .iter()
+        .map(|feature| {
+            let (present, found) = match feature.name {
+                "bpf_get_attach_cookie" => helper_found(sys::BPF_FUNC_get_attach_cookie),
+                "bpf_loop" => helper_found(sys::BPF_FUNC_loop),
+                "rss_stat per-CPU counters" => {
+                    match vmlinux.map(|b| b.member_kind("mm_struct", "rss_stat")) {
+                        None => (None, "no BTF to read".into()),
+                        Some(Some(sys::BTF_KIND_ARRAY)) => {
+                            (Some(true), "mm_struct.rss_stat is percpu_counter[]".into())
+                        }
+                        Some(Some(_)) => (Some(false), "struct mm_rss_stat of atomics".into()),
+                        Some(None) => (Some(false), "mm_struct has no rss_stat".into()),
+                    }
+                }
+                "mm_lock_seq" => match vmlinux.map(|b| b.member_kind("mm_struct", "mm_lock_seq")) {
+                    None => (None, "no BTF to read".into()),
+                    Some(Some(sys::BTF_KIND_STRUCT)) => (Some(true), "a seqcount (6.14+)".into()),
+                    Some(Some(_)) => (Some(true), "a plain counter (6.4-6.13)".into()),
+                    Some(None) => (Some(false), "mm_struct has no mm_lock_seq".into()),
+                },
+                "uprobe_multi links" => match probe::uprobe_multi_links() {
+                    Ok(()) => (Some(true), "BPF_TRACE_UPROBE_MULTI links".into()),
+                    Err(e) => (Some(false), refusal(&e)),
+                },
+                "task VMA iterator" => match vmlinux {
+                    None => (None, "no BTF to read".into()),
+                    Some(b) => {
+                        let has = b.has("bpf_iter_task_vma_new", sys::BTF_KIND_FUNC);
+                        let what = if has { "kfunc" } else { "no kfunc" };
+                        (Some(has), format!("{what} bpf_iter_task_vma_new"))
+                    }
+                },
+                "open_tree of a detached mount" => match &private_mounts {
+                    None => (None, "not tried".into()),
+                    Some(Ok(())) => (Some(true), "private copies bind in a namespace".into()),
+                    Some(Err(why)) => (Some(false), why.clone()),
+                },
+                _ => match vmlinux.and_then(|b| b.tracepoint_arity("sched_process_exit")) {
+                    None => (None, "no BTF prototype of sched_process_exit".into()),
+                    Some(n) => (
+                        Some(n >= 2),
+                        format!("the tracepoint takes {n} argument(s)"),
+                    ),
+                },
+            };
+            FeatureProbe {
+                feature,
+                present,
+                found,
+            }
+        })
+        .collect()
+}
+
+fn helper_found(helper: libbpf_sys::bpf_func_id) -> (Option<bool>, String) {
+    match probe::helper(libbpf_sys::BPF_PROG_TYPE_KPROBE, helper) {
+        Ok(true) => (Some(true), "the helper loads in a uprobe program".into()),
+        Ok(false) => (Some(false), "the verifier does not know the helper".into()),
+        Err(e) => (None, refusal(&e)),
+    }
 }
 
 /// How allocator probes attach on this kernel.
@@ -156,11 +297,20 @@ pub enum UprobeLinks {
 pub fn for_record() -> Result<Capabilities, Error> {
     crate::sys::bpf::route_libbpf_logs();
     require(&run_checks(false))?;
+    Ok(capabilities())
+}
+
+/// What `record` would use here, asked of the kernel (`for_record` after its checks, and
+/// `doctor`, which loads the real objects with them).
+pub fn capabilities() -> Capabilities {
     let uprobes = match probe::uprobe_multi_links() {
         Ok(()) => UprobeLinks::Multi,
         Err(e) => UprobeLinks::Classic(refusal(&e)),
     };
-    Ok(Capabilities { uprobes })
+    // A failed probe is not a missing helper: record tries, and says what the kernel refused.
+    let bpf_loop =
+        probe::helper(libbpf_sys::BPF_PROG_TYPE_KPROBE, libbpf_sys::BPF_FUNC_loop).unwrap_or(true);
+    Capabilities { uprobes, bpf_loop }
 }
 
 fn run_checks(attach_uprobe: bool) -> Vec<Check> {
@@ -183,6 +333,7 @@ fn run_checks(attach_uprobe: bool) -> Vec<Check> {
         let bpf_ok = checks.last().map(|c| c.status) == Some(Status::Ok);
         checks.push(ring_buffer(bpf_ok));
         checks.push(uprobes(bpf_ok, attach_uprobe));
+        checks.push(helpers(bpf_ok));
         let vmlinux = (bpf_ok && btf_ok).then(probe::VmlinuxBtf::load).transpose();
         checks.push(tp_btf(&vmlinux));
         checks.push(fentry(&vmlinux));
@@ -293,10 +444,11 @@ pub fn require(checks: &[Check]) -> Result<(), Error> {
 }
 
 /// The BPF checks, with what each disables, in order (for the "not checked" rows).
-const BPF_CHECKS: [(&str, &str); 5] = [
+const BPF_CHECKS: [(&str, &str); 6] = [
     ("bpf syscall", DISABLES_ALL),
     ("ring buffer", DISABLES_ALL),
     ("uprobes", DISABLES_ALLOCS),
+    ("BPF helpers", DISABLES_ALL),
     ("tp_btf", DISABLES_TREE),
     ("fentry", DISABLES_RMAP),
 ];
@@ -520,6 +672,37 @@ fn uprobes(bpf_ok: bool, attach: bool) -> Check {
     }
 }
 
+/// The helpers every object calls, and the oldest kernel memtrack records on: Linux 5.15, for
+/// `bpf_get_attach_cookie` (each allocator probe's cookie says which function it is on). An
+/// older kernel is refused here, before anything is loaded, with that reason.
+fn helpers(bpf_ok: bool) -> Check {
+    const NAME: &str = "BPF helpers";
+    if !bpf_ok {
+        return not_checked(NAME, true, DISABLES_ALL, "bpf() does not work");
+    }
+    let (release, _) = process::uname();
+    match probe::helper(
+        libbpf_sys::BPF_PROG_TYPE_KPROBE,
+        libbpf_sys::BPF_FUNC_get_attach_cookie,
+    ) {
+        Ok(true) => Check::ok(
+            NAME,
+            true,
+            "bpf_get_attach_cookie (Linux 5.15) is there".into(),
+            DISABLES_ALL,
+        ),
+        Ok(false) => Check::missing(
+            NAME,
+            true,
+            format!("Linux {release} lacks bpf_get_attach_cookie, which came in Linux 5.15"),
+            DISABLES_ALL,
+            "memtrack records on Linux 5.15 and later (every feature from 6.1): run it on a \
+             newer kernel",
+        ),
+        Err(e) => Check::missing(NAME, true, refusal(&e), DISABLES_ALL, bpf_fix(&e)),
+    }
+}
+
 fn tp_btf(vmlinux: &Result<Option<probe::VmlinuxBtf>, BpfError>) -> Check {
     const NAME: &str = "tp_btf";
     let btf = match vmlinux {
@@ -650,11 +833,13 @@ mod tests {
         let e = BpfError {
             what: "fentry/f".into(),
             errno: libc::EPERM,
+            verifier: None,
         };
         assert_eq!(refusal(&e), "fentry/f: Operation not permitted (EPERM)");
         let e = BpfError {
             what: "f is not in the kernel's BTF".into(),
             errno: 0,
+            verifier: None,
         };
         assert_eq!(refusal(&e), "f is not in the kernel's BTF");
     }

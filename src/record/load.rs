@@ -7,7 +7,7 @@
 //! but its programs go on uprobes, file by file, as `discover` finds the files (`attach`).
 
 use crate::error::Error;
-use crate::preflight::UprobeLinks;
+use crate::preflight::{Capabilities, UprobeLinks};
 use crate::record::{attach, discover, kernel_error, RecordOptions};
 use crate::sys::bpf::{Link, LoadedObject, OpenObject};
 use crate::sys::raw;
@@ -52,10 +52,10 @@ enum When {
 }
 
 impl When {
-    fn holds(self, opts: &RecordOptions) -> bool {
+    fn holds(self, opts: &RecordOptions, caps: &Capabilities) -> bool {
         match self {
             When::Always => true,
-            When::Rss => opts.rss,
+            When::Rss => opts.rss && caps.bpf_loop,
             When::Mappings => opts.mappings,
             When::Allocations => !opts.probe_floor,
             When::ProbeFloor => opts.probe_floor,
@@ -134,11 +134,19 @@ pub struct Loaded {
 }
 
 impl Loaded {
-    /// Load every object `opts` enables, the ring buffer (process.bpf.c's `events`) sized as
-    /// `opts` says, and the allocator programs as `uprobes` says.
-    pub fn load(opts: &RecordOptions, uprobes: &UprobeLinks) -> Result<Loaded, Error> {
+    /// Load every object `opts` enables on a kernel with `caps`, the ring buffer
+    /// (process.bpf.c's `events`) sized as `opts` says, and the allocator programs as
+    /// `caps.uprobes` says.
+    pub fn load(opts: &RecordOptions, caps: &Capabilities) -> Result<Loaded, Error> {
+        let uprobes = &caps.uprobes;
+        if opts.rss && !caps.bpf_loop {
+            log::warn!(
+                "resident memory is not recorded: this kernel lacks the bpf_loop helper (Linux \
+                 5.17), which summing the per-CPU rss counters needs"
+            );
+        }
         let mut objects: Vec<(&'static Object, LoadedObject)> = Vec::new();
-        for object in OBJECTS.iter().filter(|o| o.when.holds(opts)) {
+        for object in OBJECTS.iter().filter(|o| o.when.holds(opts, caps)) {
             let mut open = OpenObject::open(object.name, object.bytes).map_err(kernel_error)?;
             match objects.first() {
                 Some((_, first)) => {
@@ -174,6 +182,36 @@ impl Loaded {
             objects.push((object, open.load().map_err(kernel_error)?));
         }
         Ok(Loaded { objects })
+    }
+
+    /// Load (and unload) each object `record` could load on a kernel with `caps`, each on its
+    /// own, stacks included, as `doctor` shows them: its name, what it serves, and whether the
+    /// kernel took it (or what it said). Nothing is attached.
+    pub fn try_each(caps: &Capabilities) -> Vec<(&'static str, Result<(), String>)> {
+        OBJECTS
+            .iter()
+            .filter(|o| o.name != "floor")
+            .map(|object| {
+                let result = OpenObject::open(object.name, object.bytes)
+                    .and_then(|mut open| {
+                        open.set_max_entries("events", 1 << 20)?;
+                        if let (Programs::Uprobes(programs), UprobeLinks::Classic(_)) =
+                            (&object.programs, &caps.uprobes)
+                        {
+                            for prog in *programs {
+                                open.use_classic_uprobe(prog)?;
+                            }
+                        }
+                        open.load()
+                    })
+                    .map(drop)
+                    .map_err(|e| match &e.verifier {
+                        Some(log) => crate::record::verifier_refusal(&e.what, log),
+                        None => e.to_string(),
+                    });
+                (object.name, result)
+            })
+            .collect()
     }
 
     /// Attach every tracepoint program, in table order; dropping the links detaches them.

@@ -104,9 +104,13 @@ impl PrivateLibs {
     /// Whether a child can enter the namespace: a forked child takes the very steps the
     /// command's will, and exits. `Err` says why not, in words.
     pub fn check(&self) -> Result<(), String> {
-        let steps = self
-            .steps()
-            .map_err(|e| format!("cannot clone a mount ({e})"))?;
+        let steps = self.steps().map_err(|e| match e.raw_os_error() {
+            // open_tree(OPEN_TREE_CLONE) of a file in a mount that is in no namespace.
+            Some(libc::EINVAL) => "this kernel cannot bind files from a detached mount \
+                                       (open_tree of a detached mount came in Linux 6.15)"
+                .to_string(),
+            _ => format!("cannot clone a mount ({e})"),
+        })?;
         match crate::sys::mount::try_in_child(&steps) {
             Ok(Ok(())) => Ok(()),
             Ok(Err((step, errno))) => Err(self.step_words(step, errno)),
