@@ -143,7 +143,7 @@ pub struct Capabilities {
 /// A kernel feature memtrack finds by probing the running kernel (its BTF, a helper, a program
 /// load or a link), never by its version: the first mainline kernel that has it, and what
 /// memtrack does on a kernel without it. `doctor` prints a row for each; the README's "Kernels"
-/// table is checked against this list (tests/cli.rs).
+/// table is checked against this list (a unit test below).
 pub struct KernelFeature {
     /// What is probed.
     pub name: &'static str,
@@ -780,6 +780,29 @@ fn tracefs() -> Check {
 
 #[cfg(test)]
 mod tests {
+    /// The README's Kernels table is this list, row for row: a feature added to one and not
+    /// the other fails here.
+    #[test]
+    fn the_readme_kernels_table_is_the_feature_list() {
+        let readme = include_str!("../README.md");
+        let section = readme
+            .split("### Kernels")
+            .nth(1)
+            .expect("README has a Kernels section");
+        let rows: Vec<Vec<&str>> = section
+            .lines()
+            .skip_while(|l| !l.starts_with("| feature"))
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .map(|l| l.trim_matches('|').split(" | ").map(str::trim).collect())
+            .collect();
+        let want: Vec<Vec<&str>> = KERNEL_FEATURES
+            .iter()
+            .map(|f| vec![f.name, f.first, f.without])
+            .collect();
+        assert_eq!(rows, want);
+    }
+
     use super::*;
 
     fn check(required: bool, status: Status, fix: &str) -> Check {
