@@ -80,7 +80,7 @@ struct file_key {
 #define OVERLAYFS_SUPER_MAGIC 0x794c7630
 #define FUSE_SUPER_MAGIC 0x65735546
 
-static __noinline struct inode *user_inode(struct file *f)
+static __always_inline struct inode *user_inode(struct file *f)
 {
 	struct inode *inode = BPF_CORE_READ(f, f_inode);
 	__u64 user_path = ((__u64)bpf_core_type_size(struct file) + 7) & ~7ULL;
