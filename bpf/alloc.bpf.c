@@ -104,8 +104,11 @@ static __always_inline __u64 mul_saturating(__u64 a, __u64 b)
 static __always_inline void emit(__u32 kind, __u32 func, __u64 addr, __u64 size, __u64 old_addr,
 				 __u32 stack);
 
+/* `stacks` is a constant of each entry program (alloc_enter, alloc_enter_stacks): the program
+ * without stacks never calls the walker, so the kernel does not verify its 2,000 instructions
+ * for a recording that walks none (about 25 ms of every recording's start). */
 static __always_inline int call_enter(struct pt_regs *ctx, __u32 func, __u32 layout, __u64 size,
-				      __u64 arg)
+				      __u64 arg, bool stacks)
 {
 	__u64 sp = PT_REGS_SP(ctx);
 	struct call_state *st = thread_state(bpf_get_current_pid_tgid() >> 32);
@@ -143,7 +146,7 @@ static __always_inline int call_enter(struct pt_regs *ctx, __u32 func, __u32 lay
 		st->label = 0;
 	}
 	if (!labelled)
-		st->stack = stack_id(ctx);
+		st->stack = stacks ? stack_id(ctx) : 0;
 	st->sp = sp;
 	st->size = size;
 	st->arg = arg;
@@ -156,7 +159,7 @@ static __always_inline int call_enter(struct pt_regs *ctx, __u32 func, __u32 lay
 
 /* An entry that only labels the allocator call it makes (see "Labels" above). The outermost
  * label wins: operator new[] calling operator new reports new[]. */
-static __always_inline int label_enter(struct pt_regs *ctx, __u32 func, __u64 size)
+static __always_inline int label_enter(struct pt_regs *ctx, __u32 func, __u64 size, bool stacks)
 {
 	__u64 sp = PT_REGS_SP(ctx);
 	struct call_state *st = thread_state(bpf_get_current_pid_tgid() >> 32);
@@ -173,7 +176,7 @@ static __always_inline int label_enter(struct pt_regs *ctx, __u32 func, __u64 si
 	st->label = func;
 	st->label_sp = sp;
 	st->label_size = size;
-	st->label_stack = gate_open() ? stack_id(ctx) : 0;
+	st->label_stack = stacks && gate_open() ? stack_id(ctx) : 0;
 	return 0;
 }
 
@@ -283,8 +286,7 @@ static __always_inline void args_at(struct pt_regs *ctx, __u64 cookie, __u64 a[3
  * and where they are. One program means one uprobe_multi link per file for all of them, and one
  * kernel grace period to detach them all.
  */
-SEC("uprobe.multi")
-int alloc_enter(struct pt_regs *ctx)
+static __always_inline int alloc_enter_with(struct pt_regs *ctx, bool stacks)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u32 func = cookie & COOKIE_FUNC_MASK;
@@ -298,20 +300,34 @@ int alloc_enter(struct pt_regs *ctx)
 
 	switch (layout) {
 	case LAYOUT_NMEMB_SIZE:
-		return call_enter(ctx, func, layout, mul_saturating(a1, a2), 0);
+		return call_enter(ctx, func, layout, mul_saturating(a1, a2), 0, stacks);
 	case LAYOUT_PTR_SIZE:
-		return call_enter(ctx, func, layout, a2, a1);
+		return call_enter(ctx, func, layout, a2, a1, stacks);
 	case LAYOUT_PTR_NMEMB_SIZE:
-		return call_enter(ctx, func, layout, mul_saturating(a2, a3), a1);
+		return call_enter(ctx, func, layout, mul_saturating(a2, a3), a1, stacks);
 	case LAYOUT_ALIGN_SIZE:
-		return call_enter(ctx, func, layout, a2, 0);
+		return call_enter(ctx, func, layout, a2, 0, stacks);
 	case LAYOUT_MEMPTR_ALIGN_SIZE:
-		return call_enter(ctx, func, layout, a3, a1);
+		return call_enter(ctx, func, layout, a3, a1, stacks);
 	case LAYOUT_LABEL:
-		return label_enter(ctx, func, a1);
+		return label_enter(ctx, func, a1, stacks);
 	default: /* LAYOUT_SIZE */
-		return call_enter(ctx, func, LAYOUT_SIZE, a1, 0);
+		return call_enter(ctx, func, LAYOUT_SIZE, a1, 0, stacks);
 	}
+}
+
+/* Loaded when no stacks are recorded (user space switches the other off before load). */
+SEC("uprobe.multi")
+int alloc_enter(struct pt_regs *ctx)
+{
+	return alloc_enter_with(ctx, false);
+}
+
+/* Loaded when stacks are recorded: the same, and the walk. */
+SEC("uprobe.multi")
+int alloc_enter_stacks(struct pt_regs *ctx)
+{
+	return alloc_enter_with(ctx, true);
 }
 
 /* One return program serves every entry point: the state says which call it was. */

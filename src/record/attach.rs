@@ -11,8 +11,10 @@ use std::path::Path;
 use crate::binary::Sites;
 use crate::sys::bpf::{BpfError, Link, LoadedObject};
 
-/// The BPF programs of `bpf/alloc.bpf.c`, named as there.
+/// The BPF programs of `bpf/alloc.bpf.c`, named as there. The entry program comes in two
+/// variants, one loaded per recording (`load`): with the stack walk, or without it.
 pub const ALLOC_ENTER: &str = "alloc_enter";
+pub const ALLOC_ENTER_STACKS: &str = "alloc_enter_stacks";
 pub const ALLOC_EXIT: &str = "alloc_exit";
 pub const FREE_ENTER: &str = "free_enter";
 
@@ -38,8 +40,13 @@ fn attach_scoped<'obj>(
     pid: i32,
 ) -> Result<Vec<Link<'obj>>, BpfError> {
     let path = path.to_string_lossy();
+    let enter = if obj.has_loaded(ALLOC_ENTER_STACKS) {
+        ALLOC_ENTER_STACKS
+    } else {
+        ALLOC_ENTER
+    };
     let groups = [
-        (ALLOC_ENTER, false, &sites.enter),
+        (enter, false, &sites.enter),
         (ALLOC_EXIT, true, &sites.exit),
         (FREE_ENTER, false, &sites.free),
     ];

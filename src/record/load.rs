@@ -171,11 +171,20 @@ impl Loaded {
                 open.set_max_entries("unwind_rows", rows)
                     .map_err(kernel_error)?;
             }
+            if object.name == "alloc" {
+                // One entry program of the two: the walker is verified only when it walks.
+                open.set_autoload(attach::ALLOC_ENTER, !opts.stacks)
+                    .and_then(|()| open.set_autoload(attach::ALLOC_ENTER_STACKS, opts.stacks))
+                    .map_err(kernel_error)?;
+            }
             if let (Programs::Uprobes(programs), UprobeLinks::Classic(why)) =
                 (&object.programs, uprobes)
             {
                 log::info!("uprobe_multi unavailable ({why}); attaching one uprobe per site");
-                for prog in *programs {
+                for prog in programs
+                    .iter()
+                    .chain((object.name == "alloc").then_some(&attach::ALLOC_ENTER_STACKS))
+                {
                     open.use_classic_uprobe(prog).map_err(kernel_error)?;
                 }
             }
@@ -198,7 +207,9 @@ impl Loaded {
                         if let (Programs::Uprobes(programs), UprobeLinks::Classic(_)) =
                             (&object.programs, &caps.uprobes)
                         {
-                            for prog in *programs {
+                            for prog in programs.iter().chain(
+                                (object.name == "alloc").then_some(&attach::ALLOC_ENTER_STACKS),
+                            ) {
                                 open.use_classic_uprobe(prog)?;
                             }
                         }

@@ -228,6 +228,23 @@ impl OpenObject {
         check(rc, || format!("make {prog} a classic uprobe"))
     }
 
+    /// Leave program `prog` out of the load (it is neither verified nor loaded), or put it
+    /// back in.
+    pub fn set_autoload(&mut self, prog: &str, load: bool) -> Result<(), BpfError> {
+        let cname = cstring(prog);
+        // SAFETY: live object, NUL-terminated name.
+        let p = unsafe { sys::bpf_object__find_program_by_name(self.ptr.as_ptr(), cname.as_ptr()) };
+        if p.is_null() {
+            return Err(BpfError::new(
+                format!("find program {prog} in {}", self.name),
+                libc::ENOENT,
+            ));
+        }
+        // SAFETY: p is a program of this open, not yet loaded object.
+        let rc = unsafe { sys::bpf_program__set_autoload(p, load) };
+        check(rc, || format!("set autoload of {prog}"))
+    }
+
     /// Load every program and create every map.
     pub fn load(self) -> Result<LoadedObject, BpfError> {
         LAST_VERIFIER_LOG.with(|last| last.borrow_mut().take());
@@ -293,6 +310,13 @@ impl LoadedObject {
         let m = unsafe { sys::bpf_object__find_map_by_name(self.ptr.as_ptr(), cname.as_ptr()) };
         NonNull::new(m)
             .ok_or_else(|| BpfError::new(format!("find map {map} in {}", self.name), libc::ENOENT))
+    }
+
+    /// Whether program `prog` exists and was loaded (not left out with `set_autoload`).
+    pub fn has_loaded(&self, prog: &str) -> bool {
+        // SAFETY: the program belongs to this loaded object; a program left out has no fd.
+        self.program(prog)
+            .is_ok_and(|p| unsafe { sys::bpf_program__fd(p.as_ptr()) } >= 0)
     }
 
     fn program(&self, prog: &str) -> Result<NonNull<sys::bpf_program>, BpfError> {
