@@ -239,8 +239,8 @@ pub struct ReportArgs {
     /// how many sites to list (default 10, 0 for all); implies --stacks
     #[argh(option, from_str_fn(parse_count))]
     pub stacks_top: Option<u64>,
-    /// write the report to this file instead of standard output (replaced only once the
-    /// report is complete)
+    /// write the report to this file instead of standard output (a file is replaced only once
+    /// the report is complete; a device or FIFO is written in place)
     #[argh(option, short = 'o')]
     pub output: Option<PathBuf>,
     /// rows of the process (or --by bench) table of text and markdown: the top N, the rest
@@ -394,6 +394,10 @@ pub struct DiffArgs {
     /// has show (the hues stay: red is more in the new recording)
     #[argh(switch)]
     pub base_widths: bool,
+    /// write the comparison to this file instead of standard output (a file is replaced only
+    /// once it is complete; a device or FIFO is written in place)
+    #[argh(option, short = 'o')]
+    pub output: Option<PathBuf>,
 }
 
 /// Talk to a running `memtrack record --control PATH` from a harness: check that it listens
@@ -805,7 +809,7 @@ impl TryFrom<RecordArgs> for RecordOptions {
                 "no command given; usage: memtrack record [-o FILE] -- CMD [ARGS...]".into(),
             ));
         }
-        record::output::validate(&a.output)?;
+        crate::output::validate(&a.output)?;
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         let ring_size_mib = a
             .ring_size
@@ -962,7 +966,7 @@ impl TryFrom<ReportArgs> for ReportOptions {
             })
         };
         if let Some(path) = &a.output {
-            record::output::validate_output(path, "report.txt")?;
+            crate::output::validate_output(path, "report.txt")?;
         }
         let row_options = row_options(a.top, a.all, a.sort, format)?;
         let output = a.output;
@@ -1139,6 +1143,9 @@ impl TryFrom<DiffArgs> for DiffOptions {
                 .map_err(|_| bad_value("--top", &n.to_string(), "give a count of sites"))?,
             None => DEFAULT_TOP,
         };
+        if let Some(path) = &a.output {
+            crate::output::validate_output(path, "diff.txt")?;
+        }
         Ok(DiffOptions {
             base: a.base,
             new: a.new,
@@ -1148,6 +1155,7 @@ impl TryFrom<DiffArgs> for DiffOptions {
             view,
             weight,
             base_widths: a.base_widths,
+            output: a.output,
         })
     }
 }

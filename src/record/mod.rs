@@ -16,7 +16,8 @@ pub mod guardian;
 pub mod identity;
 pub mod listen;
 pub mod load;
-pub mod output;
+// The file `record -o` writes is made by the one output module every `-o` shares.
+pub use crate::output;
 pub mod private;
 pub mod progress;
 pub mod resolve;
