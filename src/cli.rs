@@ -673,7 +673,19 @@ pub fn parse(argv: &[OsString]) -> Parsed {
     let mut cli = match Cli::from_args(&["memtrack"], &strs) {
         Ok(cli) => cli,
         Err(early) if early.status.is_ok() => return Parsed::Print(early.output),
-        Err(early) => return fail(argh_message(&early.output)),
+        Err(early) => {
+            let mut what = argh_message(&early.output);
+            // A missing positional: say the usage and an example, not only its name.
+            if early
+                .output
+                .starts_with("Required positional arguments not provided")
+            {
+                if let Some(usage) = sub.as_deref().and_then(usage_of) {
+                    what = format!("{what}: {usage}");
+                }
+            }
+            return fail(what);
+        }
     };
     if cli.version {
         return Parsed::Print(format!("memtrack {}", env!("CARGO_PKG_VERSION")));
@@ -711,6 +723,35 @@ const EXIT_RECORD_USAGE: u8 = 125;
 
 fn is_subcommand(name: &str) -> bool {
     ["record", "report", "check", "diff", "dump", "doctor", "ctl"].contains(&name)
+}
+
+/// The short usage of subcommand `sub` from its help ("usage: memtrack diff [options] <base>
+/// <new>"), with its first example, if it has one.
+fn usage_of(sub: &str) -> Option<String> {
+    let help = match Cli::from_args(&["memtrack"], &[sub, "--help"]) {
+        Err(early) if early.status.is_ok() => early.output,
+        _ => return None,
+    };
+    let mut lines = help.lines().map(str::trim);
+    let full = lines
+        .find_map(|l| l.strip_prefix("Usage: "))?
+        .replace(" [--]", "");
+    // "memtrack diff [--format <format>] ... [--] <base> <new>": the options in one word.
+    let usage = match (full.find(" ["), full.rfind("] ")) {
+        (Some(first), Some(last)) => {
+            format!("{} [options] {}", &full[..first], &full[last + 2..])
+        }
+        _ => full.to_string(),
+    };
+    let example = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Examples:"))
+        .nth(1)
+        .map(str::trim);
+    Some(match example {
+        Some(e) => format!("usage: {usage}, e.g. {e}"),
+        None => format!("usage: {usage}"),
+    })
 }
 
 /// argh's error text on one line, in our words where we know its form.

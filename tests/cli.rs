@@ -75,6 +75,28 @@ fn bad_flags_exit_2_with_one_line_that_says_what_to_do() {
 
 /// Every typed value (issue 14, item 3) is refused where argh parses it, with the flag, the
 /// value and the choices on one line, exit 2.
+/// A missing positional says the usage and an example (issue 34, item 6): on main, `memtrack
+/// diff one.mt` answered only "missing new".
+#[test]
+fn a_missing_recording_says_the_usage() {
+    for (args, want) in [
+        (
+            &["diff", "one.mt"][..],
+            "memtrack: missing new: usage: memtrack diff [options] <base> <new>, e.g. memtrack \
+             diff main.mt branch.mt; `memtrack diff --help` lists what it takes\n",
+        ),
+        (
+            &["dump"][..],
+            "memtrack: missing file: usage: memtrack dump <file>, e.g. memtrack dump run.mt | \
+             head; `memtrack dump --help` lists what it takes\n",
+        ),
+    ] {
+        let r = run(args).expect_code(2);
+        assert_eq!(r.stderr, want, "{}", r.describe());
+        assert_eq!(r.stdout, "");
+    }
+}
+
 #[test]
 fn bad_typed_values_exit_2_naming_the_choices() {
     let s = sample();

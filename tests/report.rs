@@ -265,8 +265,8 @@ fn check_refuses_a_truncated_recording_unless_allowed() {
     let cut = cut.to_str().unwrap();
     run(&["check", cut, "--max-allocs", "1000000"])
         .expect_code(2)
-        .expect_stderr("damaged at byte offset")
-        .expect_stderr("cut short");
+        .expect_stderr("the file is cut short (truncated) at byte offset ")
+        .expect_stderr(": it ends ");
     run(&[
         "check",
         cut,

@@ -351,10 +351,7 @@ pub fn run_check(opts: &CheckOptions, out: &mut dyn Write) -> Result<bool> {
     }
     let mut causes = Vec::new();
     if let Some(damage) = &report.damage {
-        causes.push(format!(
-            "damaged at byte offset {} ({})",
-            damage.offset_bytes, damage.reason
-        ));
+        causes.push(incomplete::end_reason(damage.offset_bytes, &damage.reason));
     }
     if !report.skipped.is_empty() {
         let first = &report.skipped[0];
@@ -837,9 +834,8 @@ mod tests {
         run_report(&opts, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(
-            text.trim_end().ends_with(
-                "record again without --no-stacks to see where the allocations come from"
-            ),
+            text.trim_end()
+                .ends_with("record again with --stacks to see where the allocations come from"),
             "{text}"
         );
     }
