@@ -408,6 +408,9 @@ fn add_site(
             .unwrap_or(1);
     }
     let (code, complete) = symbols.code(sym);
+    if custom.is_some() && placement::only_returns(code, sym.vaddr) {
+        sites.empty.push(entry.name);
+    }
     let placed = placement::place(code, sym.vaddr, complete, needs);
     let site = sym.offset + placed.skip;
     log::debug!(

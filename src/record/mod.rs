@@ -207,7 +207,8 @@ pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
     group.restore_terminal();
     let (summary, discovery) = result?;
     let allocators = discovery.summary();
-    let not_found = custom::not_found_warnings(&discovery.custom_not_found());
+    let mut not_found = custom::not_found_warnings(&discovery.custom_not_found());
+    not_found.extend_from_slice(discovery.custom_empty());
     let left_running = guardian.left_running();
     // The file is complete. Detaching the probes waits on kernel grace periods (about 0.15 s
     // here): when the tree is gone, a background child pays that after we exit, off the
