@@ -10,6 +10,7 @@ packages=(
   libelf-dev zlib1g-dev pkg-config make  # vendored libbpf (libbpf-sys) links against these;
                                          # their libelf.a and libz.a go into the static binary
   gcc libc6-dev                 # C fixtures in testdata/
+  musl-tools                    # tests/musl.rs: musl-gcc links a fixture with musl, static or not
   g++                           # C++ fixtures (tests/allocators.rs)
   libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev  # the allocators tests/allocators.rs records
   python3                       # a real interpreter run (tests/allocators.rs)

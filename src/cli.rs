@@ -239,8 +239,8 @@ pub struct ReportArgs {
     /// how many sites to list (default 10, 0 for all); implies --stacks
     #[argh(option, from_str_fn(parse_count))]
     pub stacks_top: Option<u64>,
-    /// write the report to this file instead of standard output (replaced only once the
-    /// report is complete)
+    /// write the report to this file instead of standard output (a file is replaced only once
+    /// the report is complete; a device or FIFO is written in place)
     #[argh(option, short = 'o')]
     pub output: Option<PathBuf>,
     /// rows of the process (or --by bench) table of text and markdown: the top N, the rest
@@ -394,6 +394,10 @@ pub struct DiffArgs {
     /// has show (the hues stay: red is more in the new recording)
     #[argh(switch)]
     pub base_widths: bool,
+    /// write the comparison to this file instead of standard output (a file is replaced only
+    /// once it is complete; a device or FIFO is written in place)
+    #[argh(option, short = 'o')]
+    pub output: Option<PathBuf>,
 }
 
 /// Talk to a running `memtrack record --control PATH` from a harness: check that it listens
@@ -669,7 +673,19 @@ pub fn parse(argv: &[OsString]) -> Parsed {
     let mut cli = match Cli::from_args(&["memtrack"], &strs) {
         Ok(cli) => cli,
         Err(early) if early.status.is_ok() => return Parsed::Print(early.output),
-        Err(early) => return fail(argh_message(&early.output)),
+        Err(early) => {
+            let mut what = argh_message(&early.output);
+            // A missing positional: say the usage and an example, not only its name.
+            if early
+                .output
+                .starts_with("Required positional arguments not provided")
+            {
+                if let Some(usage) = sub.as_deref().and_then(usage_of) {
+                    what = format!("{what}: {usage}");
+                }
+            }
+            return fail(what);
+        }
     };
     if cli.version {
         return Parsed::Print(format!("memtrack {}", env!("CARGO_PKG_VERSION")));
@@ -707,6 +723,35 @@ const EXIT_RECORD_USAGE: u8 = 125;
 
 fn is_subcommand(name: &str) -> bool {
     ["record", "report", "check", "diff", "dump", "doctor", "ctl"].contains(&name)
+}
+
+/// The short usage of subcommand `sub` from its help ("usage: memtrack diff [options] <base>
+/// <new>"), with its first example, if it has one.
+fn usage_of(sub: &str) -> Option<String> {
+    let help = match Cli::from_args(&["memtrack"], &[sub, "--help"]) {
+        Err(early) if early.status.is_ok() => early.output,
+        _ => return None,
+    };
+    let mut lines = help.lines().map(str::trim);
+    let full = lines
+        .find_map(|l| l.strip_prefix("Usage: "))?
+        .replace(" [--]", "");
+    // "memtrack diff [--format <format>] ... [--] <base> <new>": the options in one word.
+    let usage = match (full.find(" ["), full.rfind("] ")) {
+        (Some(first), Some(last)) => {
+            format!("{} [options] {}", &full[..first], &full[last + 2..])
+        }
+        _ => full.to_string(),
+    };
+    let example = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Examples:"))
+        .nth(1)
+        .map(str::trim);
+    Some(match example {
+        Some(e) => format!("usage: {usage}, e.g. {e}"),
+        None => format!("usage: {usage}"),
+    })
 }
 
 /// argh's error text on one line, in our words where we know its form.
@@ -805,7 +850,7 @@ impl TryFrom<RecordArgs> for RecordOptions {
                 "no command given; usage: memtrack record [-o FILE] -- CMD [ARGS...]".into(),
             ));
         }
-        record::output::validate(&a.output)?;
+        crate::output::validate(&a.output)?;
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         let ring_size_mib = a
             .ring_size
@@ -962,7 +1007,7 @@ impl TryFrom<ReportArgs> for ReportOptions {
             })
         };
         if let Some(path) = &a.output {
-            record::output::validate_output(path, "report.txt")?;
+            crate::output::validate_output(path, "report.txt")?;
         }
         let row_options = row_options(a.top, a.all, a.sort, format)?;
         let output = a.output;
@@ -1139,6 +1184,9 @@ impl TryFrom<DiffArgs> for DiffOptions {
                 .map_err(|_| bad_value("--top", &n.to_string(), "give a count of sites"))?,
             None => DEFAULT_TOP,
         };
+        if let Some(path) = &a.output {
+            crate::output::validate_output(path, "diff.txt")?;
+        }
         Ok(DiffOptions {
             base: a.base,
             new: a.new,
@@ -1148,6 +1196,7 @@ impl TryFrom<DiffArgs> for DiffOptions {
             view,
             weight,
             base_widths: a.base_widths,
+            output: a.output,
         })
     }
 }

@@ -70,7 +70,7 @@ fn run(command: Command) -> Result<i32, Error> {
             .map_err(|e| Error::io("standard output", e))
             .map(verdict),
         Command::Ctl(a) => control::ctl(&a.try_into()?, &mut io::stdout().lock()).map(|()| 0),
-        Command::Diff(a) => diff::run(&a.try_into()?, &mut io::stdout().lock()).map(|()| 0),
+        Command::Diff(a) => diff::run_to(&a.try_into()?, &mut io::stdout().lock()).map(|()| 0),
     }
 }
 

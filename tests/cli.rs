@@ -75,6 +75,28 @@ fn bad_flags_exit_2_with_one_line_that_says_what_to_do() {
 
 /// Every typed value (issue 14, item 3) is refused where argh parses it, with the flag, the
 /// value and the choices on one line, exit 2.
+/// A missing positional says the usage and an example (issue 34, item 6): on main, `memtrack
+/// diff one.mt` answered only "missing new".
+#[test]
+fn a_missing_recording_says_the_usage() {
+    for (args, want) in [
+        (
+            &["diff", "one.mt"][..],
+            "memtrack: missing new: usage: memtrack diff [options] <base> <new>, e.g. memtrack \
+             diff main.mt branch.mt; `memtrack diff --help` lists what it takes\n",
+        ),
+        (
+            &["dump"][..],
+            "memtrack: missing file: usage: memtrack dump <file>, e.g. memtrack dump run.mt | \
+             head; `memtrack dump --help` lists what it takes\n",
+        ),
+    ] {
+        let r = run(args).expect_code(2);
+        assert_eq!(r.stderr, want, "{}", r.describe());
+        assert_eq!(r.stdout, "");
+    }
+}
+
 #[test]
 fn bad_typed_values_exit_2_naming_the_choices() {
     let s = sample();
@@ -557,21 +579,176 @@ fn the_dump_format_doc_names_every_field() {
     );
 }
 
-/// Writing under a temporary name must never rename a file over a device: `-o /dev/null`
-/// records into the device, which stays one.
+/// The kinds of file `-o` may name, each made fresh in its own scratch directory (issue 34,
+/// item 1): a regular file, a character device like /dev/null (1, 3, made with mknod: never
+/// the machine's own), a FIFO with a reader, and a symbolic link to a regular file.
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    Regular,
+    Device,
+    Fifo,
+    Link,
+}
+
+const KINDS: [Kind; 4] = [Kind::Regular, Kind::Device, Kind::Fifo, Kind::Link];
+
+/// A `-o` target of `kind` for `command`, and what it was before.
+struct Target {
+    dir: std::path::PathBuf,
+    path: std::path::PathBuf,
+    inode: u64,
+    reader: Option<std::thread::JoinHandle<Vec<u8>>>,
+}
+
+impl Target {
+    /// Makes the target, or `None` (after saying why) where mknod is not allowed.
+    fn make(test: &str, command: &str, kind: Kind) -> Option<Target> {
+        use std::os::unix::fs::MetadataExt;
+        let dir = scratch_dir().join(format!("output-{command}-{kind:?}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("out");
+        match kind {
+            Kind::Regular => std::fs::write(&path, "previous").unwrap(),
+            Kind::Device | Kind::Fifo => {
+                let mut cmd = Command::new(if matches!(kind, Kind::Device) {
+                    "mknod"
+                } else {
+                    "mkfifo"
+                });
+                cmd.arg(&path);
+                if matches!(kind, Kind::Device) {
+                    cmd.args(["c", "1", "3"]);
+                }
+                let made = run_command(&mut cmd);
+                if made.code() != 0 {
+                    common::skip(
+                        test,
+                        &format!("cannot make a {kind:?}: {}", made.stderr.trim()),
+                    );
+                    return None;
+                }
+            }
+            Kind::Link => {
+                std::fs::write(dir.join("target"), "previous").unwrap();
+                std::os::unix::fs::symlink("target", &path).unwrap();
+            }
+        }
+        let inode = std::fs::metadata(&path).unwrap().ino();
+        // The FIFO's reader: opening it for reading waits for the writer, then reads to its end.
+        let reader = matches!(kind, Kind::Fifo).then(|| {
+            let path = path.clone();
+            std::thread::spawn(move || std::fs::read(path).unwrap())
+        });
+        Some(Target {
+            dir,
+            path,
+            inode,
+            reader,
+        })
+    }
+
+    /// Asserts that the target is still of its kind, holds (or passed on) exactly `want` when
+    /// given, and that no temporary file is left; returns the bytes written.
+    fn written(self, kind: Kind, what: &str) -> Vec<u8> {
+        use std::os::unix::fs::{FileTypeExt, MetadataExt};
+        let meta = std::fs::symlink_metadata(&self.path).unwrap();
+        let kind_kept = match kind {
+            Kind::Regular => meta.is_file() && meta.ino() != self.inode,
+            Kind::Device => meta.file_type().is_char_device() && meta.rdev() == libc_makedev(1, 3),
+            Kind::Fifo => meta.file_type().is_fifo(),
+            Kind::Link => meta.file_type().is_symlink(),
+        };
+        assert!(kind_kept, "{what}: -o {kind:?} became {meta:?}");
+        let mut names: Vec<String> = std::fs::read_dir(&self.dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        let expected: &[&str] = match kind {
+            Kind::Link => &["out", "target"],
+            _ => &["out"],
+        };
+        assert_eq!(names, expected, "{what}: -o {kind:?} left other files");
+        let bytes = match kind {
+            Kind::Regular => std::fs::read(&self.path).unwrap(),
+            Kind::Device => Vec::new(),
+            Kind::Fifo => self.reader.unwrap().join().unwrap(),
+            Kind::Link => std::fs::read(self.dir.join("target")).unwrap(),
+        };
+        std::fs::remove_dir_all(&self.dir).unwrap();
+        bytes
+    }
+}
+
+/// The device number of (major, minor) as `stat` gives it (glibc's encoding).
+fn libc_makedev(major: u64, minor: u64) -> u64 {
+    ((major & 0xfffff000) << 32)
+        | ((major & 0xfff) << 8)
+        | ((minor & 0xffffff00) << 12)
+        | (minor & 0xff)
+}
+
+/// `report -o` and `diff -o` replace a regular file atomically, write a device or FIFO in
+/// place, and follow a symbolic link, each with exactly what they print on standard output.
+/// On main, `report -o DEV` replaced the device with a 460-byte regular file, and diff had no
+/// `-o`.
 #[test]
-fn recording_to_dev_null_leaves_the_device_alone() {
-    skip_unless_recording!("recording_to_dev_null_leaves_the_device_alone");
-    use std::os::unix::fs::FileTypeExt;
-    run(&["record", "-q", "-o", "/dev/null", "--", "true"]).expect_code(0);
-    assert!(std::fs::metadata("/dev/null")
-        .unwrap()
-        .file_type()
-        .is_char_device());
-    let leftovers: Vec<_> = std::fs::read_dir("/dev")
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().contains(".memtrack-"))
-        .collect();
-    assert!(leftovers.is_empty(), "{leftovers:?}");
+fn report_and_diff_write_every_kind_of_output_as_it_is() {
+    let test = "report_and_diff_write_every_kind_of_output_as_it_is";
+    let s = sample();
+    let commands: [(&str, Vec<&str>); 3] = [
+        ("report", vec!["report", s]),
+        ("report-json", vec!["report", s, "--format", "json"]),
+        ("diff", vec!["diff", s, s]),
+    ];
+    for (name, args) in commands {
+        let stdout = run(&args).expect_code(0).stdout;
+        assert!(!stdout.is_empty(), "{name} prints something");
+        for kind in KINDS {
+            let Some(target) = Target::make(test, name, kind) else {
+                return;
+            };
+            let mut with_o = args.clone();
+            let path = target.path.to_str().unwrap().to_string();
+            with_o.extend(["-o", &path]);
+            let r = run(&with_o).expect_code(0);
+            assert_eq!(r.stdout, "", "{name} -o {kind:?} prints nothing");
+            let bytes = target.written(kind, name);
+            if !matches!(kind, Kind::Device) {
+                assert_eq!(
+                    String::from_utf8(bytes).unwrap(),
+                    stdout,
+                    "{name} -o {kind:?} holds what it prints"
+                );
+            }
+        }
+    }
+}
+
+/// `record -o` does the same with a recording: a new file replaces a regular one (after the
+/// command started), a device or FIFO is written in place, a link is followed.
+#[test]
+fn record_writes_every_kind_of_output_as_it_is() {
+    let test = "record_writes_every_kind_of_output_as_it_is";
+    skip_unless_recording!(test);
+    for kind in KINDS {
+        let Some(target) = Target::make(test, "record", kind) else {
+            return;
+        };
+        let path = target.path.to_str().unwrap().to_string();
+        run(&["record", "-q", "-o", &path, "--", "true"]).expect_code(0);
+        let bytes = target.written(kind, "record");
+        if matches!(kind, Kind::Device) {
+            continue;
+        }
+        let copy = common::scratch_file(format!("output-record-{kind:?}.mt"));
+        std::fs::write(&copy, &bytes).unwrap();
+        let (header, _, end) = common::read_recording(&copy);
+        assert_eq!(header.argv, ["true"], "-o {kind:?}: a recording of true");
+        assert!(
+            matches!(end, memtrack::format::ReadEnd::Complete(_)),
+            "-o {kind:?}: a complete recording: {end:?}"
+        );
+    }
 }

@@ -368,3 +368,131 @@ fn python_objects_preset_counts_each_block_once() {
         "python3.11 is covered as family python with 14 probes: {coverage:?}"
     );
 }
+
+/// The addresses of `pid`'s allocations of `size` bytes labelled `func`.
+fn blocks_of(rec: &Recording, pid: u32, size: u64, func: AllocFunc) -> Vec<u64> {
+    of_size(rec, pid, size)
+        .into_iter()
+        .filter(|b| b.0 == func)
+        .map(|b| b.1)
+        .collect()
+}
+
+/// Issue 34, item 2: allocator functions of one instruction (testdata/alloc/one_instruction.c).
+/// A free that is a bare `ret` and is called records each call (its site is single-stepped,
+/// which works); a `jmp` tail call to malloc or free records each block once under the custom
+/// label; a bare `ret` whose calls gcc removed (what was reported as "0 of 518 frees") records
+/// nothing, and the recorder says why in one warning per such function.
+#[test]
+fn one_instruction_allocator_functions_record_every_call_made() {
+    let test = "one_instruction_allocator_functions_record_every_call_made";
+    skip_unless_recording!(test);
+    let Some(exe) = require_fixture(
+        test,
+        "alloc/one_instruction.c",
+        "one_instruction",
+        &["-O1", "-foptimize-sibling-calls", "-fcf-protection=none"],
+    ) else {
+        return;
+    };
+    let rec = record(
+        "one_instruction",
+        &[
+            "-v",
+            "--allocator",
+            "pool:pool_alloc=alloc(size=arg1)",
+            "--allocator",
+            "pool:pool_free=free(ptr=arg1)",
+            "--allocator",
+            "pool:dropped_free=free(ptr=arg1)",
+            "--allocator",
+            "wrap:wrap_alloc=alloc(size=arg1)",
+            "--allocator",
+            "wrap:wrap_free=free(ptr=arg1)",
+        ],
+        &[exe.to_str().unwrap()],
+    );
+    check!(rec, rec.code() == 0 && rec.lost() == 0, "ran, nothing lost");
+    let stderr = &rec.run.stderr;
+    check!(
+        rec,
+        stderr.contains("pool_free (ret)") && stderr.contains("dropped_free (ret)"),
+        "both frees are a single `ret`, single-stepped"
+    );
+    check!(
+        rec,
+        !stderr.contains("wrap_alloc (") && !stderr.contains("wrap_free ("),
+        "the tail calls are emulated jumps, not single-stepped"
+    );
+    let pid = rec.header.root_pid;
+
+    let pool = blocks_of(&rec, pid, 3001, AllocFunc::CustomAlloc);
+    check!(rec, pool.len() == 10, "10 pool blocks of 3001: {pool:x?}");
+    let mut freed = frees(&rec, pid, AllocFunc::CustomFree);
+    freed.retain(|a| pool.contains(a));
+    freed.sort_unstable();
+    let mut first7 = pool[..7].to_vec();
+    first7.sort_unstable();
+    check!(
+        rec,
+        freed == first7,
+        "the `ret` free released exactly the 7 blocks it was called with: {freed:x?}"
+    );
+
+    let dropped = blocks_of(&rec, pid, 3019, AllocFunc::CustomAlloc);
+    check!(
+        rec,
+        dropped.len() == 5,
+        "5 pool blocks of 3019: {dropped:x?}"
+    );
+    let all_frees = rec
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Free { addr, .. } if dropped.contains(&addr)))
+        .count();
+    check!(
+        rec,
+        all_frees == 0,
+        "no call of dropped_free is left in the program, so nothing frees its blocks"
+    );
+
+    let wrapped = blocks_of(&rec, pid, 3011, AllocFunc::CustomAlloc);
+    check!(rec, wrapped.len() == 6, "6 wrap_alloc blocks: {wrapped:x?}");
+    check!(
+        rec,
+        blocks_of(&rec, pid, 3011, AllocFunc::Malloc).is_empty(),
+        "the malloc wrap_alloc jumps to is nested, not reported again"
+    );
+    let mut wrap_freed = frees(&rec, pid, AllocFunc::CustomFree);
+    wrap_freed.retain(|a| wrapped.contains(a));
+    wrap_freed.sort_unstable();
+    let mut first4 = wrapped[..4].to_vec();
+    first4.sort_unstable();
+    check!(
+        rec,
+        wrap_freed == first4,
+        "wrap_free released exactly its 4 blocks once: {wrap_freed:x?}"
+    );
+    check!(
+        rec,
+        !frees(&rec, pid, AllocFunc::Free)
+            .iter()
+            .any(|a| wrapped.contains(a)),
+        "and the free it jumps to did not report them again"
+    );
+
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains("warning")).collect();
+    let bare = |name: &str| {
+        format!(
+            "memtrack: warning: --allocator {name}: {name} in one_instruction is a bare `ret` \
+             (it does nothing), so a compiler that sees it may remove the calls to it (gcc does \
+             from -O1) and a removed call records nothing; build {name} with \
+             __attribute__((noipa)) or in its own file to keep the calls"
+        )
+    };
+    check!(
+        rec,
+        warnings == [bare("pool_free"), bare("dropped_free")],
+        "one line for each function that only returns: {warnings:?}"
+    );
+}

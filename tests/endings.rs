@@ -421,13 +421,29 @@ fn issue13_grace_wait_all_and_signals_end_the_wait() {
             &[
                 "sh",
                 "-c",
-                "(setsid sleep 60 <&- >/dev/null 2>&1 &); exit 7",
+                "echo $$; (setsid sleep 60 <&- >/dev/null 2>&1 &); exit 7",
             ],
         );
-        cmd.stderr(std::process::Stdio::piped());
+        cmd.stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
         let mut child = cmd.spawn().unwrap();
-        // Long enough for the command to have ended and the wait to have begun.
-        std::thread::sleep(std::time::Duration::from_millis(1500));
+        // The signal comes once the command has ended (it said its pid, and that process is
+        // gone: reaped), so it reaches the wait, not the command.
+        let mut said = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+            &mut said,
+        )
+        .unwrap();
+        let stat = format!("/proc/{}/stat", said.trim());
+        let ended = std::time::Instant::now();
+        while std::path::Path::new(&stat).exists() {
+            assert!(
+                ended.elapsed() < std::time::Duration::from_secs(60),
+                "the command {said:?} did not end"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         let sent = std::time::Instant::now();
         send_signal(signal, i64::from(child.id()));
         let status = wait_for(&mut child, std::time::Duration::from_secs(10));

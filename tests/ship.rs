@@ -373,8 +373,28 @@ fn sigterm_reaches_the_whole_command_group_and_the_file_is_finished() {
 fn sigkill_leaves_a_file_readable_up_to_the_last_chunk() {
     skip_unless_recording!("sigkill_leaves_a_file_readable_up_to_the_last_chunk");
     let (mut child, path, _) = start_sleeper("sigkill_recorder", &[]);
-    // Chunks are flushed at least every second; give a loaded machine some slack.
-    std::thread::sleep(Duration::from_millis(2500));
+    // Killed once the chunk with the sleeper's allocation is in the file (chunks are flushed
+    // at least every second), however long a loaded machine takes to get there.
+    let flushed = || {
+        // Read past the recorder's lock (`Reader::open` says to wait for it).
+        let file = std::fs::File::open(&path).map(BufReader::new);
+        file.ok()
+            .and_then(|f| memtrack::format::Reader::new(f).ok())
+            .is_some_and(|mut reader| {
+                reader
+                    .by_ref()
+                    .any(|e| matches!(e.kind, EventKind::Alloc { size: 15000, .. }))
+            })
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !flushed() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the sleeper's allocation was not flushed to {} in 60 s",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     send_signal("KILL", i64::from(child.id()));
     let status = wait_for(&mut child, Duration::from_secs(10)).expect("SIGKILL ends memtrack");
     assert_eq!(status.code(), None, "killed by a signal");

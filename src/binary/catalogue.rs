@@ -275,6 +275,21 @@ const FAMILIES: [(&str, &[&str]); 3] = [
     ("tcmalloc", &["tc_malloc", "tc_free"]),
 ];
 
+/// musl's C library, which defines `__libc_malloc` as glibc does (so it was called glibc), and
+/// its allocator, by the symbols only musl has. A static program keeps musl's internal
+/// symbols: mallocng's `__malloc_alloc_meta` (musl 1.2.1 on) or oldmalloc's `__bin_chunk`. The
+/// shared libc.so (also the dynamic loader) exports none of them, but its loader's `__dls3`;
+/// there `reallocarray` (musl 1.2.2 on, whose allocator is mallocng unless built with
+/// `--with-malloc=oldmalloc`) tells the allocator, else it is only "musl".
+const MUSL: [(&str, &str); 3] = [
+    ("musl (mallocng)", "__malloc_alloc_meta"),
+    ("musl (oldmalloc)", "__bin_chunk"),
+    ("musl", "__init_libc"),
+];
+
+/// The loader stage only musl's libc.so exports (ldso/dynlink.c).
+const MUSL_SHARED: &str = "__dls3";
+
 /// Whether `name` is a symbol the catalogue looks at: an entry point, a family's mark, or the
 /// dynamic loader's hook and `_r_debug` (for `ElfSymbols::read_only`).
 pub fn wants(name: &str) -> bool {
@@ -286,6 +301,8 @@ pub fn wants(name: &str) -> bool {
             .collect();
         names.extend(FAMILIES.iter().flat_map(|(_, marks)| marks.iter().copied()));
         names.extend(["__libc_malloc", "_dl_debug_state", "_r_debug"]);
+        names.extend(MUSL.iter().map(|(_, mark)| *mark));
+        names.extend([MUSL_SHARED, "reallocarray"]);
         names
     });
     names.contains(name)
@@ -391,6 +408,9 @@ fn add_site(
             .unwrap_or(1);
     }
     let (code, complete) = symbols.code(sym);
+    if custom.is_some() && placement::only_returns(code, sym.vaddr) {
+        sites.empty.push(entry.name);
+    }
     let placed = placement::place(code, sym.vaddr, complete, needs);
     let site = sym.offset + placed.skip;
     log::debug!(
@@ -480,6 +500,9 @@ fn families(symbols: &ElfSymbols) -> String {
     if !found.is_empty() {
         return found.join("+");
     }
+    if let Some(musl) = musl(symbols) {
+        return musl.to_string();
+    }
     let fallback = [
         ("glibc", "__libc_malloc"),
         ("malloc", "malloc"),
@@ -490,6 +513,21 @@ fn families(symbols: &ElfSymbols) -> String {
         .find(|(_, mark)| symbols.get(mark).is_some())
         .map_or("none", |(name, _)| name)
         .to_string()
+}
+
+/// The musl family `symbols` is, if it is musl's C library or a program linked with it
+/// statically (`MUSL`).
+fn musl(symbols: &ElfSymbols) -> Option<&'static str> {
+    if let Some((name, _)) = MUSL.iter().find(|(_, mark)| symbols.get(mark).is_some()) {
+        return Some(name);
+    }
+    symbols.get(MUSL_SHARED).map(|_| {
+        if symbols.get("reallocarray").is_some() {
+            "musl (mallocng)"
+        } else {
+            "musl"
+        }
+    })
 }
 
 #[cfg(test)]

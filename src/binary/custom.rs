@@ -208,6 +208,17 @@ pub fn not_found_warnings(missing: &[Custom]) -> Vec<String> {
     out
 }
 
+/// The warning for the `--allocator` function `name`, defined in the file named `file` as a
+/// bare return: its probe is attached and works, but a compiler that saw the empty body may
+/// have dropped the calls (gcc does from -O1 in the same file), and then nothing fires.
+pub fn empty_warning(name: &str, file: &str) -> String {
+    format!(
+        "--allocator {name}: {name} in {file} is a bare `ret` (it does nothing), so a compiler \
+         that sees it may remove the calls to it (gcc does from -O1) and a removed call records \
+         nothing; build {name} with __attribute__((noipa)) or in its own file to keep the calls"
+    )
+}
+
 /// How many leading arguments the layout of `c` reads.
 pub fn arity(c: &Custom) -> usize {
     match c.entry.role {

@@ -120,6 +120,9 @@ pub struct Sites {
     pub stepped: Vec<Stepped>,
     /// Release functions left unprobed: they only jump to another that reports the same.
     pub forwarded: Vec<&'static str>,
+    /// `--allocator` functions whose whole body is a return (`placement::only_returns`):
+    /// probed, but a compiler may have removed every call to them.
+    pub empty: Vec<&'static str>,
 }
 
 impl Sites {

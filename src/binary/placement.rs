@@ -298,6 +298,29 @@ pub fn tail_jump(code: &[u8], vaddr: u64) -> Option<TailJump> {
     None
 }
 
+/// Whether the code `code` at `vaddr` returns at once (`ret`, after `endbr64` and nops at most):
+/// a function that does nothing, whose calls a compiler that sees it may remove (gcc from -O1:
+/// it proves the function has no effect), so that its probe, though attached, never fires.
+pub fn only_returns(code: &[u8], vaddr: u64) -> bool {
+    if !cfg!(target_arch = "x86_64") {
+        return false;
+    }
+    let mut decoder = Decoder::with_ip(64, code, vaddr, DecoderOptions::NONE);
+    let mut insn = Instruction::default();
+    for _ in 0..4 {
+        if !decoder.can_decode() {
+            return false;
+        }
+        decoder.decode_out(&mut insn);
+        match insn.mnemonic() {
+            Mnemonic::Endbr64 | Mnemonic::Nop => continue,
+            Mnemonic::Ret => return true,
+            _ => return false,
+        }
+    }
+    false
+}
+
 /// Whether the kernel emulates `insn` (encoded as `bytes`) instead of single-stepping it:
 /// Linux's `push_setup_xol_ops` and `branch_setup_xol_ops` (arch/x86/kernel/uprobes.c, the
 /// same from 4.x to 6.18): push of a 64-bit register (no prefix but REX.B), jmp, call and jcc
@@ -634,6 +657,22 @@ mod tests {
         assert_eq!(tail_jump(&[0x48, 0x85, 0xff, 0xe9, 0, 0, 0, 0], AT), None);
         assert_eq!(tail_jump(&[0xff, 0xe0], AT), None);
         assert_eq!(tail_jump(&[], AT), None);
+    }
+
+    #[test]
+    fn a_function_that_only_returns_is_seen() {
+        assert!(only_returns(&[0xc3], AT), "ret");
+        assert!(only_returns(&[0xf3, 0xc3], AT), "rep ret");
+        assert!(
+            only_returns(&[0xf3, 0x0f, 0x1e, 0xfa, 0xc3], AT),
+            "endbr64; ret"
+        );
+        assert!(
+            !only_returns(&[0xe9, 0, 0, 0, 0], AT),
+            "a tail call does something"
+        );
+        assert!(!only_returns(&[0x31, 0xc0, 0xc3], AT), "xor %eax,%eax; ret");
+        assert!(!only_returns(&[], AT));
     }
 
     #[test]

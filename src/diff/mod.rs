@@ -66,6 +66,8 @@ pub struct DiffOptions {
     pub weight: Weight,
     /// Whether the flame graph's widths are the base's rather than the new recording's.
     pub base_widths: bool,
+    /// The file to write (`-o`), else standard output.
+    pub output: Option<PathBuf>,
 }
 
 /// One recording as the diff names it.
@@ -151,6 +153,15 @@ pub struct Diff {
     /// The allocation sites that changed (`--stacks`, both recordings with call stacks).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sites: Option<SitesDiff>,
+}
+
+/// Runs `memtrack diff`: writes to `opts.output` (`output::write_file`: a file is replaced
+/// only when complete, a device or FIFO written in place), else to `stdout`.
+pub fn run_to(opts: &DiffOptions, stdout: &mut dyn Write) -> Result<()> {
+    match &opts.output {
+        Some(path) => crate::output::write_file(path, |file| run(opts, file)),
+        None => run(opts, stdout),
+    }
 }
 
 /// Runs `memtrack diff`, writing to `out`; a closed pipe ends quietly.

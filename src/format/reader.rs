@@ -342,14 +342,18 @@ impl<R: Read> Reader<R> {
                 }
                 Ok(Some(head)) => return self.read_trailer(start, head.event_count),
                 Ok(None) => {
-                    let reason = format!(
-                        "file ends without a trailer at byte {start} (the recording was cut short)"
-                    );
+                    // The offset is the end's own: the reason does not repeat it.
+                    let reason =
+                        "the file ends without a trailer (the recording was cut short)".to_string();
                     return self.damaged(start, reason);
                 }
                 Err(fault) => fault,
             };
-            let reason = format!("damaged frame at byte {start}: {fault}");
+            let reason = match fault {
+                // The file ends inside the frame: it was cut short, not damaged.
+                FrameFault::TornHead { .. } | FrameFault::TornPayload { .. } => fault.to_string(),
+                _ => format!("damaged frame: {fault}"),
+            };
             if matches!(fault, FrameFault::Io(_) | FrameFault::TornHead { .. }) {
                 // A read error, or fewer bytes left than a frame head: nothing to read on to.
                 self.payload.clear();
@@ -372,6 +376,11 @@ impl<R: Read> Reader<R> {
                         size_bytes: self.offset - start,
                         reason,
                     });
+                }
+                // A payload the file ends inside, with nothing intact after its start: the file
+                // was cut short there (a damaged length read on would have found what follows).
+                Ok(None) if matches!(fault, FrameFault::TornPayload { .. }) => {
+                    return self.damaged(start, reason);
                 }
                 Ok(None) => {
                     let reason = format!("{reason}; no intact chunk or trailer after it");
@@ -968,9 +977,7 @@ mod tests {
             end,
             ReadEnd::Damaged {
                 offset: cut,
-                reason: format!(
-                    "file ends without a trailer at byte {cut} (the recording was cut short)"
-                ),
+                reason: "the file ends without a trailer (the recording was cut short)".to_string(),
             }
         );
     }
@@ -1065,7 +1072,7 @@ mod tests {
                 offset_bytes: start,
                 size_bytes: stop - start,
                 reason: format!(
-                    "damaged frame at byte {start}: {}",
+                    "damaged frame: {}",
                     skipped[0].reason.split_once(": ").unwrap().1
                 ),
             }]

@@ -176,6 +176,8 @@ pub struct Discovery<'obj> {
     custom: Vec<Custom>,
     /// The symbols of `custom` some file defined.
     custom_found: HashSet<&'static str>,
+    /// One warning per `--allocator` function probed whose body is only a return.
+    custom_empty: Vec<String>,
     /// With call stacks: every scanned file's unwind table goes here too.
     tables: Option<Tables<'obj>>,
     /// The private copies of allocator libraries the tree maps instead of the real files
@@ -202,6 +204,7 @@ impl<'obj> Discovery<'obj> {
             stats: StopStats::default(),
             custom: Vec::new(),
             custom_found: HashSet::new(),
+            custom_empty: Vec::new(),
             tables: None,
             copies: HashMap::new(),
         })
@@ -248,6 +251,11 @@ impl<'obj> Discovery<'obj> {
     pub fn with_custom(mut self, custom: Vec<Custom>) -> Discovery<'obj> {
         self.custom = custom;
         self
+    }
+
+    /// The `--allocator` functions that only return, for the end-of-run warnings.
+    pub fn custom_empty(&self) -> &[String] {
+        &self.custom_empty
     }
 
     /// The `--allocator` functions no scanned file defined, for the end-of-run warning.
@@ -400,6 +408,16 @@ impl<'obj> Discovery<'obj> {
             return Ok(());
         }
         let links = attach::attach(self.alloc, path, &plan.sites, self.classic)?;
+        let file = Path::new(&entry.path)
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy();
+        self.custom_empty.extend(
+            plan.sites
+                .empty
+                .iter()
+                .map(|name| crate::binary::custom::empty_warning(name, &file)),
+        );
         self.links.extend(links);
         entry.probes = plan.sites.probes() as u32;
         entry.stepped = plan.sites.stepped.clone();

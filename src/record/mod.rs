@@ -16,7 +16,8 @@ pub mod guardian;
 pub mod identity;
 pub mod listen;
 pub mod load;
-pub mod output;
+// The file `record -o` writes is made by the one output module every `-o` shares.
+pub use crate::output;
 pub mod private;
 pub mod progress;
 pub mod resolve;
@@ -221,7 +222,8 @@ pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
     group.restore_terminal();
     let (summary, discovery) = result?;
     let allocators = discovery.summary();
-    let not_found = custom::not_found_warnings(&discovery.custom_not_found());
+    let mut not_found = custom::not_found_warnings(&discovery.custom_not_found());
+    not_found.extend_from_slice(discovery.custom_empty());
     let left_running = guardian.left_running();
     // The file is complete. Detaching the probes waits on kernel grace periods (about 0.15 s
     // here): when the tree is gone, a background child pays that after we exit, off the

@@ -260,8 +260,8 @@ fn completeness(
     }
     if let Some(d) = &damage {
         reasons.push(format!(
-            "the file is damaged at byte offset {} ({}); only the events before it are counted",
-            d.offset_bytes, d.reason
+            "{}; only the events before it are counted",
+            incomplete::end_reason(d.offset_bytes, &d.reason)
         ));
     }
     if lost_total > 0 {

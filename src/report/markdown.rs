@@ -135,18 +135,26 @@ fn write_totals(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     row(out, "lost events", lost_text)?;
     if !report.skipped.is_empty() || report.damage.is_some() {
         let bytes: u64 = report.skipped.iter().map(|s| s.size_bytes).sum();
-        let mut damage = format!(
-            "{} {} skipped ({bytes} bytes)",
-            report.skipped.len(),
-            plural(report.skipped.len() as u64, "range", "ranges")
-        );
-        if let Some(d) = &report.damage {
-            damage.push_str(&format!(
-                "; the file ends damaged at byte offset {}",
-                d.offset_bytes
+        let mut parts = Vec::new();
+        if !report.skipped.is_empty() {
+            parts.push(format!(
+                "{} {} skipped ({bytes} bytes)",
+                report.skipped.len(),
+                plural(report.skipped.len() as u64, "range", "ranges")
             ));
         }
-        row(out, "damaged", damage)?;
+        let end = report
+            .damage
+            .as_ref()
+            .map(|d| super::incomplete::end_reason(d.offset_bytes, &d.reason));
+        let cut_short =
+            report.skipped.is_empty() && end.as_ref().is_some_and(|e| e.contains("cut short"));
+        parts.extend(end);
+        row(
+            out,
+            if cut_short { "cut short" } else { "damaged" },
+            parts.join("; "),
+        )?;
     }
     Ok(())
 }
@@ -277,11 +285,9 @@ fn write_benchmarks(report: &Report, options: RowOptions, out: &mut dyn Write) -
     };
     let selection = write_table(&table, &report.benchmarks, options, out)?;
     writeln!(out)?;
-    writeln!(
-        out,
-        "Inside each benchmark's windows, in its pid and descendants; LEAKED: not freed while \
-         measured."
-    )?;
+    let mut footer = super::text::BENCH_FOOTER.to_string();
+    footer[..1].make_ascii_uppercase();
+    writeln!(out, "{footer}.")?;
     write_rest_note(&selection, out)
 }
 
@@ -543,12 +549,32 @@ mod tests {
         let md = render(&report, RowOptions::default());
         assert!(md.contains("damaged at byte offset 4242"), "{md}");
         assert!(
+            md.contains("| damaged | the file is damaged at byte offset 4242 (torn chunk) |"),
+            "{md}"
+        );
+    }
+
+    #[test]
+    fn a_file_cut_short_is_called_so_with_its_offset_once() {
+        let end = ReadEnd::Damaged {
+            offset: 117,
+            reason: "the file ends 321 bytes into a 749-byte payload (the recording was cut short)"
+                .into(),
+        };
+        let report = analyze(
+            &header(&["./a"]),
+            vec![at(1, 10, 10, malloc(1, 1))],
+            Some(&end),
+        );
+        let md = render(&report, RowOptions::default());
+        assert!(
             md.contains(
-                "| damaged | 0 ranges skipped (0 bytes); the file ends damaged at byte \
-                         offset 4242 |"
+                "| cut short | the file is cut short (truncated) at byte offset 117: it ends 321 \
+                 bytes into a 749-byte payload |"
             ),
             "{md}"
         );
+        assert!(!md.contains("damaged"), "{md}");
     }
 
     /// Root 1 forks `n` children; child i allocates i + 1 bytes, leaks them and exits.

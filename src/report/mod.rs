@@ -172,9 +172,8 @@ pub struct ReportOptions {
     pub weight: Weight,
 }
 
-/// Runs `memtrack report`: the report goes to `opts.output` (written beside it under a
-/// temporary name and renamed when complete, so a failed report never leaves half a file or
-/// destroys the previous one) or to standard output.
+/// Runs `memtrack report`: the report goes to `opts.output` (`output::write_file`: a file is
+/// replaced only when complete, a device or FIFO written in place) or to standard output.
 pub fn run(opts: &ReportOptions) -> Result<()> {
     // Only standard output can be a terminal; a file gets `$COLUMNS` or the default width.
     let terminal = match opts.output {
@@ -192,20 +191,7 @@ pub fn run(opts: &ReportOptions) -> Result<()> {
     let Some(path) = &opts.output else {
         return run_report(opts, &mut io::stdout().lock());
     };
-    let mut temporary = path.clone().into_os_string();
-    temporary.push(format!(".tmp{}", std::process::id()));
-    let temporary = PathBuf::from(temporary);
-    let written = std::fs::File::create(&temporary)
-        .map_err(|e| Error::io(&temporary, e))
-        .and_then(|mut file| {
-            run_report(opts, &mut file)?;
-            file.sync_all().map_err(|e| Error::io(&temporary, e))
-        })
-        .and_then(|()| std::fs::rename(&temporary, path).map_err(|e| Error::io(path, e)));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temporary);
-    }
-    written
+    crate::output::write_file(path, |file| run_report(opts, file))
 }
 
 /// Reads the recording `opts.file` and writes its report to `out`. A damaged or lossy file
@@ -365,10 +351,7 @@ pub fn run_check(opts: &CheckOptions, out: &mut dyn Write) -> Result<bool> {
     }
     let mut causes = Vec::new();
     if let Some(damage) = &report.damage {
-        causes.push(format!(
-            "damaged at byte offset {} ({})",
-            damage.offset_bytes, damage.reason
-        ));
+        causes.push(incomplete::end_reason(damage.offset_bytes, &damage.reason));
     }
     if !report.skipped.is_empty() {
         let first = &report.skipped[0];
@@ -851,9 +834,8 @@ mod tests {
         run_report(&opts, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(
-            text.trim_end().ends_with(
-                "record again without --no-stacks to see where the allocations come from"
-            ),
+            text.trim_end()
+                .ends_with("record again with --stacks to see where the allocations come from"),
             "{text}"
         );
     }

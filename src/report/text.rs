@@ -346,9 +346,15 @@ fn write_sites(
 
 /// What a recording without call stacks says to `--stacks`: why, and how to get them.
 pub(super) const NO_STACKS: &str =
-    "allocation sites: this recording has no call stacks (recorded with \
-                         --no-stacks, or by a memtrack without them); record again without \
-                         --no-stacks to see where the allocations come from";
+    "allocation sites: this recording has no call stacks (record takes them only when asked); \
+     record again with --stacks to see where the allocations come from";
+
+/// The footer of the benchmark table: what its numbers count. LEAKED is what `bench.rs` counts:
+/// a block allocated inside a window that no recorded free released, a free after `stop`
+/// included (frees are recorded while paused), by its process's exit or the recording's end.
+pub(super) const BENCH_FOOTER: &str = "inside each benchmark's windows, in its pid and \
+     descendants; LEAKED: allocated there and never freed, not even after stop, by the exit of \
+     its process or the end of the recording";
 
 /// The words for a `--stacks-by` order in the sites' title line.
 pub(super) fn order_label(order: &str) -> &str {
@@ -834,11 +840,7 @@ fn write_benchmark_lines(
     );
     write_fitted(&title, &fitted, out)?;
     writeln!(out)?;
-    writeln!(
-        out,
-        "  inside each benchmark's windows, in its pid and descendants; LEAKED: not freed while \
-         measured"
-    )?;
+    writeln!(out, "  {BENCH_FOOTER}")?;
     write_rest_note(&selection, "benchmarks", out)?;
     write_benchmark_stacks(report, layout.width, out)
 }
@@ -1135,6 +1137,33 @@ mod tests {
     }
 
     #[test]
+    fn a_file_cut_short_says_so_with_its_offset_once() {
+        for (reason, says) in [
+            (
+                "the file ends 321 bytes into a 749-byte payload (the recording was cut short)",
+                "it ends 321 bytes into a 749-byte payload",
+            ),
+            (
+                "the file ends without a trailer (the recording was cut short)",
+                "it ends without a trailer",
+            ),
+        ] {
+            let end = ReadEnd::Damaged {
+                offset: 117,
+                reason: reason.into(),
+            };
+            let report = analyze(&header(), vec![at(1, 10, 10, malloc(1, 1))], Some(&end));
+            assert_eq!(
+                report.incomplete_reasons,
+                [format!(
+                    "the file is cut short (truncated) at byte offset 117: {says}; only the \
+                     events before it are counted"
+                )]
+            );
+        }
+    }
+
+    #[test]
     fn says_nothing_was_lost() {
         assert!(render(&sample()).contains("\n  6 events read, none lost\n"));
     }
@@ -1234,6 +1263,18 @@ mod tests {
         assert_eq!(cells[..4], ["11", "1", "2.0", "µs"], "{text}");
         assert!(row.contains("2.9 KiB"), "{text}");
         assert!(!text.contains("999"), "{text}");
+    }
+
+    #[test]
+    fn the_benchmark_footer_says_what_leaked_counts() {
+        let text = render_benchmarks(&with_benchmarks());
+        let footer = text.lines().find(|l| l.contains("LEAKED:")).unwrap();
+        assert_eq!(
+            footer,
+            "  inside each benchmark's windows, in its pid and descendants; LEAKED: allocated \
+             there and never freed, not even after stop, by the exit of its process or the end \
+             of the recording"
+        );
     }
 
     #[test]
@@ -1577,8 +1618,11 @@ mod stacks_tests {
     fn a_recording_without_stacks_gets_one_note() {
         let events = seq(vec![malloc(1, 10), exit(0)]);
         let text = render_sites(events, 10);
-        assert_eq!(text, format!("{NO_STACKS}\n"));
-        assert!(NO_STACKS.contains("record again without --no-stacks"));
+        assert_eq!(
+            text,
+            "allocation sites: this recording has no call stacks (record takes them only when \
+             asked); record again with --stacks to see where the allocations come from\n"
+        );
     }
 
     #[test]

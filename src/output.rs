@@ -1,12 +1,14 @@
-//! The file `record` writes. It is created under a temporary name in the directory of `-o`,
-//! locked (`sys::lock`: readers then know it is still being written), and renamed over `-o`
-//! only once the command has started; a command that cannot start, or a failure before it,
-//! removes the temporary file and leaves a previous recording at `-o` as it was. A symbolic
-//! link at `-o` is followed (the recording replaces its target), and what is not a regular file
-//! (`/dev/null`, a FIFO, `/dev/stdout`) is written directly: renaming over it would replace a
-//! device with a file.
+//! Every file memtrack writes with `-o` (`record`, `report`, `diff`), made one way. A regular
+//! file (or a new name) is written under a hidden temporary name in the directory of `-o` and
+//! renamed over it only when complete, so a failure never leaves half a file or destroys the
+//! previous one; `record` also locks it (`sys::lock`: readers then know it is still being
+//! written) and renames it once the command has started. A symbolic link at `-o` is followed
+//! (the new file replaces its target, as writing through the link would), and what is not a
+//! regular file (`/dev/null`, a FIFO, `/dev/stdout`) is written in place: renaming over it
+//! would replace a device with a file, which as root breaks the machine.
 
 use std::fs::File;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
@@ -66,42 +68,22 @@ impl PendingOutput {
     /// given, as the recording will be.
     pub fn create(path: &Path, owner: Option<(u32, u32)>) -> Result<PendingOutput, Error> {
         validate(path)?;
-        match std::fs::metadata(path) {
-            Ok(m) if !m.is_file() => {
+        let path = match Target::of(path)? {
+            Target::InPlace(path) => {
                 let file = File::options()
                     .write(true)
-                    .open(path)
-                    .map_err(|e| create_error(path, e))?;
+                    .open(&path)
+                    .map_err(|e| create_error(&path, e))?;
                 return Ok(PendingOutput {
                     file: Some(file),
                     temp: None,
-                    path: path.to_path_buf(),
+                    path,
                 });
             }
-            // The recording replaces the link's target, as writing through the link would.
-            Ok(_) if path.is_symlink() => {
-                let target = std::fs::canonicalize(path).map_err(|e| create_error(path, e))?;
-                return PendingOutput::create(&target, owner);
-            }
-            _ => {}
-        }
-        let name = path.file_name().ok_or_else(|| {
-            Error::Usage(format!(
-                "-o {}: give a file name, e.g. -o run.mt",
-                path.display()
-            ))
-        })?;
-        // Hidden, and named for the recorder, so a leftover (memtrack killed while starting the
-        // command) says whose it is.
-        let mut temp_name = std::ffi::OsString::from(".");
-        temp_name.push(name);
-        temp_name.push(format!(".memtrack-{}.tmp", std::process::id()));
-        let temp = path.with_file_name(temp_name);
-        let file = File::options()
-            .write(true)
-            .create_new(true)
-            .open(&temp)
-            .map_err(|e| create_error(path, e))?;
+            Target::Replace(path) => path,
+        };
+        let path = path.as_path();
+        let (temp, file) = create_temporary(path)?;
         let pending = PendingOutput {
             file: Some(file),
             temp: Some(temp.clone()),
@@ -156,7 +138,79 @@ impl Drop for PendingOutput {
     }
 }
 
-/// The one-line error for a recording that cannot be created at `path`.
+/// Where the bytes for `-o PATH` go.
+enum Target {
+    /// Not a regular file (a device, a FIFO, a socket): opened and written as it is.
+    InPlace(PathBuf),
+    /// A regular file, or nothing yet: replaced by a complete new file at this path (the
+    /// target of a symbolic link, when `-o` is one).
+    Replace(PathBuf),
+}
+
+impl Target {
+    fn of(path: &Path) -> Result<Target, Error> {
+        match std::fs::metadata(path) {
+            Ok(m) if !m.is_file() => Ok(Target::InPlace(path.to_path_buf())),
+            // The file replaces the link's target, as writing through the link would.
+            Ok(_) if path.is_symlink() => {
+                let target = std::fs::canonicalize(path).map_err(|e| create_error(path, e))?;
+                Ok(Target::Replace(target))
+            }
+            // A missing file (or a dangling link, which then becomes the new file).
+            _ => Ok(Target::Replace(path.to_path_buf())),
+        }
+    }
+}
+
+/// Creates the hidden temporary file beside `path` that will replace it. Named for memtrack,
+/// so a leftover (memtrack killed meanwhile) says whose it is.
+fn create_temporary(path: &Path) -> Result<(PathBuf, File), Error> {
+    let name = path.file_name().ok_or_else(|| {
+        Error::Usage(format!(
+            "-o {}: give a file name, e.g. -o run.mt",
+            path.display()
+        ))
+    })?;
+    let mut temp_name = std::ffi::OsString::from(".");
+    temp_name.push(name);
+    temp_name.push(format!(".memtrack-{}.tmp", std::process::id()));
+    let temp = path.with_file_name(temp_name);
+    let file = File::options()
+        .write(true)
+        .create_new(true)
+        .open(&temp)
+        .map_err(|e| create_error(path, e))?;
+    Ok((temp, file))
+}
+
+/// Writes `-o path` with `write` (a report, a diff): a regular file is replaced only once
+/// `write` succeeded and the bytes are on disk, a device or FIFO is written in place, a link is
+/// followed. A failed `write` leaves a previous file as it was and returns its error.
+pub fn write_file(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let path = match Target::of(path)? {
+        Target::InPlace(path) => {
+            let mut file = File::options()
+                .write(true)
+                .open(&path)
+                .map_err(|e| create_error(&path, e))?;
+            return write(&mut file);
+        }
+        Target::Replace(path) => path,
+    };
+    let (temp, mut file) = create_temporary(&path)?;
+    let written = write(&mut file)
+        .and_then(|()| file.sync_all().map_err(|e| Error::io(&temp, e)))
+        .and_then(|()| std::fs::rename(&temp, &path).map_err(|e| Error::io(&path, e)));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    written
+}
+
+/// The one-line error for a file that cannot be created at `path`.
 fn create_error(path: &Path, e: std::io::Error) -> Error {
     let dir = directory_of(path);
     let what = match e.kind() {
@@ -181,7 +235,6 @@ fn create_error(path: &Path, e: std::io::Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
 
     fn scratch(name: &str) -> PathBuf {
         let dir =
@@ -223,15 +276,76 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// A character device like /dev/null (1, 3) made in `dir`, never the machine's own; `None`
+    /// (with the reason printed) where mknod is not allowed.
+    fn null_device(dir: &Path) -> Option<PathBuf> {
+        let dev = dir.join("null");
+        let made = std::process::Command::new("mknod")
+            .arg(&dev)
+            .args(["c", "1", "3"])
+            .output();
+        match made {
+            Ok(o) if o.status.success() => Some(dev),
+            Ok(o) => {
+                eprintln!(
+                    "skipped: mknod: {}",
+                    String::from_utf8_lossy(&o.stderr).trim()
+                );
+                None
+            }
+            Err(e) => {
+                eprintln!("skipped: mknod: {e}");
+                None
+            }
+        }
+    }
+
     #[test]
     fn a_device_is_written_directly_never_replaced() {
         use std::os::unix::fs::FileTypeExt;
-        let mut file = PendingOutput::create(Path::new("/dev/null"), None)
-            .unwrap()
-            .commit();
+        let dir = scratch("device");
+        let Some(dev) = null_device(&dir) else {
+            return;
+        };
+        let mut file = PendingOutput::create(&dev, None).unwrap().commit();
         file.write_all(b"recording").unwrap();
-        let meta = std::fs::metadata("/dev/null").unwrap();
+        write_file(&dev, |w| {
+            w.write_all(b"report").map_err(|e| Error::io("x", e))
+        })
+        .unwrap();
+        let meta = std::fs::symlink_metadata(&dev).unwrap();
         assert!(meta.file_type().is_char_device());
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            1,
+            "no temporary left"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_failed_write_keeps_the_previous_file() {
+        let dir = scratch("failed");
+        let path = dir.join("report.txt");
+        std::fs::write(&path, b"previous").unwrap();
+        let e = write_file(&path, |w| {
+            w.write_all(b"half").unwrap();
+            Err(Error::Usage("no".into()))
+        });
+        assert!(e.is_err());
+        assert_eq!(std::fs::read(&path).unwrap(), b"previous");
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            1,
+            "temporary removed"
+        );
+        write_file(&path, |w| {
+            w.write_all(b"new").map_err(|e| Error::io("x", e))
+        })
+        .unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"new");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
