@@ -8,6 +8,7 @@
 
 use crate::error::Error;
 use crate::preflight::UprobeLinks;
+use crate::record::pidns::{self, PidNamespace};
 use crate::record::{attach, discover, kernel_error, RecordOptions};
 use crate::sys::bpf::{Link, LoadedObject, OpenObject};
 use crate::sys::raw;
@@ -136,10 +137,17 @@ pub struct Loaded {
 impl Loaded {
     /// Load every object `opts` enables, the ring buffer (process.bpf.c's `events`) sized as
     /// `opts` says, and the allocator programs as `uprobes` says.
-    pub fn load(opts: &RecordOptions, uprobes: &UprobeLinks) -> Result<Loaded, Error> {
+    pub fn load(
+        opts: &RecordOptions,
+        uprobes: &UprobeLinks,
+        pidns: &PidNamespace,
+    ) -> Result<Loaded, Error> {
         let mut objects: Vec<(&'static Object, LoadedObject)> = Vec::new();
         for object in OBJECTS.iter().filter(|o| o.when.holds(opts)) {
             let mut open = OpenObject::open(object.name, object.bytes).map_err(kernel_error)?;
+            // The namespace whose pids the records carry (pidns.rs); floor.bpf.o has none.
+            open.set_rodata(pidns::RODATA_SECTION, &pidns.rodata())
+                .map_err(kernel_error)?;
             match objects.first() {
                 Some((_, first)) => {
                     for map in object.shares {
