@@ -440,3 +440,36 @@ fn a_recorder_killed_inside_a_pid_namespace_leaves_nothing_stopped() {
     assert!(stdout.contains("recorder 137"), "{}", run.describe());
     assert!(stdout.contains("none stopped"), "{}", run.describe());
 }
+
+/// A recording that saw processes map a probed allocator but recorded no allocator call (here
+/// truly: `true` allocates nothing) is not taken as complete: record warns, the report says
+/// why, and `check` refuses it (exit 2) unless given --allow-incomplete.
+#[test]
+fn a_recording_without_one_allocator_call_is_refused_by_check() {
+    let test = "a_recording_without_one_allocator_call_is_refused_by_check";
+    skip_unless_recording!(test);
+    let path = scratch_file(format!("{test}.mt"));
+    let run = run_command(&mut in_pid_namespaces(1, &path, &[], &["/bin/true"])).expect_code(0);
+    assert!(
+        run.stderr
+            .contains("memtrack: warning: not one allocator call was recorded"),
+        "{}",
+        run.describe()
+    );
+    let json = report_json(&path, &[]);
+    assert_eq!(json["complete"], false, "{json}");
+    let reasons = json["incomplete_reasons"].to_string();
+    assert!(
+        reasons.contains("no allocator call was recorded"),
+        "{reasons}"
+    );
+    let p = path.to_str().unwrap();
+    common::run(&["check", p, "--max-allocs", "1"]).expect_failure(
+        2,
+        &[
+            "the recording is incomplete: no allocator call was recorded",
+            "--allow-incomplete",
+        ],
+    );
+    common::run(&["check", p, "--max-allocs", "1", "--allow-incomplete"]).expect_code(0);
+}

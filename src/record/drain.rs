@@ -206,11 +206,59 @@ struct Sink {
     stacks: Interner,
     /// Scratch for the nodes one kernel stack creates.
     nodes: Vec<Event>,
+    /// What was written, for the warning of a recording that saw nothing (`Seen::warning`).
+    seen: Seen,
+}
+
+/// Counts of what a recording saw, enough to say when it saw nothing where it should have
+/// (issue 30; report/incomplete.rs's `unseen_reason` says it in the report).
+#[derive(Default)]
+struct Seen {
+    /// Exec events: every command's start is one.
+    execs: u64,
+    /// Allocator records (allocations, frees, reallocs, failures).
+    allocator_calls: u64,
+    /// Whether a process of the tree mapped a file with allocator probes.
+    probed_mapped: bool,
+}
+
+impl Seen {
+    fn note(&mut self, kind: &EventKind) {
+        match kind {
+            EventKind::Exec(_) => self.execs += 1,
+            EventKind::Alloc { .. }
+            | EventKind::Free { .. }
+            | EventKind::Realloc { .. }
+            | EventKind::AllocFailed { .. } => self.allocator_calls += 1,
+            EventKind::Coverage(c) if c.probes > 0 => self.probed_mapped = true,
+            _ => {}
+        }
+    }
+
+    /// The warning to print, if the recording saw nothing where it should have; `gated` when
+    /// `--control` may rightly have kept every allocator call out.
+    fn warning(&self, gated: bool) -> Option<String> {
+        if self.execs == 0 {
+            return Some(
+                "not one process of the command was seen: every number is 0 and the report \
+                 says incomplete (the recorder's pids did not match the kernel's, or the \
+                 command could not be tracked); see `memtrack doctor`"
+                    .to_string(),
+            );
+        }
+        (self.allocator_calls == 0 && self.probed_mapped && !gated).then(|| {
+            "not one allocator call was recorded although the processes mapped probed \
+             allocators: the report says incomplete (a program that allocates nothing, or \
+             probes that never fired; -v shows what was probed)"
+                .to_string()
+        })
+    }
 }
 
 impl Sink {
     /// Write `ev` unless a write already failed; keep the first failure.
     fn push(&mut self, ev: &Event) {
+        self.seen.note(&ev.kind);
         if self.write_error.is_none() {
             if let Err(e) = self.writer.push(ev) {
                 self.write_error = Some(e);
@@ -251,6 +299,8 @@ pub struct Summary {
     pub output: String,
     /// One warning per process whose memory grew with no allocator event at all.
     pub unexplained_growth: Vec<String>,
+    /// Why the recording saw nothing where it should have, if it did not.
+    pub unseen: Option<String>,
     /// Control commands accepted and requests refused, with `--control`.
     pub control: Option<(u64, u64)>,
 }
@@ -311,6 +361,7 @@ impl<'a> Session<'a> {
             client_records: 0,
             stacks: Interner::default(),
             nodes: Vec::new(),
+            seen: Seen::default(),
         };
         // Modules of the files scanned before the command ran (the C library, the loader);
         // every later one comes with the stop that scanned it (`continue_stopped`).
@@ -433,6 +484,7 @@ impl<'a> Session<'a> {
             growth,
             mut warned,
             lost_seen,
+            seen,
             ..
         } = sink;
         let exit_code = root_status.map(process::exit_code_of).unwrap_or(128);
@@ -473,6 +525,7 @@ impl<'a> Session<'a> {
             exit_code,
             output: self.output.display().to_string(),
             unexplained_growth: warned.into_iter().map(|(_, w)| w).collect(),
+            unseen: seen.warning(self.control.is_some()),
             control: self
                 .control
                 .as_ref()

@@ -363,8 +363,9 @@ fn say_ending(
     summary: &drain::Summary,
 ) {
     // Even with -q: an allocator asked for and never seen is a mistake in the command line
-    // (a misspelt symbol, a stripped file), not news.
-    for warning in not_found {
+    // (a misspelt symbol, a stripped file), not news; nor is a recording that saw nothing.
+    let unseen = summary.unseen.iter().filter(|_| !opts.probe_floor);
+    for warning in not_found.iter().chain(unseen) {
         eprintln!("memtrack: warning: {warning}");
     }
     if !opts.quiet && !left_running.is_empty() {
