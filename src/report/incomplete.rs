@@ -246,7 +246,10 @@ mod tests {
         assert!(!r.contains("  "), "{r}");
         // Calls seen, only a static program without probes, or a gate that may never have
         // opened: nothing to say.
-        assert_eq!(unseen_reason(&header, 3, 1, &[libc.clone()]), None);
+        assert_eq!(
+            unseen_reason(&header, 3, 1, std::slice::from_ref(&libc)),
+            None
+        );
         assert_eq!(unseen_reason(&header, 1, 0, &[none]), None);
         let gated = Header {
             features: vec!["alloc".into(), crate::format::FEATURE_CONTROL.into()],
