@@ -473,3 +473,73 @@ fn a_recording_without_one_allocator_call_is_refused_by_check() {
     );
     common::run(&["check", p, "--max-allocs", "1", "--allow-incomplete"]).expect_code(0);
 }
+
+/// `memtrack record -- docker run ...` records only the client. No docker engine runs here (the
+/// machine has the client at most, no daemon, no registry), so `docker` is a stand-in that does
+/// what the real client does: it asks a daemon started outside the recorded tree (here by the
+/// test, as dockerd is by init) to run the program, and waits for it to end. The recording
+/// must hold none of the program's allocations, and record must say what to do instead.
+#[test]
+fn recording_a_docker_client_says_to_record_inside_the_container() {
+    let test = "recording_a_docker_client_says_to_record_inside_the_container";
+    skip_unless_recording!(test);
+    let Some(bb) = busybox(test) else { return };
+    let dir = scratch_dir().join(test);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("bin")).unwrap();
+    let (req, done, out) = (dir.join("req"), dir.join("done"), dir.join("out"));
+    for fifo in [&req, &done] {
+        assert!(Command::new("mkfifo").arg(fifo).status().unwrap().success());
+    }
+    let example = fixture("example");
+    let mut daemon = Command::new(&bb)
+        .args(["sh", "-c"])
+        .arg(format!(
+            "read r < {req}; {ex} > {out}; echo exited $? > {done}",
+            req = req.display(),
+            ex = example.display(),
+            out = out.display(),
+            done = done.display()
+        ))
+        .spawn()
+        .unwrap();
+    let docker = dir.join("bin/docker");
+    std::fs::write(
+        &docker,
+        format!(
+            "#!/bin/sh\necho \"$*\" > {}\nread r < {}\necho \"$r\"\n",
+            req.display(),
+            done.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&docker, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = scratch_file(format!("{test}.mt"));
+    let mut cmd = common::record_command(&path, &[], &["docker", "run", "--rm", "img", "/example"]);
+    let search = format!(
+        "{}:{}",
+        dir.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    cmd.env("PATH", search);
+    let run = run_command(&mut cmd).expect_code(0);
+    assert!(
+        daemon.wait().unwrap().success(),
+        "the stand-in daemon ran the program"
+    );
+    assert!(run.stdout.contains("exited 0"), "{}", run.describe());
+    assert!(
+        run.stderr.contains(
+            "memtrack: warning: `docker run` runs the container's processes under the container \
+             runtime, not under this command, so they were not recorded: run memtrack inside \
+             the container instead"
+        ),
+        "{}",
+        run.describe()
+    );
+    let (counted, _) = processes(&path);
+    assert!(
+        counted.iter().all(|c| c.executable != "example"),
+        "the program ran outside the recorded tree: {counted:#?}"
+    );
+}

@@ -220,12 +220,45 @@ struct Seen {
     allocator_calls: u64,
     /// Whether a process of the tree mapped a file with allocator probes.
     probed_mapped: bool,
+    /// The first container client the tree ran to start a container (`docker run`).
+    container_client: Option<String>,
+}
+
+/// Clients that ask a container runtime to run a program, and the subcommands that do: the
+/// program then runs under the runtime's daemon (containerd-shim, conmon, the kubelet), not
+/// under the recorded command, and is not recorded.
+const CONTAINER_CLIENTS: &[(&str, &[&str])] = &[
+    ("docker", &["run", "exec", "start", "compose"]),
+    ("podman", &["run", "exec", "start", "compose"]),
+    ("nerdctl", &["run", "exec", "start", "compose"]),
+    ("kubectl", &["run", "exec", "debug", "apply", "create"]),
+];
+
+/// `docker run` (the client and its subcommand) when `exec` starts a container.
+fn container_client(exec: &Exec) -> Option<String> {
+    let name = exec.filename.rsplit('/').next()?;
+    let (client, subcommands) = CONTAINER_CLIENTS.iter().find(|(c, _)| *c == name)?;
+    // The subcommand comes first after the global options, some of which take a value
+    // (`docker --context ci run`): one of the first two words that are not options.
+    let sub = exec
+        .argv
+        .iter()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .take(2)
+        .find(|a| subcommands.contains(&a.as_str()))?;
+    Some(format!("{client} {sub}"))
 }
 
 impl Seen {
     fn note(&mut self, kind: &EventKind) {
         match kind {
-            EventKind::Exec(_) => self.execs += 1,
+            EventKind::Exec(exec) => {
+                self.execs += 1;
+                if self.container_client.is_none() {
+                    self.container_client = container_client(exec);
+                }
+            }
             EventKind::Alloc { .. }
             | EventKind::Free { .. }
             | EventKind::Realloc { .. }
@@ -238,6 +271,14 @@ impl Seen {
     /// The warning to print, if the recording saw nothing where it should have; `gated` when
     /// `--control` may rightly have kept every allocator call out.
     fn warning(&self, gated: bool) -> Option<String> {
+        if let Some(client) = &self.container_client {
+            return Some(format!(
+                "`{client}` runs the container's processes under the container runtime, not \
+                 under this command, so they were not recorded: run memtrack inside the \
+                 container instead (privileged, or with CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN; \
+                 README, \"In containers and CI runners\")"
+            ));
+        }
         if self.execs == 0 {
             return Some(
                 "not one process of the command was seen: every number is 0 and the report \
@@ -747,6 +788,34 @@ impl<'a> Session<'a> {
 mod tests {
     use super::*;
     use crate::format::AllocFunc;
+
+    #[test]
+    fn container_clients_that_start_containers_are_named() {
+        let exec = |filename: &str, argv: &[&str]| Exec {
+            filename: filename.into(),
+            argv: argv.iter().map(|a| a.to_string()).collect(),
+        };
+        let run = exec(
+            "/usr/bin/docker",
+            &["docker", "--context", "ci", "run", "img"],
+        );
+        assert_eq!(container_client(&run).as_deref(), Some("docker run"));
+        let kube = exec("kubectl", &["kubectl", "exec", "-it", "pod", "--", "make"]);
+        assert_eq!(container_client(&kube).as_deref(), Some("kubectl exec"));
+        assert_eq!(
+            container_client(&exec("/usr/bin/docker", &["docker", "ps"])),
+            None
+        );
+        assert_eq!(container_client(&exec("/bin/sh", &["sh", "run"])), None);
+        let mut seen = Seen::default();
+        seen.note(&EventKind::Exec(run));
+        let w = seen.warning(false).unwrap();
+        assert!(
+            w.starts_with("`docker run` runs the container's processes"),
+            "{w}"
+        );
+        assert!(w.contains("CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN"), "{w}");
+    }
 
     fn anon(len: u64) -> EventKind {
         EventKind::Mmap {
