@@ -207,6 +207,14 @@ fn container_root(test: &str, busybox: &Path) -> Option<PathBuf> {
             return None;
         }
     };
+    let root = program_root(test, busybox);
+    std::fs::copy(&bin, root.join("memtrack")).unwrap();
+    Some(root)
+}
+
+/// The root of [`container_root`] without memtrack: busybox, the example, /bin/true and their
+/// libraries, copies (other files, other inodes) of the host's.
+fn program_root(test: &str, busybox: &Path) -> PathBuf {
     let root = scratch_dir().join(format!("{test}-root"));
     let _ = std::fs::remove_dir_all(&root);
     for dir in ["proc", "sys", "tmp", "out", "bin", "dev"] {
@@ -218,7 +226,6 @@ fn container_root(test: &str, busybox: &Path) -> Option<PathBuf> {
         std::fs::copy(from, &dest)
             .unwrap_or_else(|e| panic!("copy {} to {}: {e}", from.display(), dest.display()));
     };
-    copy(&bin, "/memtrack");
     copy(busybox, "/bin/busybox");
     let example = fixture("example");
     copy(&example, "/example");
@@ -237,7 +244,7 @@ fn container_root(test: &str, busybox: &Path) -> Option<PathBuf> {
             }
         }
     }
-    Some(root)
+    root
 }
 
 /// `unshare` into new pid, mount, uts and ipc namespaces, then, as runc does: a private mount
@@ -541,5 +548,59 @@ fn recording_a_docker_client_says_to_record_inside_the_container() {
     assert!(
         counted.iter().all(|c| c.executable != "example"),
         "the program ran outside the recorded tree: {counted:#?}"
+    );
+}
+
+/// A command under another root (`chroot`), recorded from the host: its executables and
+/// libraries are found, probed and named from the files it really maps (through
+/// /proc/PID/map_files, by device and inode), the root's copies, never the host's files of
+/// the same names. busybox's chroot is static and stripped (no allocator found in it), so the
+/// counts are the example's alone and must equal the host's.
+#[test]
+fn a_command_under_another_root_is_probed_in_the_files_it_maps() {
+    let test = "a_command_under_another_root_is_probed_in_the_files_it_maps";
+    skip_unless_recording!(test);
+    let Some(bb) = busybox(test) else { return };
+    let root = program_root(test, &bb);
+    std::fs::create_dir_all(root.join("out")).unwrap();
+    let (_, host) = host_recording(test, &bb, &[]);
+    let path = scratch_file(format!("{test}.mt"));
+    let script = pid_then("/out/pid", "/example");
+    let mut cmd = common::record_command(
+        &path,
+        &["--stacks"],
+        &[
+            bb.to_str().unwrap(),
+            "chroot",
+            root.to_str().unwrap(),
+            "/bin/busybox",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    let run = run_command(&mut cmd).expect_code(0);
+    same_as_host(
+        "chroot",
+        &path,
+        &root.join("out/pid"),
+        &host,
+        &run.describe(),
+    );
+    let (_, events, _) = read_recording(&path);
+    let probed: Vec<String> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            memtrack::format::EventKind::Coverage(c) if c.probes > 0 && e.pid != 0 => {
+                Some(c.path.clone())
+            }
+            _ => None,
+        })
+        .collect();
+    let root_text = root.display().to_string();
+    assert!(
+        !probed.is_empty() && probed.iter().all(|p| p.starts_with(&root_text)),
+        "the allocators probed for the tree are the root's files: {probed:?}\n{}",
+        run.describe()
     );
 }
