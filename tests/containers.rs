@@ -604,3 +604,54 @@ fn a_command_under_another_root_is_probed_in_the_files_it_maps() {
         run.describe()
     );
 }
+
+/// A root on overlayfs, as Docker's overlay2 makes it: the files are probed through the
+/// overlay and every allocation is counted as on the host. (Their call stacks are not walked
+/// yet: the kernel side names a mapped file by its backing layer's device, user space by the
+/// overlay's, so the unwind tables are not found and every frame is [unknown];
+/// docs/containers.md.)
+#[test]
+fn a_command_on_an_overlay_root_counts_what_the_host_counts() {
+    let test = "a_command_on_an_overlay_root_counts_what_the_host_counts";
+    skip_unless_recording!(test);
+    let Some(bb) = busybox(test) else { return };
+    let lower = program_root(test, &bb);
+    let dir = scratch_dir().join(format!("{test}-overlay"));
+    let _ = std::fs::remove_dir_all(&dir);
+    for d in ["upper", "work", "merged"] {
+        std::fs::create_dir_all(dir.join(d)).unwrap();
+    }
+    std::fs::create_dir_all(dir.join("upper/out")).unwrap();
+    let (_, host) = host_recording(test, &bb, &["--stacks"]);
+    let path = scratch_file(format!("{test}.mt"));
+    let merged = dir.join("merged");
+    let script = format!(
+        "set -e\n\
+         mount --make-rprivate /\n\
+         mount -t overlay overlay -o lowerdir={l},upperdir={d}/upper,workdir={d}/work {m}\n\
+         exec {mt} record -o {p} --stacks -- {bb} chroot {m} /bin/busybox sh -c '{s}'\n",
+        l = lower.display(),
+        d = dir.display(),
+        m = merged.display(),
+        mt = memtrack(),
+        p = path.display(),
+        bb = bb.display(),
+        s = pid_then("/out/pid", "/example"),
+    );
+    let run = run_command(Command::new("unshare").args(["--mount", "sh", "-c", &script]));
+    if run.code() != 0 && run.stderr.contains("overlay") {
+        skip(
+            test,
+            &format!("cannot mount an overlay here: {}", run.stderr.trim()),
+        );
+        return;
+    }
+    let run = run.expect_code(0);
+    same_as_host(
+        "overlay",
+        &path,
+        &dir.join("upper/out/pid"),
+        &host,
+        &run.describe(),
+    );
+}
