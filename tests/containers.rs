@@ -190,6 +190,17 @@ fn example_counts_inside_a_pid_namespace_and_a_nested_one_equal_the_hosts() {
         // host they are not (the check would fail with global pids, the defect of issue 30).
         let root = header.root_pid;
         assert!(root < 100, "{kind}: root pid {root}\n{}", run.describe());
+        // check --tree takes the container's pid: the worker's tree holds exactly its 50,001.
+        let (_, pids) = processes(&path);
+        let p = path.to_str().unwrap();
+        let worker = pids.iter().map(|pid| pid.to_string()).find(|pid| {
+            common::run(&["check", p, "--tree", pid, "--max-allocs", "50001"]).code() == 0
+                && common::run(&["check", p, "--tree", pid, "--max-allocs", "50000"]).code() == 1
+        });
+        assert!(
+            worker.is_some(),
+            "{kind}: no tree of {pids:?} has the worker's 50,001"
+        );
     }
 }
 
