@@ -37,6 +37,9 @@ pub const RODATA_SECTION: &str = ".rodata.pidns";
 pub struct PidNamespace {
     /// The inode of /proc/self/ns/pid.
     pub inum: u64,
+    /// The device of /proc/self/ns/pid (nsfs), the kernel's encoding (major << 20 | minor),
+    /// which bpf_get_ns_current_pid_tgid takes with the inode.
+    pub dev: u64,
 }
 
 impl PidNamespace {
@@ -58,7 +61,18 @@ impl PidNamespace {
         if seen != Some(ours) {
             return Err(Error::Usage(proc_mismatch(ours, seen)));
         }
-        Ok(PidNamespace { inum })
+        let dev = std::fs::metadata("/proc/self/ns/pid")
+            .map(|m| std::os::unix::fs::MetadataExt::dev(&m))
+            .map_err(|e| Error::io("/proc/self/ns/pid", e))?;
+        // glibc's dev_t encoding to the kernel's internal one.
+        let (major, minor) = (
+            (dev >> 8) & 0xfff | (dev >> 32) & !0xfff,
+            dev & 0xff | (dev >> 12) & !0xff,
+        );
+        Ok(PidNamespace {
+            inum,
+            dev: major << 20 | (minor & 0xfffff),
+        })
     }
 
     /// Whether this is the host's (initial) pid namespace.
@@ -68,9 +82,16 @@ impl PidNamespace {
 
     /// The value of `recorder_pidns` the BPF objects load with: 0 on the host, where the
     /// global pids are the recorder's.
-    pub fn rodata(&self) -> [u8; 8] {
-        let inum = if self.is_initial() { 0 } else { self.inum };
-        inum.to_ne_bytes()
+    pub fn rodata(&self) -> [u8; 16] {
+        let (inum, dev) = if self.is_initial() {
+            (0, 0)
+        } else {
+            (self.inum, self.dev)
+        };
+        let mut bytes = [0; 16];
+        bytes[..8].copy_from_slice(&inum.to_ne_bytes());
+        bytes[8..].copy_from_slice(&dev.to_ne_bytes());
+        bytes
     }
 
     /// The `tracked` key under which user space registers the process `pid` (of this
@@ -125,12 +146,17 @@ mod tests {
     fn the_host_keeps_global_keys_and_no_translation() {
         let host = PidNamespace {
             inum: INITIAL_PID_NS,
+            dev: 4,
         };
-        assert_eq!(host.rodata(), [0; 8]);
+        assert_eq!(host.rodata(), [0; 16]);
         assert_eq!(host.tracked_key(1234), 1234);
         assert_eq!(host.feature(), None);
-        let inner = PidNamespace { inum: 4026532291 };
-        assert_eq!(inner.rodata(), 4026532291u64.to_ne_bytes());
+        let inner = PidNamespace {
+            inum: 4026532291,
+            dev: 4,
+        };
+        assert_eq!(inner.rodata()[..8], 4026532291u64.to_ne_bytes());
+        assert_eq!(inner.rodata()[8..], 4u64.to_ne_bytes());
         assert_eq!(inner.tracked_key(2), 0x8000_0002);
         assert_eq!(inner.feature().as_deref(), Some("pid_namespace:4026532291"));
     }
