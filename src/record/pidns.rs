@@ -8,9 +8,10 @@
 //!   namespace's inode (read-only data, `recorder_pidns` in bpf/common.bpf.h); BPF finds the
 //!   task's number in it by CO-RE reads of `thread_pid->numbers[]` (checking each level's
 //!   namespace inode, so a command that makes nested namespaces of its own is still named in
-//!   ours). `bpf_get_ns_current_pid_tgid` would not do: it answers only for the current task,
-//!   and only when the task's own namespace is the one asked about (not a nested one); Fork
-//!   events name a child and resident-memory events a process that is not current.
+//!   ours). `bpf_get_ns_current_pid_tgid` alone would not do: it answers only for the current
+//!   task, and only when the task's own namespace is the one asked about (not a nested one);
+//!   Fork events name a child and resident-memory events a process that is not current. It is
+//!   the fast path for the current task (given nsfs's device too), the walk the fallback.
 //! - The one process user space registers, the spawner, it can only name by its pid here: the
 //!   global pid is not visible from inside (a fresh /proc shows this namespace only). It goes into
 //!   `tracked` under `TRACKED_NS_KEY | pid`, which the fork programs look up by the parent's
