@@ -152,11 +152,101 @@ static __always_inline void *reserve(__u64 size, __u32 cause)
 	return rec;
 }
 
+/* The recorder's pid namespace (src/record/pidns.rs): the inode number of /proc/self/ns/pid, or
+ * 0 when that is the initial namespace, set by user space before load. Every map stays keyed by
+ * the kernel's global tgid (what bpf_get_current_pid_tgid gives on the hot path); only the pids
+ * written into records are the recorder's, because /proc, kill() and the user all speak its
+ * namespace. Read-only data: on the host the verifier drops the translation as dead code. */
+struct pidns_view {
+	__u64 inum;
+	__u64 dev; /* nsfs's device, the kernel's encoding (major << 20 | minor) */
+};
+const volatile struct pidns_view recorder_pidns SEC(".rodata.pidns") = {};
+
+/* How many levels below the recorder's namespace a tracked task may sit (a command that makes
+ * pid namespaces of its own, nested); deeper, its records keep the global pid. */
+#define PIDNS_NESTING 8
+
+/* A tracked process registered by user space under its pid in the recorder's namespace (the
+ * spawner, which user space cannot name globally), rather than its global tgid. Global pids
+ * stay below 2^22 (PID_MAX_LIMIT), so the two kinds of keys never meet. */
+#define TRACKED_NS_KEY 0x80000000u
+
+/* The number of `pid` in the recorder's namespace; `global` when it has none there. A function
+ * of its own (not inlined): its reads stay off the stack of the allocator programs, whose
+ * deepest calls are near the 512-byte limit. */
+static __noinline __u32 nr_in_recorder_ns(struct pid *pid, __u32 global)
+{
+	unsigned int level = BPF_CORE_READ(pid, level);
+
+	for (unsigned int up = 0; up < PIDNS_NESTING; up++) {
+		if (up > level)
+			break;
+		if (BPF_CORE_READ(pid, numbers[level - up].ns, ns.inum) == recorder_pidns.inum)
+			return BPF_CORE_READ(pid, numbers[level - up].nr);
+	}
+	return global;
+}
+
+/* The process id of `t` as the recorder sees it. */
+static __always_inline __u32 ns_tgid_of(struct task_struct *t, __u32 global)
+{
+	if (!recorder_pidns.inum)
+		return global;
+	return nr_in_recorder_ns(BPF_CORE_READ(t, group_leader, thread_pid), global);
+}
+
+/* The thread id of `t` as the recorder sees it. */
+static __always_inline __u32 ns_tid_of(struct task_struct *t, __u32 global)
+{
+	if (!recorder_pidns.inum)
+		return global;
+	return nr_in_recorder_ns(BPF_CORE_READ(t, thread_pid), global);
+}
+
+/* The tracked state of the process `t` (global tgid `tgid`) as a parent at fork: by its global
+ * tgid, or by its pid in the recorder's namespace (how the spawner is registered there). */
+static __always_inline __u32 parent_state(struct task_struct *t, __u32 tgid)
+{
+	__u32 state = tracked_state(tgid);
+
+	if (!state && recorder_pidns.inum)
+		state = tracked_state(TRACKED_NS_KEY | ns_tgid_of(t, 0));
+	return state;
+}
+
+/* The current task's ids in `h` (its global ones) as the recorder sees them: by
+ * bpf_get_ns_current_pid_tgid when the task lives in the recorder's namespace itself (one helper
+ * call: the CO-RE walk cost some 330 ns per allocator record), else by the walk (a namespace
+ * nested inside it). A function of its own, for the allocator programs' stack. */
+static __noinline void current_ids_in_recorder_ns(struct event_header *h)
+{
+	struct bpf_pidns_info ns = {};
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct task_struct *cur;
+
+	if (!bpf_get_ns_current_pid_tgid(recorder_pidns.dev, recorder_pidns.inum, &ns,
+					 sizeof(ns))) {
+		if (h->pid == tgid)
+			h->pid = ns.tgid;
+		h->tid = ns.pid;
+		return;
+	}
+	cur = (struct task_struct *)bpf_get_current_task();
+	if (h->pid == tgid)
+		h->pid = ns_tgid_of(cur, h->pid);
+	h->tid = ns_tid_of(cur, h->tid);
+}
+
+/* `pid` and `tid` are the current task's global ids (but see emit_rss, which names another
+ * process's); the record carries them as the recorder sees them. */
 static __always_inline void fill_header(struct event_header *h, __u32 kind, __u32 pid, __u32 tid)
 {
 	h->ts_ns = bpf_ktime_get_ns();
 	h->pid = pid;
 	h->tid = tid;
+	if (recorder_pidns.inum)
+		current_ids_in_recorder_ns(h);
 	h->kind = kind;
 	h->_pad = 0;
 }

@@ -19,20 +19,22 @@ int BPF_PROG(sched_process_fork, struct task_struct *parent, struct task_struct 
 	__u32 track = TRACK_PROCESS;
 	struct fork_event *e;
 
-	if (child_tgid == parent_tgid || !tracked_state(parent_tgid))
+	__u32 state = parent_state(parent, parent_tgid);
+
+	if (child_tgid == parent_tgid || !state)
 		return 0;
 	if (bpf_map_update_elem(&tracked, &child_tgid, &track, BPF_ANY)) {
 		count_lost(LOST_TRACKED_FULL);
 		return 0;
 	}
 	/* The spawner (memtrack itself) is not part of the tree; its child is the root. */
-	if (tracked_state(parent_tgid) != TRACK_PROCESS)
+	if (state != TRACK_PROCESS)
 		return 0;
 	e = reserve(sizeof(*e), LOST_RING_LIFECYCLE);
 	if (!e)
 		return 0;
 	fill_header(&e->h, EV_FORK, parent_tgid, BPF_CORE_READ(parent, pid));
-	e->child = child_tgid;
+	e->child = ns_tgid_of(child, child_tgid);
 	e->_pad = 0;
 	submit(e);
 	return 0;

@@ -154,8 +154,9 @@ static __always_inline __s64 rss_exact(struct mm_struct *mm, __u32 member)
 	return rss_atomic() ? rss_exact_atomic(mm, member) : rss_exact_percpu(mm, member);
 }
 
-/* Emit the change of `member` of process `tgid` to `value` pages. */
-static __always_inline void emit_rss(__u32 tgid, __u32 member, __s64 value, __u32 by_owner)
+/* Emit the change of `member` of process `tgid` (the task `owner`) to `value` pages. */
+static __always_inline void emit_rss(struct task_struct *owner, __u32 tgid, __u32 member,
+				     __s64 value, __u32 by_owner)
 {
 	__u64 key = (__u64)tgid << 2 | (member & 3);
 	__s64 *last = bpf_map_lookup_elem(&rss_last, &key);
@@ -173,6 +174,7 @@ static __always_inline void emit_rss(__u32 tgid, __u32 member, __s64 value, __u3
 	if (!e)
 		return;
 	fill_header(&e->h, EV_RSS, tgid, (__u32)bpf_get_current_pid_tgid());
+	e->h.pid = ns_tgid_of(owner, tgid); /* the owner need not be the current task */
 	e->delta_pages = delta;
 	e->value_pages = value;
 	e->member = member;
@@ -202,7 +204,7 @@ int BPF_PROG(rss_stat, struct mm_struct *mm, int member)
 	if (owner_tgid == current->tgid &&
 	    (current->mm != mm || BPF_CORE_READ_BITFIELD_PROBED(current, in_execve)))
 		return 0;
-	emit_rss(owner_tgid, member, rss_exact(mm, member),
+	emit_rss(owner, owner_tgid, member, rss_exact(mm, member),
 		 owner_tgid == current->tgid);
 	return 0;
 }
@@ -220,7 +222,7 @@ int BPF_PROG(rss_fork, struct task_struct *parent, struct task_struct *child)
 	 * the child. The spawner's child (the command) gets a baseline too; its exec resets it. */
 	if (child_tgid == BPF_CORE_READ(parent, tgid) || !mm)
 		return 0;
-	if (!tracked_state(BPF_CORE_READ(parent, tgid)))
+	if (!parent_state(parent, BPF_CORE_READ(parent, tgid)))
 		return 0;
 	/* vfork and CLONE_VM children share their parent's mm: no copy, no baseline. */
 	if (mm == BPF_CORE_READ(parent, mm))
@@ -229,7 +231,7 @@ int BPF_PROG(rss_fork, struct task_struct *parent, struct task_struct *child)
 		__s64 value = rss_exact(mm, m);
 
 		if (value)
-			emit_rss(child_tgid, m, value, 0);
+			emit_rss(child, child_tgid, m, value, 0);
 	}
 	return 0;
 }
@@ -261,7 +263,7 @@ int BPF_PROG(rss_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm
 		__s64 value = rss_exact(mm, m);
 
 		if (value)
-			emit_rss(tgid, m, value, 1);
+			emit_rss(p, tgid, m, value, 1);
 	}
 	return 0;
 }

@@ -339,7 +339,9 @@ fn run_checks(attach_uprobe: bool) -> Vec<Check> {
         checks.push(fentry(&vmlinux));
     }
     checks.push(tracefs());
+    checks.push(pid_namespace());
     if attach_uprobe {
+        checks.push(root_file_system());
         checks.push(probe_sites());
         checks.push(private_libraries(privileged));
     }
@@ -776,6 +778,49 @@ fn tracefs() -> Check {
             "",
         ),
     }
+}
+
+/// The pid namespace `record` runs in (issue 30): inside a container the recording names the
+/// container's pids, which needs a /proc of that namespace (record::pidns).
+fn pid_namespace() -> Check {
+    const NAME: &str = "pid namespace";
+    const DISABLES: &str = "recording (every /proc read would name other processes)";
+    match crate::record::pidns::PidNamespace::of_self() {
+        Ok(ns) if ns.is_initial() => Check::ok(NAME, true, "the host's".into(), DISABLES),
+        Ok(ns) => Check::ok(
+            NAME,
+            true,
+            format!(
+                "a container's (pid:[{}]), with its own /proc: recordings name its pids",
+                ns.inum
+            ),
+            DISABLES,
+        ),
+        Err(e) => Check::missing(NAME, true, e.to_string(), DISABLES, ""),
+    }
+}
+
+/// The root file system `record` sees: a container image's (overlay) is said, as the files its
+/// processes map are found through it.
+fn root_file_system() -> Check {
+    const NAME: &str = "root file system";
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    // "36 35 98:0 / / rw,noatime master:1 - ext3 /dev/root rw": the last mount at "/" is ours.
+    let root = mountinfo
+        .lines()
+        .rfind(|l| l.split(' ').nth(4) == Some("/"))
+        .and_then(|l| {
+            let mut after = l.split(" - ").nth(1)?.split(' ');
+            Some((after.next()?.to_string(), after.next()?.to_string()))
+        });
+    let found = match root {
+        Some((fs, _)) if fs == "overlay" => "overlay (a container image's): files are found \
+             as the processes map them"
+            .to_string(),
+        Some((fs, source)) => format!("{fs} ({source})"),
+        None => "unknown (no / in /proc/self/mountinfo)".to_string(),
+    };
+    Check::ok(NAME, false, found, "nothing")
 }
 
 #[cfg(test)]

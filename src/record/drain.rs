@@ -206,11 +206,100 @@ struct Sink {
     stacks: Interner,
     /// Scratch for the nodes one kernel stack creates.
     nodes: Vec<Event>,
+    /// What was written, for the warning of a recording that saw nothing (`Seen::warning`).
+    seen: Seen,
+}
+
+/// Counts of what a recording saw, enough to say when it saw nothing where it should have
+/// (issue 30; report/incomplete.rs's `unseen_reason` says it in the report).
+#[derive(Default)]
+struct Seen {
+    /// Exec events: every command's start is one.
+    execs: u64,
+    /// Allocator records (allocations, frees, reallocs, failures).
+    allocator_calls: u64,
+    /// Whether a process of the tree mapped a file with allocator probes.
+    probed_mapped: bool,
+    /// The first container client the tree ran to start a container (`docker run`).
+    container_client: Option<String>,
+}
+
+/// Clients that ask a container runtime to run a program, and the subcommands that do: the
+/// program then runs under the runtime's daemon (containerd-shim, conmon, the kubelet), not
+/// under the recorded command, and is not recorded.
+const CONTAINER_CLIENTS: &[(&str, &[&str])] = &[
+    ("docker", &["run", "exec", "start", "compose"]),
+    ("podman", &["run", "exec", "start", "compose"]),
+    ("nerdctl", &["run", "exec", "start", "compose"]),
+    ("kubectl", &["run", "exec", "debug", "apply", "create"]),
+];
+
+/// `docker run` (the client and its subcommand) when `exec` starts a container.
+fn container_client(exec: &Exec) -> Option<String> {
+    let name = exec.filename.rsplit('/').next()?;
+    let (client, subcommands) = CONTAINER_CLIENTS.iter().find(|(c, _)| *c == name)?;
+    // The subcommand comes first after the global options, some of which take a value
+    // (`docker --context ci run`): one of the first two words that are not options.
+    let sub = exec
+        .argv
+        .iter()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .take(2)
+        .find(|a| subcommands.contains(&a.as_str()))?;
+    Some(format!("{client} {sub}"))
+}
+
+impl Seen {
+    fn note(&mut self, kind: &EventKind) {
+        match kind {
+            EventKind::Exec(exec) => {
+                self.execs += 1;
+                if self.container_client.is_none() {
+                    self.container_client = container_client(exec);
+                }
+            }
+            EventKind::Alloc { .. }
+            | EventKind::Free { .. }
+            | EventKind::Realloc { .. }
+            | EventKind::AllocFailed { .. } => self.allocator_calls += 1,
+            EventKind::Coverage(c) if c.probes > 0 => self.probed_mapped = true,
+            _ => {}
+        }
+    }
+
+    /// The warning to print, if the recording saw nothing where it should have; `gated` when
+    /// `--control` may rightly have kept every allocator call out.
+    fn warning(&self, gated: bool) -> Option<String> {
+        if let Some(client) = &self.container_client {
+            return Some(format!(
+                "`{client}` runs the container's processes under the container runtime, not \
+                 under this command, so they were not recorded: run memtrack inside the \
+                 container instead (privileged, or with CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN; \
+                 README, \"In containers and CI runners\")"
+            ));
+        }
+        if self.execs == 0 {
+            return Some(
+                "not one process of the command was seen: every number is 0 and the report \
+                 says incomplete (the recorder's pids did not match the kernel's, or the \
+                 command could not be tracked); see `memtrack doctor`"
+                    .to_string(),
+            );
+        }
+        (self.allocator_calls == 0 && self.probed_mapped && !gated).then(|| {
+            "not one allocator call was recorded although the processes mapped probed \
+             allocators: the report says incomplete (a program that allocates nothing, or \
+             probes that never fired; -v shows what was probed)"
+                .to_string()
+        })
+    }
 }
 
 impl Sink {
     /// Write `ev` unless a write already failed; keep the first failure.
     fn push(&mut self, ev: &Event) {
+        self.seen.note(&ev.kind);
         if self.write_error.is_none() {
             if let Err(e) = self.writer.push(ev) {
                 self.write_error = Some(e);
@@ -251,6 +340,8 @@ pub struct Summary {
     pub output: String,
     /// One warning per process whose memory grew with no allocator event at all.
     pub unexplained_growth: Vec<String>,
+    /// Why the recording saw nothing where it should have, if it did not.
+    pub unseen: Option<String>,
     /// Control commands accepted and requests refused, with `--control`.
     pub control: Option<(u64, u64)>,
 }
@@ -311,6 +402,7 @@ impl<'a> Session<'a> {
             client_records: 0,
             stacks: Interner::default(),
             nodes: Vec::new(),
+            seen: Seen::default(),
         };
         // Modules of the files scanned before the command ran (the C library, the loader);
         // every later one comes with the stop that scanned it (`continue_stopped`).
@@ -433,6 +525,7 @@ impl<'a> Session<'a> {
             growth,
             mut warned,
             lost_seen,
+            seen,
             ..
         } = sink;
         let exit_code = root_status.map(process::exit_code_of).unwrap_or(128);
@@ -473,6 +566,7 @@ impl<'a> Session<'a> {
             exit_code,
             output: self.output.display().to_string(),
             unexplained_growth: warned.into_iter().map(|(_, w)| w).collect(),
+            unseen: seen.warning(self.control.is_some()),
             control: self
                 .control
                 .as_ref()
@@ -694,6 +788,34 @@ impl<'a> Session<'a> {
 mod tests {
     use super::*;
     use crate::format::AllocFunc;
+
+    #[test]
+    fn container_clients_that_start_containers_are_named() {
+        let exec = |filename: &str, argv: &[&str]| Exec {
+            filename: filename.into(),
+            argv: argv.iter().map(|a| a.to_string()).collect(),
+        };
+        let run = exec(
+            "/usr/bin/docker",
+            &["docker", "--context", "ci", "run", "img"],
+        );
+        assert_eq!(container_client(&run).as_deref(), Some("docker run"));
+        let kube = exec("kubectl", &["kubectl", "exec", "-it", "pod", "--", "make"]);
+        assert_eq!(container_client(&kube).as_deref(), Some("kubectl exec"));
+        assert_eq!(
+            container_client(&exec("/usr/bin/docker", &["docker", "ps"])),
+            None
+        );
+        assert_eq!(container_client(&exec("/bin/sh", &["sh", "run"])), None);
+        let mut seen = Seen::default();
+        seen.note(&EventKind::Exec(run));
+        let w = seen.warning(false).unwrap();
+        assert!(
+            w.starts_with("`docker run` runs the container's processes"),
+            "{w}"
+        );
+        assert!(w.contains("CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN"), "{w}");
+    }
 
     fn anon(len: u64) -> EventKind {
         EventKind::Mmap {

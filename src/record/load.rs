@@ -8,6 +8,7 @@
 
 use crate::error::Error;
 use crate::preflight::{Capabilities, UprobeLinks};
+use crate::record::pidns::{self, PidNamespace};
 use crate::record::{attach, discover, kernel_error, RecordOptions};
 use crate::sys::bpf::{Link, LoadedObject, OpenObject};
 use crate::sys::raw;
@@ -135,9 +136,13 @@ pub struct Loaded {
 
 impl Loaded {
     /// Load every object `opts` enables on a kernel with `caps`, the ring buffer
-    /// (process.bpf.c's `events`) sized as `opts` says, and the allocator programs as
-    /// `caps.uprobes` says.
-    pub fn load(opts: &RecordOptions, caps: &Capabilities) -> Result<Loaded, Error> {
+    /// (process.bpf.c's `events`) sized as `opts` says, the allocator programs as
+    /// `caps.uprobes` says, and the pids of records in `pidns`.
+    pub fn load(
+        opts: &RecordOptions,
+        caps: &Capabilities,
+        pidns: &PidNamespace,
+    ) -> Result<Loaded, Error> {
         let uprobes = &caps.uprobes;
         if opts.rss && !caps.bpf_loop {
             log::warn!(
@@ -148,6 +153,9 @@ impl Loaded {
         let mut objects: Vec<(&'static Object, LoadedObject)> = Vec::new();
         for object in OBJECTS.iter().filter(|o| o.when.holds(opts, caps)) {
             let mut open = OpenObject::open(object.name, object.bytes).map_err(kernel_error)?;
+            // The namespace whose pids the records carry (pidns.rs); floor.bpf.o has none.
+            open.set_rodata(pidns::RODATA_SECTION, &pidns.rodata())
+                .map_err(kernel_error)?;
             match objects.first() {
                 Some((_, first)) => {
                     for map in object.shares {

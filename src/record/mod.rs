@@ -18,6 +18,7 @@ pub mod listen;
 pub mod load;
 // The file `record -o` writes is made by the one output module every `-o` shares.
 pub use crate::output;
+pub mod pidns;
 pub mod private;
 pub mod progress;
 pub mod resolve;
@@ -120,6 +121,7 @@ pub(crate) fn verifier_refusal(what: &str, log: &crate::sys::bpf::VerifierLog) -
 /// undo them in reverse (the file complete first, the probes next, the signals last).
 pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
     let identity = identity::resolve(opts.user.as_deref(), &identity::Context::from_system())?;
+    let pidns = pidns::PidNamespace::of_self()?;
     if let Some(id) = &identity {
         log::info!(
             "the command runs as {} (uid {}, gid {})",
@@ -147,9 +149,10 @@ pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
         mounts,
     )?;
 
-    let objects = load::Loaded::load(opts, caps)?;
+    let objects = load::Loaded::load(opts, caps, &pidns)?;
     let links = objects.attach()?;
     let mut features = objects.features();
+    features.extend(pidns.feature());
     let discovery = discovery(opts, caps, &objects, private.as_ref(), &mut features)?;
     let process_obj = objects.process();
     let tracked = MapFd::of(process_obj, "tracked").map_err(kernel_error)?;
@@ -180,13 +183,14 @@ pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
     // The guardian forks the command: its children are the tree's root. The child takes the
     // terminal before its exec, so from here on the lease takes it back should the start fail
     // (declared after the blocked signals, it is dropped before they are unblocked).
+    let spawner = pidns.tracked_key(guardian.pid());
     tracked
-        .update_u32(guardian.pid(), raw::tracked_state::TRACK_SPAWNER as u32)
+        .update_u32(spawner, raw::tracked_state::TRACK_SPAWNER as u32)
         .map_err(kernel_error)?;
     let terminal = terminal.map(Lease::starting);
     let start_ns = (process::monotonic_ns(), process::wall_ns());
     let child = guardian.spawn(&opts.command[0]);
-    tracked.delete_u32(guardian.pid());
+    tracked.delete_u32(spawner);
     let child = match child {
         Ok(c) => c,
         Err(e) => {
@@ -376,8 +380,9 @@ fn say_ending(
     summary: &drain::Summary,
 ) {
     // Even with -q: an allocator asked for and never seen is a mistake in the command line
-    // (a misspelt symbol, a stripped file), not news.
-    for warning in not_found {
+    // (a misspelt symbol, a stripped file), not news; nor is a recording that saw nothing.
+    let unseen = summary.unseen.iter().filter(|_| !opts.probe_floor);
+    for warning in not_found.iter().chain(unseen) {
         eprintln!("memtrack: warning: {warning}");
     }
     if !opts.quiet && !left_running.is_empty() {

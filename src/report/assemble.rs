@@ -267,6 +267,14 @@ fn completeness(
     if lost_total > 0 {
         reasons.push(incomplete::loss_reason(&lost, lost_total));
     }
+    let heap = &totals.heap;
+    let calls = heap.allocs + heap.frees + heap.failed_allocs + heap.unknown_frees;
+    reasons.extend(incomplete::unseen_reason(
+        header,
+        processes.len(),
+        calls,
+        &log.files,
+    ));
 
     let root_exit = processes
         .iter()

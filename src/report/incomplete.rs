@@ -5,7 +5,7 @@
 //! its block live, so leaks and peaks can be too HIGH, not only too low; counts of allocations
 //! and bytes allocated can only be too low.
 
-use crate::format::{Header, LostCount, Skipped};
+use crate::format::{Coverage, Header, LostCount, Skipped};
 
 /// `Header::features` entry of a recording made with `record --probe-floor`.
 pub const FEATURE_PROBE_FLOOR: &str = "probe_floor";
@@ -117,6 +117,53 @@ pub fn skipped_reason(skipped: &[Skipped], written: Option<u64>, read: u64) -> S
     )
 }
 
+/// Why a recording that should have seen something saw nothing (issue 30: a recorder whose
+/// pids never matched the kernel's recorded 0 events and called it complete), or None.
+///
+/// Two cases: the command never appeared (no process at all: its start was not seen), and
+/// processes that mapped a probed allocator library yet made not one allocator call. The
+/// second can be true (`true` allocates nothing) but is far more often probes that never
+/// fired, so it is not taken as complete; `check --allow-incomplete` accepts it. Not for
+/// `--control` recordings, whose gate may rightly never have opened, nor `--probe-floor`.
+pub fn unseen_reason(
+    header: &Header,
+    processes: usize,
+    allocator_calls: u64,
+    files: &[Coverage],
+) -> Option<String> {
+    if processes == 0 {
+        return Some(
+            "no process of the command was recorded: its start was never seen, so every \
+             number is 0 (the recorder's pids did not match the kernel's, or it could not \
+             track the command); record again with -v and see `memtrack doctor`"
+                .to_string(),
+        );
+    }
+    let alloc = header.features.iter().any(|f| f == "alloc");
+    let gated = header
+        .features
+        .iter()
+        .any(|f| f == crate::format::FEATURE_CONTROL);
+    if allocator_calls > 0 || !alloc || gated || is_probe_floor(header) {
+        return None;
+    }
+    let probed: Vec<String> = files
+        .iter()
+        .filter(|f| f.probes > 0)
+        .map(|f| format!("{} in {}", f.allocator, f.path))
+        .collect();
+    if probed.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "no allocator call was recorded, although the processes mapped probed allocators ({}): \
+         either the programs allocate nothing (as `true` does) or the probes never fired for \
+         them (a library seen under another root or file than the one it maps); record again \
+         with -v to see what was probed, or accept it with check --allow-incomplete",
+        probed.join(", ")
+    ))
+}
+
 /// Whether values that only grow with more events (`allocs`, `bytes_allocated`) are the only
 /// ones a failed limit can be trusted on (`false`), or every value is a lower bound of the truth
 /// (`true`): the case when the only damage is a file cut short, since events missing at the end
@@ -183,5 +230,47 @@ mod tests {
         assert!(r.contains("5 ranges (500 bytes)"), "{r}");
         assert!(r.contains("and 2 more"), "{r}");
         assert!(!r.contains("offset 4000"), "{r}");
+    }
+
+    #[test]
+    fn a_recording_that_saw_nothing_says_why() {
+        let header = Header {
+            features: vec!["lifecycle".into(), "alloc".into()],
+            ..Header::default()
+        };
+        let libc = Coverage {
+            path: "/usr/lib/libc.so.6".into(),
+            allocator: "glibc".into(),
+            probes: 17,
+        };
+        let none = Coverage {
+            path: "/bin/static".into(),
+            allocator: "none".into(),
+            probes: 0,
+        };
+        let r = unseen_reason(&header, 0, 0, &[]).unwrap();
+        assert!(
+            r.starts_with("no process of the command was recorded"),
+            "{r}"
+        );
+        let r = unseen_reason(&header, 3, 0, &[none.clone(), libc.clone()]).unwrap();
+        assert!(
+            r.contains("probed allocators (glibc in /usr/lib/libc.so.6)"),
+            "{r}"
+        );
+        assert!(r.contains("check --allow-incomplete"), "{r}");
+        assert!(!r.contains("  "), "{r}");
+        // Calls seen, only a static program without probes, or a gate that may never have
+        // opened: nothing to say.
+        assert_eq!(
+            unseen_reason(&header, 3, 1, std::slice::from_ref(&libc)),
+            None
+        );
+        assert_eq!(unseen_reason(&header, 1, 0, &[none]), None);
+        let gated = Header {
+            features: vec!["alloc".into(), crate::format::FEATURE_CONTROL.into()],
+            ..Header::default()
+        };
+        assert_eq!(unseen_reason(&gated, 1, 0, &[libc]), None);
     }
 }

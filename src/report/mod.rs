@@ -376,6 +376,15 @@ pub fn run_check(opts: &CheckOptions, out: &mut dyn Write) -> Result<bool> {
             by.join(", ")
         ));
     }
+    if causes.is_empty() {
+        // A recording that saw nothing (incomplete::unseen_reason): its reason's first clause.
+        causes.extend(
+            report
+                .incomplete_reasons
+                .iter()
+                .filter_map(|r| r.split(':').next().map(str::to_string)),
+        );
+    }
     Err(bad_file(format!(
         "the recording is incomplete: {}; its numbers may be wrong either way (see the \
          incomplete lines above), so the limits were not checked: record again, or give \

@@ -201,6 +201,24 @@ impl OpenObject {
         check(rc, || format!("size map {map} to {entries}"))
     }
 
+    /// Set the read-only data of section `section` (a `.rodata.NAME` map of its own) to
+    /// `bytes`, its exact size; `Ok(false)` when the object has no such section.
+    pub fn set_rodata(&mut self, section: &str, bytes: &[u8]) -> Result<bool, BpfError> {
+        let Ok(m) = self.map_ptr(section) else {
+            return Ok(false);
+        };
+        // SAFETY: m belongs to this open object; libbpf copies `bytes` and checks their size
+        // against the section's.
+        let rc = unsafe {
+            sys::bpf_map__set_initial_value(
+                m.as_ptr(),
+                bytes.as_ptr() as *const c_void,
+                bytes.len() as sys::size_t,
+            )
+        };
+        check(rc, || format!("set {section} of {}", self.name)).map(|()| true)
+    }
+
     /// Use the map `map` already created by `from` instead of creating a new one.
     pub fn reuse_map(&mut self, map: &str, from: &LoadedObject) -> Result<(), BpfError> {
         let fd = from.map_fd(map)?;
