@@ -25,6 +25,7 @@ packages=(
   chromium                      # tests/views_html.rs: the HTML page in a headless browser, driven
                                 # by puppeteer-core (testdata/node) without downloading one
   valgrind                      # tests/bystanders.rs: a program under Valgrind beside a recording
+  busybox-static                # tests/containers.rs: the shell of the roots the tests build
 )
 
 missing=()

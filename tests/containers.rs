@@ -617,10 +617,9 @@ fn a_command_under_another_root_is_probed_in_the_files_it_maps() {
 }
 
 /// A root on overlayfs, as Docker's overlay2 makes it: the files are probed through the
-/// overlay and every allocation is counted as on the host. (Their call stacks are not walked
-/// yet: the kernel side names a mapped file by its backing layer's device, user space by the
-/// overlay's, so the unwind tables are not found and every frame is [unknown];
-/// docs/containers.md.)
+/// overlay, every allocation is counted as on the host, and every call stack is walked: the
+/// mapping's file is the backing layer's, which bpf/common.bpf.h's file_key_of names by the
+/// overlay inode user space stats (before, every frame was [unknown]).
 #[test]
 fn a_command_on_an_overlay_root_counts_what_the_host_counts() {
     let test = "a_command_on_an_overlay_root_counts_what_the_host_counts";
@@ -664,5 +663,22 @@ fn a_command_on_an_overlay_root_counts_what_the_host_counts() {
         &dir.join("upper/out/pid"),
         &host,
         &run.describe(),
+    );
+    let stacks = &report_json(&path, &["--stacks"])["stacks"];
+    assert!(
+        stacks["walks"].as_u64().unwrap_or(0) >= 60_015,
+        "every allocation walked: {stacks}"
+    );
+    assert_eq!(stacks["unknown"], 0, "no walk unknown on overlayfs: {stacks}");
+    let functions: Vec<&str> = stacks["sites"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|s| s["frames"].as_array().into_iter().flatten())
+        .filter_map(|f| f["function"].as_str())
+        .collect();
+    assert!(
+        functions.contains(&"table") && functions.contains(&"main"),
+        "the example's own functions in the overlay's frames: {functions:?}"
     );
 }
