@@ -60,7 +60,7 @@ else
 rss anon_64_mib fork_child_touches_more
 stacks walks_from_one_place_tell_their_callers_apart
 control each_benchmark_counts_exactly_its_pid_tree_inside_its_window
-endings issue13_sigkill_of_the_recorder_in_the_commands_group
+endings issue13_a_daemon_left_behind_does_not_hold_memtrack
 bystanders exact_counts_are_the_same_with_and_without_private_libraries"
 fi
 tests_wanted=${KERNEL_TESTS:-$tests_wanted}
