@@ -135,7 +135,8 @@ results="$KERNELS_DIR/results"
 mkdir -p "$results/host"
 lock=()
 [ -z "${KERNELS_LOCK:-}" ] || lock=(flock "$KERNELS_LOCK")
-(cd /tmp && "${lock[@]}" "$memtrack" record -q -o "$results/host/example.mt" -- "$example") \
+# The example's stdout is a pipe here as in the guest (guest.sh says why).
+(cd /tmp && "${lock[@]}" "$memtrack" record -q -o "$results/host/example.mt" -- "$example" | cat) \
   >"$results/host/record.txt" 2>&1 || true
 "$memtrack" report --format json "$results/host/example.mt" >"$results/host/example.json" 2>/dev/null || true
 host_counts=$(counts "$results/host/example.json")
