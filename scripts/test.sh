@@ -16,3 +16,15 @@ MEMTRACK_STATIC_BIN=$(bash scripts/build-static.sh --print-path)
 export MEMTRACK_STATIC_BIN
 echo "== cargo test" >&2
 cargo test --locked "$@"
+
+# The kernel matrix (docs/kernels.md): Debian's 5.10, 6.1, 6.12 and sid kernels under qemu, about
+# 15 minutes on 2 cores. It runs under CI=true or MEMTRACK_KERNELS=1; MEMTRACK_KERNELS=0 skips it
+# even under CI.
+run_kernels=${MEMTRACK_KERNELS:-}
+[ -n "$run_kernels" ] || { [ "${CI:-}" = true ] && run_kernels=1; }
+if [ "$run_kernels" = 1 ]; then
+  echo "== kernel matrix (scripts/kernels.sh)" >&2
+  bash scripts/kernels.sh
+else
+  echo "== kernel matrix skipped (runs under CI=true or MEMTRACK_KERNELS=1; scripts/kernels.sh)" >&2
+fi
