@@ -139,6 +139,10 @@ pub struct RecordArgs {
     /// machine the probes' cost; README, "What the recorded command sees")
     #[argh(switch)]
     pub no_private_libs: bool,
+    /// do not scan each process's memory at its exit to tell definitely lost blocks from
+    /// still reachable ones (the scan reads the live heap once per exiting process)
+    #[argh(switch)]
+    pub no_leak_scan: bool,
     /// benchmarks only: attach empty programs at the allocator sites and record no
     /// allocations, to measure the kernel's own cost of the probes (scripts/bench.sh); every
     /// report of the file says so, and check refuses it
@@ -859,6 +863,7 @@ impl TryFrom<RecordArgs> for RecordOptions {
             stacks: a.stacks && !a.no_stacks,
             symbols: !a.no_symbols,
             private_libs: !a.no_private_libs,
+            leak_scan: !a.no_leak_scan && !a.probe_floor,
         })
     }
 }

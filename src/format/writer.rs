@@ -190,6 +190,8 @@ fn too_large(ev: &Event) -> Option<FormatError> {
         EventKind::Control {
             command: ControlCommand::Bench(Bench { uri, .. }),
         } => ("a bench control event", uri.len()),
+        // Each address is a varint of 10 bytes at most.
+        EventKind::LeakScan(s) => ("a leak scan event", s.failure.len() + s.lost.len() * 10),
         _ => return None,
     };
     (bytes > MAX_EVENT_STRING_BYTES).then_some(FormatError::TooLarge {
