@@ -297,9 +297,14 @@ pub struct CheckArgs {
     /// highest allowed total of bytes allocated (SIZE)
     #[argh(option, from_str_fn(parse_size))]
     pub max_bytes: Option<u64>,
-    /// highest allowed heap still live when processes exit (SIZE)
+    /// highest allowed heap leaked when processes exit (SIZE): with the leak scan (recordings
+    /// since format version 5), the bytes definitely lost, plus all the leaked bytes of
+    /// processes that could not be scanned; in older recordings, every byte still live
     #[argh(option, from_str_fn(parse_size))]
     pub max_leaked: Option<u64>,
+    /// highest allowed heap still reachable when processes exit (SIZE), by the leak scan
+    #[argh(option, from_str_fn(parse_size))]
+    pub max_reachable: Option<u64>,
     /// highest allowed peak resident memory, anon + file + shmem (SIZE)
     #[argh(option, from_str_fn(parse_size))]
     pub max_peak_rss: Option<u64>,
@@ -1031,6 +1036,7 @@ impl TryFrom<CheckArgs> for CheckOptions {
             max_allocs: a.max_allocs,
             max_bytes: a.max_bytes,
             max_leaked: a.max_leaked,
+            max_reachable: a.max_reachable,
             max_peak_rss: a.max_peak_rss,
             allow_incomplete: a.allow_incomplete,
             baseline: a.baseline,

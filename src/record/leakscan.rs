@@ -161,6 +161,7 @@ impl Held {
                 let mut marker = Marker::new(self.pid as i32, heap);
                 marker.scan_words(&self.registers);
                 for (start, end) in roots(&maps, &marker.blocks, &self.stack_pointers) {
+                    log::trace!("pid {}: root {start:x}-{end:x}", self.pid);
                     marker.scan_range(start, end);
                 }
                 marker.mark_all();
@@ -358,11 +359,17 @@ impl<'h> Marker<'h> {
             let mut total = 0usize;
             while let Some(&i) = self.work.last() {
                 let (start, end, _) = self.blocks[i];
-                let len = (end - start) as usize;
+                // Whole words only: the blocks are read one after another into one buffer,
+                // which is scanned a word at a time, and a pointer is a whole aligned word.
+                let len = ((end - start) & !7) as usize;
+                if len == 0 {
+                    self.work.pop();
+                    continue;
+                }
                 if len > READ_BYTES {
                     if ranges.is_empty() {
                         self.work.pop();
-                        self.scan_range(start, end);
+                        self.scan_range(start, start + len as u64);
                     }
                     break;
                 }
@@ -531,5 +538,30 @@ mod tests {
             (r.lost_blocks, r.reachable_blocks, r.reachable_bytes),
             (0, 2, 72)
         );
+    }
+
+    #[test]
+    fn blocks_of_odd_sizes_read_together_keep_their_words_aligned() {
+        // Real memory of this process: two 37-byte blocks read in one call, each holding the
+        // only pointer to a block of its own.
+        let c = vec![0u8; 24];
+        let d = vec![0u8; 24];
+        let mut a = vec![0u8; 37];
+        let mut a2 = vec![0u8; 37];
+        a[8..16].copy_from_slice(&(c.as_ptr() as u64).to_ne_bytes());
+        a2[16..24].copy_from_slice(&(d.as_ptr() as u64).to_ne_bytes());
+        let own = |size| Block { size, own: true };
+        let heap = HashMap::from([
+            (a.as_ptr() as u64, own(37)),
+            (a2.as_ptr() as u64, own(37)),
+            (c.as_ptr() as u64, own(24)),
+            (d.as_ptr() as u64, own(24)),
+        ]);
+        let mut m = Marker::new(std::process::id() as i32, &heap);
+        m.scan_words(&[a.as_ptr() as u64, a2.as_ptr() as u64]);
+        m.mark_all();
+        let r = m.result();
+        assert_eq!((r.lost_blocks, r.reachable_blocks), (0, 4), "{r:?}");
+        drop((a, a2, c, d));
     }
 }
