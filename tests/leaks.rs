@@ -123,6 +123,11 @@ fn fixture_lost_and_reachable_block_by_block() {
     );
     let text = report_text(&r.path, &[], Some("100"));
     assert!(text.contains("definitely lost 5 blocks, 4.9 KiB"), "{text}");
+    let md = report_text(&r.path, &["--format", "markdown"], None);
+    assert!(
+        md.contains("| leaked: definitely lost | 5 blocks, 4.9 KiB |"),
+        "{md}"
+    );
 }
 
 /// memcheck's "N bytes in M blocks are definitely|indirectly lost" lines of each process of
