@@ -143,3 +143,22 @@ int discover_dl_debug_state(struct pt_regs *ctx)
 	stop(id >> 32, (__u32)id, STOP_DL);
 	return 0;
 }
+
+/*
+ * At the entry of the C library's `_exit` (glibc's `_exit`, musl's `_Exit`, or the executable's
+ * own in a static program), which a normal exit reaches after the atexit handlers and stdio's
+ * flush, right before exit_group: stop the process so that user space can scan its memory for
+ * leaks (src/record/leakscan.rs) while it is still whole. exit_group itself cannot be held: a
+ * SIGSTOP sent once it is in the kernel is never acted on. Attached only when the leak scan is
+ * on (not with `record --no-leak-scan`).
+ */
+SEC("uprobe")
+int exit_hold(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+
+	if (tracked_state(id >> 32) != TRACK_PROCESS)
+		return 0;
+	stop(id >> 32, (__u32)id, STOP_EXIT);
+	return 0;
+}

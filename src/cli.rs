@@ -139,6 +139,10 @@ pub struct RecordArgs {
     /// machine the probes' cost; README, "What the recorded command sees")
     #[argh(switch)]
     pub no_private_libs: bool,
+    /// do not scan each process's memory at its exit to tell definitely lost blocks from
+    /// still reachable ones (the scan reads the live heap once per exiting process)
+    #[argh(switch)]
+    pub no_leak_scan: bool,
     /// benchmarks only: attach empty programs at the allocator sites and record no
     /// allocations, to measure the kernel's own cost of the probes (scripts/bench.sh); every
     /// report of the file says so, and check refuses it
@@ -293,9 +297,14 @@ pub struct CheckArgs {
     /// highest allowed total of bytes allocated (SIZE)
     #[argh(option, from_str_fn(parse_size))]
     pub max_bytes: Option<u64>,
-    /// highest allowed heap still live when processes exit (SIZE)
+    /// highest allowed heap leaked when processes exit (SIZE): with the leak scan (recordings
+    /// since format version 5), the bytes definitely lost, plus all the leaked bytes of
+    /// processes that could not be scanned; in older recordings, every byte still live
     #[argh(option, from_str_fn(parse_size))]
     pub max_leaked: Option<u64>,
+    /// highest allowed heap still reachable when processes exit (SIZE), by the leak scan
+    #[argh(option, from_str_fn(parse_size))]
+    pub max_reachable: Option<u64>,
     /// highest allowed peak resident memory, anon + file + shmem (SIZE)
     #[argh(option, from_str_fn(parse_size))]
     pub max_peak_rss: Option<u64>,
@@ -904,6 +913,7 @@ impl TryFrom<RecordArgs> for RecordOptions {
             stacks: a.stacks && !a.no_stacks,
             symbols: !a.no_symbols,
             private_libs: !a.no_private_libs,
+            leak_scan: !a.no_leak_scan && !a.probe_floor,
         })
     }
 }
@@ -1071,6 +1081,7 @@ impl TryFrom<CheckArgs> for CheckOptions {
             max_allocs: a.max_allocs,
             max_bytes: a.max_bytes,
             max_leaked: a.max_leaked,
+            max_reachable: a.max_reachable,
             max_peak_rss: a.max_peak_rss,
             allow_incomplete: a.allow_incomplete,
             baseline: a.baseline,

@@ -669,7 +669,10 @@ fn a_command_on_an_overlay_root_counts_what_the_host_counts() {
         stacks["walks"].as_u64().unwrap_or(0) >= 60_015,
         "every allocation walked: {stacks}"
     );
-    assert_eq!(stacks["unknown"], 0, "no walk unknown on overlayfs: {stacks}");
+    assert_eq!(
+        stacks["unknown"], 0,
+        "no walk unknown on overlayfs: {stacks}"
+    );
     let functions: Vec<&str> = stacks["sites"]
         .as_array()
         .into_iter()

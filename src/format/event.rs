@@ -249,6 +249,9 @@ pub enum EventKind {
     /// Stack-walk counters from the kernel, written at the end of `record` (cumulative, the
     /// last one wins).
     StackStats(StackWalks),
+    /// The reachability scan of the event's process, held at the C library's `_exit` before
+    /// its memory went away (format version 5 on): written before its `Exit`.
+    LeakScan(LeakScan),
 }
 
 // The records below are the fields of the event kinds that carry text or lists, each stated
@@ -310,6 +313,36 @@ pub struct Symbol {
     pub module: u32,
     pub offset: u64,
     pub frames: Vec<SymbolFrame>,
+}
+
+/// The most lost blocks whose addresses one `LeakScan` lists; the rest are counted only.
+pub const LEAK_SCAN_MAX_LISTED: usize = 2048;
+
+/// `EventKind::LeakScan`: what the recorder found when it scanned a process's memory at its
+/// exit, conservatively (any aligned word pointing into a live block, interior pointers
+/// included, reaches it), from the roots (writable mappings without heap blocks, each thread's
+/// stack from its stack pointer up, registers). Blocks counted are the process's own (those it
+/// allocated and had not freed, the report's "leaked at exit"). The field order is on disk.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeakScan {
+    /// "" when the scan ran; else why it could not, and the process counts as not scanned.
+    pub failure: String,
+    /// Threads of the process at the scan.
+    pub threads: u32,
+    /// Threads whose registers were read (ptrace); the others' stacks were scanned whole.
+    pub registers: u32,
+    /// Blocks no root reaches, directly or through other blocks: definitely lost.
+    pub lost_blocks: u64,
+    pub lost_bytes: u64,
+    /// Blocks some root reaches: still reachable.
+    pub reachable_blocks: u64,
+    pub reachable_bytes: u64,
+    /// Bytes of memory read: roots and reached blocks.
+    pub scanned_bytes: u64,
+    /// From the stop to the end of the scan, ns.
+    pub duration_ns: u64,
+    /// Addresses of lost blocks, at most `LEAK_SCAN_MAX_LISTED`, lowest first.
+    pub lost: Vec<u64>,
 }
 
 /// How the kernel's stack walks ended, over the whole recording (`EventKind::StackStats`): the
@@ -452,6 +485,11 @@ pub const FEATURE_CONTROL: &str = "control";
 
 /// `Header::features` entry of a recording with call stacks (not `record --no-stacks`).
 pub const FEATURE_STACKS: &str = "stacks";
+
+/// `Header::features` entry of a recording that scanned each process for leaks at its normal
+/// exit (format version 5 on, not `record --no-leak-scan`): a process that ended without a
+/// `LeakScan` record was not scanned (killed, exec, a static program without symbols).
+pub const FEATURE_LEAK_SCAN: &str = "leak_scan";
 
 /// `Header::features` entry of a recording made with a control FIFO whose gate was open at the
 /// start (`record --control --start-running`).

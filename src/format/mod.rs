@@ -31,6 +31,10 @@
 //! more varint), and a version 3 file is exactly a version 4 file without them (every
 //! `stack_id` 0).
 //!
+//! Version 5 appends `LeakScan` (27: the reachability scan of a process at its exit,
+//! src/record/leakscan.rs); a version 4 file is a version 5 file without it, whose processes
+//! read as not scanned.
+//!
 //! To change the format: append `WireRecord` variants (the variant number is on disk) for new
 //! event kinds, and bump `FORMAT_VERSION` so that an older memtrack refuses the file by naming
 //! both versions ("upgrade memtrack") instead of calling it damaged at the first new record.
@@ -55,7 +59,7 @@ pub use writer::{Writer, CHUNK_TARGET_BYTES};
 pub const MAGIC: [u8; 8] = *b"MEMTRACK";
 
 /// The format version this memtrack writes (and the newest it reads).
-pub const FORMAT_VERSION: u16 = 4;
+pub const FORMAT_VERSION: u16 = 5;
 
 /// The oldest format version this memtrack reads.
 pub const OLDEST_FORMAT_VERSION: u16 = 1;

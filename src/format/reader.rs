@@ -646,6 +646,23 @@ mod tests {
                 }),
             ),
             ev(
+                1_000_000_890,
+                4250,
+                4251,
+                EventKind::LeakScan(crate::format::LeakScan {
+                    failure: String::new(),
+                    threads: 2,
+                    registers: 2,
+                    lost_blocks: 2,
+                    lost_bytes: 300,
+                    reachable_blocks: 1,
+                    reachable_bytes: 7,
+                    scanned_bytes: 1 << 20,
+                    duration_ns: 12345,
+                    lost: vec![0x5555_0000_1000, 0x5555_0000_2000],
+                }),
+            ),
+            ev(
                 1_000_000_900,
                 4250,
                 4250,
@@ -1202,12 +1219,12 @@ mod tests {
     #[test]
     fn newer_version_names_both_versions() {
         let mut bytes = record(&every_kind(), 4).bytes;
-        bytes[8..10].copy_from_slice(&5u16.to_le_bytes());
+        bytes[8..10].copy_from_slice(&6u16.to_le_bytes());
         let err = Reader::new(&bytes[..]).err().unwrap();
-        assert!(matches!(err, FormatError::UnsupportedVersion { found: 5 }));
+        assert!(matches!(err, FormatError::UnsupportedVersion { found: 6 }));
         assert_eq!(
             err.to_string(),
-            "format version 5 is newer than this memtrack reads (4); upgrade memtrack"
+            "format version 6 is newer than this memtrack reads (5); upgrade memtrack"
         );
     }
 

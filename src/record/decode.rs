@@ -60,6 +60,8 @@ pub struct Stop {
     pub tid: u32,
     /// Whether it executed a file (true) or the dynamic loader mapped libraries (false).
     pub at_exec: bool,
+    /// Whether it is about to exit (the C library's `_exit`): held for the leak scan.
+    pub at_exit: bool,
 }
 
 /// The stop record `b`, if it is one.
@@ -72,6 +74,7 @@ pub fn stop(b: &[u8]) -> Option<Stop> {
         pid: u32_at(b, offset_of!(event_header, pid)),
         tid: u32_at(b, offset_of!(event_header, tid)),
         at_exec: u32_at(b, offset_of!(stop_event, reason)) == stop_reason::STOP_EXEC as u32,
+        at_exit: u32_at(b, offset_of!(stop_event, reason)) == stop_reason::STOP_EXIT as u32,
     })
 }
 
@@ -390,7 +393,8 @@ mod tests {
                 ts_ns: 9,
                 pid: 7,
                 tid: 8,
-                at_exec: true
+                at_exec: true,
+                at_exit: false
             })
         );
         assert!(decode(&bytes(&e)).is_err());

@@ -36,6 +36,12 @@ use crate::sys::process;
 pub const DL_DEBUG_STATE: &str = "discover_dl_debug_state";
 /// The BPF program at exec (bpf/discover.bpf.c).
 pub const DISCOVER_EXEC: &str = "discover_exec";
+/// The BPF program at the C library's `_exit`, which holds a process for the leak scan
+/// (bpf/discover.bpf.c, src/record/leakscan.rs).
+pub const EXIT_HOLD: &str = "exit_hold";
+/// Where a normal exit ends before exit_group: musl's `_Exit` (its `_exit` calls it), glibc's
+/// `_exit` (`_Exit` is an alias of it), first found wins.
+const EXIT_FUNCTIONS: [&str; 2] = ["_Exit", "_exit"];
 
 /// Values of the `scanned` map (bpf/discover.bpf.c): the file is probed; its coverage record
 /// is written too.
@@ -184,6 +190,8 @@ pub struct Discovery<'obj> {
     /// (issue 19): copy's key → the real path, byte-identical, which unwind tables and symbols
     /// are read from so that modules keep their real path.
     copies: HashMap<FileKey, PathBuf>,
+    /// Whether to hold processes at `_exit` for the leak scan.
+    exit_hold: bool,
 }
 
 impl<'obj> Discovery<'obj> {
@@ -207,7 +215,15 @@ impl<'obj> Discovery<'obj> {
             custom_empty: Vec::new(),
             tables: None,
             copies: HashMap::new(),
+            exit_hold: false,
         })
+    }
+
+    /// Hold processes at the C library's `_exit` of every file scanned from now on (the leak
+    /// scan).
+    pub fn with_exit_hold(mut self, on: bool) -> Discovery<'obj> {
+        self.exit_hold = on;
+        self
     }
 
     /// Build the unwind table of every file scanned from now on into `tables`.
@@ -372,8 +388,11 @@ impl<'obj> Discovery<'obj> {
 
     fn scan_and_attach(&mut self, path: &Path, entry: &mut Probed) -> Result<(), BpfError> {
         let custom = &self.custom;
-        let wanted =
-            |name: &str| catalogue::wants(name) || custom.iter().any(|c| c.entry.name == name);
+        let wanted = |name: &str| {
+            catalogue::wants(name)
+                || custom.iter().any(|c| c.entry.name == name)
+                || EXIT_FUNCTIONS.contains(&name)
+        };
         let symbols = match ElfSymbols::read_only(path, wanted) {
             Ok(s) => s,
             Err(e) => {
@@ -401,6 +420,21 @@ impl<'obj> Discovery<'obj> {
                 &path.to_string_lossy(),
                 hook.offset,
                 delta,
+            )?;
+            self.links.push(link);
+        }
+        if let Some(exit) = EXIT_FUNCTIONS
+            .iter()
+            .find_map(|name| symbols.get(name))
+            .filter(|_| self.exit_hold)
+        {
+            let link = self.discover.attach_uprobe(
+                EXIT_HOLD,
+                false,
+                -1,
+                &path.to_string_lossy(),
+                exit.offset,
+                0,
             )?;
             self.links.push(link);
         }

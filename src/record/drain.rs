@@ -30,6 +30,7 @@ use crate::record::decode::{self, Stop, LOST_CAUSES};
 use crate::record::discover::Discovery;
 use crate::record::foreground::CommandGroup;
 use crate::record::guardian::Guardian;
+use crate::record::leakscan::{self, Heaps, Held};
 use crate::record::listen::Control;
 use crate::record::progress::{Counts, Progress};
 use crate::record::stacks::{self, Interner};
@@ -114,6 +115,8 @@ pub struct Session<'a> {
     pub symbols: bool,
     /// The command's parent, which reports on the tree (guardian.rs).
     pub guardian: &'a Guardian,
+    /// Whether processes are held at `_exit` for the leak scan (leakscan.rs).
+    pub leak_scan: bool,
 }
 
 /// Growth of one process's memory outside any allocator event, to warn about an allocator
@@ -208,6 +211,10 @@ struct Sink {
     nodes: Vec<Event>,
     /// What was written, for the warning of a recording that saw nothing (`Seen::warning`).
     seen: Seen,
+    /// With the leak scan: every process's live blocks.
+    heaps: Option<Heaps>,
+    /// Processes whose current image was scanned already (a second thread calling `_exit`).
+    scanned: HashSet<u32>,
 }
 
 /// Counts of what a recording saw, enough to say when it saw nothing where it should have
@@ -403,6 +410,8 @@ impl<'a> Session<'a> {
             stacks: Interner::default(),
             nodes: Vec::new(),
             seen: Seen::default(),
+            heaps: self.leak_scan.then(Heaps::default),
+            scanned: HashSet::new(),
         };
         // Modules of the files scanned before the command ran (the C library, the loader);
         // every later one comes with the stop that scanned it (`continue_stopped`).
@@ -593,11 +602,61 @@ impl<'a> Session<'a> {
     /// files seen for the first time.
     fn continue_stopped(&mut self, sink: &mut Sink) {
         let mut coverage = Vec::new();
-        for stop in sink.stops.drain(..) {
-            self.discovery.handle_stop(stop, &mut coverage);
+        // A leak scan drains the ring, which may find more stops: until none is left.
+        while !sink.stops.is_empty() {
+            for stop in std::mem::take(&mut sink.stops) {
+                if stop.at_exit {
+                    self.scan_for_leaks(stop, sink);
+                } else {
+                    self.discovery.handle_stop(stop, &mut coverage);
+                }
+            }
         }
         for ev in self.discovery.take_module_events().iter().chain(&coverage) {
             sink.push(ev);
+        }
+    }
+
+    /// A process stopped at `_exit`: hold its threads, drain what it recorded up to now, scan
+    /// it, write the result before its `Exit`, and continue it. Whatever fails, it is
+    /// continued (the holds detach when dropped, before SIGCONT).
+    fn scan_for_leaks(&mut self, stop: Stop, sink: &mut Sink) {
+        let pid = stop.pid;
+        let fresh = sink.scanned.insert(pid);
+        let scan = match &sink.heaps {
+            Some(heaps) if fresh && heaps.has_own(pid) => match Held::hold(pid) {
+                Ok(held) => {
+                    // Every thread is stopped now: what they allocated is in the ring.
+                    self.drain_pending(sink);
+                    let heaps = sink.heaps.as_ref().expect("leak scan on");
+                    Some(held.scan(heaps))
+                }
+                Err(failure) => Some(crate::format::LeakScan {
+                    failure,
+                    ..Default::default()
+                }),
+            },
+            Some(_) if fresh => Some(leakscan::nothing_live()),
+            _ => None,
+        };
+        process::kill(pid as i32, libc::SIGCONT);
+        if let Some(scan) = scan {
+            log::debug!(
+                "pid {pid}: leak scan of {} threads in {} µs: {} blocks lost, {} reachable, {} \
+                 bytes read {}",
+                scan.threads,
+                scan.duration_ns / 1000,
+                scan.lost_blocks,
+                scan.reachable_blocks,
+                scan.scanned_bytes,
+                scan.failure
+            );
+            sink.push(&Event {
+                ts_ns: process::monotonic_ns(),
+                pid,
+                tid: stop.tid,
+                kind: EventKind::LeakScan(scan),
+            });
         }
     }
 
@@ -676,6 +735,12 @@ impl<'a> Session<'a> {
                     }
                     if matches!(ev.kind, EventKind::Exit { .. }) {
                         sink.end_growth(ev.pid);
+                    }
+                    if let Some(heaps) = &mut sink.heaps {
+                        heaps.note(&ev);
+                        if matches!(ev.kind, EventKind::Exit { .. } | EventKind::Exec(_)) {
+                            sink.scanned.remove(&ev.pid);
+                        }
                     }
                     sink.push(&ev);
                 }

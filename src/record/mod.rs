@@ -14,6 +14,7 @@ pub mod drain;
 pub mod foreground;
 pub mod guardian;
 pub mod identity;
+pub mod leakscan;
 pub mod listen;
 pub mod load;
 // The file `record -o` writes is made by the one output module every `-o` shares.
@@ -86,6 +87,8 @@ pub struct RecordOptions {
     /// Run the command with private copies of the allocator libraries, probed instead of the
     /// shared files (not `--no-private-libs`; `private.rs`).
     pub private_libs: bool,
+    /// Scan each process for leaks at its normal exit (not `--no-leak-scan`; leakscan.rs).
+    pub leak_scan: bool,
 }
 
 /// Turn a libbpf failure into the error a user can act on.
@@ -221,6 +224,7 @@ pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
         control,
         guardian: &guardian,
         symbols: opts.symbols,
+        leak_scan: opts.leak_scan,
     };
     let result = session.run(file, &header);
     group.restore_terminal();
@@ -289,8 +293,12 @@ fn discovery<'obj>(
         None
     };
     let copies = private.iter().flat_map(|p| p.copies());
+    if opts.leak_scan {
+        features.push(crate::format::FEATURE_LEAK_SCAN.to_string());
+    }
     probe_system_files(
         discovery
+            .with_exit_hold(opts.leak_scan)
             .with_custom(opts.custom.clone())
             .with_tables(tables)
             .with_copies(copies.clone().map(|c| (c.key, c.real.clone()))),

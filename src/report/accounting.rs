@@ -17,13 +17,15 @@
 //! - the tree peak is the peak of the sum of the live heaps of the tree's processes, kept
 //!   exactly by updating the sum of every ancestor on each change (O(depth) per event).
 
-use crate::format::{Event, EventKind, Exec, Header, Lost, ReadEnd, Skipped, FEATURE_CONTROL};
+use crate::format::{
+    Event, EventKind, Exec, Header, Lost, ReadEnd, Skipped, FEATURE_CONTROL, FEATURE_LEAK_SCAN,
+};
 use crate::intmap::IntMap;
 
 use super::assemble::{self, RunLog};
 use super::bench::Benchmarks;
 use super::metrics::Scope;
-use super::metrics::{Blocks, Report};
+use super::metrics::{Blocks, LeakMetrics, Report};
 use super::resident::MEMBERS;
 use super::stacks::{SiteOptions, StackPass};
 use super::timeline::{command_of, Lifecycle, TimelinePass};
@@ -43,6 +45,8 @@ pub struct Accounting {
     /// Memory over time, when a format draws it (`timeline-csv`, `timeline-json`, `html`);
     /// boxed and optional like the sites.
     timeline: Option<Box<TimelinePass>>,
+    /// Whether the recording scanned processes for leaks at their exit (`LeakScan` records).
+    leak_scan: bool,
 }
 
 impl Accounting {
@@ -59,6 +63,7 @@ impl Accounting {
             log: RunLog::default(),
             stacks: None,
             timeline: None,
+            leak_scan: header.features.iter().any(|f| f == FEATURE_LEAK_SCAN),
         }
     }
 
@@ -284,6 +289,11 @@ impl Accounting {
                     stacks.note(&event.kind);
                 }
             }
+            EventKind::LeakScan(scan) => {
+                if let Some(i) = self.table.latest(event.pid) {
+                    self.table[i].leak_scan = Some(Box::new(scan.clone()));
+                }
+            }
         }
     }
 
@@ -409,12 +419,61 @@ impl Accounting {
     fn exit(&mut self, i: ProcIdx, status: i32, ts: u64) {
         self.drop_mapped(i, ts);
         self.benches.drop_blocks(&mut self.table[i], true);
+        if self.leak_scan {
+            self.split_leaks(i);
+        }
         let leaked = self.drop_live(i, false);
         self.table[i].heap.leaked = leaked;
         self.table.end(i, status, ts);
         if self.table[i].resident.is_some() {
             self.set_contribution(i, [0; MEMBERS + 1], ts);
         }
+    }
+
+    /// Process `i` exits: split what it leaves live into definitely lost and still reachable
+    /// by its leak scan, or count it as not scanned. Lost blocks are those the scan listed that
+    /// are still live now (the scan's counts when it listed fewer than it found); the rest of
+    /// what is live is reachable.
+    fn split_leaks(&mut self, i: ProcIdx) {
+        let p = &mut self.table[i];
+        let leaked = Blocks {
+            blocks: p.live.len() as u64,
+            bytes: p.heap.live_bytes,
+        };
+        let mut split = LeakMetrics::default();
+        match p.leak_scan.take() {
+            Some(scan) if scan.failure.is_empty() => {
+                let mut lost = Blocks::default();
+                for addr in &scan.lost {
+                    if let Some(&size) = p.live.get(addr) {
+                        lost = lost.plus(Blocks {
+                            blocks: 1,
+                            bytes: size,
+                        });
+                    }
+                }
+                if scan.lost_blocks > scan.lost.len() as u64 {
+                    lost = Blocks {
+                        blocks: scan.lost_blocks.min(leaked.blocks),
+                        bytes: scan.lost_bytes.min(leaked.bytes),
+                    };
+                }
+                if let Some(stacks) = self.stacks.as_deref_mut() {
+                    stacks.lost(i, &p.live, &scan.lost);
+                }
+                split.definitely_lost = lost;
+                split.still_reachable = Blocks {
+                    blocks: leaked.blocks - lost.blocks,
+                    bytes: leaked.bytes.saturating_sub(lost.bytes),
+                };
+                split.scanned_processes = 1;
+            }
+            _ => {
+                split.not_scanned = leaked;
+                split.unscanned_processes = 1;
+            }
+        }
+        p.heap.leaks = Some(split);
     }
 
     /// One resident counter of process `i` changed.

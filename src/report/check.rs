@@ -31,8 +31,12 @@ pub struct CheckOptions {
     /// Bytes allocated (`--max-bytes`).
     pub max_bytes: Option<u64>,
     /// Bytes live when their process exited (`--max-leaked`); the heap of processes still
-    /// running at the end of the recording is not a leak.
+    /// running at the end of the recording is not a leak. In a recording with leak scans, only
+    /// the definitely lost bytes, plus the leaked bytes of processes that were not scanned.
     pub max_leaked: Option<u64>,
+    /// Bytes still reachable at exit by the leak scans (`--max-reachable`); in a recording
+    /// without scans, every leaked byte.
+    pub max_reachable: Option<u64>,
     /// Highest resident memory (anon + file + shmem), bytes (`--max-peak-rss`); for a tree or
     /// the run, the peak of the sum over processes alive at the same moment.
     pub max_peak_rss: Option<u64>,
@@ -61,6 +65,7 @@ impl CheckOptions {
             && self.max_allocs.is_none()
             && self.max_bytes.is_none()
             && self.max_leaked.is_none()
+            && self.max_reachable.is_none()
             && self.max_peak_rss.is_none()
             && !self.has_increase_limit()
     }
@@ -86,7 +91,8 @@ impl CheckOptions {
 
 /// The flags that set limits, for the message when none is given.
 pub const LIMIT_FLAGS: &str =
-    "--max-peak-heap SIZE, --max-allocs N, --max-bytes SIZE, --max-leaked SIZE, --max-peak-rss SIZE";
+    "--max-peak-heap SIZE, --max-allocs N, --max-bytes SIZE, --max-leaked SIZE, --max-reachable SIZE, \
+     --max-peak-rss SIZE";
 
 /// The flags that set limits on the increase over `--baseline`.
 pub const INCREASE_FLAGS: &str =
@@ -157,6 +163,28 @@ pub struct Increase {
 /// the order the flags are documented.
 pub fn evaluate(report: &Report, opts: &CheckOptions) -> Vec<LimitResult> {
     let heap = &report.totals.heap;
+    // With leak scans, a leak is what no root reaches; a process that was not scanned keeps
+    // all it left live counted, since nothing says it is reachable.
+    let (leaked_name, leaked_value, reachable_name, reachable_value) = match &heap.leaks {
+        Some(l) if l.not_scanned.blocks == 0 => (
+            "definitely lost",
+            l.definitely_lost.bytes,
+            "still reachable",
+            l.still_reachable.bytes,
+        ),
+        Some(l) => (
+            "definitely lost + not scanned",
+            l.definitely_lost.bytes.saturating_add(l.not_scanned.bytes),
+            "still reachable",
+            l.still_reachable.bytes,
+        ),
+        None => (
+            "leaked",
+            heap.leaked.bytes,
+            "leaked (no leak scan in the recording)",
+            heap.leaked.bytes,
+        ),
+    };
     let candidates = [
         (
             "peak heap",
@@ -180,11 +208,18 @@ pub fn evaluate(report: &Report, opts: &CheckOptions) -> Vec<LimitResult> {
             opts.max_bytes,
         ),
         (
-            "leaked",
+            leaked_name,
             "--max-leaked",
             Quantity::Bytes,
-            heap.leaked.bytes,
+            leaked_value,
             opts.max_leaked,
+        ),
+        (
+            reachable_name,
+            "--max-reachable",
+            Quantity::Bytes,
+            reachable_value,
+            opts.max_reachable,
         ),
         (
             "peak resident",

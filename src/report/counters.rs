@@ -2,7 +2,7 @@
 //! histogram) and a running sum's [`Peak`]. The leaf of the accounting pass: processes, trees,
 //! the run and benchmarks all count in these types, and it imports nothing of the pass.
 
-use super::metrics::{Blocks, HeapMetrics, SizeBucket};
+use super::metrics::{Blocks, HeapMetrics, LeakMetrics, SizeBucket};
 
 /// Number of size buckets: 0, then one per bit length 1..=64.
 pub(super) const BUCKETS: usize = 65;
@@ -42,6 +42,25 @@ pub(super) struct HeapCounters {
     pub(super) live_at_end: Blocks,
     pub(super) dropped_at_exec: Blocks,
     pub(super) histogram: [u64; BUCKETS],
+    /// `leaked` split by the leak scan (a recording made with it, format version 5 on).
+    pub(super) leaks: Option<LeakMetrics>,
+}
+
+impl LeakMetrics {
+    /// The two splits added, saturating.
+    fn plus(&self, other: &LeakMetrics) -> LeakMetrics {
+        LeakMetrics {
+            definitely_lost: self.definitely_lost.plus(other.definitely_lost),
+            still_reachable: self.still_reachable.plus(other.still_reachable),
+            not_scanned: self.not_scanned.plus(other.not_scanned),
+            scanned_processes: self
+                .scanned_processes
+                .saturating_add(other.scanned_processes),
+            unscanned_processes: self
+                .unscanned_processes
+                .saturating_add(other.unscanned_processes),
+        }
+    }
 }
 
 impl Default for HeapCounters {
@@ -64,6 +83,7 @@ impl Default for HeapCounters {
             live_at_end: Blocks::default(),
             dropped_at_exec: Blocks::default(),
             histogram: [0; BUCKETS],
+            leaks: None,
         }
     }
 }
@@ -84,6 +104,10 @@ impl HeapCounters {
         self.leaked = self.leaked.plus(other.leaked);
         self.live_at_end = self.live_at_end.plus(other.live_at_end);
         self.dropped_at_exec = self.dropped_at_exec.plus(other.dropped_at_exec);
+        self.leaks = match (&self.leaks, &other.leaks) {
+            (Some(a), Some(b)) => Some(a.plus(b)),
+            (a, b) => a.clone().or_else(|| b.clone()),
+        };
         for (a, b) in self.histogram.iter_mut().zip(other.histogram.iter()) {
             *a = a.saturating_add(*b);
         }
@@ -152,6 +176,7 @@ impl HeapCounters {
             leaked: self.leaked,
             live_at_end: self.live_at_end,
             dropped_at_exec: self.dropped_at_exec,
+            leaks: self.leaks.clone(),
             size_histogram: self
                 .histogram
                 .iter()

@@ -167,6 +167,8 @@ mod tests {
                 "leaked_bytes",
                 "live_at_end_blocks",
                 "live_at_end_bytes",
+                "lost_blocks",
+                "lost_bytes",
                 "peak_live_bytes",
                 "stack_id",
                 "temporary"

@@ -112,6 +112,11 @@ fn write_totals(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         format!("{} ({})", h.allocs, format_bytes(h.bytes_allocated)),
     )?;
     row(out, "leaked", blocks(h.leaked.blocks, h.leaked.bytes))?;
+    if let Some(l) = &h.leaks {
+        for (label, value) in super::text::leak_split(l) {
+            row(out, &format!("leaked: {}", label.trim()), value)?;
+        }
+    }
     if let Some(live) = live_at_end(h, "still running at the end") {
         row(out, "live at end", live)?;
     }

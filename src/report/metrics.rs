@@ -102,6 +102,10 @@ pub struct SiteMetrics {
     pub leaked_bytes: u64,
     /// Blocks live when their process exited.
     pub leaked_blocks: u64,
+    /// Of the leaked bytes, those the leak scan found definitely lost (0 without scans).
+    pub lost_bytes: u64,
+    /// Of the leaked blocks, those the leak scan found definitely lost.
+    pub lost_blocks: u64,
     /// Bytes live at the end of the recording in processes still running (not leaks).
     pub live_at_end_bytes: u64,
     /// Blocks live at the end of the recording in processes still running.
@@ -306,8 +310,31 @@ pub struct HeapMetrics {
     /// Blocks live when their process called exec, which discards the old heap; not leaks of
     /// the program that runs after it.
     pub dropped_at_exec: Blocks,
+    /// `leaked` split by the leak scan at each process's exit; absent when the recording has
+    /// no scans (`record --no-leak-scan`, files before format version 5).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leaks: Option<LeakMetrics>,
     /// Allocation sizes in power-of-two buckets, only non-empty ones, smallest first.
     pub size_histogram: Vec<SizeBucket>,
+}
+
+/// What the leak scans found among the blocks `leaked` counts: `definitely_lost` plus
+/// `still_reachable` plus `not_scanned` is `leaked`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct LeakMetrics {
+    /// Blocks nothing pointed to at exit, directly or through reachable blocks (memcheck's
+    /// definitely plus indirectly lost).
+    pub definitely_lost: Blocks,
+    /// Blocks some root (globals, stacks, registers, TLS) still pointed to, also through an
+    /// interior pointer.
+    pub still_reachable: Blocks,
+    /// Leaked blocks of processes that were not scanned (killed by a signal, a scan that
+    /// failed, no C library `_exit` to hold them at).
+    pub not_scanned: Blocks,
+    /// Processes that exited and were scanned.
+    pub scanned_processes: u64,
+    /// Processes that exited without a scan.
+    pub unscanned_processes: u64,
 }
 
 /// A number of heap blocks and their bytes.

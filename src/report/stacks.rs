@@ -45,7 +45,8 @@ pub enum SiteOrder {
     Allocated,
     /// Allocations made.
     Count,
-    /// Bytes leaked (live at their process's exit).
+    /// Bytes definitely lost (by the leak scan), then bytes leaked (live at their process's
+    /// exit).
     Leaked,
     /// Temporary allocations.
     Temporary,
@@ -76,7 +77,7 @@ impl SiteOrder {
             SiteOrder::Peak => s.peak_live_bytes,
             SiteOrder::Allocated => s.allocated_bytes,
             SiteOrder::Count => s.allocations,
-            SiteOrder::Leaked => s.leaked_bytes,
+            SiteOrder::Leaked => return (s.lost_bytes, s.leaked_bytes, s.allocated_bytes),
             SiteOrder::Temporary => s.temporary,
         };
         (first, s.allocated_bytes, s.allocations)
@@ -130,6 +131,8 @@ struct Site {
     /// Blocks live now.
     live: Blocks,
     leaked: Blocks,
+    /// Of `leaked`, what the leak scan found definitely lost.
+    lost: Blocks,
     live_at_end: Blocks,
     /// Live blocks at the latest scope peak, when `changed_at` is at or after that peak (else
     /// `live` has not changed since and is the value).
@@ -481,6 +484,22 @@ impl StackPass {
         self.end_blocks(i, live, how);
     }
 
+    /// Of process `i`'s live heap `live`, the blocks at `addrs` are definitely lost (its leak
+    /// scan): count them at their sites, before `drop_process` ends them as leaked.
+    pub(super) fn lost(&mut self, i: ProcIdx, live: &IntMap<u64, u64>, addrs: &[u64]) {
+        for addr in addrs {
+            let (Some(&size), Some(key)) = (live.get(addr), self.blocks.get(&(i, *addr))) else {
+                continue;
+            };
+            if let Some(site) = self.sites.sites.get_mut(key) {
+                site.lost = site.lost.plus(Blocks {
+                    blocks: 1,
+                    bytes: size,
+                });
+            }
+        }
+    }
+
     /// A live block of a benchmark's site `key` ended (the benchmark has a table: it
     /// allocated the block).
     fn bench_end(&mut self, key: SiteKey, size: u64, how: Ending) {
@@ -551,6 +570,8 @@ impl StackPass {
             add(&mut m.peak_live_bytes, table.at_peak(s).bytes);
             add(&mut m.leaked_bytes, s.leaked.bytes);
             add(&mut m.leaked_blocks, s.leaked.blocks);
+            add(&mut m.lost_bytes, s.lost.bytes);
+            add(&mut m.lost_blocks, s.lost.blocks);
             add(&mut m.live_at_end_bytes, s.live_at_end.bytes);
             add(&mut m.live_at_end_blocks, s.live_at_end.blocks);
             add(&mut m.temporary, s.temporary);

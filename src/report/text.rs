@@ -198,6 +198,11 @@ fn write_summary(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     )?;
     line(out, "peak heap", peak(h.peak_live_bytes, h.peak_live_at_ns))?;
     line(out, "leaked", blocks(h.leaked.blocks, h.leaked.bytes))?;
+    if let Some(l) = &h.leaks {
+        for (label, b) in leak_split(l) {
+            line(out, label, b)?;
+        }
+    }
     if let Some(live) = live_at_end(h, "processes still running when the recording ended") {
         line(out, "live at end", live)?;
     }
@@ -938,6 +943,38 @@ pub(super) fn peak(bytes: u64, at_ns: Option<u64>) -> String {
 }
 
 /// "12 blocks, 1.2 KiB".
+/// The lines that split `leaked` by the leak scans: definitely lost and still reachable, and
+/// what was not scanned when some process was not (killed, exec, a scan that failed).
+pub(super) fn leak_split(l: &crate::report::metrics::LeakMetrics) -> Vec<(&'static str, String)> {
+    let mut out = vec![
+        (
+            "  definitely lost",
+            blocks(l.definitely_lost.blocks, l.definitely_lost.bytes),
+        ),
+        (
+            "  still reachable",
+            blocks(l.still_reachable.blocks, l.still_reachable.bytes),
+        ),
+    ];
+    if l.unscanned_processes > 0 {
+        out.push((
+            "  not scanned",
+            format!(
+                "{} ({} not scanned at exit: killed by a signal, or no C library `_exit` to \
+                 hold {} at)",
+                blocks(l.not_scanned.blocks, l.not_scanned.bytes),
+                processes(l.unscanned_processes),
+                if l.unscanned_processes == 1 {
+                    "it"
+                } else {
+                    "them"
+                }
+            ),
+        ));
+    }
+    out
+}
+
 pub(super) fn blocks(count: u64, bytes: u64) -> String {
     format!(
         "{}, {}",

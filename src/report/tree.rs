@@ -67,6 +67,8 @@ pub(super) struct Proc {
     /// Whether its current image is `memtrack ctl`, a control client that belongs to no
     /// benchmark (see `accounting::is_control_client`).
     pub(super) control_client: bool,
+    /// The leak scan of its current image, written before its exit (format version 5 on).
+    pub(super) leak_scan: Option<Box<crate::format::LeakScan>>,
 }
 
 impl Proc {
@@ -346,6 +348,7 @@ impl ProcessTable {
             mapped: None,
             bench_blocks: IntMap::default(),
             control_client: false,
+            leak_scan: None,
         });
         self.sums.push(TreeSums {
             parent,

@@ -5,6 +5,7 @@
 pub mod bpf;
 pub mod caps;
 pub mod fifo;
+pub mod inspect;
 pub mod lock;
 pub mod mount;
 pub mod probe;

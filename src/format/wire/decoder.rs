@@ -330,6 +330,7 @@ fn event_kind(
         }
         WireRecord::Symbol { dt_ns, symbol } => (dt_ns, EventKind::Symbol(symbol.into_owned())),
         WireRecord::StackStats { dt_ns, walks } => (dt_ns, EventKind::StackStats(walks)),
+        WireRecord::LeakScan { dt_ns, scan } => (dt_ns, EventKind::LeakScan(scan.into_owned())),
     })
 }
 

@@ -195,6 +195,10 @@ impl ChunkEncoder {
                 symbol: Borrowed(symbol),
             },
             &EventKind::StackStats(walks) => WireRecord::StackStats { dt_ns, walks },
+            EventKind::LeakScan(scan) => WireRecord::LeakScan {
+                dt_ns,
+                scan: Borrowed(scan),
+            },
         };
         append(out, &rec)
     }

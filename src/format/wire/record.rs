@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::super::event::{Bench, Coverage, Exec, Lost, Module, StackWalks, Symbol};
+use super::super::event::{Bench, Coverage, Exec, LeakScan, Lost, Module, StackWalks, Symbol};
 
 /// The most threads one chunk may introduce. The writer closes a chunk at 64 KiB of payload and
 /// a `Thread` record takes at least 3 bytes, so it never gets near this; the reader refuses more,
@@ -139,6 +139,11 @@ pub enum WireRecord<'a> {
         daddr: i64,
         size: u64,
         stack_id: u32,
+    },
+    /// 27: `LeakScan` (format version 5 on).
+    LeakScan {
+        dt_ns: i64,
+        scan: Text<'a, LeakScan>,
     },
 }
 

@@ -1,0 +1,369 @@
+//! Leaks you can gate on (issue 36): the recorder scans each process at its normal exit and
+//! tells definitely lost blocks from still reachable ones. Every test runs the real recorder
+//! on real programs; `testdata/leaks/leaks.c` has one block of a fingerprint size per case,
+//! and Valgrind's memcheck judges the same program.
+
+mod common;
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::process::Command;
+
+use common::*;
+use memtrack::format::{EventKind, LeakScan};
+
+/// The leak scans of a recording, by pid.
+fn scans(r: &Recording) -> HashMap<u32, LeakScan> {
+    r.events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::LeakScan(s) => Some((e.pid, s.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The fingerprint sizes (1000..1100 bytes) process `pid` allocated, by address.
+fn fingerprints(r: &Recording, pid: u32) -> HashMap<u64, u64> {
+    r.events
+        .iter()
+        .filter(|e| e.pid == pid)
+        .filter_map(|e| match e.kind {
+            EventKind::Alloc { addr, size, .. } if (1000..1100).contains(&size) => {
+                Some((addr, size))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The fingerprint sizes the scan of `pid` found lost.
+fn lost_sizes(r: &Recording, pid: u32) -> BTreeSet<u64> {
+    let by_addr = fingerprints(r, pid);
+    let scan = &scans(r)[&pid];
+    scan.lost
+        .iter()
+        .filter_map(|a| by_addr.get(a).copied())
+        .collect()
+}
+
+/// The root pid and its one forked child.
+fn parent_and_child(r: &Recording) -> (u32, u32) {
+    let forks = r.forks();
+    assert_eq!(forks.len(), 1, "{forks:?}\n{}", r.describe());
+    forks[0]
+}
+
+fn record_leaks(name: &str, extra: &[&str]) -> Recording {
+    let r = record_fixture(name, extra, "leaks/leaks", &[]);
+    check!(r, r.code() == 0, "the fixture exits 0");
+    r
+}
+
+#[test]
+fn fixture_lost_and_reachable_block_by_block() {
+    skip_unless_recording!("fixture_lost_and_reachable");
+    let r = record_leaks("leaks-fixture", &[]);
+    let (parent, child) = parent_and_child(&r);
+    let all = scans(&r);
+    let (p, c) = (&all[&parent], &all[&child]);
+    check!(
+        r,
+        p.failure.is_empty() && c.failure.is_empty(),
+        "{p:?} {c:?}"
+    );
+    // Overwritten pointer (1001), a cycle (1005, 1006), lost by a thread (1010).
+    check!(
+        r,
+        (p.lost_blocks, p.lost_bytes) == (4, 4022),
+        "parent: {p:?}"
+    );
+    check!(
+        r,
+        lost_sizes(&r, parent) == BTreeSet::from([1001, 1005, 1006, 1010]),
+        "parent lost {:?}",
+        lost_sizes(&r, parent)
+    );
+    // Held by a global (1002), on a blocked thread's stack (1003), in a spinning thread's r12
+    // (1004), through an interior pointer (1007): reachable, so live at exit but not lost.
+    let live: BTreeSet<u64> = fingerprints(&r, parent).into_values().collect();
+    for size in [1002, 1003, 1004, 1007] {
+        check!(r, live.contains(&size), "{size} was allocated");
+    }
+    check!(
+        r,
+        p.threads == 3 && p.registers == 3,
+        "three threads held: {p:?}"
+    );
+    // The forked child: its own blocks only (what it inherited is its parent's).
+    check!(
+        r,
+        (c.lost_blocks, c.lost_bytes) == (1, 1008),
+        "child: {c:?}"
+    );
+    check!(
+        r,
+        (c.reachable_blocks, c.reachable_bytes) == (1, 1009),
+        "child: {c:?}"
+    );
+
+    // The report splits `leaked` by the scans, per process and for the run.
+    let v = report_json(&r.path, &[]);
+    let leaks = &v["totals"]["heap"]["leaks"];
+    assert_eq!(leaks["definitely_lost"]["bytes"], 4022 + 1008, "{leaks}");
+    assert_eq!(leaks["definitely_lost"]["blocks"], 5, "{leaks}");
+    assert_eq!(leaks["scanned_processes"], 2, "{leaks}");
+    assert_eq!(leaks["unscanned_processes"], 0, "{leaks}");
+    let leaked = &v["totals"]["heap"]["leaked"];
+    assert_eq!(
+        leaks["definitely_lost"]["bytes"].as_u64().unwrap()
+            + leaks["still_reachable"]["bytes"].as_u64().unwrap(),
+        leaked["bytes"].as_u64().unwrap(),
+        "lost + reachable = leaked: {leaks} {leaked}"
+    );
+    let text = report_text(&r.path, &[], Some("100"));
+    assert!(text.contains("definitely lost 5 blocks, 4.9 KiB"), "{text}");
+    let md = report_text(&r.path, &["--format", "markdown"], None);
+    assert!(
+        md.contains("| leaked: definitely lost | 5 blocks, 4.9 KiB |"),
+        "{md}"
+    );
+}
+
+/// memcheck's "N bytes in M blocks are definitely|indirectly lost" lines of each process of
+/// its log (one file per pid): the fingerprint sizes it calls lost, and its definitely plus
+/// indirectly lost bytes.
+fn memcheck_lost(log_dir: &std::path::Path) -> HashMap<u32, (BTreeSet<u64>, u64)> {
+    let mut out = HashMap::new();
+    for entry in std::fs::read_dir(log_dir).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name.strip_prefix("vg.").and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        let log = std::fs::read_to_string(entry.path()).unwrap();
+        let mut sizes = BTreeSet::new();
+        let mut bytes = 0u64;
+        let number = |s: &str| s.replace(',', "").parse::<u64>().unwrap();
+        for line in log.lines() {
+            let body = line.split("== ").nth(1).unwrap_or("").trim();
+            if body.contains("are definitely lost in loss record")
+                || body.contains("are indirectly lost in loss record")
+            {
+                let words: Vec<&str> = body.split_whitespace().collect();
+                let (b, blocks) = (number(words[0]), number(words[3]));
+                if blocks == 1 && (1000..1100).contains(&b) {
+                    sizes.insert(b);
+                }
+            }
+            for kind in ["definitely lost:", "indirectly lost:"] {
+                if let Some(rest) = body.strip_prefix(kind) {
+                    bytes += number(rest.split_whitespace().next().unwrap());
+                }
+            }
+        }
+        out.insert(pid, (sizes, bytes));
+    }
+    out
+}
+
+#[test]
+fn memcheck_agrees_on_definitely_lost() {
+    skip_unless_recording!("memcheck_agrees");
+    let Ok(valgrind) = which("valgrind") else {
+        skip(
+            "memcheck_agrees",
+            "valgrind is not installed (scripts/setup.sh)",
+        );
+        return;
+    };
+    let r = record_leaks("leaks-memcheck", &[]);
+    let (parent, child) = parent_and_child(&r);
+    let dir = scratch_dir().join("leaks-memcheck-logs");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    if let Err(e) = wait_for_detaching_recorders() {
+        panic!("{e}");
+    }
+    let run = run_command(
+        Command::new(valgrind)
+            .args(["--leak-check=full", "--trace-children=yes"])
+            .arg(format!("--log-file={}/vg.%p", dir.display()))
+            .arg(fixture("leaks/leaks")),
+    );
+    assert_eq!(run.code(), 0, "{}", run.describe());
+    let vg = memcheck_lost(&dir);
+    assert_eq!(vg.len(), 2, "one log per process: {vg:?}");
+    // The root is the process without a parent in the logs: the one with the lower pid, as the
+    // child is forked after it.
+    let mut pids: Vec<u32> = vg.keys().copied().collect();
+    pids.sort_unstable();
+    let (vg_parent, vg_child) = (&vg[&pids[0]], &vg[&pids[1]]);
+    let mine = scans(&r);
+    // The parent: the same fingerprints, and the same bytes (memcheck's definitely plus
+    // indirectly lost; the C library loses nothing).
+    assert_eq!(
+        vg_parent.0,
+        lost_sizes(&r, parent),
+        "parent: memcheck {vg_parent:?}"
+    );
+    assert_eq!(
+        vg_parent.1, mine[&parent].lost_bytes,
+        "parent: memcheck {vg_parent:?}"
+    );
+    // The child: memcheck also counts what it inherited; memtrack counts those blocks in the
+    // parent. Of the blocks the child allocated, both call the same ones lost.
+    let own: BTreeSet<u64> = fingerprints(&r, child).into_values().collect();
+    let vg_own: BTreeSet<u64> = vg_child.0.intersection(&own).copied().collect();
+    assert_eq!(
+        vg_own,
+        lost_sizes(&r, child),
+        "child: memcheck {vg_child:?}"
+    );
+}
+
+fn which(name: &str) -> Result<PathBuf, String> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .ok_or_else(|| format!("{name} is not installed"))
+}
+
+/// `check --max-leaked 0` on a recording of `command`: its run.
+fn gate(name: &str, command: &[&str]) -> (Recording, Run) {
+    let r = record(name, &[], command);
+    check!(r, r.code() == 0, "the command exits 0");
+    let run = run(&["check", r.path.to_str().unwrap(), "--max-leaked", "0"]);
+    (r, run)
+}
+
+#[test]
+fn programs_that_lose_nothing_pass_max_leaked_0() {
+    skip_unless_recording!("lose_nothing");
+    let Some(cpp) = require_fixture("lose_nothing", "leaks/string.cpp", "leaks_string", &[]) else {
+        return;
+    };
+    let cases: [(&str, Vec<&str>); 3] = [
+        ("leaks-cpp", vec![cpp.to_str().unwrap()]),
+        ("leaks-echo", vec!["/bin/echo", "hi"]),
+        ("leaks-ls", vec!["/bin/ls", "/"]),
+    ];
+    for (name, command) in cases {
+        let (r, gate) = gate(name, &command);
+        let v = report_json(&r.path, &[]);
+        let heap = &v["totals"]["heap"];
+        assert_eq!(
+            heap["leaks"]["definitely_lost"]["bytes"], 0,
+            "{name}: {heap}"
+        );
+        assert_eq!(heap["leaks"]["unscanned_processes"], 0, "{name}: {heap}");
+        assert!(
+            heap["leaked"]["bytes"].as_u64().unwrap() > 0,
+            "{name}: the C library keeps blocks to the end: {heap}"
+        );
+        assert_eq!(
+            heap["leaks"]["still_reachable"], heap["leaked"],
+            "{name}: all it keeps is reachable"
+        );
+        assert_eq!(gate.code(), 0, "{name}: {}", gate.describe());
+        assert!(
+            gate.stdout.contains("definitely lost"),
+            "{}",
+            gate.describe()
+        );
+    }
+    // libstdc++'s emergency exception pool (about 71 KiB) is among the reachable blocks.
+    let v = report_json(scratch_dir().join("leaks-cpp.mt"), &[]);
+    let reachable = v["totals"]["heap"]["leaks"]["still_reachable"]["bytes"]
+        .as_u64()
+        .unwrap();
+    assert!(reachable > 70 << 10, "{reachable}");
+}
+
+#[test]
+fn a_leaking_program_fails_max_leaked_0_and_its_site_comes_first() {
+    skip_unless_recording!("leaking_fails");
+    let r = record_leaks("leaks-gate", &["--stacks"]);
+    let run = run(&[
+        "check",
+        r.path.to_str().unwrap(),
+        "--max-leaked",
+        "0",
+        "--max-reachable",
+        "1GiB",
+    ]);
+    assert_eq!(run.code(), 1, "{}", run.describe());
+    assert!(
+        run.stdout.contains("definitely lost") && run.stdout.contains("5030 bytes"),
+        "{}",
+        run.describe()
+    );
+    let v = report_json(&r.path, &["--stacks", "--stacks-by", "leaked"]);
+    let sites = v["stacks"]["sites"].as_array().expect("sites");
+    let first = &sites[0];
+    // 1010 bytes lost by the thread function `loses`: the largest lost site.
+    assert_eq!(first["lost_bytes"], 1010, "{first}");
+    let names: Vec<&str> = first["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["function"].as_str())
+        .collect();
+    assert!(names.contains(&"loses"), "{names:?}");
+}
+
+#[test]
+fn killed_processes_are_not_scanned_and_exec_drops_the_old_image() {
+    skip_unless_recording!("not_scanned");
+    let r = record_fixture("leaks-sigkill", &[], "sigkill", &[]);
+    check!(r, r.code() == 128 + 9, "killed");
+    check!(r, scans(&r).is_empty(), "no scan of a killed process");
+    let v = report_json(&r.path, &[]);
+    let leaks = &v["totals"]["heap"]["leaks"];
+    assert_eq!(leaks["unscanned_processes"], 1, "{leaks}");
+    assert_eq!(
+        leaks["not_scanned"], v["totals"]["heap"]["leaked"],
+        "{leaks}"
+    );
+    assert!(leaks["not_scanned"]["bytes"].as_u64().unwrap() >= 14000);
+    let text = report_text(&r.path, &[], Some("120"));
+    assert!(text.contains("not scanned"), "{text}");
+    // The gate cannot clear what it could not scan.
+    let gate = run(&["check", r.path.to_str().unwrap(), "--max-leaked", "0"]);
+    assert_eq!(gate.code(), 1, "{}", gate.describe());
+    assert!(gate.stdout.contains("not scanned"), "{}", gate.describe());
+
+    // A shell that execs: its image's blocks are dropped at exec, never scanned as leaks; the
+    // program it became is scanned at its exit.
+    let r = record("leaks-exec", &[], &["/bin/sh", "-c", "exec /bin/echo hi"]);
+    check!(r, r.code() == 0, "exit 0");
+    let all = scans(&r);
+    check!(r, all.len() == 1, "one scan, of echo: {all:?}");
+    let exec_at = r
+        .events
+        .iter()
+        .position(|e| matches!(e.kind, EventKind::Exec(_)) && e.pid == r.header.root_pid)
+        .unwrap();
+    let scan_at = r
+        .events
+        .iter()
+        .rposition(|e| matches!(e.kind, EventKind::LeakScan(_)))
+        .unwrap();
+    check!(r, scan_at > exec_at, "the scan is of the new image");
+}
+
+#[test]
+fn no_leak_scan_records_no_scan_and_check_gates_on_leaked() {
+    skip_unless_recording!("no_leak_scan");
+    let r = record_leaks("leaks-off", &["--no-leak-scan"]);
+    check!(r, scans(&r).is_empty(), "no scan");
+    let v = report_json(&r.path, &[]);
+    assert!(
+        v["totals"]["heap"].get("leaks").is_none(),
+        "{}",
+        v["totals"]["heap"]
+    );
+    let gate = run(&["check", r.path.to_str().unwrap(), "--max-leaked", "0"]);
+    assert_eq!(gate.code(), 1);
+    assert!(gate.stdout.contains("leaked"), "{}", gate.describe());
+}
