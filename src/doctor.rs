@@ -42,22 +42,20 @@ fn objects(caps: &preflight::Capabilities) -> Check {
         .iter()
         .filter_map(|(name, r)| r.as_ref().err().map(|e| format!("{name}: {e}")))
         .collect();
-    if refused.is_empty() {
-        let names: Vec<&str> = results.iter().map(|(name, _)| *name).collect();
-        return Check {
-            name: NAME,
-            required: true,
-            status: Status::Ok,
-            found: format!("{} load: {}", names.len(), names.join(", ")),
-            disables: DISABLES,
-            fix: String::new(),
-        };
-    }
+    let names: Vec<&str> = results.iter().map(|(name, _)| *name).collect();
+    let (status, found) = if refused.is_empty() {
+        (
+            Status::Ok,
+            format!("{} load: {}", names.len(), names.join(", ")),
+        )
+    } else {
+        (Status::Missing, refused.join("; "))
+    };
     Check {
         name: NAME,
         required: true,
-        status: Status::Missing,
-        found: refused.join("; "),
+        status,
+        found,
         disables: DISABLES,
         fix: String::new(),
     }

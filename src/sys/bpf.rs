@@ -232,34 +232,31 @@ impl OpenObject {
     /// Load program `prog` as a classic (perf-event based) uprobe instead of the uprobe_multi
     /// its section names, for kernels without uprobe_multi links (before 6.6).
     pub fn use_classic_uprobe(&mut self, prog: &str) -> Result<(), BpfError> {
+        let p = self.program(prog)?;
+        // SAFETY: p is a program of this open object; 0 is the attach type of a plain uprobe.
+        let rc = unsafe { sys::bpf_program__set_expected_attach_type(p.as_ptr(), 0) };
+        check(rc, || format!("make {prog} a classic uprobe"))
+    }
+
+    /// Program `prog` of this open object.
+    fn program(&self, prog: &str) -> Result<NonNull<sys::bpf_program>, BpfError> {
         let cname = cstring(prog);
         // SAFETY: live object, NUL-terminated name.
         let p = unsafe { sys::bpf_object__find_program_by_name(self.ptr.as_ptr(), cname.as_ptr()) };
-        if p.is_null() {
-            return Err(BpfError::new(
+        NonNull::new(p).ok_or_else(|| {
+            BpfError::new(
                 format!("find program {prog} in {}", self.name),
                 libc::ENOENT,
-            ));
-        }
-        // SAFETY: p is a program of this open object; 0 is the attach type of a plain uprobe.
-        let rc = unsafe { sys::bpf_program__set_expected_attach_type(p, 0) };
-        check(rc, || format!("make {prog} a classic uprobe"))
+            )
+        })
     }
 
     /// Leave program `prog` out of the load (it is neither verified nor loaded), or put it
     /// back in.
     pub fn set_autoload(&mut self, prog: &str, load: bool) -> Result<(), BpfError> {
-        let cname = cstring(prog);
-        // SAFETY: live object, NUL-terminated name.
-        let p = unsafe { sys::bpf_object__find_program_by_name(self.ptr.as_ptr(), cname.as_ptr()) };
-        if p.is_null() {
-            return Err(BpfError::new(
-                format!("find program {prog} in {}", self.name),
-                libc::ENOENT,
-            ));
-        }
+        let p = self.program(prog)?;
         // SAFETY: p is a program of this open, not yet loaded object.
-        let rc = unsafe { sys::bpf_program__set_autoload(p, load) };
+        let rc = unsafe { sys::bpf_program__set_autoload(p.as_ptr(), load) };
         check(rc, || format!("set autoload of {prog}"))
     }
 
