@@ -155,9 +155,15 @@ int discover_dl_debug_state(struct pt_regs *ctx)
 SEC("uprobe")
 int exit_hold(struct pt_regs *ctx)
 {
+	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 id = bpf_get_current_pid_tgid();
 
 	if (tracked_state(id >> 32) != TRACK_PROCESS)
+		return 0;
+	/* A vfork or CLONE_VM child has no memory of its own to scan, and its parent waits in the
+	 * kernel until it execs or exits: posix_spawn's child whose exec failed calls _exit here,
+	 * and held, it would hold its parent (the recorder's guardian, or a shell) with it. */
+	if (BPF_CORE_READ(task, mm) == BPF_CORE_READ(task, real_parent, mm))
 		return 0;
 	stop(id >> 32, (__u32)id, STOP_EXIT);
 	return 0;
