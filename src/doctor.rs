@@ -26,9 +26,14 @@ pub fn run(out: &mut impl Write) -> io::Result<bool> {
             _ => Err(c.found.clone()),
         });
     let vmlinux = crate::sys::probe::VmlinuxBtf::load().ok();
-    let features = preflight::kernel_features(vmlinux.as_ref(), private);
-    render(&checks, out)?;
+    let privileged = checks
+        .iter()
+        .any(|c| c.name == "privileges" && c.status == Status::Ok);
+    let features = preflight::kernel_features(vmlinux.as_ref(), private, privileged);
+    render_table(&checks, out)?;
     render_features(&features, out)?;
+    writeln!(out)?;
+    render_verdict(&checks, out)?;
     Ok(!checks.iter().any(Check::blocks_recording))
 }
 
@@ -102,6 +107,12 @@ pub fn render_features(features: &[FeatureProbe], out: &mut impl Write) -> io::R
 
 /// Print `checks` as the doctor's table and verdict.
 pub fn render(checks: &[Check], out: &mut impl Write) -> io::Result<()> {
+    render_table(checks, out)?;
+    render_verdict(checks, out)
+}
+
+/// The checks' table, under its title line, and a blank line.
+fn render_table(checks: &[Check], out: &mut impl Write) -> io::Result<()> {
     writeln!(
         out,
         "memtrack {}: what recording needs, and what this machine has\n",
@@ -130,6 +141,12 @@ pub fn render(checks: &[Check], out: &mut impl Write) -> io::Result<()> {
         writeln!(out, "{line}")?;
     }
     writeln!(out)?;
+    Ok(())
+}
+
+/// The last lines: whether `record` can work here, or the line it would stop with for each
+/// blocking check.
+fn render_verdict(checks: &[Check], out: &mut impl Write) -> io::Result<()> {
     let mut blocking: Vec<&Check> = checks.iter().filter(|c| c.blocks_recording()).collect();
     // Checks left unknown only follow from a missing one: name the cause alone.
     if blocking

@@ -209,15 +209,22 @@ pub struct FeatureProbe {
 
 /// Probe every [`KERNEL_FEATURES`] entry; `vmlinux` is the kernel's BTF, when it could be read.
 /// `private_mounts` says whether the private-library namespace works here (doctor's own check).
+/// Without the privileges to load a program (`privileged`), what needs one is not asked: a
+/// refusal would say nothing of the kernel.
 pub fn kernel_features(
     vmlinux: Option<&probe::VmlinuxBtf>,
     private_mounts: Option<Result<(), String>>,
+    privileged: bool,
 ) -> Vec<FeatureProbe> {
     use libbpf_sys as sys;
+    let unasked = || (None, "not checked without the privileges above".to_string());
     KERNEL_FEATURES
         .iter()
         .map(|feature| {
             let (present, found) = match feature.name {
+                "bpf_get_attach_cookie" | "bpf_loop" | "uprobe_multi links" if !privileged => {
+                    unasked()
+                }
                 "bpf_get_attach_cookie" => helper_found(sys::BPF_FUNC_get_attach_cookie),
                 "bpf_loop" => helper_found(sys::BPF_FUNC_loop),
                 "rss_stat per-CPU counters" => {

@@ -22,18 +22,23 @@ use common::{
 };
 use memtrack::format::{EventKind, ReadEnd};
 
-/// The rows of `memtrack doctor`, in order.
-const DOCTOR_ROWS: [&str; 10] = [
+/// The rows of `memtrack doctor`'s checks, in order.
+const DOCTOR_ROWS: [&str; 15] = [
     "kernel",
     "BTF",
     "privileges",
     "bpf syscall",
     "ring buffer",
     "uprobes",
+    "BPF helpers",
     "tp_btf",
     "fentry",
     "tracefs",
+    "pid namespace",
+    "root file system",
     "probe sites",
+    "private libraries",
+    "BPF objects",
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -43,11 +48,20 @@ const DOCTOR_ROWS: [&str; 10] = [
 fn doctor_lists_every_check_and_says_record_can_work() {
     skip_unless_recording!("doctor_lists_every_check_and_says_record_can_work");
     let out = run(&["doctor"]).expect_code(0).stdout;
-    let rows: Vec<&str> = out
+    // The checks' table ends where the kernel features' begins.
+    let (checks, features) = out
+        .split_once("\nkernel features (probed, not read from the version):\n")
+        .unwrap_or_else(|| panic!("no kernel features table:\n{out}"));
+    let rows: Vec<&str> = checks
         .lines()
         .filter(|l| DOCTOR_ROWS.iter().any(|r| l.starts_with(r)))
         .collect();
     assert_eq!(rows.len(), DOCTOR_ROWS.len(), "one row per check:\n{out}");
+    let row = |name: &str| -> &str {
+        let i = DOCTOR_ROWS.iter().position(|r| *r == name).unwrap();
+        assert!(rows[i].starts_with(name), "{name} in its place:\n{out}");
+        rows[i]
+    };
     for (row, name) in rows.iter().zip(DOCTOR_ROWS) {
         let status = row[name.len()..].split_whitespace().next().unwrap_or("");
         assert!(
@@ -55,13 +69,14 @@ fn doctor_lists_every_check_and_says_record_can_work() {
             "{name}: status {status:?}\n{out}"
         );
     }
-    let fentry = rows[7];
     assert!(
-        fentry.ends_with("rmap hooks (resident memory uses rss_stat instead)"),
+        row("fentry").ends_with("rmap hooks (resident memory uses rss_stat instead)"),
         "{out}"
     );
+    // The real objects load here, as record loads them.
+    assert!(row("BPF objects").contains(" ok "), "{out}");
     // Issue 12: where the probes would go in the allocator libraries, and what single-steps.
-    let sites = rows[9];
+    let sites = row("probe sites");
     assert!(sites.contains("allocator libraries"), "{out}");
     if let Some((_, stepped)) = sites.split_once("single-stepped: ") {
         let stepped = stepped.split("  ").next().unwrap_or("");
@@ -71,7 +86,22 @@ fn doctor_lists_every_check_and_says_record_can_work() {
         sites.ends_with("a single-stepped site costs about 10x an emulated one per call"),
         "{out}"
     );
+    // A row per kernel feature, each answered on this kernel, and the verdict last.
+    for f in memtrack::preflight::KERNEL_FEATURES {
+        let line = features
+            .lines()
+            .find(|l| l.starts_with(f.name))
+            .unwrap_or_else(|| panic!("no row for {}:\n{out}", f.name));
+        let here = line[f.name.len()..].split_whitespace().nth(1).unwrap_or("");
+        assert!(here == "yes" || here == "no", "{}: {here:?}\n{out}", f.name);
+    }
     assert!(out.contains("\nrecord can work here"), "{out}");
+    assert!(out
+        .trim_end()
+        .lines()
+        .last()
+        .unwrap_or("")
+        .starts_with("record can work here"));
 }
 
 /// The binary, copied where any user may run it (the build tree may not be); the copy goes
