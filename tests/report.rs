@@ -181,8 +181,13 @@ fn lossy_recording(name: &str) -> common::Recording {
         // The shell says it runs (recorded already: memtrack starts the command once its
         // probes are attached), then becomes the storm.
         let script = format!("echo $$; exec {} 8 {ops}", storm.display());
-        let mut cmd =
-            common::record_command(&path, &["-q", "--ring-size", "1"], &["sh", "-c", &script]);
+        // No leak scan: each storm process would wait at its exit for the stopped recorder
+        // to scan it, and the storm would never end.
+        let mut cmd = common::record_command(
+            &path,
+            &["-q", "--ring-size", "1", "--no-leak-scan"],
+            &["sh", "-c", &script],
+        );
         let command = format!("{cmd:?}");
         let mut child = cmd
             .stdout(std::process::Stdio::piped())
