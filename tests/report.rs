@@ -179,8 +179,13 @@ fn lossy_recording(name: &str) -> common::Recording {
     {
         let path = common::scratch_file(format!("{name}.mt"));
         // The shell says it runs (recorded already: memtrack starts the command once its
-        // probes are attached), then becomes the storm.
-        let script = format!("echo $$; exec {} 8 {ops}", storm.display());
+        // probes are attached), then becomes the storm. A first, tiny storm has discovery scan
+        // the storm's files before that: otherwise the exec after the echo would stop for a
+        // discovery the stopped recorder never makes, and the storm would never run.
+        let script = format!(
+            "{storm} 1 1; echo $$; exec {storm} 8 {ops}",
+            storm = storm.display()
+        );
         // No leak scan: each storm process would wait at its exit for the stopped recorder
         // to scan it, and the storm would never end.
         let mut cmd = common::record_command(
