@@ -73,31 +73,41 @@ pub fn render_features(features: &[FeatureProbe], out: &mut impl Write) -> io::R
         out,
         "\nkernel features (probed, not read from the version):\n"
     )?;
-    let mut table = Table::new(vec![
-        Column::left(""),
-        Column::left("  "),
-        Column::left("  "),
-        Column::left("  "),
-        Column::left("  "),
-    ]);
-    table.row(
-        ["FEATURE", "SINCE", "HERE", "FOUND", "WITHOUT IT, MEMTRACK"]
-            .map(String::from)
-            .to_vec(),
-    );
-    for f in features {
+    let rows = features.iter().map(|f| {
         let here = match f.present {
             Some(true) => "yes",
             Some(false) => "no",
             None => "unknown",
         };
-        table.row(vec![
+        vec![
             f.feature.name.to_string(),
             f.feature.first.to_string(),
             here.to_string(),
             f.found.clone(),
             f.feature.without.to_string(),
-        ]);
+        ]
+    });
+    write_table(
+        out,
+        &["FEATURE", "SINCE", "HERE", "FOUND", "WITHOUT IT, MEMTRACK"],
+        rows,
+    )?;
+    Ok(())
+}
+
+/// `header` and `rows` as one table: the first column flush left, the others two spaces apart.
+fn write_table(
+    out: &mut impl Write,
+    header: &[&str],
+    rows: impl Iterator<Item = Vec<String>>,
+) -> io::Result<()> {
+    let columns = (0..header.len())
+        .map(|i| Column::left(if i == 0 { "" } else { "  " }))
+        .collect();
+    let mut table = Table::new(columns);
+    table.row(header.iter().map(|h| h.to_string()).collect());
+    for row in rows {
+        table.row(row);
     }
     for line in table.lines() {
         writeln!(out, "{line}")?;
@@ -118,28 +128,19 @@ fn render_table(checks: &[Check], out: &mut impl Write) -> io::Result<()> {
         "memtrack {}: what recording needs, and what this machine has\n",
         env!("CARGO_PKG_VERSION")
     )?;
-    let mut table = Table::new(vec![
-        Column::left(""),
-        Column::left("  "),
-        Column::left("  "),
-        Column::left("  "),
-    ]);
-    table.row(
-        ["CHECK", "STATUS", "THIS MACHINE", "IF MISSING, DISABLES"]
-            .map(String::from)
-            .to_vec(),
-    );
-    for c in checks {
-        table.row(vec![
+    let rows = checks.iter().map(|c| {
+        vec![
             c.name.to_string(),
             c.status.word().to_string(),
             c.found.clone(),
             c.disables.to_string(),
-        ]);
-    }
-    for line in table.lines() {
-        writeln!(out, "{line}")?;
-    }
+        ]
+    });
+    write_table(
+        out,
+        &["CHECK", "STATUS", "THIS MACHINE", "IF MISSING, DISABLES"],
+        rows,
+    )?;
     writeln!(out)?;
     Ok(())
 }

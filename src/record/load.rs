@@ -111,7 +111,7 @@ pub const OBJECTS: &[Object] = &[
         name: "alloc",
         bytes: raw::ALLOC_BPF_OBJECT,
         shares: &["tracked", "events", "lost", "gate"],
-        programs: Programs::Uprobes(ALLOC_PROGRAMS),
+        programs: Programs::Uprobes(ALLOC_ENTRY_VARIANTS),
         feature: Some("alloc"),
         when: When::Allocations,
     },
@@ -119,14 +119,23 @@ pub const OBJECTS: &[Object] = &[
         name: "floor",
         bytes: raw::FLOOR_BPF_OBJECT,
         shares: &[],
-        programs: Programs::Uprobes(ALLOC_PROGRAMS),
+        programs: Programs::Uprobes(FLOOR_PROGRAMS),
         feature: Some("probe_floor"),
         when: When::ProbeFloor,
     },
 ];
 
 /// The programs of alloc.bpf.c, and of floor.bpf.c which stands in for it.
-const ALLOC_PROGRAMS: &[&str] = &[attach::ALLOC_ENTER, attach::ALLOC_EXIT, attach::FREE_ENTER];
+const FLOOR_PROGRAMS: &[&str] = &[attach::ALLOC_ENTER, attach::ALLOC_EXIT, attach::FREE_ENTER];
+
+/// The programs of alloc.bpf.c: floor.bpf.c's, and the entry program with the stack walk, of
+/// which `load` keeps one per recording.
+const ALLOC_ENTRY_VARIANTS: &[&str] = &[
+    attach::ALLOC_ENTER,
+    attach::ALLOC_ENTER_STACKS,
+    attach::ALLOC_EXIT,
+    attach::FREE_ENTER,
+];
 
 /// The enabled objects, loaded, in table order; the first is process.bpf.o, whose maps the
 /// others share.
@@ -189,10 +198,7 @@ impl Loaded {
                 (&object.programs, uprobes)
             {
                 log::info!("uprobe_multi unavailable ({why}); attaching one uprobe per site");
-                for prog in programs
-                    .iter()
-                    .chain((object.name == "alloc").then_some(&attach::ALLOC_ENTER_STACKS))
-                {
+                for prog in *programs {
                     open.use_classic_uprobe(prog).map_err(kernel_error)?;
                 }
             }
@@ -215,9 +221,7 @@ impl Loaded {
                         if let (Programs::Uprobes(programs), UprobeLinks::Classic(_)) =
                             (&object.programs, &caps.uprobes)
                         {
-                            for prog in programs.iter().chain(
-                                (object.name == "alloc").then_some(&attach::ALLOC_ENTER_STACKS),
-                            ) {
+                            for prog in *programs {
                                 open.use_classic_uprobe(prog)?;
                             }
                         }
