@@ -320,21 +320,36 @@ static __always_inline int alloc_enter_with(struct pt_regs *ctx, bool stacks)
 SEC("uprobe.multi")
 int alloc_enter(struct pt_regs *ctx)
 {
-	return alloc_enter_with(ctx, false);
+	int ret;
+
+	preempt_off();
+	ret = alloc_enter_with(ctx, false);
+	preempt_on();
+	return ret;
 }
 
 /* Loaded when stacks are recorded: the same, and the walk. */
 SEC("uprobe.multi")
 int alloc_enter_stacks(struct pt_regs *ctx)
 {
-	return alloc_enter_with(ctx, true);
+	int ret;
+
+	preempt_off();
+	ret = alloc_enter_with(ctx, true);
+	preempt_on();
+	return ret;
 }
 
 /* One return program serves every entry point: the state says which call it was. */
 SEC("uretprobe.multi")
 int BPF_URETPROBE(alloc_exit, __u64 ret)
 {
-	return call_exit(ctx, ret);
+	int r;
+
+	preempt_off();
+	r = call_exit(ctx, ret);
+	preempt_on();
+	return r;
 }
 
 /* Free-like entry points (free, operator delete, dallocx, mi_free, ...) need no return probe;
@@ -342,8 +357,7 @@ int BPF_URETPROBE(alloc_exit, __u64 ret)
  * (realloc(p, 0) reaching free) is internal: the outer call reports it. A free of the block
  * this thread just reported, in the same frame or deeper, is that release passed on (operator
  * delete to free). */
-SEC("uprobe.multi")
-int free_enter(struct pt_regs *ctx)
+static __always_inline int free_enter_with(struct pt_regs *ctx)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u64 sp = PT_REGS_SP(ctx);
@@ -374,4 +388,15 @@ int free_enter(struct pt_regs *ctx)
 	 * block it never saw allocated. */
 	emit(EV_FREE, cookie & COOKIE_FUNC_MASK, (__u64)ptr, 0, 0, 0);
 	return 0;
+}
+
+SEC("uprobe.multi")
+int free_enter(struct pt_regs *ctx)
+{
+	int ret;
+
+	preempt_off();
+	ret = free_enter_with(ctx);
+	preempt_on();
+	return ret;
 }

@@ -115,6 +115,31 @@ static __always_inline void count_lost(__u32 cause)
 		__sync_fetch_and_add(n, 1);
 }
 
+/*
+ * Uprobe programs run preemptible (Linux 6.0 on), and so do programs on the syscall
+ * tracepoints where those may fault; from 6.13 the kernel also gives every such program of more
+ * than 64 bytes of stack a private stack that is per CPU, not per task. A program preempted
+ * there and another run of it on the same CPU then share their stack: on Debian's 7.2 under
+ * qemu, a process's first malloc(23111) was recorded with the size a sibling's malloc passed
+ * at the same moment, and the sibling's with 23111 (1 recording in 2). The body of every such
+ * program runs with preemption off (bpf_preempt_disable, Linux 6.10, before private stacks
+ * came); on older kernels the kfuncs do not exist and the calls are dropped at load.
+ */
+extern void bpf_preempt_disable(void) __weak __ksym;
+extern void bpf_preempt_enable(void) __weak __ksym;
+
+static __always_inline void preempt_off(void)
+{
+	if (bpf_ksym_exists(bpf_preempt_disable))
+		bpf_preempt_disable();
+}
+
+static __always_inline void preempt_on(void)
+{
+	if (bpf_ksym_exists(bpf_preempt_enable))
+		bpf_preempt_enable();
+}
+
 /* The tracked state of the current process, 0 if it is not tracked. */
 static __always_inline __u32 tracked_state(__u32 tgid)
 {

@@ -124,8 +124,7 @@ int BPF_PROG(discover_exec, struct task_struct *p, pid_t old_pid, struct linux_b
  * where the loader was mapped; 0 when the loader has no `_r_debug` symbol: then every call
  * stops the process.
  */
-SEC("uprobe")
-int discover_dl_debug_state(struct pt_regs *ctx)
+static __always_inline int dl_debug_state(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__s64 delta = (__s64)bpf_get_attach_cookie(ctx);
@@ -144,6 +143,18 @@ int discover_dl_debug_state(struct pt_regs *ctx)
 	return 0;
 }
 
+/* Both uprobes run with preemption off (common.bpf.h's preempt_off). */
+SEC("uprobe")
+int discover_dl_debug_state(struct pt_regs *ctx)
+{
+	int ret;
+
+	preempt_off();
+	ret = dl_debug_state(ctx);
+	preempt_on();
+	return ret;
+}
+
 /*
  * At the entry of the C library's `_exit` (glibc's `_exit`, musl's `_Exit`, or the executable's
  * own in a static program), which a normal exit reaches after the atexit handlers and stdio's
@@ -152,8 +163,7 @@ int discover_dl_debug_state(struct pt_regs *ctx)
  * SIGSTOP sent once it is in the kernel is never acted on. Attached only when the leak scan is
  * on (not with `record --no-leak-scan`).
  */
-SEC("uprobe")
-int exit_hold(struct pt_regs *ctx)
+static __always_inline int hold_at_exit(void)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 id = bpf_get_current_pid_tgid();
@@ -167,4 +177,15 @@ int exit_hold(struct pt_regs *ctx)
 		return 0;
 	stop(id >> 32, (__u32)id, STOP_EXIT);
 	return 0;
+}
+
+SEC("uprobe")
+int exit_hold(struct pt_regs *ctx)
+{
+	int ret;
+
+	preempt_off();
+	ret = hold_at_exit();
+	preempt_on();
+	return ret;
 }

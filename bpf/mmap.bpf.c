@@ -51,8 +51,7 @@ static __always_inline int is_mapping_call(long nr)
 	return nr == NR_MMAP || nr == NR_MUNMAP || nr == NR_BRK || nr == NR_MREMAP;
 }
 
-SEC("tp_btf/sys_enter")
-int BPF_PROG(mmap_sys_enter, struct pt_regs *regs, long id)
+static __always_inline int sys_enter(struct pt_regs *regs, long id)
 {
 	__u64 pid_tgid;
 	__u32 tid;
@@ -75,8 +74,20 @@ int BPF_PROG(mmap_sys_enter, struct pt_regs *regs, long id)
 	return 0;
 }
 
-SEC("tp_btf/sys_exit")
-int BPF_PROG(mmap_sys_exit, struct pt_regs *regs, long ret)
+/* Preemption is off around both (common.bpf.h's preempt_off): the syscall tracepoints run
+ * preemptible where they may fault. */
+SEC("tp_btf/sys_enter")
+int BPF_PROG(mmap_sys_enter, struct pt_regs *regs, long id)
+{
+	int r;
+
+	preempt_off();
+	r = sys_enter(regs, id);
+	preempt_on();
+	return r;
+}
+
+static __always_inline int sys_exit(struct pt_regs *regs, long ret)
 {
 	long nr = SYSCALL_NR(regs);
 	__u64 pid_tgid;
@@ -150,4 +161,15 @@ int BPF_PROG(mmap_sys_exit, struct pt_regs *regs, long ret)
 done:
 	bpf_map_delete_elem(&map_calls, &tid);
 	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(mmap_sys_exit, struct pt_regs *regs, long ret)
+{
+	int r;
+
+	preempt_off();
+	r = sys_exit(regs, ret);
+	preempt_on();
+	return r;
 }

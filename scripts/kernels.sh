@@ -58,7 +58,7 @@ arch=$(dpkg --print-architecture)
 if ((quick)); then
   tests_wanted="record malloc_and_free_are_recorded_exactly"
 else
-  tests_wanted="record malloc_and_free_are_recorded_exactly calloc_realloc_reallocarray fork_tree_with_exec four_threads_allocating command_not_found_exits_127
+  tests_wanted="record malloc_and_free_are_recorded_exactly calloc_realloc_reallocarray fork_tree_with_exec four_threads_allocating command_not_found_exits_127 sizes_stay_with_their_process_on_a_shared_cpu
 rss anon_64_mib fork_child_touches_more
 stacks walks_from_one_place_tell_their_callers_apart
 control each_benchmark_counts_exactly_its_pid_tree_inside_its_window"

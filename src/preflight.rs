@@ -186,6 +186,11 @@ pub const KERNEL_FEATURES: &[KernelFeature] = &[
         without: "discovery stops a process at every dynamic-loader event, known files or not",
     },
     KernelFeature {
+        name: "bpf_preempt_disable",
+        first: "6.10",
+        without: "probe programs may be preempted (no per-CPU program stack to share before 6.13)",
+    },
+    KernelFeature {
         name: "open_tree of a detached mount",
         first: "6.15",
         without: "no private library copies: probes on the shared files, with a warning",
@@ -253,6 +258,16 @@ pub fn kernel_features(
                         let has = b.has("bpf_iter_task_vma_new", sys::BTF_KIND_FUNC);
                         let what = if has { "kfunc" } else { "no kfunc" };
                         (Some(has), format!("{what} bpf_iter_task_vma_new"))
+                    }
+                },
+                // Kept on for every uprobe program's run: a preempted program on 6.13+'s
+                // per-CPU private stack shares it with the next (bpf/common.bpf.h).
+                "bpf_preempt_disable" => match vmlinux {
+                    None => (None, "no BTF to read".into()),
+                    Some(b) => {
+                        let has = b.has("bpf_preempt_disable", sys::BTF_KIND_FUNC);
+                        let what = if has { "kfunc" } else { "no kfunc" };
+                        (Some(has), format!("{what} bpf_preempt_disable"))
                     }
                 },
                 "open_tree of a detached mount" => match &private_mounts {
