@@ -328,15 +328,23 @@ int alloc_enter(struct pt_regs *ctx)
 	return ret;
 }
 
+/* Whether alloc_enter_stacks runs with preemption off, as every other probe program does. The
+ * walk's functions are global (verified once each), and kernels from 6.10 to about 6.16 refuse
+ * a call of a global function with preemption off: there user space loads the program again
+ * with this false (src/record/load.rs), and the walk runs preemptible, as it did before. */
+const volatile bool walk_preempt_off SEC(".rodata.walk") = true;
+
 /* Loaded when stacks are recorded: the same, and the walk. */
 SEC("uprobe.multi")
 int alloc_enter_stacks(struct pt_regs *ctx)
 {
 	int ret;
 
-	preempt_off();
+	if (walk_preempt_off)
+		preempt_off();
 	ret = alloc_enter_with(ctx, true);
-	preempt_on();
+	if (walk_preempt_off)
+		preempt_on();
 	return ret;
 }
 

@@ -10,7 +10,7 @@ use crate::error::Error;
 use crate::preflight::{Capabilities, UprobeLinks};
 use crate::record::pidns::{self, PidNamespace};
 use crate::record::{attach, discover, kernel_error, RecordOptions};
-use crate::sys::bpf::{Link, LoadedObject, OpenObject};
+use crate::sys::bpf::{BpfError, Link, LoadedObject, OpenObject};
 use crate::sys::raw;
 
 /// One object of `bpf/`.
@@ -143,6 +143,79 @@ pub struct Loaded {
     objects: Vec<(&'static Object, LoadedObject)>,
 }
 
+/// How alloc_enter_stacks walks: with preemption off like every other probe program, or, on a
+/// kernel whose verifier refuses a global function's call there (6.10 to about 6.16), with it on.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Walk {
+    PreemptOff,
+    Preemptible,
+}
+
+/// alloc.bpf.c's read-only flag for [`Walk`] (`walk_preempt_off`).
+const WALK_RODATA: &str = ".rodata.walk";
+
+/// Whether `e` is the verifier refusing a global function's call with preemption off.
+fn refuses_walk_preempt_off(e: &BpfError) -> bool {
+    e.verifier
+        .as_ref()
+        .is_some_and(|v| v.log.contains("global function calls are not allowed"))
+}
+
+/// Open `object` and set it up as `opts` and `caps` say, sharing the maps of `first` (the
+/// loaded process.bpf.o) unless it is the first itself.
+fn configure(
+    object: &'static Object,
+    first: Option<&LoadedObject>,
+    opts: &RecordOptions,
+    caps: &Capabilities,
+    pidns: &PidNamespace,
+    walk: Walk,
+) -> Result<OpenObject, Error> {
+    let mut open = OpenObject::open(object.name, object.bytes).map_err(kernel_error)?;
+    // The namespace whose pids the records carry (pidns.rs); floor.bpf.o has none.
+    open.set_rodata(pidns::RODATA_SECTION, &pidns.rodata())
+        .map_err(kernel_error)?;
+    match first {
+        Some(first) => {
+            for map in object.shares {
+                open.reuse_map(map, first).map_err(kernel_error)?;
+            }
+        }
+        None => {
+            open.set_max_entries("events", opts.ring_size_bytes as u32)
+                .map_err(kernel_error)?;
+            log::info!("ring buffer: {} MiB", opts.ring_size_bytes >> 20);
+        }
+    }
+    if object.name == "alloc" {
+        // The rows of every file's unwind table (record::stacks), 24 MiB of kernel memory,
+        // created only when stacks are recorded.
+        let rows = if opts.stacks {
+            crate::record::stacks::row_elements()
+        } else {
+            1
+        };
+        open.set_max_entries("unwind_rows", rows)
+            .map_err(kernel_error)?;
+        // One entry program of the two: the walker is verified only when it walks.
+        open.set_autoload(attach::ALLOC_ENTER, !opts.stacks)
+            .and_then(|()| open.set_autoload(attach::ALLOC_ENTER_STACKS, opts.stacks))
+            .map_err(kernel_error)?;
+        if walk == Walk::Preemptible {
+            open.set_rodata(WALK_RODATA, &[0]).map_err(kernel_error)?;
+        }
+    }
+    if let (Programs::Uprobes(programs), UprobeLinks::Classic(why)) =
+        (&object.programs, &caps.uprobes)
+    {
+        log::info!("uprobe_multi unavailable ({why}); attaching one uprobe per site");
+        for prog in *programs {
+            open.use_classic_uprobe(prog).map_err(kernel_error)?;
+        }
+    }
+    Ok(open)
+}
+
 impl Loaded {
     /// Load every object `opts` enables on a kernel with `caps`, the ring buffer
     /// (process.bpf.c's `events`) sized as `opts` says, the allocator programs as
@@ -152,58 +225,57 @@ impl Loaded {
         caps: &Capabilities,
         pidns: &PidNamespace,
     ) -> Result<Loaded, Error> {
-        let uprobes = &caps.uprobes;
         if opts.rss && !caps.bpf_loop {
             log::warn!(
                 "resident memory is not recorded: this kernel lacks the bpf_loop helper (Linux \
                  5.17), which summing the per-CPU rss counters needs"
             );
         }
-        let mut objects: Vec<(&'static Object, LoadedObject)> = Vec::new();
-        for object in OBJECTS.iter().filter(|o| o.when.holds(opts, caps)) {
-            let mut open = OpenObject::open(object.name, object.bytes).map_err(kernel_error)?;
-            // The namespace whose pids the records carry (pidns.rs); floor.bpf.o has none.
-            open.set_rodata(pidns::RODATA_SECTION, &pidns.rodata())
-                .map_err(kernel_error)?;
-            match objects.first() {
-                Some((_, first)) => {
-                    for map in object.shares {
-                        open.reuse_map(map, first).map_err(kernel_error)?;
-                    }
+        let enabled: Vec<&'static Object> = OBJECTS
+            .iter()
+            .filter(|o| o.when.holds(opts, caps))
+            .collect();
+        let Some((&first_object, rest)) = enabled.split_first() else {
+            return Ok(Loaded {
+                objects: Vec::new(),
+            });
+        };
+        let first = configure(first_object, None, opts, caps, pidns, Walk::PreemptOff)?
+            .load()
+            .map_err(kernel_error)?;
+        // The others only share the first one's maps, so they load side by side: each load
+        // parses the kernel's BTF and runs the verifier, most of a recording's fixed cost
+        // (docs/PERFORMANCE.md, "Fixed cost"), and on two cores this halves it.
+        let opened = rest
+            .iter()
+            .map(|&object| configure(object, Some(&first), opts, caps, pidns, Walk::PreemptOff))
+            .collect::<Result<Vec<_>, _>>()?;
+        let loaded: Vec<_> = std::thread::scope(|scope| {
+            let loads: Vec<_> = opened
+                .into_iter()
+                .map(|open| scope.spawn(move || open.load()))
+                .collect();
+            loads
+                .into_iter()
+                .map(|load| load.join().expect("a BPF object's load panicked"))
+                .collect()
+        });
+        let mut others = Vec::with_capacity(rest.len());
+        for (&object, result) in rest.iter().zip(loaded) {
+            let loaded = match result {
+                Err(e) if object.name == "alloc" && opts.stacks && refuses_walk_preempt_off(&e) => {
+                    log::info!(
+                        "this kernel's verifier refuses the stack walk with preemption off; it \
+                         walks preemptible"
+                    );
+                    configure(object, Some(&first), opts, caps, pidns, Walk::Preemptible)?.load()
                 }
-                None => {
-                    open.set_max_entries("events", opts.ring_size_bytes as u32)
-                        .map_err(kernel_error)?;
-                    log::info!("ring buffer: {} MiB", opts.ring_size_bytes >> 20);
-                }
-            }
-            if object.name == "alloc" {
-                // The rows of every file's unwind table (record::stacks), 24 MiB of kernel
-                // memory, created only when stacks are recorded.
-                let rows = if opts.stacks {
-                    crate::record::stacks::row_elements()
-                } else {
-                    1
-                };
-                open.set_max_entries("unwind_rows", rows)
-                    .map_err(kernel_error)?;
-            }
-            if object.name == "alloc" {
-                // One entry program of the two: the walker is verified only when it walks.
-                open.set_autoload(attach::ALLOC_ENTER, !opts.stacks)
-                    .and_then(|()| open.set_autoload(attach::ALLOC_ENTER_STACKS, opts.stacks))
-                    .map_err(kernel_error)?;
-            }
-            if let (Programs::Uprobes(programs), UprobeLinks::Classic(why)) =
-                (&object.programs, uprobes)
-            {
-                log::info!("uprobe_multi unavailable ({why}); attaching one uprobe per site");
-                for prog in *programs {
-                    open.use_classic_uprobe(prog).map_err(kernel_error)?;
-                }
-            }
-            objects.push((object, open.load().map_err(kernel_error)?));
+                other => other,
+            };
+            others.push((object, loaded.map_err(kernel_error)?));
         }
+        let mut objects = vec![(first_object, first)];
+        objects.extend(others);
         Ok(Loaded { objects })
     }
 
@@ -215,9 +287,12 @@ impl Loaded {
             .iter()
             .filter(|o| o.name != "floor")
             .map(|object| {
-                let result = OpenObject::open(object.name, object.bytes)
-                    .and_then(|mut open| {
+                let try_load = |walk: Walk| {
+                    OpenObject::open(object.name, object.bytes).and_then(|mut open| {
                         open.set_max_entries("events", 1 << 20)?;
+                        if walk == Walk::Preemptible {
+                            open.set_rodata(WALK_RODATA, &[0])?;
+                        }
                         if let (Programs::Uprobes(programs), UprobeLinks::Classic(_)) =
                             (&object.programs, &caps.uprobes)
                         {
@@ -227,11 +302,17 @@ impl Loaded {
                         }
                         open.load()
                     })
-                    .map(drop)
-                    .map_err(|e| match &e.verifier {
-                        Some(log) => crate::record::verifier_refusal(&e.what, log),
-                        None => e.to_string(),
-                    });
+                };
+                // As `load` does: where the verifier refuses the walk with preemption off.
+                let result = match try_load(Walk::PreemptOff) {
+                    Err(e) if refuses_walk_preempt_off(&e) => try_load(Walk::Preemptible),
+                    other => other,
+                }
+                .map(drop)
+                .map_err(|e| match &e.verifier {
+                    Some(log) => crate::record::verifier_refusal(&e.what, log),
+                    None => e.to_string(),
+                });
                 (object.name, result)
             })
             .collect()

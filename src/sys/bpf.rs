@@ -280,6 +280,13 @@ impl OpenObject {
     }
 }
 
+// SAFETY: an OpenObject is its object's only owner, so one thread at a time uses it; libbpf
+// keeps no per-thread state for an object, and its global state is the print callback (which
+// keeps each thread's verifier log apart, LAST_VERIFIER_LOG) and a cache of kernel feature
+// probes that libbpf writes racily on purpose (every writer stores the same answer). Objects
+// are loaded on threads of their own (record::load).
+unsafe impl Send for OpenObject {}
+
 impl Drop for OpenObject {
     fn drop(&mut self) {
         // SAFETY: we own the object and nothing borrows it past our lifetime.
@@ -428,6 +435,9 @@ impl LoadedObject {
         })
     }
 }
+
+// SAFETY: as for OpenObject: the sole owner, moved back from the thread that loaded it.
+unsafe impl Send for LoadedObject {}
 
 impl Drop for LoadedObject {
     fn drop(&mut self) {
