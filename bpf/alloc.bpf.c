@@ -320,12 +320,7 @@ static __always_inline int alloc_enter_with(struct pt_regs *ctx, bool stacks)
 SEC("uprobe.multi")
 int alloc_enter(struct pt_regs *ctx)
 {
-	int ret;
-
-	preempt_off();
-	ret = alloc_enter_with(ctx, false);
-	preempt_on();
-	return ret;
+	return PREEMPT_OFF(alloc_enter_with(ctx, false));
 }
 
 /* Whether alloc_enter_stacks runs with preemption off, as every other probe program does. The
@@ -338,26 +333,16 @@ const volatile bool walk_preempt_off SEC(".rodata.walk") = true;
 SEC("uprobe.multi")
 int alloc_enter_stacks(struct pt_regs *ctx)
 {
-	int ret;
-
 	if (walk_preempt_off)
-		preempt_off();
-	ret = alloc_enter_with(ctx, true);
-	if (walk_preempt_off)
-		preempt_on();
-	return ret;
+		return PREEMPT_OFF(alloc_enter_with(ctx, true));
+	return alloc_enter_with(ctx, true);
 }
 
 /* One return program serves every entry point: the state says which call it was. */
 SEC("uretprobe.multi")
 int BPF_URETPROBE(alloc_exit, __u64 ret)
 {
-	int r;
-
-	preempt_off();
-	r = call_exit(ctx, ret);
-	preempt_on();
-	return r;
+	return PREEMPT_OFF(call_exit(ctx, ret));
 }
 
 /* Free-like entry points (free, operator delete, dallocx, mi_free, ...) need no return probe;
@@ -401,10 +386,5 @@ static __always_inline int free_enter_with(struct pt_regs *ctx)
 SEC("uprobe.multi")
 int free_enter(struct pt_regs *ctx)
 {
-	int ret;
-
-	preempt_off();
-	ret = free_enter_with(ctx);
-	preempt_on();
-	return ret;
+	return PREEMPT_OFF(free_enter_with(ctx));
 }

@@ -140,6 +140,16 @@ static __always_inline void preempt_on(void)
 		bpf_preempt_enable();
 }
 
+/* The value of `call` (an int), computed with preemption off: a probe program's whole body. */
+#define PREEMPT_OFF(call)                                                                      \
+	({                                                                                     \
+		int __ret;                                                                     \
+		preempt_off();                                                                 \
+		__ret = (call);                                                                \
+		preempt_on();                                                                  \
+		__ret;                                                                         \
+	})
+
 /* The tracked state of the current process, 0 if it is not tracked. */
 static __always_inline __u32 tracked_state(__u32 tgid)
 {

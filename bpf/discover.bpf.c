@@ -147,12 +147,7 @@ static __always_inline int dl_debug_state(struct pt_regs *ctx)
 SEC("uprobe")
 int discover_dl_debug_state(struct pt_regs *ctx)
 {
-	int ret;
-
-	preempt_off();
-	ret = dl_debug_state(ctx);
-	preempt_on();
-	return ret;
+	return PREEMPT_OFF(dl_debug_state(ctx));
 }
 
 /*
@@ -182,10 +177,5 @@ static __always_inline int hold_at_exit(void)
 SEC("uprobe")
 int exit_hold(struct pt_regs *ctx)
 {
-	int ret;
-
-	preempt_off();
-	ret = hold_at_exit();
-	preempt_on();
-	return ret;
+	return PREEMPT_OFF(hold_at_exit());
 }

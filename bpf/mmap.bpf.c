@@ -79,12 +79,7 @@ static __always_inline int sys_enter(struct pt_regs *regs, long id)
 SEC("tp_btf/sys_enter")
 int BPF_PROG(mmap_sys_enter, struct pt_regs *regs, long id)
 {
-	int r;
-
-	preempt_off();
-	r = sys_enter(regs, id);
-	preempt_on();
-	return r;
+	return PREEMPT_OFF(sys_enter(regs, id));
 }
 
 static __always_inline int sys_exit(struct pt_regs *regs, long ret)
@@ -166,10 +161,5 @@ done:
 SEC("tp_btf/sys_exit")
 int BPF_PROG(mmap_sys_exit, struct pt_regs *regs, long ret)
 {
-	int r;
-
-	preempt_off();
-	r = sys_exit(regs, ret);
-	preempt_on();
-	return r;
+	return PREEMPT_OFF(sys_exit(regs, ret));
 }

@@ -252,24 +252,10 @@ pub fn kernel_features(
                     Ok(()) => (Some(true), "BPF_TRACE_UPROBE_MULTI links".into()),
                     Err(e) => (Some(false), refusal(&e)),
                 },
-                "task VMA iterator" => match vmlinux {
-                    None => (None, "no BTF to read".into()),
-                    Some(b) => {
-                        let has = b.has("bpf_iter_task_vma_new", sys::BTF_KIND_FUNC);
-                        let what = if has { "kfunc" } else { "no kfunc" };
-                        (Some(has), format!("{what} bpf_iter_task_vma_new"))
-                    }
-                },
+                "task VMA iterator" => kfunc_found(vmlinux, "bpf_iter_task_vma_new"),
                 // Kept on for every uprobe program's run: a preempted program on 6.13+'s
                 // per-CPU private stack shares it with the next (bpf/common.bpf.h).
-                "bpf_preempt_disable" => match vmlinux {
-                    None => (None, "no BTF to read".into()),
-                    Some(b) => {
-                        let has = b.has("bpf_preempt_disable", sys::BTF_KIND_FUNC);
-                        let what = if has { "kfunc" } else { "no kfunc" };
-                        (Some(has), format!("{what} bpf_preempt_disable"))
-                    }
-                },
+                "bpf_preempt_disable" => kfunc_found(vmlinux, "bpf_preempt_disable"),
                 "open_tree of a detached mount" => match &private_mounts {
                     None => (None, "not tried".into()),
                     Some(Ok(())) => (Some(true), "private copies bind in a namespace".into()),
@@ -290,6 +276,18 @@ pub fn kernel_features(
             }
         })
         .collect()
+}
+
+/// Whether the kernel's BTF names the kfunc `name`.
+fn kfunc_found(vmlinux: Option<&probe::VmlinuxBtf>, name: &str) -> (Option<bool>, String) {
+    match vmlinux {
+        None => (None, "no BTF to read".into()),
+        Some(b) => {
+            let has = b.has(name, libbpf_sys::BTF_KIND_FUNC);
+            let what = if has { "kfunc" } else { "no kfunc" };
+            (Some(has), format!("{what} {name}"))
+        }
+    }
 }
 
 fn helper_found(helper: libbpf_sys::bpf_func_id) -> (Option<bool>, String) {
