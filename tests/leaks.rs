@@ -367,3 +367,236 @@ fn no_leak_scan_records_no_scan_and_check_gates_on_leaked() {
     assert_eq!(gate.code(), 1);
     assert!(gate.stdout.contains("leaked"), "{}", gate.describe());
 }
+
+/// `testdata/leaks/suppress.c` linked with its library `libleaks_suppress.so` (both built
+/// here), or why not.
+fn suppress_fixture(test: &str) -> Option<PathBuf> {
+    let lib = require_fixture(
+        test,
+        "leaks/suppress_lib.c",
+        "libleaks_suppress.so",
+        &["-shared", "-fPIC"],
+    )?;
+    let dir = lib.parent().unwrap().to_str().unwrap().to_string();
+    require_fixture(
+        test,
+        "leaks/suppress.c",
+        "leaks_suppress",
+        &[
+            &format!("-L{dir}"),
+            "-lleaks_suppress",
+            &format!("-Wl,-rpath,{dir}"),
+        ],
+    )
+}
+
+/// A suppression file `name` in the scratch directory with `text`.
+fn suppressions(name: &str, text: &str) -> String {
+    let path = scratch_file(name);
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+fn blocks(v: &serde_json::Value) -> (u64, u64) {
+    (v["blocks"].as_u64().unwrap(), v["bytes"].as_u64().unwrap())
+}
+
+#[test]
+fn suppressions_by_name_wildcard_and_module() {
+    skip_unless_recording!("suppressions");
+    let Some(exe) = suppress_fixture("suppressions") else {
+        return;
+    };
+    let r = record("leaks-suppress", &["--stacks"], &[exe.to_str().unwrap()]);
+    check!(r, r.code() == 0, "the fixture exits 0");
+    let path = r.path.to_str().unwrap();
+
+    // Without suppressions the gate fails on the three lost blocks and names the largest site.
+    let gate = run(&["check", path, "--max-leaked", "0"]);
+    assert_eq!(gate.code(), 1, "{}", gate.describe());
+    assert!(
+        gate.stdout.contains("definitely lost") && gate.stdout.contains("(9009 bytes)"),
+        "{}",
+        gate.describe()
+    );
+    assert!(
+        gate.stdout
+            .contains("top lost site: 3.9 KiB (4004 bytes) in 1 block: other_leak_of_cache ("),
+        "{}",
+        gate.describe()
+    );
+
+    // By name, by wildcard, by module; a rule that matches nothing is listed as unused.
+    let all = suppressions(
+        "all.supp",
+        "# known leaks\nleak:known_leak_in_parser\n\nleak:other_*_cache\n  leak:libleaks_suppress.so\nleak:never_called_anywhere\n",
+    );
+    let gate = run(&["check", path, "--max-leaked", "0", "--suppress", &all]);
+    assert_eq!(gate.code(), 0, "{}", gate.describe());
+    assert!(
+        gate.stdout
+            .contains(&format!("suppressed: 3 blocks, 8.8 KiB by 3 rules ({all})")),
+        "{}",
+        gate.describe()
+    );
+    assert!(
+        gate.stdout.contains(
+            "unused suppression: leak:never_called_anywhere (line 6) matched no lost block"
+        ),
+        "{}",
+        gate.describe()
+    );
+    let v = report_json(&r.path, &["--suppress", &all]);
+    let heap = &v["totals"]["heap"];
+    let leaks = &heap["leaks"];
+    assert_eq!(blocks(&leaks["definitely_lost"]), (0, 0), "{leaks}");
+    assert_eq!(blocks(&leaks["suppressed"]), (3, 9009), "{leaks}");
+    assert_eq!(
+        blocks(&leaks["suppressed"]).1 + blocks(&leaks["still_reachable"]).1,
+        blocks(&heap["leaked"]).1,
+        "suppressed + reachable = leaked: {heap}"
+    );
+    let rules = v["suppressions"]["rules"].as_array().expect("rules");
+    let per_rule: Vec<(String, u64, (u64, u64))> = rules
+        .iter()
+        .map(|r| {
+            (
+                r["rule"].as_str().unwrap().to_string(),
+                r["line"].as_u64().unwrap(),
+                blocks(&r["suppressed"]),
+            )
+        })
+        .collect();
+    assert_eq!(
+        per_rule,
+        vec![
+            ("leak:known_leak_in_parser".into(), 2, (1, 3003)),
+            ("leak:other_*_cache".into(), 4, (1, 4004)),
+            ("leak:libleaks_suppress.so".into(), 5, (1, 2002)),
+            ("leak:never_called_anywhere".into(), 6, (0, 0)),
+        ]
+    );
+    let text = report_text(&r.path, &["--suppress", &all], Some("120"));
+    assert!(
+        text.contains(
+            "    suppressed      3 blocks, 8.8 KiB (definitely lost, matched by --suppress)\n"
+        ) && text.contains("    definitely lost 0 blocks, 0 B\n"),
+        "{text}"
+    );
+
+    // One anchored rule: the other two stay lost, and the gate names the next site.
+    let one = suppressions("one.supp", "leak:^known_leak_in_parser$\n");
+    let gate = run(&["check", path, "--max-leaked", "0", "--suppress", &one]);
+    assert_eq!(gate.code(), 1, "{}", gate.describe());
+    assert!(
+        gate.stdout.contains("(6006 bytes)")
+            && gate.stdout.contains("top lost site: 3.9 KiB (4004 bytes)")
+            && gate
+                .stdout
+                .contains("suppressed: 1 block, 2.9 KiB by 1 rule"),
+        "{}",
+        gate.describe()
+    );
+
+    // A bad line: one line naming it, exit 2.
+    let bad = suppressions("bad.supp", "leak:known_leak_in_parser\nknown_leak\n");
+    let gate = run(&["check", path, "--max-leaked", "0", "--suppress", &bad]);
+    assert_eq!(gate.code(), 2, "{}", gate.describe());
+    assert!(
+        gate.stderr
+            .contains(&format!("{bad}:2: 'known_leak' is not a suppression")),
+        "{}",
+        gate.describe()
+    );
+    assert_eq!(gate.stderr.trim().lines().count(), 1, "{}", gate.describe());
+
+    // Without call stacks there is nothing to match: said, not pretended.
+    let r = record("leaks-suppress-nostacks", &[], &[exe.to_str().unwrap()]);
+    check!(r, r.code() == 0, "the fixture exits 0");
+    let gate = run(&[
+        "check",
+        r.path.to_str().unwrap(),
+        "--max-leaked",
+        "0",
+        "--suppress",
+        &all,
+    ]);
+    assert_eq!(gate.code(), 2, "{}", gate.describe());
+    assert!(
+        gate.stderr.contains("suppressions need call stacks")
+            && gate.stderr.contains("record again with --stacks"),
+        "{}",
+        gate.describe()
+    );
+}
+
+/// The issue's "done when": the README's gate, `check --max-leaked 0` on a recording made
+/// with --stacks, passes on the leak-free C++ program and fails on one that leaks, naming the
+/// function that lost the block.
+#[test]
+fn the_readme_gate_passes_leak_free_cpp_and_names_the_site_of_a_leak() {
+    skip_unless_recording!("readme_gate");
+    let (Some(clean), Some(leaky)) = (
+        require_fixture("readme_gate", "leaks/string.cpp", "leaks_string", &[]),
+        require_fixture("readme_gate", "leaks/leak.cpp", "leaks_leak_cpp", &[]),
+    ) else {
+        return;
+    };
+    let r = record(
+        "leaks-readme-clean",
+        &["--stacks"],
+        &[clean.to_str().unwrap()],
+    );
+    check!(r, r.code() == 0, "exit 0");
+    let gate = run(&["check", r.path.to_str().unwrap(), "--max-leaked", "0"]);
+    assert_eq!(gate.code(), 0, "{}", gate.describe());
+    assert!(
+        gate.stdout
+            .starts_with("definitely lost  0 B (0 bytes)  limit 0 B (0 bytes)  pass"),
+        "{}",
+        gate.describe()
+    );
+    assert!(
+        !gate.stdout.contains("top lost site"),
+        "{}",
+        gate.describe()
+    );
+
+    let r = record(
+        "leaks-readme-leak",
+        &["--stacks"],
+        &[leaky.to_str().unwrap()],
+    );
+    check!(r, r.code() == 0, "exit 0");
+    let gate = run(&["check", r.path.to_str().unwrap(), "--max-leaked", "0"]);
+    assert_eq!(gate.code(), 1, "{}", gate.describe());
+    assert!(
+        gate.stdout
+            .contains("definitely lost  1.5 KiB (1500 bytes)  limit 0 B (0 bytes)  FAIL"),
+        "{}",
+        gate.describe()
+    );
+    assert!(
+        gate.stdout
+            .contains("top lost site: 1.5 KiB (1500 bytes) in 1 block: lose_widget() (leak.cpp:"),
+        "{}",
+        gate.describe()
+    );
+    // Without stacks the gate still fails, and says how to name the site.
+    let r = record(
+        "leaks-readme-leak-nostacks",
+        &[],
+        &[leaky.to_str().unwrap()],
+    );
+    check!(r, r.code() == 0, "exit 0");
+    let gate = run(&["check", r.path.to_str().unwrap(), "--max-leaked", "0"]);
+    assert_eq!(gate.code(), 1, "{}", gate.describe());
+    assert!(
+        gate.stdout.contains(
+            "lost blocks have no call stacks in this recording: record with --stacks to name \
+             the sites that lost them"
+        ),
+        "{}",
+        gate.describe()
+    );
+}

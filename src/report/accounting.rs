@@ -28,6 +28,7 @@ use super::metrics::Scope;
 use super::metrics::{Blocks, LeakMetrics, Report};
 use super::resident::MEMBERS;
 use super::stacks::{SiteOptions, StackPass};
+use super::suppress::Suppressions;
 use super::timeline::{command_of, Lifecycle, TimelinePass};
 use super::tree::{Lookup, ProcIdx, ProcessTable};
 
@@ -47,6 +48,9 @@ pub struct Accounting {
     timeline: Option<Box<TimelinePass>>,
     /// Whether the recording scanned processes for leaks at their exit (`LeakScan` records).
     leak_scan: bool,
+    /// Leak suppression rules (`--suppress`), applied to the sites' lost blocks at the end;
+    /// they need the sites (`with_sites`).
+    suppressions: Option<Suppressions>,
 }
 
 impl Accounting {
@@ -64,7 +68,15 @@ impl Accounting {
             stacks: None,
             timeline: None,
             leak_scan: header.features.iter().any(|f| f == FEATURE_LEAK_SCAN),
+            suppressions: None,
         }
+    }
+
+    /// Also applies leak suppression rules to the definitely lost blocks, by the stacks that
+    /// allocated them: the pass must find sites (`with_sites`), or nothing can match.
+    pub fn with_suppressions(mut self, suppressions: Suppressions) -> Accounting {
+        self.suppressions = Some(suppressions);
+        self
     }
 
     /// Also follows memory over time (the report's `timeline`) of the whole run.
@@ -526,8 +538,15 @@ impl Accounting {
 
     /// Ends the pass: `end` is how reading ended (`None` when the caller does not know, as for
     /// synthetic streams; it is not taken as damage).
-    pub fn finish(self, end: Option<&ReadEnd>) -> Report {
+    pub fn finish(mut self, end: Option<&ReadEnd>) -> Report {
         let start_ns = self.header.start_monotonic_ns;
+        // Suppressions first: they move lost blocks of the sites and of their processes'
+        // splits, which the sites' order and the sums below read.
+        let suppressed = match (&self.suppressions, self.stacks.as_deref_mut()) {
+            (Some(s), Some(stacks)) => Some(stacks.suppress(s, &mut self.table)),
+            (Some(s), None) => Some(super::suppress::SuppressionReport::of(s)),
+            _ => None,
+        };
         let benches = &self.benches;
         let stacks = self
             .stacks
@@ -543,6 +562,7 @@ impl Accounting {
             end,
         );
         report.timeline = timeline;
+        report.suppressions = suppressed;
         if let Some((scope, benches, profile)) = stacks {
             report.stacks = Some(scope);
             report.profile = profile;

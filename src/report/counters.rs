@@ -53,6 +53,7 @@ impl LeakMetrics {
             definitely_lost: self.definitely_lost.plus(other.definitely_lost),
             still_reachable: self.still_reachable.plus(other.still_reachable),
             not_scanned: self.not_scanned.plus(other.not_scanned),
+            suppressed: self.suppressed.plus(other.suppressed),
             scanned_processes: self
                 .scanned_processes
                 .saturating_add(other.scanned_processes),

@@ -73,7 +73,19 @@ fn write_text_lines(report: &Report, layout: &TextLayout, out: &mut dyn Write) -
             counted(report.benchmarks.len() as u64, "benchmark", "benchmarks")
         )?;
     }
+    write_suppressions(report, out)?;
     write_stacks(report, layout.width, out)
+}
+
+/// What `--suppress` did: the suppressed blocks by how many rules, each unused rule.
+pub(super) fn write_suppressions(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    if let Some(s) = &report.suppressions {
+        writeln!(out)?;
+        for line in s.lines() {
+            writeln!(out, "{}", clean(&line))?;
+        }
+    }
+    Ok(())
 }
 
 /// Which allocator the recorder found where, so that a run without allocations says why.
@@ -956,6 +968,15 @@ pub(super) fn leak_split(l: &crate::report::metrics::LeakMetrics) -> Vec<(&'stat
             blocks(l.still_reachable.blocks, l.still_reachable.bytes),
         ),
     ];
+    if l.suppressed.blocks > 0 {
+        out.push((
+            "  suppressed",
+            format!(
+                "{} (definitely lost, matched by --suppress)",
+                blocks(l.suppressed.blocks, l.suppressed.bytes)
+            ),
+        ));
+    }
     if l.unscanned_processes > 0 {
         out.push((
             "  not scanned",
