@@ -1015,7 +1015,12 @@ impl TryFrom<ReportArgs> for ReportOptions {
         // own list of sites, which these formats do not show, stays at its default length.
         let stacks = if stack_format || format == crate::report::OutputFormat::Html {
             Some(SiteOptions {
-                order: SiteOrder::default(),
+                // The page lists the sites of definitely lost blocks, the most lost first.
+                order: if format == crate::report::OutputFormat::Html {
+                    SiteOrder::Leaked
+                } else {
+                    SiteOrder::default()
+                },
                 top: DEFAULT_TOP,
                 profile: true,
             })

@@ -600,3 +600,156 @@ fn the_readme_gate_passes_leak_free_cpp_and_names_the_site_of_a_leak() {
         gate.describe()
     );
 }
+
+/// The `<tr>` of process `pid` in the page's process table.
+fn html_row(html: &str, pid: u64) -> &str {
+    let start = html
+        .find(&format!("<tr data-pid=\"{pid}\""))
+        .unwrap_or_else(|| panic!("no row for {pid}"));
+    let end = start + html[start..].find("</tr>").unwrap();
+    &html[start..end]
+}
+
+/// The text of the cells of class `class` in `html`, in order.
+fn html_cells<'a>(html: &'a str, class: &str) -> Vec<&'a str> {
+    let open = format!("<td class=\"{class}\">");
+    html.match_indices(&open)
+        .map(|(i, _)| {
+            let start = i + open.len();
+            &html[start..start + html[start..].find("</td>").unwrap()]
+        })
+        .collect()
+}
+
+/// "4.9 KiB in 5 blocks", as the page writes blocks.
+fn in_blocks(v: &serde_json::Value) -> String {
+    let (blocks, bytes) = blocks(v);
+    let noun = if blocks == 1 { "block" } else { "blocks" };
+    format!(
+        "{} in {blocks} {noun}",
+        memtrack::units::format_bytes(bytes)
+    )
+}
+
+#[test]
+fn html_page_splits_lost_and_reachable_and_lists_lost_sites_first() {
+    skip_unless_recording!("html_leaks");
+    let r = record_leaks("leaks-html", &["--stacks"]);
+    let (parent, child) = parent_and_child(&r);
+    let page = |extra: &[&str]| {
+        let mut args = vec!["report", r.path.to_str().unwrap(), "--format", "html"];
+        args.extend_from_slice(extra);
+        run(&args).expect_code(0).stdout
+    };
+    let html = page(&[]);
+    let v = report_json(&r.path, &[]);
+    let leaks = &v["totals"]["heap"]["leaks"];
+    // The summary: the run's split, as the JSON report has it.
+    assert!(
+        html.contains("<li id=\"summary-lost\"><b>definitely lost</b> 4.9 KiB in 5 blocks</li>"),
+        "{html}"
+    );
+    assert!(
+        html.contains(&format!(
+            "<li id=\"summary-reachable\"><b>still reachable</b> {}</li>",
+            in_blocks(&leaks["still_reachable"])
+        )),
+        "{html}"
+    );
+    assert!(!html.contains("summary-not-scanned"), "{html}");
+    // Per process, and for the tree: the parent lost 4 blocks (4022 B), its child 1 (1008 B).
+    let processes = v["processes"].as_array().unwrap();
+    let json_of = |pid: u32| {
+        processes
+            .iter()
+            .find(|p| p["pid"] == pid)
+            .unwrap_or_else(|| panic!("{pid}"))
+    };
+    for (pid, lost, tree_lost) in [
+        (parent, "3.9 KiB in 4 blocks", "4.9 KiB in 5 blocks"),
+        (child, "1008 B in 1 block", "1008 B in 1 block"),
+    ] {
+        let row = html_row(&html, u64::from(pid));
+        let own = &json_of(pid)["own"]["heap"]["leaks"];
+        assert_eq!(html_cells(row, "lost"), [lost], "{row}");
+        assert_eq!(
+            html_cells(row, "reachable"),
+            [in_blocks(&own["still_reachable"])],
+            "{row}"
+        );
+        assert_eq!(html_cells(row, "tree-lost"), [tree_lost], "{row}");
+    }
+    // The sites of lost blocks, the most lost first, named by their frames.
+    let start = html
+        .find("<table class=\"sites\" id=\"lost-sites\">")
+        .expect("lost sites");
+    let table = &html[start..start + html[start..].find("</table>").unwrap()];
+    let rows: Vec<(&str, &str)> = table
+        .split("<tr><td>")
+        .skip(1)
+        .map(|row| {
+            let lost = &row[..row.find("</td>").unwrap()];
+            let by = html_cells(row, "cmd")[0];
+            (lost, by.split(" &lt;- ").next().unwrap())
+        })
+        .collect();
+    let functions: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|(lost, by)| (*lost, by.split(' ').next().unwrap()))
+        .collect();
+    assert_eq!(
+        functions,
+        [
+            ("1010 B", "loses"),
+            ("1008 B", "main"),
+            ("1006 B", "cycle"),
+            ("1005 B", "cycle"),
+            ("1001 B", "main"),
+        ],
+        "{table}"
+    );
+    // The lost sites come before the flame graphs.
+    assert!(start < html.find("<section id=\"flames\">").unwrap());
+
+    // With a suppression: the suppressed block leaves the lost figures and the sites, and the
+    // page says what was suppressed.
+    let supp = suppressions("html.supp", "leak:loses\nleak:no_such_function\n");
+    let html = page(&["--suppress", &supp]);
+    assert!(
+        html.contains("<li id=\"summary-lost\"><b>definitely lost</b> 3.9 KiB in 4 blocks</li>")
+            && html
+                .contains("<li id=\"summary-suppressed\"><b>suppressed</b> 1010 B in 1 block</li>"),
+        "{html}"
+    );
+    assert!(!html.contains("<td class=\"cmd\">loses"), "{html}");
+    assert!(
+        html.contains(&format!(
+            "<li>suppressed: 1 block, 1010 B by 1 rule ({supp})</li>"
+        )) && html.contains(
+            "<li>unused suppression: leak:no_such_function (line 2) matched no lost block</li>"
+        ),
+        "{html}"
+    );
+
+    // A process killed by a signal: its page says it was not scanned.
+    let r = record_fixture("leaks-html-sigkill", &[], "sigkill", &[]);
+    check!(r, r.code() == 128 + 9, "killed");
+    let html = run(&["report", r.path.to_str().unwrap(), "--format", "html"])
+        .expect_code(0)
+        .stdout;
+    let v = report_json(&r.path, &[]);
+    assert!(
+        html.contains(&format!(
+            "<li id=\"summary-not-scanned\"><b>not scanned</b> {} of 1 process not scanned at \
+             exit",
+            in_blocks(&v["totals"]["heap"]["leaks"]["not_scanned"])
+        )),
+        "{html}"
+    );
+    let row = html_row(&html, u64::from(r.header.root_pid));
+    assert_eq!(html_cells(row, "lost"), ["not scanned"], "{row}");
+    assert!(
+        html.contains("<p id=\"no-lost\">Nothing definitely lost in the processes scanned.</p>"),
+        "{html}"
+    );
+}
