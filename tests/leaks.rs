@@ -753,3 +753,133 @@ fn html_page_splits_lost_and_reachable_and_lists_lost_sites_first() {
         "{html}"
     );
 }
+
+/// The change of `metric` in a diff's list: (base, new, change).
+fn diff_metric(list: &serde_json::Value, name: &str) -> (u64, u64, i64) {
+    let m = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == name)
+        .unwrap_or_else(|| panic!("no {name} in {list}"));
+    (
+        m["base"].as_u64().unwrap(),
+        m["new"].as_u64().unwrap(),
+        m["change"].as_i64().unwrap(),
+    )
+}
+
+#[test]
+fn diff_shows_lost_and_reachable_apart() {
+    skip_unless_recording!("diff_leaks");
+    let base = record_fixture(
+        "leaks-diff-base",
+        &["--no-rss"],
+        "leaks/lose_n",
+        &["1", "2"],
+    );
+    let same = record_fixture(
+        "leaks-diff-same",
+        &["--no-rss"],
+        "leaks/lose_n",
+        &["1", "2"],
+    );
+    let more = record_fixture(
+        "leaks-diff-more",
+        &["--no-rss"],
+        "leaks/lose_n",
+        &["3", "2"],
+    );
+    for r in [&base, &same, &more] {
+        check!(r, r.code() == 0, "exit 0");
+    }
+    let diff = |new: &Recording| -> serde_json::Value {
+        let out = run(&[
+            "diff",
+            base.path.to_str().unwrap(),
+            new.path.to_str().unwrap(),
+            "--format",
+            "json",
+        ])
+        .expect_code(0)
+        .stdout;
+        serde_json::from_str(&out).unwrap()
+    };
+    // Reachable: the two kept blocks (the program uses no stdio, so the C library keeps none).
+    let reachable =
+        report_json(&base.path, &[])["totals"]["heap"]["leaks"]["still_reachable"].clone();
+    let (reach_blocks, reach_bytes) = blocks(&reachable);
+    assert_eq!((reach_blocks, reach_bytes), (2, 4444), "{reachable}");
+
+    // The new run loses two blocks more: lost changes by exactly them, reachable not at all.
+    let d = diff(&more);
+    let run_metrics = &d["run"];
+    assert_eq!(
+        diff_metric(run_metrics, "definitely_lost_bytes"),
+        (1111, 3333, 2222)
+    );
+    assert_eq!(
+        diff_metric(run_metrics, "definitely_lost_blocks"),
+        (1, 3, 2)
+    );
+    assert_eq!(
+        diff_metric(run_metrics, "still_reachable_bytes"),
+        (reach_bytes, reach_bytes, 0)
+    );
+    assert_eq!(
+        diff_metric(run_metrics, "still_reachable_blocks"),
+        (reach_blocks, reach_blocks, 0)
+    );
+    let root = &d["processes"][0]["metrics"];
+    assert_eq!(
+        diff_metric(root, "definitely_lost_bytes"),
+        (1111, 3333, 2222)
+    );
+    let text = run(&[
+        "diff",
+        base.path.to_str().unwrap(),
+        more.path.to_str().unwrap(),
+    ])
+    .expect_code(0)
+    .stdout;
+    let line = |name: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} in\n{text}"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_eq!(
+        line("definitely lost blocks"),
+        "definitely lost blocks 1 3 +2 +200.0%"
+    );
+    assert_eq!(
+        line("definitely lost "),
+        "definitely lost 1.1 KiB 3.3 KiB +2.2 KiB +200.0%"
+    );
+    assert_eq!(
+        line("still reachable blocks"),
+        "still reachable blocks 2 2 0 0.0%"
+    );
+    assert_eq!(
+        line("still reachable "),
+        "still reachable 4.3 KiB 4.3 KiB 0 B 0.0%"
+    );
+
+    // The same run again: every part of the split unchanged.
+    let d = diff(&same);
+    for name in [
+        "definitely_lost_bytes",
+        "definitely_lost_blocks",
+        "still_reachable_bytes",
+        "still_reachable_blocks",
+    ] {
+        let (b, n, c) = diff_metric(&d["run"], name);
+        assert_eq!((b, c), (n, 0), "{name}");
+    }
+    assert_eq!(
+        diff_metric(&d["run"], "definitely_lost_bytes"),
+        (1111, 1111, 0)
+    );
+}

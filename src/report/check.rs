@@ -270,6 +270,22 @@ pub fn evaluate_increase(
         }
         let (Some(b), Some(n)) = (metric.value(base), metric.value(new)) else {
             let within = benchmark.map_or(String::new(), |b| format!(" of benchmark {b}"));
+            let leak_split = [
+                Metric::LostBytes,
+                Metric::LostBlocks,
+                Metric::ReachableBytes,
+                Metric::ReachableBlocks,
+            ];
+            // The four values of the leak split come and go together: one note for them.
+            if leak_split.contains(&metric) {
+                if metric == Metric::LostBytes {
+                    notes.push(format!(
+                        "definitely lost and still reachable{within} are not in both \
+                         recordings (one has no leak scans): not compared"
+                    ));
+                }
+                continue;
+            }
             notes.push(format!(
                 "{}{within} is not in both recordings: not compared",
                 metric.label()
@@ -614,10 +630,15 @@ mod tests {
         let mut notes = Vec::new();
         let base = grown(0);
         let r = evaluate_increase(&base.totals, &base.totals, &opts, None, &mut notes);
-        // Six heap metrics; no resident or mapping events: two notes.
+        // Six heap metrics; no resident or mapping events, no leak scans: three notes.
         assert_eq!(r.len(), 6);
         assert!(r.iter().all(|l| l.pass));
-        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert_eq!(notes.len(), 3, "{notes:?}");
+        assert_eq!(
+            notes[2],
+            "definitely lost and still reachable are not in both recordings (one has no leak \
+             scans): not compared"
+        );
         assert_eq!(
             notes[0],
             "peak resident is not in both recordings: not compared"
