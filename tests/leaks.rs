@@ -883,3 +883,98 @@ fn diff_shows_lost_and_reachable_apart() {
         (1111, 1111, 0)
     );
 }
+
+#[test]
+fn each_benchmark_splits_its_leaks_by_the_scan_of_its_process() {
+    skip_unless_recording!("bench_leaks");
+    let control = scratch_file("leaks-bench.ctl");
+    let _ = std::fs::remove_file(scratch_dir().join("leaks-bench.ctl.ack"));
+    let r = record_fixture(
+        "leaks-bench",
+        &["--control", control.to_str().unwrap(), "--stacks"],
+        "leaks/bench_leaks",
+        &[],
+    );
+    check!(r, r.code() == 0, "the harness exits 0");
+    let v = report_json(&r.path, &[]);
+    let benches = v["benchmarks"].as_array().expect("benchmarks");
+    let split = |uri: &str| {
+        let b = benches
+            .iter()
+            .find(|b| b["uri"] == uri)
+            .unwrap_or_else(|| panic!("no {uri} in {benches:?}"));
+        let heap = &b["metrics"]["heap"];
+        let l = &heap["leaks"];
+        (
+            blocks(&heap["leaked"]),
+            blocks(&l["definitely_lost"]),
+            blocks(&l["still_reachable"]),
+            blocks(&l["not_scanned"]),
+            (
+                l["scanned_processes"].as_u64().unwrap(),
+                l["unscanned_processes"].as_u64().unwrap(),
+            ),
+        )
+    };
+    // The process outlived both windows: its scan at exit splits each benchmark's blocks.
+    assert_eq!(
+        split("leaks::first"),
+        ((2, 3333), (1, 1111), (1, 2222), (0, 0), (1, 0))
+    );
+    assert_eq!(
+        split("leaks::second"),
+        ((1, 3333), (1, 3333), (0, 0), (0, 0), (1, 0))
+    );
+    // A process killed by a signal is not scanned: its benchmark's block is neither.
+    assert_eq!(
+        split("leaks::killed"),
+        ((1, 4444), (0, 0), (0, 0), (1, 4444), (0, 1))
+    );
+
+    // The gate per benchmark: --bench narrows to one, --by bench checks each.
+    let path = r.path.to_str().unwrap();
+    let gate = run(&[
+        "check",
+        path,
+        "--bench",
+        "leaks::first",
+        "--max-leaked",
+        "1111",
+    ]);
+    assert_eq!(gate.code(), 0, "{}", gate.describe());
+    let gate = run(&[
+        "check",
+        path,
+        "--bench",
+        "leaks::first",
+        "--max-leaked",
+        "1110",
+    ]);
+    assert_eq!(gate.code(), 1, "{}", gate.describe());
+    let gate = run(&[
+        "check",
+        path,
+        "--bench",
+        "leaks::killed",
+        "--max-leaked",
+        "0",
+    ]);
+    assert_eq!(gate.code(), 1, "{}", gate.describe());
+    assert!(
+        gate.stdout.starts_with(
+            "definitely lost + not scanned  4.3 KiB (4444 bytes)  limit 0 B (0 bytes)  FAIL"
+        ),
+        "{}",
+        gate.describe()
+    );
+
+    // Text: the benchmark table says how much of each one's leaks was lost.
+    let text = report_text(&r.path, &["--by", "bench"], Some("200"));
+    for cell in [
+        "3.3 KiB (1.1 KiB lost)",
+        "3.3 KiB (3.3 KiB lost)",
+        "4.3 KiB (0 B lost, 4.3 KiB not scanned)",
+    ] {
+        assert!(text.contains(cell), "{cell} in\n{text}");
+    }
+}

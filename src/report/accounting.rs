@@ -23,6 +23,7 @@ use crate::format::{
 use crate::intmap::IntMap;
 
 use super::assemble::{self, RunLog};
+use super::bench::BenchSplit;
 use super::bench::Benchmarks;
 use super::metrics::Scope;
 use super::metrics::{Blocks, LeakMetrics, Report};
@@ -413,7 +414,7 @@ impl Accounting {
 
     /// Process `i` executed `filename`: its old heap and resident counters are gone.
     fn exec(&mut self, i: ProcIdx, filename: &str, argv: &[String]) {
-        self.benches.drop_blocks(&mut self.table[i], false);
+        self.benches.drop_blocks(&mut self.table[i], false, None);
         let dropped = self.drop_live(i, true);
         let p = &mut self.table[i];
         p.heap.dropped_at_exec = p.heap.dropped_at_exec.plus(dropped);
@@ -430,7 +431,12 @@ impl Accounting {
     /// Process `i` exited with `status`: what is live is leaked.
     fn exit(&mut self, i: ProcIdx, status: i32, ts: u64) {
         self.drop_mapped(i, ts);
-        self.benches.drop_blocks(&mut self.table[i], true);
+        // A benchmark's blocks are split by this process's scan, whenever it exits (bench.rs).
+        let split = self
+            .leak_scan
+            .then(|| BenchSplit::of(self.table[i].leak_scan.as_deref()));
+        self.benches
+            .drop_blocks(&mut self.table[i], true, split.as_ref());
         if self.leak_scan {
             self.split_leaks(i);
         }
