@@ -968,6 +968,36 @@ fn each_benchmark_splits_its_leaks_by_the_scan_of_its_process() {
         gate.describe()
     );
 
+    // A suppression takes the blocks of the benchmarks' windows too.
+    let supp = suppressions("bench.supp", "leak:^lose$\n");
+    let gate = run(&[
+        "check",
+        path,
+        "--bench",
+        "leaks::second",
+        "--max-leaked",
+        "0",
+        "--suppress",
+        &supp,
+    ]);
+    assert_eq!(gate.code(), 0, "{}", gate.describe());
+    let v = report_json(&r.path, &["--suppress", &supp]);
+    let first = v["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["uri"] == "leaks::first")
+        .unwrap()["metrics"]["heap"]["leaks"]
+        .clone();
+    assert_eq!(
+        (
+            blocks(&first["definitely_lost"]),
+            blocks(&first["suppressed"])
+        ),
+        ((0, 0), (1, 1111)),
+        "{first}"
+    );
+
     // Text: the benchmark table says how much of each one's leaks was lost.
     let text = report_text(&r.path, &["--by", "bench"], Some("200"));
     for cell in [

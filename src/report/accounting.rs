@@ -549,7 +549,7 @@ impl Accounting {
         // Suppressions first: they move lost blocks of the sites and of their processes'
         // splits, which the sites' order and the sums below read.
         let suppressed = match (&self.suppressions, self.stacks.as_deref_mut()) {
-            (Some(s), Some(stacks)) => Some(stacks.suppress(s, &mut self.table)),
+            (Some(s), Some(stacks)) => Some(stacks.suppress(s, &mut self.table, &mut self.benches)),
             (Some(s), None) => Some(super::suppress::SuppressionReport::of(s)),
             _ => None,
         };

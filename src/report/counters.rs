@@ -47,6 +47,17 @@ pub(super) struct HeapCounters {
 }
 
 impl LeakMetrics {
+    /// Moves `b` (at most what there is) from definitely lost to suppressed.
+    pub(super) fn suppress(&mut self, b: Blocks) {
+        let take = Blocks {
+            blocks: b.blocks.min(self.definitely_lost.blocks),
+            bytes: b.bytes.min(self.definitely_lost.bytes),
+        };
+        self.definitely_lost.blocks -= take.blocks;
+        self.definitely_lost.bytes -= take.bytes;
+        self.suppressed = self.suppressed.plus(take);
+    }
+
     /// The two splits added, saturating.
     fn plus(&self, other: &LeakMetrics) -> LeakMetrics {
         LeakMetrics {

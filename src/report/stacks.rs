@@ -30,6 +30,7 @@ use crate::format::{
 };
 use crate::intmap::IntMap;
 
+use super::bench::Benchmarks;
 use super::counters::Peak;
 use super::metrics::{Blocks, Scope, SiteFrame, SiteMetrics, StackReport, StackWalks};
 use super::profile::{Profile, ProfileModule, Sample, Stack, Values};
@@ -511,6 +512,7 @@ impl StackPass {
         &mut self,
         s: &Suppressions,
         table: &mut ProcessTable,
+        benches: &mut Benchmarks,
     ) -> SuppressionReport {
         let mut report = SuppressionReport::of(s);
         let mut by_leaf: IntMap<u32, Option<usize>> = IntMap::default();
@@ -539,13 +541,11 @@ impl StackPass {
             let used = &mut report.rules[rule].suppressed;
             *used = used.plus(lost);
             if let Some(l) = table[ProcIdx::new(key.proc)].heap.leaks.as_mut() {
-                let take = Blocks {
-                    blocks: lost.blocks.min(l.definitely_lost.blocks),
-                    bytes: lost.bytes.min(l.definitely_lost.bytes),
-                };
-                l.definitely_lost.blocks -= take.blocks;
-                l.definitely_lost.bytes -= take.bytes;
-                l.suppressed = l.suppressed.plus(take);
+                l.suppress(lost);
+            }
+            // A block allocated inside a benchmark's window leaves its split too.
+            if let Some(l) = key.bench.and_then(|b| benches.heap(b).leaks.as_mut()) {
+                l.suppress(lost);
             }
         }
         report
