@@ -265,6 +265,11 @@ pub struct ReportArgs {
     /// what the stack formats weigh blocks by: bytes (default) or count
     #[argh(option, from_str_fn(parse_weight))]
     pub weight: Option<Weight>,
+    /// leak suppressions: a file of leak:PATTERN lines (LeakSanitizer's syntax, # comments)
+    /// matched against the stacks of definitely lost blocks; what they match is counted as
+    /// suppressed, not lost (needs a recording made with --stacks)
+    #[argh(option)]
+    pub suppress: Option<PathBuf>,
 }
 
 /// Fail (exit 1) when a recording exceeds memory limits; exit 0 when all hold, 2 on a bad file
@@ -353,6 +358,11 @@ pub struct CheckArgs {
     /// of the recording, one line per limit and benchmark)
     #[argh(option, long = "by", default = "false", from_str_fn(parse_check_by))]
     pub by_bench: bool,
+    /// leak suppressions: a file of leak:PATTERN lines (LeakSanitizer's syntax, # comments)
+    /// matched against the stacks of definitely lost blocks, which --max-leaked then leaves
+    /// out (needs a recording made with --stacks)
+    #[argh(option)]
+    pub suppress: Option<PathBuf>,
 }
 
 /// Compare two recordings (e.g. main's and a pull request's): the whole run, each benchmark (by
@@ -1005,7 +1015,12 @@ impl TryFrom<ReportArgs> for ReportOptions {
         // own list of sites, which these formats do not show, stays at its default length.
         let stacks = if stack_format || format == crate::report::OutputFormat::Html {
             Some(SiteOptions {
-                order: SiteOrder::default(),
+                // The page lists the sites of definitely lost blocks, the most lost first.
+                order: if format == crate::report::OutputFormat::Html {
+                    SiteOrder::Leaked
+                } else {
+                    SiteOrder::default()
+                },
                 top: DEFAULT_TOP,
                 profile: true,
             })
@@ -1032,8 +1047,24 @@ impl TryFrom<ReportArgs> for ReportOptions {
             width: None,
             view,
             weight,
+            suppress: a.suppress.as_deref().map(load_suppressions).transpose()?,
         })
     }
+}
+
+/// Reads and parses the suppression file of `--suppress`; a bad line is a usage error naming
+/// its line.
+fn load_suppressions(
+    path: &std::path::Path,
+) -> Result<crate::report::suppress::Suppressions, Error> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Error::Usage(format!(
+            "--suppress {}: cannot read it ({e}); give a file of leak:PATTERN lines",
+            path.display()
+        ))
+    })?;
+    crate::report::suppress::Suppressions::parse(&path.display().to_string(), &text)
+        .map_err(|e| Error::Usage(format!("--suppress {e}")))
 }
 
 /// `report --top N`, `--all` and `--sort KEY` as the rows of the text and markdown tables.
@@ -1089,6 +1120,7 @@ impl TryFrom<CheckArgs> for CheckOptions {
             metric_increases: Vec::new(),
             max_increase_bytes: a.max_increase_bytes,
             by_bench: a.by_bench,
+            suppress: a.suppress.as_deref().map(load_suppressions).transpose()?,
         };
         let per_metric = [
             a.max_peak_heap_increase,

@@ -5,7 +5,7 @@
 #![deny(unsafe_code)]
 
 use std::ffi::OsString;
-use std::io;
+use std::io::{self, Write};
 use std::process::ExitCode;
 
 use memtrack::cli::{self, Command};
@@ -16,10 +16,7 @@ fn main() -> ExitCode {
     let argv: Vec<OsString> = std::env::args_os().collect();
     let args = match cli::parse(&argv) {
         cli::Parsed::Run(cli) => cli,
-        cli::Parsed::Print(text) => {
-            println!("{text}");
-            return ExitCode::SUCCESS;
-        }
+        cli::Parsed::Print(text) => return print_help(&text),
         cli::Parsed::Fail { message, code } => {
             eprintln!("{message}");
             return ExitCode::from(code);
@@ -71,6 +68,20 @@ fn run(command: Command) -> Result<i32, Error> {
             .map(verdict),
         Command::Ctl(a) => control::ctl(&a.try_into()?, &mut io::stdout().lock()).map(|()| 0),
         Command::Diff(a) => diff::run_to(&a.try_into()?, &mut io::stdout().lock()).map(|()| 0),
+    }
+}
+
+/// Prints help or the version on standard output. A reader that closed early (`memtrack report
+/// --help | head -3`) ends it quietly with exit 0, as ripgrep does; `println!` panicked there.
+/// Any other failure to write is one line and exit 2.
+fn print_help(text: &str) -> ExitCode {
+    let mut out = io::stdout().lock();
+    match writeln!(out, "{text}").and_then(|()| out.flush()) {
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
+            eprintln!("memtrack: cannot write to standard output: {e}");
+            ExitCode::from(2)
+        }
+        _ => ExitCode::SUCCESS,
     }
 }
 

@@ -244,6 +244,26 @@ fn help_and_version_print_on_stdout_and_exit_0() {
     }
 }
 
+/// `memtrack report --help | head -1`: the reader closes its end before memtrack writes (the
+/// pipe's read end is closed before memtrack starts, so the write always meets EPIPE, not the
+/// pipe's buffer): memtrack ends quietly with exit 0, as ripgrep does, where it panicked.
+#[test]
+fn help_into_a_closed_pipe_ends_quietly() {
+    for args in [
+        &["report", "--help"][..],
+        &["check", "--help"],
+        &["record", "--help"],
+        &["--help"],
+        &["--version"],
+    ] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let run = run_command(Command::new(memtrack()).args(args).stdout(writer));
+        assert_eq!(run.code(), 0, "{}", run.describe());
+        assert_eq!(run.stderr, "", "{}", run.describe());
+    }
+}
+
 #[test]
 fn a_non_utf8_flag_of_memtrack_is_refused_in_one_line() {
     run(&[OsStr::new("report"), OsStr::from_bytes(b"run-\xff.mt")])

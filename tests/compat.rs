@@ -232,3 +232,135 @@ fn v4_stacks_reads_exactly() {
     let main_lines: Vec<u32> = stacks.sites.iter().map(|s| s.frames[1].line).collect();
     assert_eq!(main_lines, [13, 9, 17], "testdata/malloc_free.c's lines");
 }
+
+/// Format version 5, written by memtrack 0.1.0 with `--stacks --no-rss`: `./leaks`
+/// (testdata/leaks/leaks.c built as tests/common builds fixtures: `cc -O2 -g -Wall -Werror
+/// -pthread -I testdata/leaks`), with a `LeakScan` record for the parent and its forked child.
+/// Made with:
+///
+///     cc -O2 -g -Wall -Werror -pthread -o leaks -I testdata/leaks testdata/leaks/leaks.c
+///     memtrack record --stacks --no-rss -q -o v5-leaks.mt -- ./leaks
+///
+/// Its scans, the report's lost/reachable split and the lost sites must read back as written;
+/// a suppression must match the lost sites' frames.
+#[test]
+fn v5_leak_scan_reads_exactly() {
+    use memtrack::format::{LeakScan, FEATURE_LEAK_SCAN};
+    use memtrack::report::accounting::Accounting;
+    use memtrack::report::suppress::Suppressions;
+    use memtrack::report::{Scope, SiteOptions, SiteOrder};
+
+    let mut reader = Reader::open(&sample("v5-leaks.mt")).unwrap();
+    assert_eq!(reader.format_version(), 5);
+    let header = reader.header().clone();
+    assert_eq!(header.argv, ["./leaks"]);
+    assert!(header.features.contains(&FEATURE_LEAK_SCAN.to_string()));
+    assert!(header.features.contains(&"stacks".to_string()));
+    let events: Vec<_> = reader.by_ref().collect();
+    let Some(ReadEnd::Complete(trailer)) = reader.end().cloned() else {
+        panic!("v5 sample no longer reads completely: {:?}", reader.end());
+    };
+    assert_eq!(trailer.events, events.len() as u64);
+    assert_eq!(trailer.exit_code, 0);
+
+    // The two scans: the child (forked first, exits first) and the parent.
+    let scans: Vec<(u32, &LeakScan)> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::LeakScan(s) => Some((e.pid, s)),
+            _ => None,
+        })
+        .collect();
+    let counts: Vec<_> = scans
+        .iter()
+        .map(|(pid, s)| {
+            (
+                *pid,
+                s.failure.as_str(),
+                s.threads,
+                s.registers,
+                (s.lost_blocks, s.lost_bytes),
+                (s.reachable_blocks, s.reachable_bytes),
+                s.lost.len(),
+            )
+        })
+        .collect();
+    let root = header.root_pid;
+    assert_eq!(
+        counts,
+        [
+            (root + 1, "", 1, 1, (1, 1008), (1, 1009), 1),
+            (root, "", 3, 3, (4, 4022), (7, 8656), 4),
+        ]
+    );
+    assert_eq!(scans[1].1.scanned_bytes, 120_584);
+
+    let options = SiteOptions {
+        order: SiteOrder::Leaked,
+        top: 0,
+        profile: false,
+    };
+    let report = memtrack::report::accounting::analyze_sites(
+        &header,
+        events.iter().cloned(),
+        reader.end(),
+        &Scope::Run,
+        options,
+    );
+    assert!(report.complete);
+    let heap = &report.totals.heap;
+    let leaks = heap.leaks.as_ref().expect("a recording with scans");
+    assert_eq!(
+        (leaks.definitely_lost.blocks, leaks.definitely_lost.bytes),
+        (5, 5030)
+    );
+    assert_eq!((leaks.scanned_processes, leaks.unscanned_processes), (2, 0));
+    assert_eq!(leaks.not_scanned.blocks, 0);
+    assert_eq!(
+        leaks.definitely_lost.bytes + leaks.still_reachable.bytes,
+        heap.leaked.bytes
+    );
+    assert_eq!((heap.leaked.blocks, heap.leaked.bytes), (13, 14_695));
+    let stacks = report.stacks.expect("sites were asked for");
+    let lost: Vec<(u64, Vec<&str>)> = stacks
+        .sites
+        .iter()
+        .filter(|s| s.lost_blocks > 0)
+        .map(|s| {
+            let frames = s.frames.iter().skip(1).map(|f| f.function.as_str()).take(2);
+            (s.lost_bytes, frames.collect())
+        })
+        .collect();
+    assert_eq!(
+        lost,
+        [
+            (1010, vec!["loses", "start_thread"]),
+            (1008, vec!["main", "__libc_start_call_main"]),
+            (1006, vec!["cycle", "main"]),
+            (1005, vec!["cycle", "main"]),
+            (1001, vec!["main", "__libc_start_call_main"]),
+        ]
+    );
+
+    // The lost sites' frames are what a suppression matches.
+    let rules = Suppressions::parse("v5.supp", "leak:^cycle$\nleak:loses\n").unwrap();
+    let mut accounting =
+        Accounting::with_sites(&header, &Scope::Run, options).with_suppressions(rules);
+    for e in &events {
+        accounting.apply(e);
+    }
+    let report = accounting.finish(reader.end());
+    let s = report.suppressions.expect("suppressions were given");
+    let used: Vec<(u64, u64)> = s
+        .rules
+        .iter()
+        .map(|r| (r.suppressed.blocks, r.suppressed.bytes))
+        .collect();
+    assert_eq!(used, [(2, 2011), (1, 1010)]);
+    let leaks = report.totals.heap.leaks.expect("scans");
+    assert_eq!(
+        (leaks.definitely_lost.blocks, leaks.definitely_lost.bytes),
+        (2, 2009)
+    );
+    assert_eq!((leaks.suppressed.blocks, leaks.suppressed.bytes), (3, 3021));
+}

@@ -367,3 +367,644 @@ fn no_leak_scan_records_no_scan_and_check_gates_on_leaked() {
     assert_eq!(gate.code(), 1);
     assert!(gate.stdout.contains("leaked"), "{}", gate.describe());
 }
+
+/// `testdata/leaks/suppress.c` linked with its library `libleaks_suppress.so` (both built
+/// here), or why not.
+fn suppress_fixture(test: &str) -> Option<PathBuf> {
+    let lib = require_fixture(
+        test,
+        "leaks/suppress_lib.c",
+        "libleaks_suppress.so",
+        &["-shared", "-fPIC"],
+    )?;
+    let dir = lib.parent().unwrap().to_str().unwrap().to_string();
+    require_fixture(
+        test,
+        "leaks/suppress.c",
+        "leaks_suppress",
+        &[
+            &format!("-L{dir}"),
+            "-lleaks_suppress",
+            &format!("-Wl,-rpath,{dir}"),
+        ],
+    )
+}
+
+/// A suppression file `name` in the scratch directory with `text`.
+fn suppressions(name: &str, text: &str) -> String {
+    let path = scratch_file(name);
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+fn blocks(v: &serde_json::Value) -> (u64, u64) {
+    (v["blocks"].as_u64().unwrap(), v["bytes"].as_u64().unwrap())
+}
+
+#[test]
+fn suppressions_by_name_wildcard_and_module() {
+    skip_unless_recording!("suppressions");
+    let Some(exe) = suppress_fixture("suppressions") else {
+        return;
+    };
+    let r = record("leaks-suppress", &["--stacks"], &[exe.to_str().unwrap()]);
+    check!(r, r.code() == 0, "the fixture exits 0");
+    let path = r.path.to_str().unwrap();
+
+    // Without suppressions the gate fails on the three lost blocks and names the largest site.
+    let gate = run(&["check", path, "--max-leaked", "0"]);
+    assert_eq!(gate.code(), 1, "{}", gate.describe());
+    assert!(
+        gate.stdout.contains("definitely lost") && gate.stdout.contains("(9009 bytes)"),
+        "{}",
+        gate.describe()
+    );
+    assert!(
+        gate.stdout
+            .contains("top lost site: 3.9 KiB (4004 bytes) in 1 block: other_leak_of_cache ("),
+        "{}",
+        gate.describe()
+    );
+
+    // By name, by wildcard, by module; a rule that matches nothing is listed as unused.
+    let all = suppressions(
+        "all.supp",
+        "# known leaks\nleak:known_leak_in_parser\n\nleak:other_*_cache\n  leak:libleaks_suppress.so\nleak:never_called_anywhere\n",
+    );
+    let gate = run(&["check", path, "--max-leaked", "0", "--suppress", &all]);
+    assert_eq!(gate.code(), 0, "{}", gate.describe());
+    assert!(
+        gate.stdout
+            .contains(&format!("suppressed: 3 blocks, 8.8 KiB by 3 rules ({all})")),
+        "{}",
+        gate.describe()
+    );
+    assert!(
+        gate.stdout.contains(
+            "unused suppression: leak:never_called_anywhere (line 6) matched no lost block"
+        ),
+        "{}",
+        gate.describe()
+    );
+    let v = report_json(&r.path, &["--suppress", &all]);
+    let heap = &v["totals"]["heap"];
+    let leaks = &heap["leaks"];
+    assert_eq!(blocks(&leaks["definitely_lost"]), (0, 0), "{leaks}");
+    assert_eq!(blocks(&leaks["suppressed"]), (3, 9009), "{leaks}");
+    assert_eq!(
+        blocks(&leaks["suppressed"]).1 + blocks(&leaks["still_reachable"]).1,
+        blocks(&heap["leaked"]).1,
+        "suppressed + reachable = leaked: {heap}"
+    );
+    let rules = v["suppressions"]["rules"].as_array().expect("rules");
+    let per_rule: Vec<(String, u64, (u64, u64))> = rules
+        .iter()
+        .map(|r| {
+            (
+                r["rule"].as_str().unwrap().to_string(),
+                r["line"].as_u64().unwrap(),
+                blocks(&r["suppressed"]),
+            )
+        })
+        .collect();
+    assert_eq!(
+        per_rule,
+        vec![
+            ("leak:known_leak_in_parser".into(), 2, (1, 3003)),
+            ("leak:other_*_cache".into(), 4, (1, 4004)),
+            ("leak:libleaks_suppress.so".into(), 5, (1, 2002)),
+            ("leak:never_called_anywhere".into(), 6, (0, 0)),
+        ]
+    );
+    let text = report_text(&r.path, &["--suppress", &all], Some("120"));
+    assert!(
+        text.contains(
+            "    suppressed      3 blocks, 8.8 KiB (definitely lost, matched by --suppress)\n"
+        ) && text.contains("    definitely lost 0 blocks, 0 B\n"),
+        "{text}"
+    );
+
+    // One anchored rule: the other two stay lost, and the gate names the next site.
+    let one = suppressions("one.supp", "leak:^known_leak_in_parser$\n");
+    let gate = run(&["check", path, "--max-leaked", "0", "--suppress", &one]);
+    assert_eq!(gate.code(), 1, "{}", gate.describe());
+    assert!(
+        gate.stdout.contains("(6006 bytes)")
+            && gate.stdout.contains("top lost site: 3.9 KiB (4004 bytes)")
+            && gate
+                .stdout
+                .contains("suppressed: 1 block, 2.9 KiB by 1 rule"),
+        "{}",
+        gate.describe()
+    );
+
+    // A bad line: one line naming it, exit 2.
+    let bad = suppressions("bad.supp", "leak:known_leak_in_parser\nknown_leak\n");
+    let gate = run(&["check", path, "--max-leaked", "0", "--suppress", &bad]);
+    assert_eq!(gate.code(), 2, "{}", gate.describe());
+    assert!(
+        gate.stderr
+            .contains(&format!("{bad}:2: 'known_leak' is not a suppression")),
+        "{}",
+        gate.describe()
+    );
+    assert_eq!(gate.stderr.trim().lines().count(), 1, "{}", gate.describe());
+
+    // Without call stacks there is nothing to match: said, not pretended.
+    let r = record("leaks-suppress-nostacks", &[], &[exe.to_str().unwrap()]);
+    check!(r, r.code() == 0, "the fixture exits 0");
+    let gate = run(&[
+        "check",
+        r.path.to_str().unwrap(),
+        "--max-leaked",
+        "0",
+        "--suppress",
+        &all,
+    ]);
+    assert_eq!(gate.code(), 2, "{}", gate.describe());
+    assert!(
+        gate.stderr.contains("suppressions need call stacks")
+            && gate.stderr.contains("record again with --stacks"),
+        "{}",
+        gate.describe()
+    );
+}
+
+/// The issue's "done when": the README's gate, `check --max-leaked 0` on a recording made
+/// with --stacks, passes on the leak-free C++ program and fails on one that leaks, naming the
+/// function that lost the block.
+#[test]
+fn the_readme_gate_passes_leak_free_cpp_and_names_the_site_of_a_leak() {
+    skip_unless_recording!("readme_gate");
+    let (Some(clean), Some(leaky)) = (
+        require_fixture("readme_gate", "leaks/string.cpp", "leaks_string", &[]),
+        require_fixture("readme_gate", "leaks/leak.cpp", "leaks_leak_cpp", &[]),
+    ) else {
+        return;
+    };
+    let r = record(
+        "leaks-readme-clean",
+        &["--stacks"],
+        &[clean.to_str().unwrap()],
+    );
+    check!(r, r.code() == 0, "exit 0");
+    let gate = run(&["check", r.path.to_str().unwrap(), "--max-leaked", "0"]);
+    assert_eq!(gate.code(), 0, "{}", gate.describe());
+    assert!(
+        gate.stdout
+            .starts_with("definitely lost  0 B (0 bytes)  limit 0 B (0 bytes)  pass"),
+        "{}",
+        gate.describe()
+    );
+    assert!(
+        !gate.stdout.contains("top lost site"),
+        "{}",
+        gate.describe()
+    );
+
+    let r = record(
+        "leaks-readme-leak",
+        &["--stacks"],
+        &[leaky.to_str().unwrap()],
+    );
+    check!(r, r.code() == 0, "exit 0");
+    let gate = run(&["check", r.path.to_str().unwrap(), "--max-leaked", "0"]);
+    assert_eq!(gate.code(), 1, "{}", gate.describe());
+    assert!(
+        gate.stdout
+            .contains("definitely lost  1.5 KiB (1500 bytes)  limit 0 B (0 bytes)  FAIL"),
+        "{}",
+        gate.describe()
+    );
+    assert!(
+        gate.stdout
+            .contains("top lost site: 1.5 KiB (1500 bytes) in 1 block: lose_widget() (leak.cpp:"),
+        "{}",
+        gate.describe()
+    );
+    // Without stacks the gate still fails, and says how to name the site.
+    let r = record(
+        "leaks-readme-leak-nostacks",
+        &[],
+        &[leaky.to_str().unwrap()],
+    );
+    check!(r, r.code() == 0, "exit 0");
+    let gate = run(&["check", r.path.to_str().unwrap(), "--max-leaked", "0"]);
+    assert_eq!(gate.code(), 1, "{}", gate.describe());
+    assert!(
+        gate.stdout.contains(
+            "lost blocks have no call stacks in this recording: record with --stacks to name \
+             the sites that lost them"
+        ),
+        "{}",
+        gate.describe()
+    );
+}
+
+/// The `<tr>` of process `pid` in the page's process table.
+fn html_row(html: &str, pid: u64) -> &str {
+    let start = html
+        .find(&format!("<tr data-pid=\"{pid}\""))
+        .unwrap_or_else(|| panic!("no row for {pid}"));
+    let end = start + html[start..].find("</tr>").unwrap();
+    &html[start..end]
+}
+
+/// The text of the cells of class `class` in `html`, in order.
+fn html_cells<'a>(html: &'a str, class: &str) -> Vec<&'a str> {
+    let open = format!("<td class=\"{class}\">");
+    html.match_indices(&open)
+        .map(|(i, _)| {
+            let start = i + open.len();
+            &html[start..start + html[start..].find("</td>").unwrap()]
+        })
+        .collect()
+}
+
+/// "4.9 KiB in 5 blocks", as the page writes blocks.
+fn in_blocks(v: &serde_json::Value) -> String {
+    let (blocks, bytes) = blocks(v);
+    let noun = if blocks == 1 { "block" } else { "blocks" };
+    format!(
+        "{} in {blocks} {noun}",
+        memtrack::units::format_bytes(bytes)
+    )
+}
+
+#[test]
+fn html_page_splits_lost_and_reachable_and_lists_lost_sites_first() {
+    skip_unless_recording!("html_leaks");
+    let r = record_leaks("leaks-html", &["--stacks"]);
+    let (parent, child) = parent_and_child(&r);
+    let page = |extra: &[&str]| {
+        let mut args = vec!["report", r.path.to_str().unwrap(), "--format", "html"];
+        args.extend_from_slice(extra);
+        run(&args).expect_code(0).stdout
+    };
+    let html = page(&[]);
+    let v = report_json(&r.path, &[]);
+    let leaks = &v["totals"]["heap"]["leaks"];
+    // The summary: the run's split, as the JSON report has it.
+    assert!(
+        html.contains("<li id=\"summary-lost\"><b>definitely lost</b> 4.9 KiB in 5 blocks</li>"),
+        "{html}"
+    );
+    assert!(
+        html.contains(&format!(
+            "<li id=\"summary-reachable\"><b>still reachable</b> {}</li>",
+            in_blocks(&leaks["still_reachable"])
+        )),
+        "{html}"
+    );
+    assert!(!html.contains("summary-not-scanned"), "{html}");
+    // Per process, and for the tree: the parent lost 4 blocks (4022 B), its child 1 (1008 B).
+    let processes = v["processes"].as_array().unwrap();
+    let json_of = |pid: u32| {
+        processes
+            .iter()
+            .find(|p| p["pid"] == pid)
+            .unwrap_or_else(|| panic!("{pid}"))
+    };
+    for (pid, lost, tree_lost) in [
+        (parent, "3.9 KiB in 4 blocks", "4.9 KiB in 5 blocks"),
+        (child, "1008 B in 1 block", "1008 B in 1 block"),
+    ] {
+        let row = html_row(&html, u64::from(pid));
+        let own = &json_of(pid)["own"]["heap"]["leaks"];
+        assert_eq!(html_cells(row, "lost"), [lost], "{row}");
+        assert_eq!(
+            html_cells(row, "reachable"),
+            [in_blocks(&own["still_reachable"])],
+            "{row}"
+        );
+        assert_eq!(html_cells(row, "tree-lost"), [tree_lost], "{row}");
+    }
+    // The sites of lost blocks, the most lost first, named by their frames.
+    let start = html
+        .find("<table class=\"sites\" id=\"lost-sites\">")
+        .expect("lost sites");
+    let table = &html[start..start + html[start..].find("</table>").unwrap()];
+    let rows: Vec<(&str, &str)> = table
+        .split("<tr><td>")
+        .skip(1)
+        .map(|row| {
+            let lost = &row[..row.find("</td>").unwrap()];
+            let by = html_cells(row, "cmd")[0];
+            (lost, by.split(" &lt;- ").next().unwrap())
+        })
+        .collect();
+    let functions: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|(lost, by)| (*lost, by.split(' ').next().unwrap()))
+        .collect();
+    assert_eq!(
+        functions,
+        [
+            ("1010 B", "loses"),
+            ("1008 B", "main"),
+            ("1006 B", "cycle"),
+            ("1005 B", "cycle"),
+            ("1001 B", "main"),
+        ],
+        "{table}"
+    );
+    // The lost sites come before the flame graphs.
+    assert!(start < html.find("<section id=\"flames\">").unwrap());
+
+    // With a suppression: the suppressed block leaves the lost figures and the sites, and the
+    // page says what was suppressed.
+    let supp = suppressions("html.supp", "leak:loses\nleak:no_such_function\n");
+    let html = page(&["--suppress", &supp]);
+    assert!(
+        html.contains("<li id=\"summary-lost\"><b>definitely lost</b> 3.9 KiB in 4 blocks</li>")
+            && html
+                .contains("<li id=\"summary-suppressed\"><b>suppressed</b> 1010 B in 1 block</li>"),
+        "{html}"
+    );
+    assert!(!html.contains("<td class=\"cmd\">loses"), "{html}");
+    assert!(
+        html.contains(&format!(
+            "<li>suppressed: 1 block, 1010 B by 1 rule ({supp})</li>"
+        )) && html.contains(
+            "<li>unused suppression: leak:no_such_function (line 2) matched no lost block</li>"
+        ),
+        "{html}"
+    );
+
+    // A process killed by a signal: its page says it was not scanned.
+    let r = record_fixture("leaks-html-sigkill", &[], "sigkill", &[]);
+    check!(r, r.code() == 128 + 9, "killed");
+    let html = run(&["report", r.path.to_str().unwrap(), "--format", "html"])
+        .expect_code(0)
+        .stdout;
+    let v = report_json(&r.path, &[]);
+    assert!(
+        html.contains(&format!(
+            "<li id=\"summary-not-scanned\"><b>not scanned</b> {} of 1 process not scanned at \
+             exit",
+            in_blocks(&v["totals"]["heap"]["leaks"]["not_scanned"])
+        )),
+        "{html}"
+    );
+    let row = html_row(&html, u64::from(r.header.root_pid));
+    assert_eq!(html_cells(row, "lost"), ["not scanned"], "{row}");
+    assert!(
+        html.contains("<p id=\"no-lost\">Nothing definitely lost in the processes scanned.</p>"),
+        "{html}"
+    );
+}
+
+/// The change of `metric` in a diff's list: (base, new, change).
+fn diff_metric(list: &serde_json::Value, name: &str) -> (u64, u64, i64) {
+    let m = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == name)
+        .unwrap_or_else(|| panic!("no {name} in {list}"));
+    (
+        m["base"].as_u64().unwrap(),
+        m["new"].as_u64().unwrap(),
+        m["change"].as_i64().unwrap(),
+    )
+}
+
+#[test]
+fn diff_shows_lost_and_reachable_apart() {
+    skip_unless_recording!("diff_leaks");
+    let base = record_fixture(
+        "leaks-diff-base",
+        &["--no-rss"],
+        "leaks/lose_n",
+        &["1", "2"],
+    );
+    let same = record_fixture(
+        "leaks-diff-same",
+        &["--no-rss"],
+        "leaks/lose_n",
+        &["1", "2"],
+    );
+    let more = record_fixture(
+        "leaks-diff-more",
+        &["--no-rss"],
+        "leaks/lose_n",
+        &["3", "2"],
+    );
+    for r in [&base, &same, &more] {
+        check!(r, r.code() == 0, "exit 0");
+    }
+    let diff = |new: &Recording| -> serde_json::Value {
+        let out = run(&[
+            "diff",
+            base.path.to_str().unwrap(),
+            new.path.to_str().unwrap(),
+            "--format",
+            "json",
+        ])
+        .expect_code(0)
+        .stdout;
+        serde_json::from_str(&out).unwrap()
+    };
+    // Reachable: the two kept blocks (the program uses no stdio, so the C library keeps none).
+    let reachable =
+        report_json(&base.path, &[])["totals"]["heap"]["leaks"]["still_reachable"].clone();
+    let (reach_blocks, reach_bytes) = blocks(&reachable);
+    assert_eq!((reach_blocks, reach_bytes), (2, 4444), "{reachable}");
+
+    // The new run loses two blocks more: lost changes by exactly them, reachable not at all.
+    let d = diff(&more);
+    let run_metrics = &d["run"];
+    assert_eq!(
+        diff_metric(run_metrics, "definitely_lost_bytes"),
+        (1111, 3333, 2222)
+    );
+    assert_eq!(
+        diff_metric(run_metrics, "definitely_lost_blocks"),
+        (1, 3, 2)
+    );
+    assert_eq!(
+        diff_metric(run_metrics, "still_reachable_bytes"),
+        (reach_bytes, reach_bytes, 0)
+    );
+    assert_eq!(
+        diff_metric(run_metrics, "still_reachable_blocks"),
+        (reach_blocks, reach_blocks, 0)
+    );
+    let root = &d["processes"][0]["metrics"];
+    assert_eq!(
+        diff_metric(root, "definitely_lost_bytes"),
+        (1111, 3333, 2222)
+    );
+    let text = run(&[
+        "diff",
+        base.path.to_str().unwrap(),
+        more.path.to_str().unwrap(),
+    ])
+    .expect_code(0)
+    .stdout;
+    let line = |name: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} in\n{text}"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_eq!(
+        line("definitely lost blocks"),
+        "definitely lost blocks 1 3 +2 +200.0%"
+    );
+    assert_eq!(
+        line("definitely lost "),
+        "definitely lost 1.1 KiB 3.3 KiB +2.2 KiB +200.0%"
+    );
+    assert_eq!(
+        line("still reachable blocks"),
+        "still reachable blocks 2 2 0 0.0%"
+    );
+    assert_eq!(
+        line("still reachable "),
+        "still reachable 4.3 KiB 4.3 KiB 0 B 0.0%"
+    );
+
+    // The same run again: every part of the split unchanged.
+    let d = diff(&same);
+    for name in [
+        "definitely_lost_bytes",
+        "definitely_lost_blocks",
+        "still_reachable_bytes",
+        "still_reachable_blocks",
+    ] {
+        let (b, n, c) = diff_metric(&d["run"], name);
+        assert_eq!((b, c), (n, 0), "{name}");
+    }
+    assert_eq!(
+        diff_metric(&d["run"], "definitely_lost_bytes"),
+        (1111, 1111, 0)
+    );
+}
+
+#[test]
+fn each_benchmark_splits_its_leaks_by_the_scan_of_its_process() {
+    skip_unless_recording!("bench_leaks");
+    let control = scratch_file("leaks-bench.ctl");
+    let _ = std::fs::remove_file(scratch_dir().join("leaks-bench.ctl.ack"));
+    let r = record_fixture(
+        "leaks-bench",
+        &["--control", control.to_str().unwrap(), "--stacks"],
+        "leaks/bench_leaks",
+        &[],
+    );
+    check!(r, r.code() == 0, "the harness exits 0");
+    let v = report_json(&r.path, &[]);
+    let benches = v["benchmarks"].as_array().expect("benchmarks");
+    let split = |uri: &str| {
+        let b = benches
+            .iter()
+            .find(|b| b["uri"] == uri)
+            .unwrap_or_else(|| panic!("no {uri} in {benches:?}"));
+        let heap = &b["metrics"]["heap"];
+        let l = &heap["leaks"];
+        (
+            blocks(&heap["leaked"]),
+            blocks(&l["definitely_lost"]),
+            blocks(&l["still_reachable"]),
+            blocks(&l["not_scanned"]),
+            (
+                l["scanned_processes"].as_u64().unwrap(),
+                l["unscanned_processes"].as_u64().unwrap(),
+            ),
+        )
+    };
+    // The process outlived both windows: its scan at exit splits each benchmark's blocks.
+    assert_eq!(
+        split("leaks::first"),
+        ((2, 3333), (1, 1111), (1, 2222), (0, 0), (1, 0))
+    );
+    assert_eq!(
+        split("leaks::second"),
+        ((1, 3333), (1, 3333), (0, 0), (0, 0), (1, 0))
+    );
+    // A process killed by a signal is not scanned: its benchmark's block is neither.
+    assert_eq!(
+        split("leaks::killed"),
+        ((1, 4444), (0, 0), (0, 0), (1, 4444), (0, 1))
+    );
+
+    // The gate per benchmark: --bench narrows to one, --by bench checks each.
+    let path = r.path.to_str().unwrap();
+    let gate = run(&[
+        "check",
+        path,
+        "--bench",
+        "leaks::first",
+        "--max-leaked",
+        "1111",
+    ]);
+    assert_eq!(gate.code(), 0, "{}", gate.describe());
+    let gate = run(&[
+        "check",
+        path,
+        "--bench",
+        "leaks::first",
+        "--max-leaked",
+        "1110",
+    ]);
+    assert_eq!(gate.code(), 1, "{}", gate.describe());
+    let gate = run(&[
+        "check",
+        path,
+        "--bench",
+        "leaks::killed",
+        "--max-leaked",
+        "0",
+    ]);
+    assert_eq!(gate.code(), 1, "{}", gate.describe());
+    assert!(
+        gate.stdout.starts_with(
+            "definitely lost + not scanned  4.3 KiB (4444 bytes)  limit 0 B (0 bytes)  FAIL"
+        ),
+        "{}",
+        gate.describe()
+    );
+
+    // A suppression takes the blocks of the benchmarks' windows too.
+    let supp = suppressions("bench.supp", "leak:^lose$\n");
+    let gate = run(&[
+        "check",
+        path,
+        "--bench",
+        "leaks::second",
+        "--max-leaked",
+        "0",
+        "--suppress",
+        &supp,
+    ]);
+    assert_eq!(gate.code(), 0, "{}", gate.describe());
+    let v = report_json(&r.path, &["--suppress", &supp]);
+    let first = v["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["uri"] == "leaks::first")
+        .unwrap()["metrics"]["heap"]["leaks"]
+        .clone();
+    assert_eq!(
+        (
+            blocks(&first["definitely_lost"]),
+            blocks(&first["suppressed"])
+        ),
+        ((0, 0), (1, 1111)),
+        "{first}"
+    );
+
+    // Text: the benchmark table says how much of each one's leaks was lost.
+    let text = report_text(&r.path, &["--by", "bench"], Some("200"));
+    for cell in [
+        "3.3 KiB (1.1 KiB lost)",
+        "3.3 KiB (3.3 KiB lost)",
+        "4.3 KiB (0 B lost, 4.3 KiB not scanned)",
+    ] {
+        assert!(text.contains(cell), "{cell} in\n{text}");
+    }
+}

@@ -16,12 +16,13 @@ from collections import defaultdict
 BEGIN = "<!-- BEGIN scripts/bench.sh output -->"
 END = "<!-- END scripts/bench.sh output -->"
 
-TOOLS = ["untraced", "memtrack", "memtrack-stacks", "memtrack-rss", "floor", "heaptrack", "dhat", "bpftrace"]
+TOOLS = ["untraced", "memtrack", "memtrack-noscan", "memtrack-stacks", "memtrack-rss", "floor", "heaptrack", "dhat", "bpftrace"]
 TOOL_NAMES = {
     "untraced": "untraced",
     "memtrack": "memtrack",
     "memtrack-stacks": "memtrack +stacks",
     "memtrack-rss": "memtrack +rss",
+    "memtrack-noscan": "memtrack --no-leak-scan",
     "memtrack-shared": "memtrack --no-private-libs",
     "floor": "floor",
     "floor-shared": "floor --no-private-libs",
@@ -303,6 +304,31 @@ def main():
         p("")
         p(table(["workload", "untraced", "memtrack", "memtrack +stacks", "wall ratio",
                  "added-cost ratio"], stack_rows))
+        p("")
+
+    # --- the leak scan's live map (issue 36): memtrack against memtrack --no-leak-scan --------
+    scan_rows = []
+    for w in workloads:
+        a, b = runs.get((w, "memtrack")), runs.get((w, "memtrack-noscan"))
+        if not a or not b:
+            continue
+        cpu = lambda rs: median([(r.num("rec_user") or 0) + (r.num("rec_sys") or 0) for r in rs])
+        peak = lambda rs: median([parse_size(r.extra.get("rec_peak")) for r in rs])
+        wa, wb, ca, cb = med_wall(w, "memtrack"), med_wall(w, "memtrack-noscan"), cpu(a), cpu(b)
+        scan_rows.append([w, secs(wa), secs(wb), "%.2f" % (wa / wb) if wb else "-",
+                          secs(ca), secs(cb), "%.2f" % (ca / cb) if cb else "-",
+                          size(peak(a)), size(peak(b))])
+    if scan_rows:
+        p("### The leak scan's live map")
+        p("")
+        p("memtrack (leak scan on: the drain keeps each process's live blocks in a map, and "
+          "scans each process at its exit) against `--no-leak-scan`, medians of %s runs; a "
+          "ratio above 1 is the scan's cost. Recorder CPU is the recorder's own user + system "
+          "time, where the map's inserts and removes are paid." % meta.get("runs", "?"))
+        p("")
+        p(table(["workload", "wall, scan on", "wall, --no-leak-scan", "ratio",
+                 "recorder CPU, on", "recorder CPU, off", "ratio", "recorder peak, on",
+                 "recorder peak, off"], scan_rows))
         p("")
 
     # --- memtrack's own figures ----------------------------------------------------------------

@@ -26,6 +26,15 @@ pub enum Metric {
     PeakResident,
     /// Highest mapped bytes; absent without the `mappings` feature.
     PeakMapped,
+    /// Of the leaked bytes, those the leak scans found definitely lost; absent without scans
+    /// (`record --no-leak-scan`, format before 5, or no process of the scope exited).
+    LostBytes,
+    /// Of the leaked blocks, those definitely lost.
+    LostBlocks,
+    /// Of the leaked bytes, those still reachable at exit; absent without scans.
+    ReachableBytes,
+    /// Of the leaked blocks, those still reachable.
+    ReachableBlocks,
 }
 
 /// Whether a metric counts bytes or events, which decides how it is shown and whether
@@ -41,7 +50,7 @@ pub enum Unit {
 
 impl Metric {
     /// Every metric, in the order they are documented.
-    pub const ALL: [Metric; 8] = [
+    pub const ALL: [Metric; 12] = [
         Metric::PeakHeap,
         Metric::Allocations,
         Metric::BytesAllocated,
@@ -50,6 +59,10 @@ impl Metric {
         Metric::Temporary,
         Metric::PeakResident,
         Metric::PeakMapped,
+        Metric::LostBytes,
+        Metric::LostBlocks,
+        Metric::ReachableBytes,
+        Metric::ReachableBlocks,
     ];
 
     /// Its name in JSON (`diff --format json`).
@@ -63,6 +76,10 @@ impl Metric {
             Metric::Temporary => "temporary_allocations",
             Metric::PeakResident => "peak_resident_bytes",
             Metric::PeakMapped => "peak_mapped_bytes",
+            Metric::LostBytes => "definitely_lost_bytes",
+            Metric::LostBlocks => "definitely_lost_blocks",
+            Metric::ReachableBytes => "still_reachable_bytes",
+            Metric::ReachableBlocks => "still_reachable_blocks",
         }
     }
 
@@ -77,13 +94,21 @@ impl Metric {
             Metric::Temporary => "temporary",
             Metric::PeakResident => "peak resident",
             Metric::PeakMapped => "peak mapped",
+            Metric::LostBytes => "definitely lost",
+            Metric::LostBlocks => "definitely lost blocks",
+            Metric::ReachableBytes => "still reachable",
+            Metric::ReachableBlocks => "still reachable blocks",
         }
     }
 
     /// Bytes or a count.
     pub fn unit(self) -> Unit {
         match self {
-            Metric::Allocations | Metric::LeakedBlocks | Metric::Temporary => Unit::Count,
+            Metric::Allocations
+            | Metric::LeakedBlocks
+            | Metric::Temporary
+            | Metric::LostBlocks
+            | Metric::ReachableBlocks => Unit::Count,
             _ => Unit::Bytes,
         }
     }
@@ -101,6 +126,12 @@ impl Metric {
             Metric::Temporary => heap.temporary_allocs,
             Metric::PeakResident => return m.resident.as_ref().map(|r| r.peak_bytes),
             Metric::PeakMapped => return m.mapped.as_ref().map(|r| r.peak_bytes),
+            Metric::LostBytes => return heap.leaks.as_ref().map(|l| l.definitely_lost.bytes),
+            Metric::LostBlocks => return heap.leaks.as_ref().map(|l| l.definitely_lost.blocks),
+            Metric::ReachableBytes => return heap.leaks.as_ref().map(|l| l.still_reachable.bytes),
+            Metric::ReachableBlocks => {
+                return heap.leaks.as_ref().map(|l| l.still_reachable.blocks)
+            }
         })
     }
 }
@@ -333,6 +364,10 @@ mod tests {
                 Metric::Temporary,
                 Metric::PeakResident,
                 Metric::PeakMapped,
+                Metric::LostBytes,
+                Metric::LostBlocks,
+                Metric::ReachableBytes,
+                Metric::ReachableBlocks,
             ]
         );
     }

@@ -23,11 +23,13 @@ use crate::format::{
 use crate::intmap::IntMap;
 
 use super::assemble::{self, RunLog};
+use super::bench::BenchSplit;
 use super::bench::Benchmarks;
 use super::metrics::Scope;
 use super::metrics::{Blocks, LeakMetrics, Report};
 use super::resident::MEMBERS;
 use super::stacks::{SiteOptions, StackPass};
+use super::suppress::Suppressions;
 use super::timeline::{command_of, Lifecycle, TimelinePass};
 use super::tree::{Lookup, ProcIdx, ProcessTable};
 
@@ -47,6 +49,9 @@ pub struct Accounting {
     timeline: Option<Box<TimelinePass>>,
     /// Whether the recording scanned processes for leaks at their exit (`LeakScan` records).
     leak_scan: bool,
+    /// Leak suppression rules (`--suppress`), applied to the sites' lost blocks at the end;
+    /// they need the sites (`with_sites`).
+    suppressions: Option<Suppressions>,
 }
 
 impl Accounting {
@@ -64,7 +69,15 @@ impl Accounting {
             stacks: None,
             timeline: None,
             leak_scan: header.features.iter().any(|f| f == FEATURE_LEAK_SCAN),
+            suppressions: None,
         }
+    }
+
+    /// Also applies leak suppression rules to the definitely lost blocks, by the stacks that
+    /// allocated them: the pass must find sites (`with_sites`), or nothing can match.
+    pub fn with_suppressions(mut self, suppressions: Suppressions) -> Accounting {
+        self.suppressions = Some(suppressions);
+        self
     }
 
     /// Also follows memory over time (the report's `timeline`) of the whole run.
@@ -401,7 +414,7 @@ impl Accounting {
 
     /// Process `i` executed `filename`: its old heap and resident counters are gone.
     fn exec(&mut self, i: ProcIdx, filename: &str, argv: &[String]) {
-        self.benches.drop_blocks(&mut self.table[i], false);
+        self.benches.drop_blocks(&mut self.table[i], false, None);
         let dropped = self.drop_live(i, true);
         let p = &mut self.table[i];
         p.heap.dropped_at_exec = p.heap.dropped_at_exec.plus(dropped);
@@ -418,7 +431,12 @@ impl Accounting {
     /// Process `i` exited with `status`: what is live is leaked.
     fn exit(&mut self, i: ProcIdx, status: i32, ts: u64) {
         self.drop_mapped(i, ts);
-        self.benches.drop_blocks(&mut self.table[i], true);
+        // A benchmark's blocks are split by this process's scan, whenever it exits (bench.rs).
+        let split = self
+            .leak_scan
+            .then(|| BenchSplit::of(self.table[i].leak_scan.as_deref()));
+        self.benches
+            .drop_blocks(&mut self.table[i], true, split.as_ref());
         if self.leak_scan {
             self.split_leaks(i);
         }
@@ -526,8 +544,15 @@ impl Accounting {
 
     /// Ends the pass: `end` is how reading ended (`None` when the caller does not know, as for
     /// synthetic streams; it is not taken as damage).
-    pub fn finish(self, end: Option<&ReadEnd>) -> Report {
+    pub fn finish(mut self, end: Option<&ReadEnd>) -> Report {
         let start_ns = self.header.start_monotonic_ns;
+        // Suppressions first: they move lost blocks of the sites and of their processes'
+        // splits, which the sites' order and the sums below read.
+        let suppressed = match (&self.suppressions, self.stacks.as_deref_mut()) {
+            (Some(s), Some(stacks)) => Some(stacks.suppress(s, &mut self.table, &mut self.benches)),
+            (Some(s), None) => Some(super::suppress::SuppressionReport::of(s)),
+            _ => None,
+        };
         let benches = &self.benches;
         let stacks = self
             .stacks
@@ -543,6 +568,7 @@ impl Accounting {
             end,
         );
         report.timeline = timeline;
+        report.suppressions = suppressed;
         if let Some((scope, benches, profile)) = stacks {
             report.stacks = Some(scope);
             report.profile = profile;

@@ -128,6 +128,10 @@ pub(super) fn report(
     end: Option<&ReadEnd>,
 ) -> Report {
     let start = header.start_monotonic_ns;
+    let leak_scan = header
+        .features
+        .iter()
+        .any(|f| f == crate::format::FEATURE_LEAK_SCAN);
     for p in table.procs_mut().iter_mut().filter(|p| p.is_alive()) {
         p.heap.live_at_end = Blocks {
             blocks: p.live.len() as u64,
@@ -135,7 +139,7 @@ pub(super) fn report(
         };
         // A benchmark's blocks that no recorded free released are its leaks, whether or not
         // their process is still running (bench.rs).
-        benches.leak_blocks(p);
+        benches.leak_blocks(p, leak_scan);
     }
     let end_ns = end_ns(header, log.last_ts_ns, end);
     benches.finish(end_ns);
@@ -314,6 +318,7 @@ fn completeness(
         stacks: None,
         profile: None,
         timeline: None,
+        suppressions: None,
     }
 }
 

@@ -21,7 +21,11 @@
 //!   is one of its `unknown_frees`;
 //! - frees are recorded while paused too (allocations are not), so a benchmark's `leaked`
 //!   blocks are those still live when their process exited, wherever they were freed; a
-//!   paused free of a block never seen allocated is the harness's own and counts nowhere.
+//!   paused free of a block never seen allocated is the harness's own and counts nowhere;
+//! - with leak scans, a benchmark's leaked blocks are split by the scan of their process at
+//!   its exit, whenever that comes (a process outliving the window is judged at its end, for
+//!   every benchmark that left blocks in it); blocks of a process not scanned or still running
+//!   at the end are `not_scanned` ([`BenchSplit`]).
 
 use std::collections::{HashMap, HashSet};
 
@@ -31,6 +35,29 @@ use super::counters::HeapCounters;
 use super::metrics::{BenchmarkMetrics, Blocks, MarkerCounts, Metrics};
 use super::resident::{ResidentSum, MEMBERS};
 use super::tree::{Proc, ProcIdx, ProcessTable};
+
+/// How a process's exit splits the leaked blocks benchmarks own in it: by its leak scan's
+/// lost addresses, or not at all (killed, no `_exit`, a failed scan, or a scan whose list of
+/// lost addresses was cut short, which cannot tell the benchmarks' blocks apart).
+#[derive(Debug)]
+pub(super) enum BenchSplit {
+    /// Scanned: the addresses of its definitely lost blocks.
+    Scanned(HashSet<u64>),
+    /// Not scanned.
+    NotScanned,
+}
+
+impl BenchSplit {
+    /// The split of a process whose scan is `scan` (`None`: it has none).
+    pub(super) fn of(scan: Option<&format::LeakScan>) -> BenchSplit {
+        match scan {
+            Some(s) if s.failure.is_empty() && s.lost_blocks <= s.lost.len() as u64 => {
+                BenchSplit::Scanned(s.lost.iter().copied().collect())
+            }
+            _ => BenchSplit::NotScanned,
+        }
+    }
+}
 
 /// One benchmark's counters.
 #[derive(Debug, Default)]
@@ -243,31 +270,68 @@ impl Benchmarks {
     }
 
     /// Process `p`'s live heap goes away (at exec, or at exit when `at_exit`): the blocks
-    /// benchmarks own in it leave their live heaps as `dropped_at_exec` or `leaked`.
-    pub(super) fn drop_blocks(&mut self, p: &mut Proc, at_exit: bool) {
+    /// benchmarks own in it leave their live heaps as `dropped_at_exec` or `leaked`. At an
+    /// exit of a recording with leak scans, `split` is the process's scan: each benchmark's
+    /// leaked blocks are split by it into definitely lost and still reachable, or not scanned.
+    pub(super) fn drop_blocks(&mut self, p: &mut Proc, at_exit: bool, split: Option<&BenchSplit>) {
         if p.bench_blocks.is_empty() {
             return;
         }
+        let mut touched: Vec<usize> = Vec::new();
         for (addr, b) in std::mem::take(&mut p.bench_blocks) {
             let bytes = p.live.get(&addr).copied().unwrap_or(0);
             let heap = &mut self.list[b].heap;
             heap.shrink_live(bytes);
+            let block = Blocks { blocks: 1, bytes };
             let gone = if at_exit {
                 &mut heap.leaked
             } else {
                 &mut heap.dropped_at_exec
             };
-            *gone = gone.plus(Blocks { blocks: 1, bytes });
+            *gone = gone.plus(block);
+            if let (true, Some(split)) = (at_exit, split) {
+                let l = heap.leaks.get_or_insert_with(Default::default);
+                match split {
+                    BenchSplit::Scanned(lost) if lost.contains(&addr) => {
+                        l.definitely_lost = l.definitely_lost.plus(block)
+                    }
+                    BenchSplit::Scanned(_) => l.still_reachable = l.still_reachable.plus(block),
+                    BenchSplit::NotScanned => l.not_scanned = l.not_scanned.plus(block),
+                }
+                if !touched.contains(&b) {
+                    touched.push(b);
+                }
+            }
+        }
+        // Each benchmark counts the processes whose exit split its blocks.
+        for b in touched {
+            if let Some(l) = self.list[b].heap.leaks.as_mut() {
+                match split {
+                    Some(BenchSplit::Scanned(_)) => l.scanned_processes += 1,
+                    _ => l.unscanned_processes += 1,
+                }
+            }
         }
     }
 
     /// At the end of the recording, the blocks benchmarks own in the live process `p` are their
-    /// leaks: no recorded free released them.
-    pub(super) fn leak_blocks(&mut self, p: &Proc) {
+    /// leaks: no recorded free released them. In a recording with leak scans (`leak_scan`),
+    /// they are not scanned: their process had not exited.
+    pub(super) fn leak_blocks(&mut self, p: &Proc, leak_scan: bool) {
+        let mut touched: Vec<usize> = Vec::new();
         for (addr, &b) in &p.bench_blocks {
             let bytes = p.live.get(addr).copied().unwrap_or(0);
-            let leaked = &mut self.list[b].heap.leaked;
-            *leaked = leaked.plus(Blocks { blocks: 1, bytes });
+            let block = Blocks { blocks: 1, bytes };
+            let heap = &mut self.list[b].heap;
+            heap.leaked = heap.leaked.plus(block);
+            if leak_scan {
+                let l = heap.leaks.get_or_insert_with(Default::default);
+                l.not_scanned = l.not_scanned.plus(block);
+                if !touched.contains(&b) {
+                    touched.push(b);
+                    l.unscanned_processes += 1;
+                }
+            }
         }
     }
 

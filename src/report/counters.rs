@@ -47,12 +47,24 @@ pub(super) struct HeapCounters {
 }
 
 impl LeakMetrics {
+    /// Moves `b` (at most what there is) from definitely lost to suppressed.
+    pub(super) fn suppress(&mut self, b: Blocks) {
+        let take = Blocks {
+            blocks: b.blocks.min(self.definitely_lost.blocks),
+            bytes: b.bytes.min(self.definitely_lost.bytes),
+        };
+        self.definitely_lost.blocks -= take.blocks;
+        self.definitely_lost.bytes -= take.bytes;
+        self.suppressed = self.suppressed.plus(take);
+    }
+
     /// The two splits added, saturating.
     fn plus(&self, other: &LeakMetrics) -> LeakMetrics {
         LeakMetrics {
             definitely_lost: self.definitely_lost.plus(other.definitely_lost),
             still_reachable: self.still_reachable.plus(other.still_reachable),
             not_scanned: self.not_scanned.plus(other.not_scanned),
+            suppressed: self.suppressed.plus(other.suppressed),
             scanned_processes: self
                 .scanned_processes
                 .saturating_add(other.scanned_processes),

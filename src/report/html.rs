@@ -15,7 +15,7 @@ use serde::Serialize;
 use crate::units::{format_bytes, format_duration_ns};
 
 use super::flamegraph;
-use super::metrics::{ProcessMetrics, Report, Scope};
+use super::metrics::{Blocks, ProcessMetrics, Report, Scope};
 use super::profile::{View, Weight};
 use super::text;
 use super::timeline::{Timeline, PROCESS_BUCKETS, RUN_BUCKETS, TOP_PROCESSES};
@@ -93,6 +93,7 @@ pub fn write_html(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             "summary" => write_summary(report, out)?,
             "decimation" => out.write_all(escape(&decimation).as_bytes())?,
             "tree" => write_tree(report, out)?,
+            "leaks" => write_leaks(report, out)?,
             "flames" => write_flames(report, out)?,
             "data" => out.write_all(data.as_bytes())?,
             other => {
@@ -165,6 +166,25 @@ fn write_summary(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             "leaked",
         ),
     ]);
+    if let Some(l) = &h.leaks {
+        items.push(("definitely lost", in_blocks(l.definitely_lost), "lost"));
+        items.push(("still reachable", in_blocks(l.still_reachable), "reachable"));
+        if l.suppressed.blocks > 0 {
+            items.push(("suppressed", in_blocks(l.suppressed), "suppressed"));
+        }
+        if l.unscanned_processes > 0 {
+            items.push((
+                "not scanned",
+                format!(
+                    "{} of {} not scanned at exit (killed by a signal, or no C library \
+                     `_exit` to hold it at)",
+                    in_blocks(l.not_scanned),
+                    text::processes(l.unscanned_processes)
+                ),
+                "not-scanned",
+            ));
+        }
+    }
     if let Some(r) = &report.totals.resident {
         items.push((
             "peak resident",
@@ -194,12 +214,43 @@ fn write_summary(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
+/// "4.9 KiB in 5 blocks".
+fn in_blocks(b: Blocks) -> String {
+    format!(
+        "{} in {}",
+        format_bytes(b.bytes),
+        text::counted(b.blocks, "block", "blocks")
+    )
+}
+
+/// The leak scan's cells of a process row: its own definitely lost and still reachable, and
+/// its tree's definitely lost; "not scanned" where its exit was not scanned, "-" while it ran.
+fn leak_cells(p: &ProcessMetrics) -> [String; 3] {
+    let own = match &p.own.heap.leaks {
+        Some(l) if l.unscanned_processes > 0 => ["not scanned".to_string(), "not scanned".into()],
+        Some(l) => [in_blocks(l.definitely_lost), in_blocks(l.still_reachable)],
+        None => ["-".to_string(), "-".to_string()],
+    };
+    let tree = match &p.tree.heap.leaks {
+        Some(l) if l.unscanned_processes > 0 => format!(
+            "{} + {} not scanned",
+            in_blocks(l.definitely_lost),
+            text::processes(l.unscanned_processes)
+        ),
+        Some(l) => in_blocks(l.definitely_lost),
+        None => "-".to_string(),
+    };
+    let [lost, reachable] = own;
+    [lost, reachable, tree]
+}
+
 /// The process tree as a table with the text report's columns and units.
 fn write_tree(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     if report.processes.is_empty() {
         return writeln!(out, "<p>No processes in the recording.</p>");
     }
     let with_resident = report.processes.iter().any(|p| p.own.resident.is_some());
+    let with_leaks = report.totals.heap.leaks.is_some();
     write!(
         out,
         "<table class=\"tree\" id=\"process-tree\"><thead><tr><th class=\"cmd\">PID</th>\
@@ -209,14 +260,29 @@ fn write_tree(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     if with_resident {
         write!(out, "<th>PEAK RSS</th>")?;
     }
-    writeln!(
-        out,
-        "<th>EXIT</th><th class=\"cmd\">COMMAND</th></tr></thead><tbody>"
-    )?;
+    write!(out, "<th>EXIT</th>")?;
+    if with_leaks {
+        write!(
+            out,
+            "<th title=\"definitely lost at its exit: nothing pointed to them\">LOST</th>\
+             <th title=\"still reachable at its exit\">REACHABLE</th>\
+             <th title=\"definitely lost by the process and its descendants\">TREE LOST</th>"
+        )?;
+    }
+    writeln!(out, "<th class=\"cmd\">COMMAND</th></tr></thead><tbody>")?;
     for p in &report.processes {
-        write_process_row(p, with_resident, out)?;
+        write_process_row(p, with_resident, with_leaks, out)?;
     }
     writeln!(out, "</tbody></table>")?;
+    if with_leaks {
+        writeln!(
+            out,
+            "<p class=\"note\">LOST and REACHABLE: the leak scan at each normal exit split \
+             LEAKED into blocks nothing pointed to (definitely lost) and blocks the program \
+             still pointed to; \"not scanned\": the process ended by a signal, or had no C \
+             library <code>_exit</code> to hold it at, and its LEAKED is neither.</p>"
+        )?;
+    }
     if report.processes.iter().any(|p| p.exit.is_none()) {
         writeln!(
             out,
@@ -232,6 +298,7 @@ fn write_tree(report: &Report, out: &mut dyn Write) -> io::Result<()> {
 fn write_process_row(
     p: &ProcessMetrics,
     with_resident: bool,
+    with_leaks: bool,
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let indent = "&nbsp;&nbsp;".repeat(p.depth.min(MAX_INDENT) as usize);
@@ -250,12 +317,92 @@ fn write_process_row(
     for cell in &cells[1..cells.len() - 1] {
         write!(out, "<td>{}</td>", escape(cell))?;
     }
+    if with_leaks {
+        let [lost, reachable, tree] = leak_cells(p);
+        write!(
+            out,
+            "<td class=\"lost\">{}</td><td class=\"reachable\">{}</td>\
+             <td class=\"tree-lost\">{}</td>",
+            escape(&lost),
+            escape(&reachable),
+            escape(&tree)
+        )?;
+    }
     writeln!(
         out,
         "<td class=\"cmd\" title=\"{}\">{}</td></tr>",
         escape(&command),
         escape(&shorten(&command, 100))
     )
+}
+
+/// The leaks section, when the recording has leak scans: with call stacks, the sites of the
+/// definitely lost blocks, the most lost first (the report's sites are sorted by lost bytes
+/// for this page), each named by its frames; without, how to get them. Then what
+/// `--suppress` did.
+fn write_leaks(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let Some(l) = &report.totals.heap.leaks else {
+        return Ok(());
+    };
+    writeln!(
+        out,
+        "<section id=\"leaks\"><h2>Definitely lost, by allocation site</h2>"
+    )?;
+    match report.stacks.as_ref().filter(|s| s.recorded) {
+        _ if l.definitely_lost.blocks == 0 => writeln!(
+            out,
+            "<p id=\"no-lost\">Nothing definitely lost{}.</p>",
+            if l.unscanned_processes > 0 {
+                " in the processes scanned"
+            } else {
+                ""
+            }
+        )?,
+        None => writeln!(
+            out,
+            "<p id=\"lost-no-stacks\">{} definitely lost; this recording has no call stacks \
+             to say where they were allocated: record again with --stacks.</p>",
+            escape(&in_blocks(l.definitely_lost))
+        )?,
+        Some(stacks) => {
+            let lost: Vec<_> = stacks.sites.iter().filter(|s| s.lost_blocks > 0).collect();
+            writeln!(
+                out,
+                "<table class=\"sites\" id=\"lost-sites\"><thead><tr><th>LOST</th>\
+                 <th>BLOCKS</th><th>LEAKED</th><th class=\"cmd\">ALLOCATED BY</th></tr>\
+                 </thead><tbody>"
+            )?;
+            for s in &lost {
+                writeln!(
+                    out,
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"cmd\">{}</td></tr>",
+                    format_bytes(s.lost_bytes),
+                    s.lost_blocks,
+                    format_bytes(s.leaked_bytes),
+                    escape(&super::check::site_name(&s.frames))
+                )?;
+            }
+            writeln!(out, "</tbody></table>")?;
+            let shown: u64 = lost.iter().map(|s| s.lost_blocks).sum();
+            if shown < l.definitely_lost.blocks {
+                writeln!(
+                    out,
+                    "<p class=\"note\">{} more definitely lost at sites not listed (the top {} \
+                     sites are).</p>",
+                    text::counted(l.definitely_lost.blocks - shown, "block", "blocks"),
+                    stacks.sites.len()
+                )?;
+            }
+        }
+    }
+    if let Some(s) = &report.suppressions {
+        writeln!(out, "<ul class=\"suppressions\" id=\"suppressions\">")?;
+        for line in s.lines() {
+            writeln!(out, "<li>{}</li>", escape(&line))?;
+        }
+        writeln!(out, "</ul>")?;
+    }
+    writeln!(out, "</section>")
 }
 
 /// The flame graphs section, when the report has call stacks: live bytes at the heap peak,

@@ -171,6 +171,8 @@ mod tests {
                 "lost_bytes",
                 "peak_live_bytes",
                 "stack_id",
+                "suppressed_blocks",
+                "suppressed_bytes",
                 "temporary"
             ]
         );

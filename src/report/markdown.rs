@@ -48,6 +48,12 @@ pub fn write_markdown(
     if rows == Rows::Benchmarks || !report.benchmarks.is_empty() {
         write_benchmarks(report, row_options, out)?;
     }
+    if let Some(s) = &report.suppressions {
+        writeln!(out)?;
+        for line in s.lines() {
+            writeln!(out, "{}  ", escape(&line))?;
+        }
+    }
     match (&report.stacks, rows) {
         (Some(stacks), Rows::Benchmarks) if stacks.recorded => {
             for b in &report.benchmarks {

@@ -58,6 +58,10 @@ pub struct Report {
     /// `html`); absent otherwise, so the JSON report stays as it was. Not narrowed by the scope.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeline: Option<super::timeline::Timeline>,
+    /// What `--suppress FILE` suppressed of the definitely lost blocks, per rule; absent
+    /// without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suppressions: Option<super::suppress::SuppressionReport>,
 }
 
 /// The allocation sites of the report's scope (`report --stacks`): each distinct call stack
@@ -106,6 +110,10 @@ pub struct SiteMetrics {
     pub lost_bytes: u64,
     /// Of the leaked blocks, those the leak scan found definitely lost.
     pub lost_blocks: u64,
+    /// Definitely lost bytes a suppression rule matched (`--suppress`); not in `lost_bytes`.
+    pub suppressed_bytes: u64,
+    /// Definitely lost blocks a suppression rule matched.
+    pub suppressed_blocks: u64,
     /// Bytes live at the end of the recording in processes still running (not leaks).
     pub live_at_end_bytes: u64,
     /// Blocks live at the end of the recording in processes still running.
@@ -331,6 +339,10 @@ pub struct LeakMetrics {
     /// Leaked blocks of processes that were not scanned (killed by a signal, a scan that
     /// failed, no C library `_exit` to hold them at).
     pub not_scanned: Blocks,
+    /// Definitely lost blocks a suppression rule matched (`--suppress FILE`); not in
+    /// `definitely_lost`, so `definitely_lost + suppressed + still_reachable + not_scanned` is
+    /// `leaked`. Zero without suppressions.
+    pub suppressed: Blocks,
     /// Processes that exited and were scanned.
     pub scanned_processes: u64,
     /// Processes that exited without a scan.
@@ -631,6 +643,7 @@ mod tests {
             stacks: None,
             profile: None,
             timeline: None,
+            suppressions: None,
         }
     }
 

@@ -28,6 +28,7 @@ pub mod rows;
 pub mod screen;
 pub mod speedscope;
 pub mod stacks;
+pub mod suppress;
 pub mod text;
 pub mod timeline;
 mod timeline_data;
@@ -170,6 +171,8 @@ pub struct ReportOptions {
     pub view: View,
     /// What a stack format weighs blocks by (`--weight`).
     pub weight: Weight,
+    /// Leak suppression rules (`--suppress FILE`), if given.
+    pub suppress: Option<suppress::Suppressions>,
 }
 
 /// Runs `memtrack report`: the report goes to `opts.output` (`output::write_file`: a file is
@@ -198,10 +201,24 @@ pub fn run(opts: &ReportOptions) -> Result<()> {
 /// still gives a report, marked incomplete; a closed pipe on `out` ends quietly.
 pub fn run_report(opts: &ReportOptions, out: &mut dyn Write) -> Result<()> {
     let path = &opts.file;
-    let sites = opts.stacks.map(|options| (&opts.scope, options));
+    // Suppressions match the stacks of lost blocks: they need the sites even when the report
+    // does not list them.
+    let site_options = opts.stacks.or_else(|| {
+        opts.suppress.as_ref().map(|_| SiteOptions {
+            order: SiteOrder::Leaked,
+            ..SiteOptions::default()
+        })
+    });
+    let sites = site_options.map(|options| (&opts.scope, options));
     let timeline = opts.format.needs_timeline().then_some(&opts.scope);
-    let read = read_report_full(path, sites, timeline)?;
-    let report = narrow(read, opts.scope.clone(), path)?;
+    let read = read_report_suppressed(path, sites, timeline, opts.suppress.as_ref())?;
+    let mut report = narrow(read, opts.scope.clone(), path)?;
+    if let Some(s) = &opts.suppress {
+        suppressible(&report, path, s)?;
+    }
+    if opts.stacks.is_none() {
+        report.stacks = None;
+    }
     if opts.format.is_stack_format() {
         return write_profile(&report, opts, out);
     }
@@ -303,7 +320,29 @@ fn write_report(
 /// recording has no allocations and is always refused.
 pub fn run_check(opts: &CheckOptions, out: &mut dyn Write) -> Result<bool> {
     let path = &opts.file;
-    let report = narrow(read_report(path)?, opts.scope.clone(), path)?;
+    // A leak limit names the top lost site when the recording has stacks, and suppressions
+    // match them: then the pass finds the sites of the scope, lost first.
+    let leak_limit = opts.max_leaked.is_some() || opts.suppress.is_some();
+    let with_stacks = leak_limit
+        && Reader::open(path)?
+            .header()
+            .features
+            .iter()
+            .any(|f| f == crate::format::FEATURE_STACKS);
+    let site_options = SiteOptions {
+        order: SiteOrder::Leaked,
+        top: 3,
+        profile: false,
+    };
+    let sites = (with_stacks || opts.suppress.is_some()).then_some((&opts.scope, site_options));
+    let report = narrow(
+        read_report_suppressed(path, sites, None, opts.suppress.as_ref())?,
+        opts.scope.clone(),
+        path,
+    )?;
+    if let Some(s) = &opts.suppress {
+        suppressible(&report, path, s)?;
+    }
     let bad_file = |message: String| Error::BadFile {
         path: path.to_path_buf(),
         message,
@@ -510,12 +549,58 @@ pub fn read_report_with(path: &Path, sites: Option<(&Scope, SiteOptions)>) -> Re
     read_report_full(path, sites, None)
 }
 
+/// [`read_report_full`] that also applies leak suppressions to the definitely lost blocks of
+/// the sites' scope (they need `sites`: a suppression matches a block by its stack).
+pub fn read_report_suppressed(
+    path: &Path,
+    sites: Option<(&Scope, SiteOptions)>,
+    timeline: Option<&Scope>,
+    suppress: Option<&suppress::Suppressions>,
+) -> Result<Report> {
+    read_pass(path, sites, timeline, suppress)
+}
+
+/// Whether suppressions can apply to `report`: its recording must have leak scans (they find
+/// what is definitely lost) and call stacks (the rules match their frames). Either missing is
+/// a usage error: a gate that silently suppressed nothing would pretend.
+fn suppressible(report: &Report, path: &Path, s: &suppress::Suppressions) -> Result<()> {
+    let has = |f: &str| report.run.features.iter().any(|g| g == f);
+    if !has(crate::format::FEATURE_LEAK_SCAN) {
+        return Err(Error::Usage(format!(
+            "--suppress {}: {} has no leak scans (recorded with --no-leak-scan, or before format \
+             version 5), so nothing is definitely lost to suppress; record again without \
+             --no-leak-scan",
+            s.file,
+            path.display()
+        )));
+    }
+    if !report.stacks.as_ref().is_some_and(|st| st.recorded) {
+        return Err(Error::Usage(format!(
+            "--suppress {}: suppressions need call stacks, and {} has none; record again with \
+             --stacks",
+            s.file,
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
 /// [`read_report_with`] that also follows memory over time (`Report::timeline`) of the scope
 /// `timeline`, if given, in the same single pass.
 pub fn read_report_full(
     path: &Path,
     sites: Option<(&Scope, SiteOptions)>,
     timeline: Option<&Scope>,
+) -> Result<Report> {
+    read_pass(path, sites, timeline, None)
+}
+
+/// The one pass over the file behind every `read_report*`.
+fn read_pass(
+    path: &Path,
+    sites: Option<(&Scope, SiteOptions)>,
+    timeline: Option<&Scope>,
+    suppress: Option<&suppress::Suppressions>,
 ) -> Result<Report> {
     let reader = Reader::open(path)?;
     let mut accounting = match sites {
@@ -524,6 +609,9 @@ pub fn read_report_full(
     };
     if let Some(scope) = timeline {
         accounting = accounting.with_timeline_of(scope);
+    }
+    if let Some(s) = suppress {
+        accounting = accounting.with_suppressions(s.clone());
     }
     let (full_tx, full_rx) = mpsc::sync_channel::<Vec<Event>>(4);
     let (empty_tx, empty_rx) = mpsc::channel::<Vec<Event>>();

@@ -30,9 +30,11 @@ use crate::format::{
 };
 use crate::intmap::IntMap;
 
+use super::bench::Benchmarks;
 use super::counters::Peak;
 use super::metrics::{Blocks, Scope, SiteFrame, SiteMetrics, StackReport, StackWalks};
 use super::profile::{Profile, ProfileModule, Sample, Stack, Values};
+use super::suppress::{SuppressionReport, Suppressions};
 use super::tree::{ProcIdx, ProcessTable};
 
 /// How `report --stacks` orders its sites (`--stacks-by`).
@@ -131,8 +133,10 @@ struct Site {
     /// Blocks live now.
     live: Blocks,
     leaked: Blocks,
-    /// Of `leaked`, what the leak scan found definitely lost.
+    /// Of `leaked`, what the leak scan found definitely lost (less what a suppression took).
     lost: Blocks,
+    /// Of the lost blocks, those a suppression rule matched (`--suppress`).
+    suppressed: Blocks,
     live_at_end: Blocks,
     /// Live blocks at the latest scope peak, when `changed_at` is at or after that peak (else
     /// `live` has not changed since and is the value).
@@ -500,6 +504,53 @@ impl StackPass {
         }
     }
 
+    /// Applies suppression rules `s` to the definitely lost blocks of every site of the scope,
+    /// now that every symbol is known: a site whose frames a rule matches moves its lost blocks
+    /// to suppressed, in the site and in its process's leak split (`table`, before the sums are
+    /// made). Returns what each rule took.
+    pub(super) fn suppress(
+        &mut self,
+        s: &Suppressions,
+        table: &mut ProcessTable,
+        benches: &mut Benchmarks,
+    ) -> SuppressionReport {
+        let mut report = SuppressionReport::of(s);
+        let mut by_leaf: IntMap<u32, Option<usize>> = IntMap::default();
+        let mut keys: Vec<SiteKey> = self
+            .sites
+            .sites
+            .iter()
+            .filter(|(_, site)| site.lost.blocks > 0)
+            .map(|(k, _)| *k)
+            .collect();
+        keys.sort_unstable();
+        for key in keys {
+            let lost = self.sites.sites[&key].lost;
+            if key.leaf == 0 {
+                report.unmatchable = report.unmatchable.plus(lost);
+                continue;
+            }
+            let rule = *by_leaf
+                .entry(key.leaf)
+                .or_insert_with(|| s.matching(&self.frames(key.leaf)));
+            let Some(rule) = rule else { continue };
+            let site = self.sites.sites.get_mut(&key).expect("a key of the table");
+            site.suppressed = site.suppressed.plus(lost);
+            site.lost = Blocks::default();
+            report.suppressed = report.suppressed.plus(lost);
+            let used = &mut report.rules[rule].suppressed;
+            *used = used.plus(lost);
+            if let Some(l) = table[ProcIdx::new(key.proc)].heap.leaks.as_mut() {
+                l.suppress(lost);
+            }
+            // A block allocated inside a benchmark's window leaves its split too.
+            if let Some(l) = key.bench.and_then(|b| benches.heap(b).leaks.as_mut()) {
+                l.suppress(lost);
+            }
+        }
+        report
+    }
+
     /// A live block of a benchmark's site `key` ended (the benchmark has a table: it
     /// allocated the block).
     fn bench_end(&mut self, key: SiteKey, size: u64, how: Ending) {
@@ -572,6 +623,8 @@ impl StackPass {
             add(&mut m.leaked_blocks, s.leaked.blocks);
             add(&mut m.lost_bytes, s.lost.bytes);
             add(&mut m.lost_blocks, s.lost.blocks);
+            add(&mut m.suppressed_bytes, s.suppressed.bytes);
+            add(&mut m.suppressed_blocks, s.suppressed.blocks);
             add(&mut m.live_at_end_bytes, s.live_at_end.bytes);
             add(&mut m.live_at_end_blocks, s.live_at_end.blocks);
             add(&mut m.temporary, s.temporary);
