@@ -202,6 +202,15 @@ pub enum EventKind {
         value_pages: u64,
         by_owner: bool,
     },
+    /// `pages` pages of one folio mapped into (positive) or unmapped from (negative) the
+    /// process's page tables at user address `addr`, seen at the kernel's rmap functions
+    /// (format version 6 on; bpf/rmap.bpf.c). `member` is File, Anon or Shmem. Pages a child
+    /// inherits at fork are never added under its pid, so its sums may go negative.
+    Rmap {
+        member: RssMember,
+        pages: i32,
+        addr: u64,
+    },
     /// Events lost so far for one cause.
     Lost(Lost),
     /// A successful `mmap` of `len` bytes (as requested, not rounded to pages) at `addr`, with

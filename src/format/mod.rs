@@ -59,7 +59,7 @@ pub use writer::{Writer, CHUNK_TARGET_BYTES};
 pub const MAGIC: [u8; 8] = *b"MEMTRACK";
 
 /// The format version this memtrack writes (and the newest it reads).
-pub const FORMAT_VERSION: u16 = 5;
+pub const FORMAT_VERSION: u16 = 6;
 
 /// The oldest format version this memtrack reads.
 pub const OLDEST_FORMAT_VERSION: u16 = 1;

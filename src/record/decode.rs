@@ -9,7 +9,7 @@ use std::mem::{offset_of, size_of};
 use crate::format::{AllocFunc, Event, EventKind, Exec, RssMember};
 use crate::sys::raw::{
     alloc_event, event_header, event_kind, exec_event, exit_event, fork_event, lost_cause,
-    map_event, rss_event, stack_event, stop_event, stop_reason, STACK_MAX_DEPTH,
+    map_event, rmap_event, rss_event, stack_event, stop_event, stop_reason, STACK_MAX_DEPTH,
 };
 
 /// A record the decoder could not read.
@@ -47,6 +47,7 @@ const EV_MUNMAP: u32 = event_kind::EV_MUNMAP as u32;
 const EV_MREMAP: u32 = event_kind::EV_MREMAP as u32;
 const EV_BRK: u32 = event_kind::EV_BRK as u32;
 const EV_STACK: u32 = event_kind::EV_STACK as u32;
+const EV_RMAP: u32 = event_kind::EV_RMAP as u32;
 
 /// A process the kernel side stopped so that the recorder can scan what it mapped (see
 /// bpf/discover.bpf.c). Not an event of the file.
@@ -135,6 +136,7 @@ pub fn decode(b: &[u8]) -> Result<Event, DecodeError> {
         EV_EXEC => size_of::<exec_event>(),
         EV_EXIT => size_of::<exit_event>(),
         EV_RSS => size_of::<rss_event>(),
+        EV_RMAP => size_of::<rmap_event>(),
         EV_MMAP | EV_MUNMAP | EV_MREMAP | EV_BRK => size_of::<map_event>(),
         _ => return Err(DecodeError::Unknown { kind }),
     };
@@ -217,6 +219,17 @@ pub fn decode(b: &[u8]) -> Result<Event, DecodeError> {
                 },
             }
         }
+        EV_RMAP => {
+            let member = u8::try_from(u32_at(b, offset_of!(rmap_event, kind)))
+                .ok()
+                .and_then(RssMember::from_u8)
+                .ok_or(DecodeError::Unknown { kind })?;
+            EventKind::Rmap {
+                member,
+                pages: u32_at(b, offset_of!(rmap_event, pages)) as i32,
+                addr: u64_at(b, offset_of!(rmap_event, addr)),
+            }
+        }
         _ => {
             let member_no = u32_at(b, offset_of!(rss_event, member));
             let member = u8::try_from(member_no)
@@ -240,7 +253,7 @@ pub fn decode(b: &[u8]) -> Result<Event, DecodeError> {
 }
 
 /// The name of each loss cause of the kernel side, indexed like the `lost` map.
-pub const LOST_CAUSES: [(lost_cause, &str); 8] = [
+pub const LOST_CAUSES: [(lost_cause, &str); 9] = [
     (lost_cause::LOST_RING_ALLOC, "ring_full_alloc"),
     (lost_cause::LOST_RING_LIFECYCLE, "ring_full_lifecycle"),
     (lost_cause::LOST_RING_RSS, "ring_full_rss"),
@@ -249,6 +262,7 @@ pub const LOST_CAUSES: [(lost_cause, &str); 8] = [
     (lost_cause::LOST_RING_MAP, "ring_full_mapping"),
     (lost_cause::LOST_STOP, "ring_full_discovery"),
     (lost_cause::LOST_RING_STACK, "ring_full_stack"),
+    (lost_cause::LOST_RING_RMAP, "ring_full_rmap"),
 ];
 
 #[cfg(test)]

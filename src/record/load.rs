@@ -9,7 +9,7 @@
 use crate::error::Error;
 use crate::preflight::{Capabilities, UprobeLinks};
 use crate::record::pidns::{self, PidNamespace};
-use crate::record::{attach, discover, kernel_error, RecordOptions};
+use crate::record::{attach, discover, kernel_error, rmap, RecordOptions};
 use crate::sys::bpf::{Link, LoadedObject, OpenObject};
 use crate::sys::raw;
 
@@ -36,6 +36,9 @@ enum Programs {
     /// On the sites `attach` plans per file: uprobe_multi programs, loaded as classic uprobes
     /// on kernels without uprobe_multi links.
     Uprobes(&'static [&'static str]),
+    /// fentry programs on the kernel's rmap functions, those `record::rmap` chose for this
+    /// kernel (the others are left out of the load), attached where their sections say.
+    Rmap,
 }
 
 /// When an object is enabled.
@@ -89,6 +92,14 @@ pub const OBJECTS: &[Object] = &[
         shares: SHARED,
         programs: Programs::Tracepoints(&["rss_stat", "rss_fork", "rss_exec", "rss_exit"]),
         feature: Some("rss"),
+        when: When::Rss,
+    },
+    Object {
+        name: "rmap",
+        bytes: raw::RMAP_BPF_OBJECT,
+        shares: SHARED,
+        programs: Programs::Rmap,
+        feature: Some("rmap"),
         when: When::Rss,
     },
     Object {
@@ -162,6 +173,19 @@ impl Loaded {
         let mut objects: Vec<(&'static Object, LoadedObject)> = Vec::new();
         for object in OBJECTS.iter().filter(|o| o.when.holds(opts, caps)) {
             let mut open = OpenObject::open(object.name, object.bytes).map_err(kernel_error)?;
+            if matches!(object.programs, Programs::Rmap) {
+                // Optional: where the kernel has no hooks for it or refuses fentry, the
+                // recording says so once and goes on with rss_stat alone.
+                let first = &objects[0].1;
+                match rmap_load(open, first, pidns) {
+                    Ok(loaded) => objects.push((object, loaded)),
+                    Err(why) if !opts.quiet => {
+                        eprintln!("memtrack: {}", rmap::unavailable_line(&why))
+                    }
+                    Err(why) => log::info!("{}", rmap::unavailable_line(&why)),
+                }
+                continue;
+            }
             // The namespace whose pids the records carry (pidns.rs); floor.bpf.o has none.
             open.set_rodata(pidns::RODATA_SECTION, &pidns.rodata())
                 .map_err(kernel_error)?;
@@ -215,6 +239,17 @@ impl Loaded {
             .iter()
             .filter(|o| o.name != "floor")
             .map(|object| {
+                if matches!(object.programs, Programs::Rmap) {
+                    let result = rmap::choose_here().and_then(|hooks| {
+                        let mut open = OpenObject::open(object.name, object.bytes)
+                            .map_err(|e| e.to_string())?;
+                        open.set_max_entries("events", 1 << 20)
+                            .map_err(|e| e.to_string())?;
+                        rmap_autoload(&mut open, &hooks)?;
+                        open.load().map(drop).map_err(|e| rmap_refusal(&e))
+                    });
+                    return (object.name, result);
+                }
                 let result = OpenObject::open(object.name, object.bytes)
                     .and_then(|mut open| {
                         open.set_max_entries("events", 1 << 20)?;
@@ -243,6 +278,11 @@ impl Loaded {
         for (object, loaded) in &self.objects {
             if let Programs::Tracepoints(programs) = object.programs {
                 for prog in programs {
+                    links.push(loaded.attach(prog).map_err(kernel_error)?);
+                }
+            }
+            if let Programs::Rmap = object.programs {
+                for prog in rmap::all_programs().filter(|p| loaded.has_loaded(p)) {
                     links.push(loaded.attach(prog).map_err(kernel_error)?);
                 }
             }
@@ -282,6 +322,46 @@ impl Loaded {
     }
 }
 
+/// rmap.bpf.o with the programs `rmap::choose` picks for this kernel, its maps shared with
+/// process.bpf.o (`first`); or why it cannot be had here, in words.
+fn rmap_load(
+    mut open: OpenObject,
+    first: &LoadedObject,
+    pidns: &PidNamespace,
+) -> Result<LoadedObject, String> {
+    let hooks = rmap::choose_here()?;
+    open.set_rodata(pidns::RODATA_SECTION, &pidns.rodata())
+        .map_err(|e| e.to_string())?;
+    for map in SHARED {
+        open.reuse_map(map, first).map_err(|e| e.to_string())?;
+    }
+    rmap_autoload(&mut open, &hooks)?;
+    let loaded = open.load().map_err(|e| rmap_refusal(&e))?;
+    let functions: Vec<&str> = hooks.iter().map(|h| h.function).collect();
+    log::info!("rmap hooks: fentry on {}", functions.join(", "));
+    Ok(loaded)
+}
+
+/// Leave out every program of rmap.bpf.c but `hooks`.
+fn rmap_autoload(open: &mut OpenObject, hooks: &[&rmap::Hook]) -> Result<(), String> {
+    for prog in rmap::all_programs() {
+        let on = hooks.iter().any(|h| h.program == prog);
+        open.set_autoload(prog, on).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// What the kernel said when it refused rmap.bpf.o: "fentry refused: ...".
+fn rmap_refusal(e: &crate::sys::bpf::BpfError) -> String {
+    match &e.verifier {
+        Some(log) => crate::record::verifier_refusal(&e.what, log),
+        None if e.errno == libc::EPERM || e.errno == libc::EACCES => {
+            format!("the kernel refuses fentry programs: {e}")
+        }
+        None => e.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -314,7 +394,14 @@ mod tests {
         let features: Vec<&str> = OBJECTS.iter().filter_map(|o| o.feature).collect();
         assert_eq!(
             features,
-            ["lifecycle", "rss", "mappings", "alloc", "probe_floor"]
+            [
+                "lifecycle",
+                "rss",
+                "rmap",
+                "mappings",
+                "alloc",
+                "probe_floor"
+            ]
         );
     }
 }

@@ -23,6 +23,7 @@ pub mod pidns;
 pub mod private;
 pub mod progress;
 pub mod resolve;
+pub mod rmap;
 pub mod spawn;
 pub mod stacks;
 

@@ -27,6 +27,7 @@ use super::bench::Benchmarks;
 use super::metrics::Scope;
 use super::metrics::{Blocks, LeakMetrics, Report};
 use super::resident::MEMBERS;
+use super::rmap::RmapReport;
 use super::stacks::{SiteOptions, StackPass};
 use super::timeline::{command_of, Lifecycle, TimelinePass};
 use super::tree::{Lookup, ProcIdx, ProcessTable};
@@ -255,6 +256,23 @@ impl Accounting {
                     self.benches.follow_resident(&self.table, ts);
                 }
             }
+            &EventKind::Rmap {
+                member,
+                pages,
+                addr,
+            } => {
+                let i = match self.table.lookup(pid) {
+                    Lookup::Alive(i) => i,
+                    Lookup::Exited => {
+                        self.log.ignored_events += 1;
+                        return;
+                    }
+                    Lookup::Absent => self.table.spawn(pid, None, ts),
+                };
+                let page = self.page_bytes;
+                let r = self.table[i].rmap.get_or_insert_with(Box::default);
+                r.apply(member, pages, addr, page, ts);
+            }
             EventKind::Lost(Lost { cause, total }) => self.log.note_lost(cause, *total),
             EventKind::Mmap { .. }
             | EventKind::Munmap { .. }
@@ -409,6 +427,9 @@ impl Accounting {
         p.argv = argv.to_vec();
         p.execs = p.execs.saturating_add(1);
         p.control_client = is_control_client(filename, argv);
+        if let Some(r) = p.rmap.as_deref_mut() {
+            r.start_image();
+        }
         if let Some(r) = p.resident.as_deref_mut() {
             r.start_image();
             self.set_contribution(i, [0; MEMBERS + 1], 0);
@@ -534,6 +555,7 @@ impl Accounting {
             .map(|s| s.finish(&self.table, start_ns, |b| Some(benches.uri(b).to_string())));
         let end_ns = assemble::end_ns(&self.header, self.log.last_ts_ns, end);
         let timeline = self.timeline.map(|t| t.finish(&self.table, end_ns));
+        let rmap = rmap_report(&self.table, self.page_bytes, start_ns);
         let mut report = assemble::report(
             &self.header,
             self.page_bytes,
@@ -543,6 +565,7 @@ impl Accounting {
             end,
         );
         report.timeline = timeline;
+        report.rmap = rmap;
         if let Some((scope, benches, profile)) = stacks {
             report.stacks = Some(scope);
             report.profile = profile;
@@ -554,6 +577,36 @@ impl Accounting {
             }
         }
         report
+    }
+}
+
+/// The rmap accounting of every process that has some, in table order; None when the
+/// recording has no rmap events.
+fn rmap_report(table: &ProcessTable, page: u64, start_ns: u64) -> Option<RmapReport> {
+    let processes: Vec<_> = table
+        .procs()
+        .iter()
+        .filter_map(|p| {
+            let r = p.rmap.as_deref()?;
+            let rss = p.resident.as_deref().map(|r| r.baseline_and_value());
+            let command = command_of(&p.argv, p.exe.as_deref());
+            Some(r.metrics(p.pid, command, rss, page, start_ns, &region_of))
+        })
+        .collect();
+    (!processes.is_empty()).then(|| RmapReport {
+        sources: "rmap_resident_pages: rss_stat's baseline (fork or exec) plus the rmap net; \
+                  rss_stat_pages: the kernel's counters"
+            .into(),
+        processes,
+    })
+}
+
+/// What holds a page, by its kind: the recording's mappings carry no file names, so file pages
+/// are "file" as a whole.
+fn region_of(_addr: u64, member: u8) -> String {
+    match crate::format::RssMember::from_u8(member) {
+        Some(m) => m.name().to_string(),
+        None => "unknown".into(),
     }
 }
 

@@ -314,6 +314,7 @@ fn completeness(
         stacks: None,
         profile: None,
         timeline: None,
+        rmap: None,
     }
 }
 

@@ -58,6 +58,10 @@ pub struct Report {
     /// `html`); absent otherwise, so the JSON report stays as it was. Not narrowed by the scope.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeline: Option<super::timeline::Timeline>,
+    /// Resident memory from the kernel's rmap events per process (format version 6 on, where
+    /// the kernel allowed the rmap hooks); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rmap: Option<super::rmap::RmapReport>,
 }
 
 /// The allocation sites of the report's scope (`report --stacks`): each distinct call stack
@@ -631,6 +635,7 @@ mod tests {
             stacks: None,
             profile: None,
             timeline: None,
+            rmap: None,
         }
     }
 

@@ -145,6 +145,14 @@ pub enum WireRecord<'a> {
         dt_ns: i64,
         scan: Text<'a, LeakScan>,
     },
+    /// 28: `Rmap` (format version 6 on): `member` an `RssMember` number, `daddr` from the
+    /// thread's previous rmap address (a fault run maps page after page: 2 bytes each).
+    Rmap {
+        dt_ns: i64,
+        member: u8,
+        pages: i32,
+        daddr: i64,
+    },
 }
 
 /// The event's own struct inside a record: borrowed from the event the writer encodes, or
