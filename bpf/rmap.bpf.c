@@ -44,14 +44,26 @@ struct mm_struct___owner {
 	struct task_struct *owner;
 } __attribute__((preserve_access_index));
 
+/* The numeric value of a pointer argument: fentry arguments are trusted BTF pointers, and the
+ * verifier refuses arithmetic between one and a number read from memory (a page's offset in its
+ * folio); copied through the stack, it is a plain number (as rss.bpf.c's address_of). */
+static __always_inline __u64 scalar(const void *p)
+{
+	__u64 v = 0;
+
+	bpf_probe_read_kernel(&v, sizeof(v), &p);
+	return v;
+}
+
 /* The head page of `page` (a folio's first page): compound_head with bit 0 set on tail pages,
  * the first word after flags on every kernel memtrack supports. */
 static __always_inline struct page *head_of(struct page *page)
 {
+	__u64 p = scalar(page);
 	__u64 head = 0;
 
-	bpf_probe_read_kernel(&head, sizeof(head), (void *)page + 8);
-	return head & 1 ? (struct page *)(head - 1) : page;
+	bpf_probe_read_kernel(&head, sizeof(head), (void *)(p + 8));
+	return (struct page *)(head & 1 ? head - 1 : p);
 }
 
 /* The flags word, read raw: `unsigned long flags` before 6.18, `memdesc_flags_t flags` (one
@@ -107,7 +119,7 @@ static __always_inline __u64 address_of_page(struct page *page, struct vm_area_s
 	__u64 pgoff;
 
 	if (size)
-		index += ((__u64)page - (__u64)head) / size;
+		index += (scalar(page) - scalar(head)) / size;
 	pgoff = BPF_CORE_READ(vma, vm_pgoff);
 	return BPF_CORE_READ(vma, vm_start) + ((index - pgoff) << PAGE_SHIFT_);
 }
@@ -155,7 +167,7 @@ static __always_inline void emit_rmap(struct vm_area_struct *vma, __u32 kind, __
 SEC("fentry/folio_add_new_anon_rmap")
 int BPF_PROG(rmap_new_anon, struct folio *folio, struct vm_area_struct *vma, unsigned long address)
 {
-	struct page *head = (struct page *)folio;
+	struct page *head = (struct page *)scalar(folio);
 
 	emit_rmap(vma, KIND_ANON, folio_pages(head), address);
 	return 0;
@@ -181,7 +193,7 @@ SEC("fentry/folio_add_file_rmap_ptes")
 int BPF_PROG(rmap_file_ptes, struct folio *folio, struct page *page, int nr_pages,
 	     struct vm_area_struct *vma)
 {
-	struct page *head = (struct page *)folio;
+	struct page *head = (struct page *)scalar(folio);
 
 	emit_rmap(vma, kind_of(head), nr_pages, address_of_page(page, vma));
 	return 0;
@@ -190,7 +202,7 @@ int BPF_PROG(rmap_file_ptes, struct folio *folio, struct page *page, int nr_page
 SEC("fentry/folio_add_file_rmap_pmd")
 int BPF_PROG(rmap_file_pmd, struct folio *folio, struct page *page, struct vm_area_struct *vma)
 {
-	struct page *head = (struct page *)folio;
+	struct page *head = (struct page *)scalar(folio);
 
 	emit_rmap(vma, kind_of(head), PMD_PAGES, address_of_page(page, vma));
 	return 0;
@@ -200,7 +212,7 @@ SEC("fentry/folio_remove_rmap_ptes")
 int BPF_PROG(rmap_remove_ptes, struct folio *folio, struct page *page, int nr_pages,
 	     struct vm_area_struct *vma)
 {
-	struct page *head = (struct page *)folio;
+	struct page *head = (struct page *)scalar(folio);
 
 	emit_rmap(vma, kind_of(head), -nr_pages, address_of_page(page, vma));
 	return 0;
@@ -209,7 +221,7 @@ int BPF_PROG(rmap_remove_ptes, struct folio *folio, struct page *page, int nr_pa
 SEC("fentry/folio_remove_rmap_pmd")
 int BPF_PROG(rmap_remove_pmd, struct folio *folio, struct page *page, struct vm_area_struct *vma)
 {
-	struct page *head = (struct page *)folio;
+	struct page *head = (struct page *)scalar(folio);
 
 	emit_rmap(vma, kind_of(head), -PMD_PAGES, address_of_page(page, vma));
 	return 0;

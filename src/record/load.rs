@@ -238,18 +238,10 @@ impl Loaded {
         OBJECTS
             .iter()
             .filter(|o| o.name != "floor")
+            // Optional, and shown by preflight's `fentry` row instead: a kernel that refuses
+            // fentry records all the same.
+            .filter(|o| o.name != "rmap")
             .map(|object| {
-                if matches!(object.programs, Programs::Rmap) {
-                    let result = rmap::choose_here().and_then(|hooks| {
-                        let mut open = OpenObject::open(object.name, object.bytes)
-                            .map_err(|e| e.to_string())?;
-                        open.set_max_entries("events", 1 << 20)
-                            .map_err(|e| e.to_string())?;
-                        rmap_autoload(&mut open, &hooks)?;
-                        open.load().map(drop).map_err(|e| rmap_refusal(&e))
-                    });
-                    return (object.name, result);
-                }
                 let result = OpenObject::open(object.name, object.bytes)
                     .and_then(|mut open| {
                         open.set_max_entries("events", 1 << 20)?;

@@ -88,6 +88,14 @@ pub fn choose(has: impl Fn(&str) -> bool) -> Result<Vec<&'static Hook>, String> 
     )
 }
 
+/// The kernels of the generation `hook` belongs to, for messages.
+pub fn kernels_of(hook: &Hook) -> &'static str {
+    GENERATIONS
+        .iter()
+        .find(|g| g.hooks.iter().any(|h| h.program == hook.program))
+        .map_or("?", |g| g.kernels)
+}
+
 /// [`choose`] on the running kernel's BTF.
 pub fn choose_here() -> Result<Vec<&'static Hook>, String> {
     let btf = VmlinuxBtf::load().map_err(|e| format!("cannot read the kernel's BTF: {e}"))?;
