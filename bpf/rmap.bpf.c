@@ -124,6 +124,64 @@ static __always_inline __u64 address_of_page(struct page *page, struct vm_area_s
 	return BPF_CORE_READ(vma, vm_start) + ((index - pgoff) << PAGE_SHIFT_);
 }
 
+/* The mappings whose region record was sent: (tgid, start) -> end. LRU: a forgotten entry only
+ * sends its region again. */
+struct region_key {
+	__u32 tgid;
+	__u32 _pad;
+	__u64 start;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct region_key);
+	__type(value, __u64);
+} regions_sent SEC(".maps");
+
+/* Send what `vma` is, the first time an rmap record of process `tgid` falls into it. */
+static __noinline void note_region(struct vm_area_struct *vma, struct mm_struct *mm,
+				   struct task_struct *owner, __u32 tgid)
+{
+	struct region_key key = { .tgid = tgid, .start = BPF_CORE_READ(vma, vm_start) };
+	__u64 end = BPF_CORE_READ(vma, vm_end);
+	__u64 *sent = bpf_map_lookup_elem(&regions_sent, &key);
+	struct rmap_region_event *e;
+	struct file *file;
+	const unsigned char *name;
+
+	if (sent && *sent == end)
+		return;
+	bpf_map_update_elem(&regions_sent, &key, &end, BPF_ANY);
+	e = reserve(sizeof(*e), LOST_RING_RMAP);
+	if (!e)
+		return;
+	fill_header(&e->h, EV_RMAP_REGION, tgid, (__u32)bpf_get_current_pid_tgid());
+	e->h.pid = ns_tgid_of(owner, tgid);
+	e->start = key.start;
+	e->end = end;
+	e->name_len = 0;
+	file = BPF_CORE_READ(vma, vm_file);
+	if (file) {
+		struct inode *inode = BPF_CORE_READ(file, f_inode);
+		long n;
+
+		e->region = BPF_CORE_READ(inode, i_sb, s_magic) == TMPFS_MAGIC ? REGION_SHMEM
+									       : REGION_FILE;
+		name = BPF_CORE_READ(file, f_path.dentry, d_name.name);
+		n = bpf_probe_read_kernel_str(e->name, sizeof(e->name), name);
+		e->name_len = n > 0 ? n - 1 : 0;
+	} else if (key.start <= BPF_CORE_READ(mm, brk) && end > BPF_CORE_READ(mm, start_brk)) {
+		e->region = REGION_HEAP;
+	} else if (key.start <= BPF_CORE_READ(mm, start_stack) &&
+		   end > BPF_CORE_READ(mm, start_stack)) {
+		e->region = REGION_STACK;
+	} else {
+		e->region = REGION_ANON;
+	}
+	submit(e);
+}
+
 /* Record `pages` (signed) of `kind` at `addr` in the mm of `vma`, for a tracked process. */
 static __always_inline void emit_rmap(struct vm_area_struct *vma, __u32 kind, __s32 pages,
 				      __u64 addr)
@@ -151,6 +209,8 @@ static __always_inline void emit_rmap(struct vm_area_struct *vma, __u32 kind, __
 	if (tgid == current->tgid &&
 	    (current->mm != mm || BPF_CORE_READ_BITFIELD_PROBED(current, in_execve)))
 		return;
+	if (pages > 0)
+		note_region(vma, mm, owner, tgid);
 	e = reserve(sizeof(*e), LOST_RING_RMAP);
 	if (!e)
 		return;

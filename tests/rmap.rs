@@ -205,3 +205,40 @@ fn rmap_resident_equals_rss_stat() {
         }
     }
 }
+
+/// A 16 MiB file the fixture maps and reads is resident under its name in the by-mapping view
+/// at the process's rmap peak (as shmem where the scratch directory is tmpfs, in the guests).
+#[test]
+fn rmap_mapped_file_appears_under_its_name() {
+    skip_unless_recording!("rmap_mapped_file_appears_under_its_name");
+    let path = common::scratch_dir().join("rmap-16mib.data");
+    let side = scratch_file("rmap-file.status");
+    let exe = fixture("rmap/file");
+    let rec = common::record_with_env(
+        "rmap-file",
+        &[],
+        &[exe.to_str().unwrap(), path.to_str().unwrap()],
+        &[("MEMTRACK_STATUS_FILE", side.as_os_str())],
+    );
+    check!(rec, rec.code() == 0, "exit code");
+    if !has_rmap("rmap_mapped_file_appears_under_its_name", &rec) {
+        return;
+    }
+    let report = analyze(&rec.header, rec.events.iter().cloned(), Some(&rec.end));
+    let rmap = report.rmap.as_ref().expect("an rmap section");
+    let root = rec.header.root_pid;
+    let p = rmap.processes.iter().find(|p| p.pid == root).unwrap();
+    eprintln!("by mapping at the peak: {:?}", p.by_mapping);
+    let file = p
+        .by_mapping
+        .iter()
+        .find(|r| r.region.ends_with("rmap-16mib.data"));
+    check!(
+        rec,
+        file.is_some_and(|r| r.bytes as i64 == 16 * MIB),
+        "16 MiB under the file's name: {:?}",
+        p.by_mapping
+    );
+    let text = report_text(&rec.path, &[], None);
+    check!(rec, text.contains("rmap-16mib.data 16.0 MiB"), "{text}");
+}

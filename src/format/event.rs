@@ -211,6 +211,9 @@ pub enum EventKind {
         pages: i32,
         addr: u64,
     },
+    /// The mapping [start, end) of the process that the following `Rmap` events at its
+    /// addresses fall into (format version 6 on), sent the first time one does.
+    RmapRegion(RmapRegion),
     /// Events lost so far for one cause.
     Lost(Lost),
     /// A successful `mmap` of `len` bytes (as requested, not rounded to pages) at `addr`, with
@@ -276,6 +279,17 @@ pub enum EventKind {
 pub struct Exec {
     pub filename: String,
     pub argv: Vec<String>,
+}
+
+/// `EventKind::RmapRegion`: the mapping [start, end), what it is (`what`: "anon", "heap",
+/// "stack", "file" or "shmem") and, for a file or shmem mapping, the file's name (its last
+/// path component, as the kernel's dentry holds it).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RmapRegion {
+    pub start: u64,
+    pub end: u64,
+    pub what: String,
+    pub name: String,
 }
 
 /// `EventKind::Lost`: the cumulative count of events lost for `cause` so far (written when it

@@ -192,6 +192,7 @@ fn too_large(ev: &Event) -> Option<FormatError> {
         } => ("a bench control event", uri.len()),
         // Each address is a varint of 10 bytes at most.
         EventKind::LeakScan(s) => ("a leak scan event", s.failure.len() + s.lost.len() * 10),
+        EventKind::RmapRegion(r) => ("an rmap region event", r.name.len()),
         _ => return None,
     };
     (bytes > MAX_EVENT_STRING_BYTES).then_some(FormatError::TooLarge {

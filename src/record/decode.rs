@@ -6,10 +6,11 @@
 
 use std::mem::{offset_of, size_of};
 
-use crate::format::{AllocFunc, Event, EventKind, Exec, RssMember};
+use crate::format::{AllocFunc, Event, EventKind, Exec, RmapRegion, RssMember};
 use crate::sys::raw::{
     alloc_event, event_header, event_kind, exec_event, exit_event, fork_event, lost_cause,
-    map_event, rmap_event, rss_event, stack_event, stop_event, stop_reason, STACK_MAX_DEPTH,
+    map_event, rmap_event, rmap_region_event, rss_event, stack_event, stop_event, stop_reason,
+    STACK_MAX_DEPTH,
 };
 
 /// A record the decoder could not read.
@@ -48,6 +49,7 @@ const EV_MREMAP: u32 = event_kind::EV_MREMAP as u32;
 const EV_BRK: u32 = event_kind::EV_BRK as u32;
 const EV_STACK: u32 = event_kind::EV_STACK as u32;
 const EV_RMAP: u32 = event_kind::EV_RMAP as u32;
+const EV_RMAP_REGION: u32 = event_kind::EV_RMAP_REGION as u32;
 
 /// A process the kernel side stopped so that the recorder can scan what it mapped (see
 /// bpf/discover.bpf.c). Not an event of the file.
@@ -137,6 +139,7 @@ pub fn decode(b: &[u8]) -> Result<Event, DecodeError> {
         EV_EXIT => size_of::<exit_event>(),
         EV_RSS => size_of::<rss_event>(),
         EV_RMAP => size_of::<rmap_event>(),
+        EV_RMAP_REGION => size_of::<rmap_region_event>(),
         EV_MMAP | EV_MUNMAP | EV_MREMAP | EV_BRK => size_of::<map_event>(),
         _ => return Err(DecodeError::Unknown { kind }),
     };
@@ -218,6 +221,24 @@ pub fn decode(b: &[u8]) -> Result<Event, DecodeError> {
                     to: addr,
                 },
             }
+        }
+        EV_RMAP_REGION => {
+            let len = (u32_at(b, offset_of!(rmap_region_event, name_len)) as usize)
+                .min(crate::sys::raw::RMAP_NAME_MAX as usize);
+            let at = offset_of!(rmap_region_event, name);
+            let what = match u32_at(b, offset_of!(rmap_region_event, region)) {
+                1 => "heap",
+                2 => "stack",
+                3 => "file",
+                4 => "shmem",
+                _ => "anon",
+            };
+            EventKind::RmapRegion(RmapRegion {
+                start: u64_at(b, offset_of!(rmap_region_event, start)),
+                end: u64_at(b, offset_of!(rmap_region_event, end)),
+                what: what.to_string(),
+                name: String::from_utf8_lossy(&b[at..at + len]).into_owned(),
+            })
         }
         EV_RMAP => {
             let member = u8::try_from(u32_at(b, offset_of!(rmap_event, kind)))

@@ -270,8 +270,23 @@ impl Accounting {
                     Lookup::Absent => self.table.spawn(pid, None, ts),
                 };
                 let page = self.page_bytes;
-                let r = self.table[i].rmap.get_or_insert_with(Box::default);
+                let p = &mut self.table[i];
+                let rss = p.resident.as_deref().map_or([0; MEMBERS], |r| r.values());
+                let r = p.rmap.get_or_insert_with(Box::default);
+                r.inherited.get_or_insert(rss);
                 r.apply(member, pages, addr, page, ts);
+            }
+            EventKind::RmapRegion(region) => {
+                let i = match self.table.lookup(pid) {
+                    Lookup::Alive(i) => i,
+                    Lookup::Exited => {
+                        self.log.ignored_events += 1;
+                        return;
+                    }
+                    Lookup::Absent => self.table.spawn(pid, None, ts),
+                };
+                let r = self.table[i].rmap.get_or_insert_with(Box::default);
+                r.note_region(region.start, region.end, &region.what, &region.name);
             }
             EventKind::Lost(Lost { cause, total }) => self.log.note_lost(cause, *total),
             EventKind::Mmap { .. }
@@ -588,9 +603,9 @@ fn rmap_report(table: &ProcessTable, page: u64, start_ns: u64) -> Option<RmapRep
         .iter()
         .filter_map(|p| {
             let r = p.rmap.as_deref()?;
-            let rss = p.resident.as_deref().map(|r| r.baseline_and_value());
+            let rss = p.resident.as_deref().map(|r| r.values());
             let command = command_of(&p.argv, p.exe.as_deref());
-            Some(r.metrics(p.pid, command, rss, page, start_ns, &region_of))
+            Some(r.metrics(p.pid, command, rss, page, start_ns))
         })
         .collect();
     (!processes.is_empty()).then(|| RmapReport {
@@ -599,15 +614,6 @@ fn rmap_report(table: &ProcessTable, page: u64, start_ns: u64) -> Option<RmapRep
             .into(),
         processes,
     })
-}
-
-/// What holds a page, by its kind: the recording's mappings carry no file names, so file pages
-/// are "file" as a whole.
-fn region_of(_addr: u64, member: u8) -> String {
-    match crate::format::RssMember::from_u8(member) {
-        Some(m) => m.name().to_string(),
-        None => "unknown".into(),
-    }
 }
 
 /// Whether an exec of `filename` with `argv` runs `memtrack ctl`: a control client of the

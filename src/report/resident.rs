@@ -73,10 +73,10 @@ impl ProcResident {
             .fold(0i64, |acc, m| acc.saturating_add(self.value(m)))
     }
 
-    /// The current image's baseline and current estimate per member, pages (the rmap
-    /// accounting's cross-check).
-    pub(super) fn baseline_and_value(&self) -> ([i64; MEMBERS], [i64; MEMBERS]) {
-        (self.baseline, std::array::from_fn(|m| self.value(m)))
+    /// The current estimate per member, pages (the rmap accounting's baseline and
+    /// cross-check).
+    pub(super) fn values(&self) -> [i64; MEMBERS] {
+        std::array::from_fn(|m| self.value(m))
     }
 
     /// Current estimate of anon + file + shmem, pages, as the report's peak counts it (the

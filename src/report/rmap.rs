@@ -18,7 +18,7 @@
 //! (kept to find what was resident at the process's rmap peak, which `by_mapping` groups);
 //! the pass is only made when the file has `Rmap` records.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
@@ -30,6 +30,10 @@ pub(super) const KINDS: [RssMember; 3] = [RssMember::Anon, RssMember::File, RssM
 /// The rmap state of one process image.
 #[derive(Debug, Default)]
 pub(super) struct ProcRmap {
+    /// rss_stat's values when the image's first rmap event came, per `RssMember` number: what
+    /// it held without adds of its own (filled at fork, or set up by exec, which the rmap
+    /// hooks leave out); None until then.
+    pub(super) inherited: Option<[i64; 4]>,
     /// Pages added, removed, per `RssMember` number.
     adds: [u64; 4],
     removes: [u64; 4],
@@ -44,6 +48,9 @@ pub(super) struct ProcRmap {
     peak_ns: u64,
     /// Every event of the image, for the peak's page set: (ts, addr, signed pages, member).
     log: Vec<(u64, u64, i32, u8)>,
+    /// The mappings rmap events fell into: start -> (end, what, file name). Kept across exec:
+    /// the kernel side sends a mapping once per process and address range.
+    regions: BTreeMap<u64, (u64, String, String)>,
 }
 
 impl ProcRmap {
@@ -80,7 +87,46 @@ impl ProcRmap {
 
     /// Starts a new image (exec): the old address space is gone.
     pub(super) fn start_image(&mut self) {
-        *self = ProcRmap::default();
+        let regions = std::mem::take(&mut self.regions);
+        *self = ProcRmap {
+            regions,
+            ..ProcRmap::default()
+        };
+    }
+
+    /// The mapping [start, end) is `what` (file name `name`), replacing what overlapped it.
+    pub(super) fn note_region(&mut self, start: u64, end: u64, what: &str, name: &str) {
+        let stale: Vec<u64> = self
+            .regions
+            .range(..end)
+            .filter(|(_, (e, _, _))| *e > start)
+            .map(|(s, _)| *s)
+            .collect();
+        for s in stale {
+            self.regions.remove(&s);
+        }
+        self.regions
+            .insert(start, (end, what.to_string(), name.to_string()));
+    }
+
+    /// What holds a page of `member` at `addr`: the file's name, or heap, stack, anonymous
+    /// mmap, shmem.
+    fn region_of(&self, addr: u64, member: u8) -> String {
+        let found = self
+            .regions
+            .range(..=addr)
+            .next_back()
+            .filter(|(_, (end, _, _))| addr < *end);
+        let Some((_, (_, what, name))) = found else {
+            return "unknown mapping".into();
+        };
+        match what.as_str() {
+            "file" if member == RssMember::Anon as u8 => format!("{name} (private copies)"),
+            "file" => name.clone(),
+            "shmem" => format!("shmem {name}"),
+            "anon" => "anonymous mmap".into(),
+            other => other.to_string(),
+        }
     }
 
     /// The pages mapped by the image at `ts` (its own adds still mapped then), as page address
@@ -101,16 +147,15 @@ impl ProcRmap {
         pages
     }
 
-    /// The metrics form: rss_stat's `baseline` and current `rss_stat` value per member
-    /// (pages, when the recording has them), `regions` naming what an address is.
+    /// The metrics form, with rss_stat's current value per member (pages, when the recording
+    /// has them).
     pub(super) fn metrics(
         &self,
         pid: u32,
         command: String,
-        rss: Option<([i64; 4], [i64; 4])>,
+        rss: Option<[i64; 4]>,
         page: u64,
         start_ns: u64,
-        regions: &dyn Fn(u64, u8) -> String,
     ) -> RmapProcess {
         let kinds = KINDS
             .iter()
@@ -118,10 +163,8 @@ impl ProcRmap {
                 let m = member as usize;
                 let net = self.net(member);
                 let own = self.own.values().filter(|&&k| k as usize == m).count() as u64;
-                let (baseline, rss_stat) = match rss {
-                    Some((b, v)) => (Some(b[m]), Some(v[m])),
-                    None => (None, None),
-                };
+                let baseline = self.inherited.map(|b| b[m]);
+                let rss_stat = rss.map(|v| v[m]);
                 let resident = baseline.map(|b| b.saturating_add(net));
                 RmapKind {
                     kind: member.name().to_string(),
@@ -140,7 +183,7 @@ impl ProcRmap {
         let mut by: HashMap<String, u64> = HashMap::new();
         if self.peak_total > 0 {
             for (addr, m) in self.pages_at(self.peak_ns, page) {
-                *by.entry(regions(addr, m)).or_default() += page;
+                *by.entry(self.region_of(addr, m)).or_default() += page;
             }
         }
         let mut by_mapping: Vec<RegionResident> = by
@@ -218,20 +261,16 @@ mod tests {
 
     #[test]
     fn removes_of_inherited_pages_go_negative_unclamped() {
-        let mut r = ProcRmap::default();
+        let mut r = ProcRmap {
+            inherited: Some([0, 8200, 0, 0]),
+            ..ProcRmap::default()
+        };
         // 32 MiB inherited, unmapped by the child: removes only.
         r.apply(RssMember::Anon, -8192, 0x7f00_0000_0000, 4096, 10);
         assert_eq!(r.net(RssMember::Anon), -8192);
         assert_eq!(r.inherited_unmapped[RssMember::Anon as usize], 8192);
         assert!(r.own.is_empty());
-        let m = r.metrics(
-            7,
-            "child".into(),
-            Some(([0, 8200, 0, 0], [0, 8, 0, 0])),
-            4096,
-            0,
-            &|_, _| "x".into(),
-        );
+        let m = r.metrics(7, "child".into(), Some([0, 8, 0, 0]), 4096, 0);
         let anon = &m.kinds[0];
         assert_eq!(
             (
@@ -253,15 +292,15 @@ mod tests {
         assert_eq!(r.own.len(), 5);
         assert_eq!(r.inherited_unmapped[RssMember::Anon as usize], 1);
         assert_eq!((r.peak_total, r.peak_ns), (6, 2));
-        let m = r.metrics(1, "p".into(), None, 4096, 0, &|a, _| {
-            if a >= 0x10_0000 { "file" } else { "heap" }.into()
-        });
+        r.note_region(0, 0x10_0000, "heap", "");
+        r.note_region(0x10_0000, 0x20_0000, "file", "data.bin");
+        let m = r.metrics(1, "p".into(), None, 4096, 0);
         let by: Vec<_> = m
             .by_mapping
             .iter()
             .map(|r| (r.region.as_str(), r.bytes))
             .collect();
-        assert_eq!(by, [("heap", 16384), ("file", 8192)]);
+        assert_eq!(by, [("heap", 16384), ("data.bin", 8192)]);
         assert_eq!(m.peak_own_bytes, 6 * 4096);
     }
 }

@@ -257,6 +257,9 @@ fn event_kind(
             (dt_ns, kind)
         }
         WireRecord::Lost { dt_ns, lost } => (dt_ns, EventKind::Lost(lost.into_owned())),
+        WireRecord::RmapRegion { dt_ns, region } => {
+            (dt_ns, EventKind::RmapRegion(region.into_owned()))
+        }
         WireRecord::Rmap {
             dt_ns,
             member,

@@ -125,6 +125,10 @@ impl ChunkEncoder {
                 pages,
                 daddr: th.rmap.encode(addr),
             },
+            EventKind::RmapRegion(region) => WireRecord::RmapRegion {
+                dt_ns,
+                region: Borrowed(region),
+            },
             EventKind::Lost(lost) => WireRecord::Lost {
                 dt_ns,
                 lost: Borrowed(lost),

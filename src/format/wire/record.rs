@@ -4,7 +4,9 @@
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::super::event::{Bench, Coverage, Exec, LeakScan, Lost, Module, StackWalks, Symbol};
+use super::super::event::{
+    Bench, Coverage, Exec, LeakScan, Lost, Module, RmapRegion, StackWalks, Symbol,
+};
 
 /// The most threads one chunk may introduce. The writer closes a chunk at 64 KiB of payload and
 /// a `Thread` record takes at least 3 bytes, so it never gets near this; the reader refuses more,
@@ -152,6 +154,11 @@ pub enum WireRecord<'a> {
         member: u8,
         pages: i32,
         daddr: i64,
+    },
+    /// 29: `RmapRegion` (format version 6 on).
+    RmapRegion {
+        dt_ns: i64,
+        region: Text<'a, RmapRegion>,
     },
 }
 
