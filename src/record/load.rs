@@ -47,6 +47,8 @@ enum When {
     Always,
     /// Resident memory is recorded (not `--no-rss`).
     Rss,
+    /// rmap hooks are wanted (not `--no-rmap`, nor `--no-rss`).
+    Rmap,
     /// Raw mappings are recorded (not `--no-mappings`).
     Mappings,
     /// The real allocator programs (not `--probe-floor`).
@@ -60,6 +62,7 @@ impl When {
         match self {
             When::Always => true,
             When::Rss => opts.rss && caps.bpf_loop,
+            When::Rmap => opts.rmap && opts.rss && caps.bpf_loop,
             When::Mappings => opts.mappings,
             When::Allocations => !opts.probe_floor,
             When::ProbeFloor => opts.probe_floor,
@@ -100,7 +103,7 @@ pub const OBJECTS: &[Object] = &[
         shares: SHARED,
         programs: Programs::Rmap,
         feature: Some("rmap"),
-        when: When::Rss,
+        when: When::Rmap,
     },
     Object {
         name: "discover",

@@ -65,6 +65,8 @@ pub struct RecordOptions {
     pub command: Vec<OsString>,
     /// Record resident memory (rss_stat) as well as allocations.
     pub rss: bool,
+    /// Load the rmap hooks too, where the kernel allows them (not `--no-rmap`).
+    pub rmap: bool,
     /// Attach empty programs at the allocator sites instead of the real ones (benchmarks).
     pub probe_floor: bool,
     /// Record raw mappings (mmap, munmap, mremap, brk) from the syscall tracepoints.
