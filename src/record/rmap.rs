@@ -102,6 +102,17 @@ pub fn choose_here() -> Result<Vec<&'static Hook>, String> {
     choose(|f| btf.has(f, libbpf_sys::BTF_KIND_FUNC))
 }
 
+/// Whether this kernel's rss counters lag the pages its rmap functions see: before 6.2 (the
+/// atomic `struct mm_rss_stat`, no per-CPU counters) a task batches its own faults in
+/// `task->rss_stat` and adds them to the mm every 64 (TASK_RSS_EVENTS_THRESH), so what exec
+/// set up shows in rss_stat only at the next flush, and the rmap accounting's inherited
+/// baseline, read at the image's first rmap event, misses up to that many pages.
+pub fn rss_counters_lag() -> bool {
+    VmlinuxBtf::load().is_ok_and(|btf| {
+        btf.member_kind("mm_struct", "rss_stat") != Some(libbpf_sys::BTF_KIND_ARRAY)
+    })
+}
+
 /// The one line a recording without rmap hooks says, with why.
 pub fn unavailable_line(why: &str) -> String {
     format!(
