@@ -258,6 +258,101 @@ pub struct RegionResident {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::{EventKind, RmapRegion};
+    use crate::testkit::{at, fork, rss, run};
+
+    fn rmap(member: RssMember, pages: i32, addr: u64) -> EventKind {
+        EventKind::Rmap {
+            member,
+            pages,
+            addr,
+        }
+    }
+
+    fn region(start: u64, end: u64, what: &str, name: &str) -> EventKind {
+        EventKind::RmapRegion(RmapRegion {
+            start,
+            end,
+            what: what.into(),
+            name: name.into(),
+        })
+    }
+
+    /// The seed's contract through the whole accounting pass: the parent maps 32 MiB, the
+    /// kernel fills the child's counters at fork, the child unmaps them: its anon net is
+    /// -8192 pages, all inherited, rmap and rss_stat agree, nothing is clamped; the views say
+    /// so.
+    #[test]
+    fn a_child_unmapping_what_it_inherited_goes_negative_in_every_view() {
+        const BASE: u64 = 0x7f00_0000_0000;
+        let (parent, child) = (10, 11);
+        let mut events = vec![
+            at(
+                1,
+                parent,
+                parent,
+                region(BASE, BASE + (32 << 20), "anon", ""),
+            ),
+            at(2, parent, parent, rmap(RssMember::Anon, 8192, BASE)),
+            at(3, parent, parent, rss(RssMember::Anon, 8192, 8192, true)),
+            at(4, parent, parent, fork(child)),
+            at(5, child, parent, rss(RssMember::Anon, 8192, 8192, false)),
+        ];
+        // The child unmaps page by page, as zap_pte_range calls the remove function per folio.
+        for k in 0..8192u64 {
+            events.push(at(
+                6 + k,
+                child,
+                child,
+                rmap(RssMember::Anon, -1, BASE + k * 4096),
+            ));
+        }
+        events.push(at(9000, child, child, rss(RssMember::Anon, -8192, 0, true)));
+        let report = run(events);
+        let rmap = report.rmap.as_ref().expect("rmap section");
+        let c = rmap.processes.iter().find(|p| p.pid == child).unwrap();
+        let anon = &c.kinds[0];
+        assert_eq!(
+            (anon.adds_pages, anon.removes_pages, anon.net_pages),
+            (0, 8192, -8192)
+        );
+        assert_eq!(anon.inherited_pages, Some(8192));
+        assert_eq!(anon.inherited_unmapped_pages, 8192);
+        assert_eq!(anon.own_resident_pages, 0);
+        assert_eq!(
+            (
+                anon.rmap_resident_pages,
+                anon.rss_stat_pages,
+                anon.difference_pages
+            ),
+            (Some(0), Some(0), Some(0))
+        );
+        let p = rmap.processes.iter().find(|p| p.pid == parent).unwrap();
+        assert_eq!(p.peak_own_bytes, 32 << 20);
+        let held: Vec<_> = p
+            .by_mapping
+            .iter()
+            .map(|r| (r.region.as_str(), r.bytes))
+            .collect();
+        assert_eq!(held, [("anonymous mmap", 32 << 20)]);
+
+        let mut text = Vec::new();
+        crate::report::text::write_text(&report, &Default::default(), &mut text).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(text.contains("adds 0, removes 8192, net -8192"), "{text}");
+        assert!(text.contains("inherited since unmapped 8192"), "{text}");
+        assert!(text.contains("anonymous mmap 32.0 MiB"), "{text}");
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["rmap"]["processes"][1]["kinds"][0]["net_pages"], -8192);
+    }
+
+    #[test]
+    fn a_report_without_rmap_events_has_no_rmap_section() {
+        let report = run(vec![at(1, 1, 1, rss(RssMember::Anon, 5, 5, true))]);
+        assert!(report.rmap.is_none());
+        let json = serde_json::to_value(&report).unwrap();
+        assert!(json.get("rmap").is_none(), "the JSON stays as it was");
+    }
 
     #[test]
     fn removes_of_inherited_pages_go_negative_unclamped() {
