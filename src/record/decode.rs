@@ -303,6 +303,52 @@ mod tests {
     use crate::sys::raw::record_bytes as bytes;
 
     #[test]
+    fn decodes_rmap_and_its_regions() {
+        let e = rmap_event {
+            h: header(event_kind::EV_RMAP, 7, 8, 5),
+            addr: 0x7f00_0000_1000,
+            pages: -512i32 as u32 as _,
+            kind: RssMember::Shmem as u32,
+        };
+        let ev = decode(&bytes(&e)).unwrap();
+        assert_eq!(
+            ev.kind,
+            EventKind::Rmap {
+                member: RssMember::Shmem,
+                pages: -512,
+                addr: 0x7f00_0000_1000
+            }
+        );
+        let bad = rmap_event { kind: 9, ..e };
+        assert!(decode(&bytes(&bad)).is_err(), "kind 9 is no member");
+        let mut r = rmap_region_event {
+            h: header(event_kind::EV_RMAP_REGION, 7, 8, 6),
+            start: 0x1000,
+            end: 0x5000,
+            region: 3,
+            name_len: 8,
+            name: [0; crate::sys::raw::RMAP_NAME_MAX as usize],
+        };
+        for (d, s) in r.name.iter_mut().zip(b"data.bin") {
+            *d = *s as _;
+        }
+        let region = |r: &rmap_region_event| match decode(&bytes(r)).unwrap().kind {
+            EventKind::RmapRegion(region) => region,
+            other => panic!("{other:?}"),
+        };
+        let got = region(&r);
+        assert_eq!(
+            (got.start, got.end, got.what.as_str(), got.name.as_str()),
+            (0x1000, 0x5000, "file", "data.bin")
+        );
+        // A length past the buffer is cut to it; an unknown region number reads as anon.
+        r.name_len = 1000;
+        r.region = 77;
+        let got = region(&r);
+        assert_eq!((got.what.as_str(), got.name.len()), ("anon", 64));
+    }
+
+    #[test]
     fn decodes_alloc_free_realloc_failed() {
         let mut e = alloc_event {
             h: header(event_kind::EV_ALLOC, 10, 11, 123),

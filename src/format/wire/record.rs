@@ -513,7 +513,7 @@ mod tests {
     #[test]
     fn variant_numbers_are_pinned() {
         // These numbers are on disk; this test fails if a variant is moved or inserted.
-        let cases: [(WireRecord<'_>, u8); 27] = [
+        let cases: [(WireRecord<'_>, u8); 29] = [
             (WireRecord::Thread { pid: 0, tid: 0 }, 0),
             (WireRecord::Switch { index: 0 }, 1),
             (
@@ -709,6 +709,27 @@ mod tests {
                     stack_id: 0,
                 },
                 26,
+            ),
+            (
+                WireRecord::Rmap {
+                    dt_ns: 0,
+                    member: 0,
+                    pages: 0,
+                    daddr: 0,
+                },
+                28,
+            ),
+            (
+                WireRecord::RmapRegion {
+                    dt_ns: 0,
+                    region: owned(RmapRegion {
+                        start: 0,
+                        end: 0,
+                        what: String::new(),
+                        name: String::new(),
+                    }),
+                },
+                29,
             ),
         ];
         for (rec, n) in cases {
