@@ -145,6 +145,12 @@ fn rmap_fork_inherited_unmap_contract() {
     );
     // The report: the child's net unclamped, its inherited unmapped pages counted apart.
     let report = analyze(&rec.header, rec.events.iter().cloned(), Some(&rec.end));
+    check!(
+        rec,
+        report.complete,
+        "nothing lost: {:?}",
+        report.lost_events
+    );
     let rmap = report.rmap.as_ref().expect("an rmap section");
     let p = rmap.processes.iter().find(|p| p.pid == child).unwrap();
     let anon = p.kinds.iter().find(|k| k.kind == "anon").unwrap();
@@ -190,6 +196,12 @@ fn rmap_resident_equals_rss_stat() {
             return;
         }
         let report = analyze(&rec.header, rec.events.iter().cloned(), Some(&rec.end));
+        check!(
+            rec,
+            report.complete,
+            "nothing lost: {:?}",
+            report.lost_events
+        );
         let rmap = report.rmap.as_ref().expect("an rmap section");
         check!(rec, !rmap.processes.is_empty(), "processes");
         for p in &rmap.processes {

@@ -155,6 +155,9 @@ const ALLOC_ENTRY_VARIANTS: &[&str] = &[
 /// others share.
 pub struct Loaded {
     objects: Vec<(&'static Object, LoadedObject)>,
+    /// Why the rmap hooks were wanted and not loaded (the kernel refuses fentry, or has no
+    /// rmap functions memtrack hooks): the one line `record` says with its closing lines.
+    pub rmap_unavailable: Option<String>,
 }
 
 impl Loaded {
@@ -174,18 +177,16 @@ impl Loaded {
             );
         }
         let mut objects: Vec<(&'static Object, LoadedObject)> = Vec::new();
+        let mut rmap_unavailable = None;
         for object in OBJECTS.iter().filter(|o| o.when.holds(opts, caps)) {
             let mut open = OpenObject::open(object.name, object.bytes).map_err(kernel_error)?;
             if matches!(object.programs, Programs::Rmap) {
                 // Optional: where the kernel has no hooks for it or refuses fentry, the
-                // recording says so once and goes on with rss_stat alone.
+                // recording goes on with rss_stat alone and says so once, at its end.
                 let first = &objects[0].1;
                 match rmap_load(open, first, pidns) {
                     Ok(loaded) => objects.push((object, loaded)),
-                    Err(why) if !opts.quiet => {
-                        eprintln!("memtrack: {}", rmap::unavailable_line(&why))
-                    }
-                    Err(why) => log::info!("{}", rmap::unavailable_line(&why)),
+                    Err(why) => rmap_unavailable = Some(rmap::unavailable_line(&why)),
                 }
                 continue;
             }
@@ -231,7 +232,10 @@ impl Loaded {
             }
             objects.push((object, open.load().map_err(kernel_error)?));
         }
-        Ok(Loaded { objects })
+        Ok(Loaded {
+            objects,
+            rmap_unavailable,
+        })
     }
 
     /// Load (and unload) each object `record` could load on a kernel with `caps`, each on its

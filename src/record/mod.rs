@@ -251,6 +251,11 @@ pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
     // A signal that came during the final drain is delivered here, with the file complete.
     drop(signals);
 
+    // Said with the closing lines, not at load: a command that cannot start fails with its one
+    // error line alone.
+    if let Some(line) = objects.rmap_unavailable.as_ref().filter(|_| !opts.quiet) {
+        eprintln!("memtrack: {line}");
+    }
     say_ending(opts, &not_found, &left_running, &allocators, &summary);
     Ok(summary.exit_code)
 }
