@@ -28,6 +28,8 @@ enum event_kind {
 	EV_MREMAP = 12,      /* struct map_event: a successful mremap */
 	EV_BRK = 13,         /* struct map_event: brk moved the break from old_addr to addr */
 	EV_STACK = 14,       /* struct stack_event: a call stack seen for the first time */
+	EV_RMAP = 15,        /* struct rmap_event: pages mapped into or unmapped from an mm */
+	EV_RMAP_REGION = 16, /* struct rmap_region_event: the mapping rmap events fall into */
 };
 
 /* Allocator entry points; numbered as AllocFunc in src/format/event.rs (on disk). */
@@ -122,7 +124,8 @@ enum lost_cause {
 	LOST_RING_MAP = 5,       /* ring buffer full: a mapping change (mmap, munmap, mremap, brk) */
 	LOST_STOP = 6,           /* ring buffer full: a new file was not scanned before it ran */
 	LOST_RING_STACK = 7,     /* ring buffer full: a new call stack (its allocation has none) */
-	LOST_CAUSES = 8,
+	LOST_RING_RMAP = 8,      /* ring buffer full: an rmap change (pages mapped or unmapped) */
+	LOST_CAUSES = 9,
 };
 
 /* Values of the `tracked` map. */
@@ -184,6 +187,37 @@ struct rss_event {
 	__u64 value_pages;     /* exact new value: count plus every CPU's pending part */
 	__u32 member;          /* 0 file, 1 anon, 2 swap entries, 3 shmem */
 	__u32 by_owner;        /* 1 if a task of the owning process made the change */
+};
+
+/* Pages of one folio mapped into (pages > 0) or unmapped from (pages < 0) a process's page
+ * tables, seen at the kernel's rmap functions (bpf/rmap.bpf.c). */
+struct rmap_event {
+	struct event_header h; /* pid: the mm's owner; tid: the task that ran */
+	__u64 addr;            /* user virtual address of the first page */
+	__s32 pages;           /* signed: + mapped, - unmapped */
+	__u32 kind;            /* rss_event's member numbers: 0 file, 1 anon, 3 shmem */
+};
+
+#define RMAP_NAME_MAX 64
+
+/* What a mapping is (struct rmap_region_event). */
+enum region_kind {
+	REGION_ANON = 0,  /* anonymous memory: mmap, or private copies of a file's pages */
+	REGION_HEAP = 1,  /* the brk heap */
+	REGION_STACK = 2, /* the main thread's stack */
+	REGION_FILE = 3,  /* a mapped file (name: its file name) */
+	REGION_SHMEM = 4, /* shmem: tmpfs and memfd files, MAP_SHARED anonymous memory, SysV shm */
+};
+
+/* The mapping [start, end) of the record's process that the next rmap records fall into, sent
+ * the first time an rmap record falls into it (and again when its end moved). */
+struct rmap_region_event {
+	struct event_header h; /* pid: the mm's owner */
+	__u64 start;
+	__u64 end;
+	__u32 region;   /* enum region_kind */
+	__u32 name_len; /* bytes of name used: the file's name (its last path component) */
+	char name[RMAP_NAME_MAX];
 };
 
 /* The process was stopped (SIGSTOP from BPF) before running the code of newly mapped files;

@@ -118,6 +118,11 @@ pub struct RecordArgs {
     /// do not record resident memory (rss_stat), only allocations and the process tree
     #[argh(switch)]
     pub no_rss: bool,
+    /// do not load the rmap hooks (fentry on the kernel's rmap functions, where the kernel
+    /// allows them): resident memory from rss_stat alone, without the per-process rmap
+    /// accounting and the by-mapping view
+    #[argh(switch)]
+    pub no_rmap: bool,
     /// do not record raw mappings (mmap, munmap, mremap, brk): their syscall tracepoints add
     /// about 0.25 µs to every syscall of every process on the machine while recording (without
     /// them, memtrack cannot warn about an allocator it did not find)
@@ -912,6 +917,7 @@ impl TryFrom<RecordArgs> for RecordOptions {
             ring_size_bytes: u64::from(ring_size_mib) << 20,
             command: a.command,
             rss: !a.no_rss,
+            rmap: !a.no_rss && !a.no_rmap,
             probe_floor: a.probe_floor,
             mappings: !a.no_mappings,
             quiet: a.quiet,

@@ -21,10 +21,9 @@ const CAP_BPF: u32 = 39;
 
 /// Where the kernel exposes its own BTF, which CO-RE relocation and tp_btf programs need.
 pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
-/// The kernel function an rmap hook (an fentry program on the first mapping of a new anonymous
-/// page) would attach to. memtrack has no such hook: resident memory comes from rss_stat alone
-/// (bpf/rss.bpf.c), so the `fentry` row only says whether one could attach here, and nothing
-/// memtrack records today is lost when it is missing.
+/// The kernel function the `fentry` row tries when the kernel's BTF has no rmap functions
+/// memtrack hooks (record::rmap chooses them otherwise): where fentry is refused, the rmap
+/// hooks (bpf/rmap.bpf.c) are not loaded and resident memory comes from rss_stat alone.
 const RMAP_FUNCTION: &str = "folio_add_new_anon_rmap";
 /// Where tracefs is mounted when it is.
 const TRACEFS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
@@ -166,6 +165,12 @@ pub const KERNEL_FEATURES: &[KernelFeature] = &[
         without: "records no resident memory (summing the per-CPU rss counters needs it)",
     },
     KernelFeature {
+        name: "rmap functions",
+        first: "6.1",
+        without: "resident memory from rss_stat alone: no rmap accounting (also where fentry \
+                  is refused; 6.2-6.7 mix two generations and get none)",
+    },
+    KernelFeature {
         name: "rss_stat per-CPU counters",
         first: "6.2",
         without: "reads the older atomic counters, exact as /proc shows them",
@@ -242,6 +247,22 @@ pub fn kernel_features(
                         Some(None) => (Some(false), "mm_struct has no rss_stat".into()),
                     }
                 }
+                "rmap functions" => match vmlinux {
+                    None => (None, "no BTF to read".into()),
+                    Some(b) => {
+                        match crate::record::rmap::choose(|f| b.has(f, sys::BTF_KIND_FUNC)) {
+                            Ok(hooks) => (
+                                Some(true),
+                                format!(
+                                    "{} of {}",
+                                    hooks.len(),
+                                    crate::record::rmap::kernels_of(hooks[0])
+                                ),
+                            ),
+                            Err(_) => (Some(false), "neither set memtrack hooks".into()),
+                        }
+                    }
+                },
                 "mm_lock_seq" => match vmlinux.map(|b| b.member_kind("mm_struct", "mm_lock_seq")) {
                     None => (None, "no BTF to read".into()),
                     Some(Some(sys::BTF_KIND_STRUCT)) => (Some(true), "a seqcount (6.14+)".into()),
@@ -769,11 +790,20 @@ fn fentry(vmlinux: &Result<Option<probe::VmlinuxBtf>, BpfError>) -> Check {
     let Ok(Some(btf)) = vmlinux else {
         return not_checked(NAME, false, DISABLES_RMAP, "needs BTF and bpf()");
     };
-    match btf.fentry(RMAP_FUNCTION) {
+    // The first function of the rmap hooks this kernel would get, else the usual one.
+    let hooks = crate::record::rmap::choose(|f| btf.has(f, libbpf_sys::BTF_KIND_FUNC));
+    let function = hooks.as_ref().map_or(RMAP_FUNCTION, |h| h[0].function);
+    match btf.fentry(function) {
         Ok(()) => Check::ok(
             NAME,
             false,
-            format!("fentry/{RMAP_FUNCTION} attaches"),
+            match &hooks {
+                Ok(h) => format!(
+                    "fentry/{function} attaches; rmap hooks on {} functions",
+                    h.len()
+                ),
+                Err(_) => format!("fentry/{function} attaches"),
+            },
             DISABLES_RMAP,
         ),
         // Refused on locked-down kernels (docs/kernel-facts.md); nothing to fix: rss_stat covers

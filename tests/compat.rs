@@ -364,3 +364,64 @@ fn v5_leak_scan_reads_exactly() {
     );
     assert_eq!((leaks.suppressed.blocks, leaks.suppressed.bytes), (3, 3021));
 }
+
+/// Format version 6, written by memtrack 0.1.0 in the kernel matrix's 6.12 guest (which allows
+/// the rmap hooks): `malloc_free 10 3`, with rmap and rmap_region records. Its rmap
+/// accounting, exactly as recorded: the root's anon and file sums, equal to rss_stat's.
+#[test]
+fn v6_rmap_reads_exactly() {
+    let mut reader = Reader::open(&sample("v6-rmap.mt")).unwrap();
+    let header = reader.header().clone();
+    assert!(header.features.contains(&"rmap".to_string()));
+    assert_eq!(header.kernel_release, "6.12.117+deb13-amd64");
+    let events: Vec<_> = reader.by_ref().collect();
+    let Some(ReadEnd::Complete(trailer)) = reader.end().cloned() else {
+        panic!("v6 sample no longer reads completely: {:?}", reader.end());
+    };
+    assert_eq!(trailer.events, 459);
+    assert_eq!(trailer.exit_code, 3);
+    let rmaps = events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Rmap { .. }))
+        .count();
+    let regions = events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::RmapRegion(_)))
+        .count();
+    assert!(
+        rmaps > 100 && regions > 5,
+        "{rmaps} rmap, {regions} regions"
+    );
+
+    let report = analyze(&header, events.iter().cloned(), reader.end());
+    assert_eq!(report.totals.heap.allocs, 12);
+    assert_eq!(report.totals.heap.frees, 11);
+    let rmap = report.rmap.expect("the v6 sample has rmap events");
+    let p = &rmap.processes[0];
+    assert_eq!(p.pid, header.root_pid);
+    let sums: Vec<_> = p
+        .kinds
+        .iter()
+        .map(|k| {
+            (
+                k.kind.as_str(),
+                k.adds_pages,
+                k.removes_pages,
+                k.net_pages,
+                k.rmap_resident_pages,
+                k.difference_pages,
+            )
+        })
+        .collect();
+    assert_eq!(
+        sums,
+        [
+            ("anon", 50, 16, 34, Some(39), Some(0)),
+            ("file", 195, 49, 146, Some(161), Some(0)),
+            ("shmem", 0, 0, 0, Some(0), Some(0)),
+        ]
+    );
+    assert_eq!(p.peak_own_bytes, 720 << 10);
+    let libc = p.by_mapping.iter().find(|r| r.region == "libc.so.6");
+    assert_eq!(libc.map(|r| r.bytes), Some(472 << 10), "{:?}", p.by_mapping);
+}

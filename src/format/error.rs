@@ -134,14 +134,14 @@ mod tests {
         let e = FormatError::UnsupportedVersion { found: 7 };
         assert_eq!(
             e.to_string(),
-            "format version 7 is newer than this memtrack reads (5); upgrade memtrack"
+            "format version 7 is newer than this memtrack reads (6); upgrade memtrack"
         );
     }
 
     #[test]
     fn version_zero_names_both() {
         let s = FormatError::UnsupportedVersion { found: 0 }.to_string();
-        assert!(s.contains("version 0") && s.contains("reads 1 to 5"), "{s}");
+        assert!(s.contains("version 0") && s.contains("reads 1 to 6"), "{s}");
     }
 
     #[test]

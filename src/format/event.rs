@@ -202,6 +202,18 @@ pub enum EventKind {
         value_pages: u64,
         by_owner: bool,
     },
+    /// `pages` pages of one folio mapped into (positive) or unmapped from (negative) the
+    /// process's page tables at user address `addr`, seen at the kernel's rmap functions
+    /// (format version 6 on; bpf/rmap.bpf.c). `member` is File, Anon or Shmem. Pages a child
+    /// inherits at fork are never added under its pid, so its sums may go negative.
+    Rmap {
+        member: RssMember,
+        pages: i32,
+        addr: u64,
+    },
+    /// The mapping [start, end) of the process that the following `Rmap` events at its
+    /// addresses fall into (format version 6 on), sent the first time one does.
+    RmapRegion(RmapRegion),
     /// Events lost so far for one cause.
     Lost(Lost),
     /// A successful `mmap` of `len` bytes (as requested, not rounded to pages) at `addr`, with
@@ -267,6 +279,17 @@ pub enum EventKind {
 pub struct Exec {
     pub filename: String,
     pub argv: Vec<String>,
+}
+
+/// `EventKind::RmapRegion`: the mapping [start, end), what it is (`what`: "anon", "heap",
+/// "stack", "file" or "shmem") and, for a file or shmem mapping, the file's name (its last
+/// path component, as the kernel's dentry holds it).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RmapRegion {
+    pub start: u64,
+    pub end: u64,
+    pub what: String,
+    pub name: String,
 }
 
 /// `EventKind::Lost`: the cumulative count of events lost for `cause` so far (written when it

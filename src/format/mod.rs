@@ -35,6 +35,10 @@
 //! src/record/leakscan.rs); a version 4 file is a version 5 file without it, whose processes
 //! read as not scanned.
 //!
+//! Version 6 appends `Rmap` (28: pages mapped into or unmapped from a process, from the
+//! kernel's rmap functions) and `RmapRegion` (29: the mapping they fall into); a version 5
+//! file is a version 6 file without them, and its report has no rmap section.
+//!
 //! To change the format: append `WireRecord` variants (the variant number is on disk) for new
 //! event kinds, and bump `FORMAT_VERSION` so that an older memtrack refuses the file by naming
 //! both versions ("upgrade memtrack") instead of calling it damaged at the first new record.
@@ -59,7 +63,7 @@ pub use writer::{Writer, CHUNK_TARGET_BYTES};
 pub const MAGIC: [u8; 8] = *b"MEMTRACK";
 
 /// The format version this memtrack writes (and the newest it reads).
-pub const FORMAT_VERSION: u16 = 5;
+pub const FORMAT_VERSION: u16 = 6;
 
 /// The oldest format version this memtrack reads.
 pub const OLDEST_FORMAT_VERSION: u16 = 1;

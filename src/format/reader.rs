@@ -559,6 +559,26 @@ mod tests {
                 },
             ),
             ev(
+                1_000_000_710,
+                4250,
+                4250,
+                EventKind::Rmap {
+                    member: RssMember::Anon,
+                    pages: -8192,
+                    addr: 0x7f12_3400_0000,
+                },
+            ),
+            ev(
+                1_000_000_720,
+                4250,
+                4250,
+                EventKind::Rmap {
+                    member: RssMember::Shmem,
+                    pages: i32::MAX,
+                    addr: u64::MAX,
+                },
+            ),
+            ev(
                 1_000_000_800,
                 4250,
                 4250,
@@ -1219,12 +1239,12 @@ mod tests {
     #[test]
     fn newer_version_names_both_versions() {
         let mut bytes = record(&every_kind(), 4).bytes;
-        bytes[8..10].copy_from_slice(&6u16.to_le_bytes());
+        bytes[8..10].copy_from_slice(&7u16.to_le_bytes());
         let err = Reader::new(&bytes[..]).err().unwrap();
-        assert!(matches!(err, FormatError::UnsupportedVersion { found: 6 }));
+        assert!(matches!(err, FormatError::UnsupportedVersion { found: 7 }));
         assert_eq!(
             err.to_string(),
-            "format version 6 is newer than this memtrack reads (5); upgrade memtrack"
+            "format version 7 is newer than this memtrack reads (6); upgrade memtrack"
         );
     }
 

@@ -192,6 +192,7 @@ fn too_large(ev: &Event) -> Option<FormatError> {
         } => ("a bench control event", uri.len()),
         // Each address is a varint of 10 bytes at most.
         EventKind::LeakScan(s) => ("a leak scan event", s.failure.len() + s.lost.len() * 10),
+        EventKind::RmapRegion(r) => ("an rmap region event", r.name.len()),
         _ => return None,
     };
     (bytes > MAX_EVENT_STRING_BYTES).then_some(FormatError::TooLarge {
@@ -220,7 +221,7 @@ mod tests {
         let out = w.get_ref();
         assert_eq!(&out[..8], b"MEMTRACK");
         assert_eq!(&out[8..10], &FORMAT_VERSION.to_le_bytes());
-        assert_eq!(FORMAT_VERSION, 5);
+        assert_eq!(FORMAT_VERSION, 6);
         assert_eq!(out[10], TAG_HEADER);
         assert_eq!(w.bytes_written(), out.len() as u64);
     }

@@ -6,10 +6,11 @@
 
 use std::mem::{offset_of, size_of};
 
-use crate::format::{AllocFunc, Event, EventKind, Exec, RssMember};
+use crate::format::{AllocFunc, Event, EventKind, Exec, RmapRegion, RssMember};
 use crate::sys::raw::{
     alloc_event, event_header, event_kind, exec_event, exit_event, fork_event, lost_cause,
-    map_event, rss_event, stack_event, stop_event, stop_reason, STACK_MAX_DEPTH,
+    map_event, rmap_event, rmap_region_event, rss_event, stack_event, stop_event, stop_reason,
+    STACK_MAX_DEPTH,
 };
 
 /// A record the decoder could not read.
@@ -47,6 +48,8 @@ const EV_MUNMAP: u32 = event_kind::EV_MUNMAP as u32;
 const EV_MREMAP: u32 = event_kind::EV_MREMAP as u32;
 const EV_BRK: u32 = event_kind::EV_BRK as u32;
 const EV_STACK: u32 = event_kind::EV_STACK as u32;
+const EV_RMAP: u32 = event_kind::EV_RMAP as u32;
+const EV_RMAP_REGION: u32 = event_kind::EV_RMAP_REGION as u32;
 
 /// A process the kernel side stopped so that the recorder can scan what it mapped (see
 /// bpf/discover.bpf.c). Not an event of the file.
@@ -135,6 +138,8 @@ pub fn decode(b: &[u8]) -> Result<Event, DecodeError> {
         EV_EXEC => size_of::<exec_event>(),
         EV_EXIT => size_of::<exit_event>(),
         EV_RSS => size_of::<rss_event>(),
+        EV_RMAP => size_of::<rmap_event>(),
+        EV_RMAP_REGION => size_of::<rmap_region_event>(),
         EV_MMAP | EV_MUNMAP | EV_MREMAP | EV_BRK => size_of::<map_event>(),
         _ => return Err(DecodeError::Unknown { kind }),
     };
@@ -217,6 +222,35 @@ pub fn decode(b: &[u8]) -> Result<Event, DecodeError> {
                 },
             }
         }
+        EV_RMAP_REGION => {
+            let len = (u32_at(b, offset_of!(rmap_region_event, name_len)) as usize)
+                .min(crate::sys::raw::RMAP_NAME_MAX as usize);
+            let at = offset_of!(rmap_region_event, name);
+            let what = match u32_at(b, offset_of!(rmap_region_event, region)) {
+                1 => "heap",
+                2 => "stack",
+                3 => "file",
+                4 => "shmem",
+                _ => "anon",
+            };
+            EventKind::RmapRegion(RmapRegion {
+                start: u64_at(b, offset_of!(rmap_region_event, start)),
+                end: u64_at(b, offset_of!(rmap_region_event, end)),
+                what: what.to_string(),
+                name: String::from_utf8_lossy(&b[at..at + len]).into_owned(),
+            })
+        }
+        EV_RMAP => {
+            let member = u8::try_from(u32_at(b, offset_of!(rmap_event, kind)))
+                .ok()
+                .and_then(RssMember::from_u8)
+                .ok_or(DecodeError::Unknown { kind })?;
+            EventKind::Rmap {
+                member,
+                pages: u32_at(b, offset_of!(rmap_event, pages)) as i32,
+                addr: u64_at(b, offset_of!(rmap_event, addr)),
+            }
+        }
         _ => {
             let member_no = u32_at(b, offset_of!(rss_event, member));
             let member = u8::try_from(member_no)
@@ -240,7 +274,7 @@ pub fn decode(b: &[u8]) -> Result<Event, DecodeError> {
 }
 
 /// The name of each loss cause of the kernel side, indexed like the `lost` map.
-pub const LOST_CAUSES: [(lost_cause, &str); 8] = [
+pub const LOST_CAUSES: [(lost_cause, &str); 9] = [
     (lost_cause::LOST_RING_ALLOC, "ring_full_alloc"),
     (lost_cause::LOST_RING_LIFECYCLE, "ring_full_lifecycle"),
     (lost_cause::LOST_RING_RSS, "ring_full_rss"),
@@ -249,6 +283,7 @@ pub const LOST_CAUSES: [(lost_cause, &str); 8] = [
     (lost_cause::LOST_RING_MAP, "ring_full_mapping"),
     (lost_cause::LOST_STOP, "ring_full_discovery"),
     (lost_cause::LOST_RING_STACK, "ring_full_stack"),
+    (lost_cause::LOST_RING_RMAP, "ring_full_rmap"),
 ];
 
 #[cfg(test)]
@@ -266,6 +301,52 @@ mod tests {
     }
 
     use crate::sys::raw::record_bytes as bytes;
+
+    #[test]
+    fn decodes_rmap_and_its_regions() {
+        let e = rmap_event {
+            h: header(event_kind::EV_RMAP, 7, 8, 5),
+            addr: 0x7f00_0000_1000,
+            pages: -512i32 as u32 as _,
+            kind: RssMember::Shmem as u32,
+        };
+        let ev = decode(&bytes(&e)).unwrap();
+        assert_eq!(
+            ev.kind,
+            EventKind::Rmap {
+                member: RssMember::Shmem,
+                pages: -512,
+                addr: 0x7f00_0000_1000
+            }
+        );
+        let bad = rmap_event { kind: 9, ..e };
+        assert!(decode(&bytes(&bad)).is_err(), "kind 9 is no member");
+        let mut r = rmap_region_event {
+            h: header(event_kind::EV_RMAP_REGION, 7, 8, 6),
+            start: 0x1000,
+            end: 0x5000,
+            region: 3,
+            name_len: 8,
+            name: [0; crate::sys::raw::RMAP_NAME_MAX as usize],
+        };
+        for (d, s) in r.name.iter_mut().zip(b"data.bin") {
+            *d = *s as _;
+        }
+        let region = |r: &rmap_region_event| match decode(&bytes(r)).unwrap().kind {
+            EventKind::RmapRegion(region) => region,
+            other => panic!("{other:?}"),
+        };
+        let got = region(&r);
+        assert_eq!(
+            (got.start, got.end, got.what.as_str(), got.name.as_str()),
+            (0x1000, 0x5000, "file", "data.bin")
+        );
+        // A length past the buffer is cut to it; an unknown region number reads as anon.
+        r.name_len = 1000;
+        r.region = 77;
+        let got = region(&r);
+        assert_eq!((got.what.as_str(), got.name.len()), ("anon", 64));
+    }
 
     #[test]
     fn decodes_alloc_free_realloc_failed() {

@@ -9,7 +9,7 @@
 use crate::error::Error;
 use crate::preflight::{Capabilities, UprobeLinks};
 use crate::record::pidns::{self, PidNamespace};
-use crate::record::{attach, discover, kernel_error, RecordOptions};
+use crate::record::{attach, discover, kernel_error, rmap, RecordOptions};
 use crate::sys::bpf::{BpfError, Link, LoadedObject, OpenObject};
 use crate::sys::raw;
 
@@ -36,6 +36,9 @@ enum Programs {
     /// On the sites `attach` plans per file: uprobe_multi programs, loaded as classic uprobes
     /// on kernels without uprobe_multi links.
     Uprobes(&'static [&'static str]),
+    /// fentry programs on the kernel's rmap functions, those `record::rmap` chose for this
+    /// kernel (the others are left out of the load), attached where their sections say.
+    Rmap,
 }
 
 /// When an object is enabled.
@@ -44,6 +47,8 @@ enum When {
     Always,
     /// Resident memory is recorded (not `--no-rss`).
     Rss,
+    /// rmap hooks are wanted (not `--no-rmap`, nor `--no-rss`).
+    Rmap,
     /// Raw mappings are recorded (not `--no-mappings`).
     Mappings,
     /// The real allocator programs (not `--probe-floor`).
@@ -57,6 +62,7 @@ impl When {
         match self {
             When::Always => true,
             When::Rss => opts.rss && caps.bpf_loop,
+            When::Rmap => opts.rmap && opts.rss && caps.bpf_loop,
             When::Mappings => opts.mappings,
             When::Allocations => !opts.probe_floor,
             When::ProbeFloor => opts.probe_floor,
@@ -90,6 +96,14 @@ pub const OBJECTS: &[Object] = &[
         programs: Programs::Tracepoints(&["rss_stat", "rss_fork", "rss_exec", "rss_exit"]),
         feature: Some("rss"),
         when: When::Rss,
+    },
+    Object {
+        name: "rmap",
+        bytes: raw::RMAP_BPF_OBJECT,
+        shares: SHARED,
+        programs: Programs::Rmap,
+        feature: Some("rmap"),
+        when: When::Rmap,
     },
     Object {
         name: "discover",
@@ -141,6 +155,9 @@ const ALLOC_ENTRY_VARIANTS: &[&str] = &[
 /// others share.
 pub struct Loaded {
     objects: Vec<(&'static Object, LoadedObject)>,
+    /// Why the rmap hooks were wanted and not loaded (the kernel refuses fentry, or has no
+    /// rmap functions memtrack hooks): the one line `record` says with its closing lines.
+    pub rmap_unavailable: Option<String>,
 }
 
 /// How alloc_enter_stacks walks: with preemption off like every other probe program, or, on a
@@ -238,11 +255,28 @@ impl Loaded {
         let Some((&first_object, rest)) = enabled.split_first() else {
             return Ok(Loaded {
                 objects: Vec::new(),
+                rmap_unavailable: None,
             });
         };
         let first = configure(first_object, None, opts, caps, pidns, Walk::PreemptOff)?
             .load()
             .map_err(kernel_error)?;
+        // rmap.bpf.o is optional: where the kernel has no hooks for it or refuses fentry, the
+        // recording goes on with rss_stat alone and says so once, at its end.
+        let (rmap_objects, rest): (Vec<&'static Object>, Vec<&'static Object>) = rest
+            .iter()
+            .partition(|o| matches!(o.programs, Programs::Rmap));
+        let mut rmap_unavailable = None;
+        let rmap_open =
+            rmap_objects
+                .first()
+                .and_then(|&object| match rmap_configure(object, &first, pidns) {
+                    Ok(configured) => Some((object, configured)),
+                    Err(why) => {
+                        rmap_unavailable = Some(rmap::unavailable_line(&why));
+                        None
+                    }
+                });
         // The others only share the first one's maps, so they load side by side: each load
         // parses the kernel's BTF and runs the verifier, most of a recording's fixed cost
         // (docs/PERFORMANCE.md, "Fixed cost"), and on two cores this halves it.
@@ -250,17 +284,25 @@ impl Loaded {
             .iter()
             .map(|&object| configure(object, Some(&first), opts, caps, pidns, Walk::PreemptOff))
             .collect::<Result<Vec<_>, _>>()?;
-        let loaded: Vec<_> = std::thread::scope(|scope| {
+        let (loaded, rmap_loaded) = std::thread::scope(|scope| {
             let loads: Vec<_> = opened
                 .into_iter()
                 .map(|open| scope.spawn(move || open.load()))
                 .collect();
-            loads
+            let rmap_load = rmap_open.map(|(object, (open, functions))| {
+                (object, functions, scope.spawn(move || open.load()))
+            });
+            let joined: Vec<_> = loads
                 .into_iter()
                 .map(|load| load.join().expect("a BPF object's load panicked"))
-                .collect()
+                .collect();
+            let rmap_joined = rmap_load.map(|(object, functions, load)| {
+                let result = load.join().expect("rmap.bpf.o's load panicked");
+                (object, functions, result)
+            });
+            (joined, rmap_joined)
         });
-        let mut others = Vec::with_capacity(rest.len());
+        let mut objects = vec![(first_object, first)];
         for (&object, result) in rest.iter().zip(loaded) {
             let loaded = match result {
                 Err(e) if object.name == "alloc" && opts.stacks && refuses_walk_preempt_off(&e) => {
@@ -268,15 +310,29 @@ impl Loaded {
                         "this kernel's verifier refuses the stack walk with preemption off; it \
                          walks preemptible"
                     );
-                    configure(object, Some(&first), opts, caps, pidns, Walk::Preemptible)?.load()
+                    let first = &objects[0].1;
+                    configure(object, Some(first), opts, caps, pidns, Walk::Preemptible)?.load()
                 }
                 other => other,
             };
-            others.push((object, loaded.map_err(kernel_error)?));
+            objects.push((object, loaded.map_err(kernel_error)?));
         }
-        let mut objects = vec![(first_object, first)];
-        objects.extend(others);
-        Ok(Loaded { objects })
+        match rmap_loaded {
+            Some((object, functions, Ok(loaded))) => {
+                log::info!("rmap hooks: fentry on {}", functions.join(", "));
+                objects.push((object, loaded));
+            }
+            Some((_, _, Err(e))) => {
+                rmap_unavailable = Some(rmap::unavailable_line(&rmap_refusal(&e)))
+            }
+            None => {}
+        }
+        // Table order, which the header's features keep.
+        objects.sort_by_key(|(object, _)| OBJECTS.iter().position(|o| std::ptr::eq(o, *object)));
+        Ok(Loaded {
+            objects,
+            rmap_unavailable,
+        })
     }
 
     /// Load (and unload) each object `record` could load on a kernel with `caps`, each on its
@@ -286,6 +342,9 @@ impl Loaded {
         OBJECTS
             .iter()
             .filter(|o| o.name != "floor")
+            // Optional, and shown by preflight's `fentry` row instead: a kernel that refuses
+            // fentry records all the same.
+            .filter(|o| o.name != "rmap")
             .map(|object| {
                 let try_load = |walk: Walk| {
                     OpenObject::open(object.name, object.bytes).and_then(|mut open| {
@@ -327,6 +386,11 @@ impl Loaded {
                     links.push(loaded.attach(prog).map_err(kernel_error)?);
                 }
             }
+            if let Programs::Rmap = object.programs {
+                for prog in rmap::all_programs().filter(|p| loaded.has_loaded(p)) {
+                    links.push(loaded.attach(prog).map_err(kernel_error)?);
+                }
+            }
         }
         Ok(links)
     }
@@ -363,6 +427,45 @@ impl Loaded {
     }
 }
 
+/// rmap.bpf.o opened with the programs `rmap::choose` picks for this kernel (their functions'
+/// names beside it), its maps shared with process.bpf.o (`first`); or why it cannot be had
+/// here, in words.
+fn rmap_configure(
+    object: &Object,
+    first: &LoadedObject,
+    pidns: &PidNamespace,
+) -> Result<(OpenObject, Vec<&'static str>), String> {
+    let hooks = rmap::choose_here()?;
+    let mut open = OpenObject::open(object.name, object.bytes).map_err(|e| e.to_string())?;
+    open.set_rodata(pidns::RODATA_SECTION, &pidns.rodata())
+        .map_err(|e| e.to_string())?;
+    for map in SHARED {
+        open.reuse_map(map, first).map_err(|e| e.to_string())?;
+    }
+    rmap_autoload(&mut open, &hooks)?;
+    Ok((open, hooks.iter().map(|h| h.function).collect()))
+}
+
+/// Leave out every program of rmap.bpf.c but `hooks`.
+fn rmap_autoload(open: &mut OpenObject, hooks: &[&rmap::Hook]) -> Result<(), String> {
+    for prog in rmap::all_programs() {
+        let on = hooks.iter().any(|h| h.program == prog);
+        open.set_autoload(prog, on).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// What the kernel said when it refused rmap.bpf.o: "fentry refused: ...".
+fn rmap_refusal(e: &BpfError) -> String {
+    match &e.verifier {
+        Some(log) => crate::record::verifier_refusal(&e.what, log),
+        None if e.errno == libc::EPERM || e.errno == libc::EACCES => {
+            format!("the kernel refuses fentry programs: {e}")
+        }
+        None => e.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -395,7 +498,14 @@ mod tests {
         let features: Vec<&str> = OBJECTS.iter().filter_map(|o| o.feature).collect();
         assert_eq!(
             features,
-            ["lifecycle", "rss", "mappings", "alloc", "probe_floor"]
+            [
+                "lifecycle",
+                "rss",
+                "rmap",
+                "mappings",
+                "alloc",
+                "probe_floor"
+            ]
         );
     }
 }

@@ -23,6 +23,7 @@ pub mod pidns;
 pub mod private;
 pub mod progress;
 pub mod resolve;
+pub mod rmap;
 pub mod spawn;
 pub mod stacks;
 
@@ -64,6 +65,8 @@ pub struct RecordOptions {
     pub command: Vec<OsString>,
     /// Record resident memory (rss_stat) as well as allocations.
     pub rss: bool,
+    /// Load the rmap hooks too, where the kernel allows them (not `--no-rmap`).
+    pub rmap: bool,
     /// Attach empty programs at the allocator sites instead of the real ones (benchmarks).
     pub probe_floor: bool,
     /// Record raw mappings (mmap, munmap, mremap, brk) from the syscall tracepoints.
@@ -248,6 +251,11 @@ pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
     // A signal that came during the final drain is delivered here, with the file complete.
     drop(signals);
 
+    // Said with the closing lines, not at load: a command that cannot start fails with its one
+    // error line alone.
+    if let Some(line) = objects.rmap_unavailable.as_ref().filter(|_| !opts.quiet) {
+        eprintln!("memtrack: {line}");
+    }
     say_ending(opts, &not_found, &left_running, &allocators, &summary);
     Ok(summary.exit_code)
 }

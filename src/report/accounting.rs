@@ -28,6 +28,7 @@ use super::bench::Benchmarks;
 use super::metrics::Scope;
 use super::metrics::{Blocks, LeakMetrics, Report};
 use super::resident::MEMBERS;
+use super::rmap::RmapReport;
 use super::stacks::{SiteOptions, StackPass};
 use super::suppress::Suppressions;
 use super::timeline::{command_of, Lifecycle, TimelinePass};
@@ -268,6 +269,38 @@ impl Accounting {
                     self.benches.follow_resident(&self.table, ts);
                 }
             }
+            &EventKind::Rmap {
+                member,
+                pages,
+                addr,
+            } => {
+                let i = match self.table.lookup(pid) {
+                    Lookup::Alive(i) => i,
+                    Lookup::Exited => {
+                        self.log.ignored_events += 1;
+                        return;
+                    }
+                    Lookup::Absent => self.table.spawn(pid, None, ts),
+                };
+                let page = self.page_bytes;
+                let p = &mut self.table[i];
+                let rss = p.resident.as_deref().map_or([0; MEMBERS], |r| r.values());
+                let r = p.rmap.get_or_insert_with(Box::default);
+                r.inherited.get_or_insert(rss);
+                r.apply(member, pages, addr, page, ts);
+            }
+            EventKind::RmapRegion(region) => {
+                let i = match self.table.lookup(pid) {
+                    Lookup::Alive(i) => i,
+                    Lookup::Exited => {
+                        self.log.ignored_events += 1;
+                        return;
+                    }
+                    Lookup::Absent => self.table.spawn(pid, None, ts),
+                };
+                let r = self.table[i].rmap.get_or_insert_with(Box::default);
+                r.note_region(region.start, region.end, &region.what, &region.name);
+            }
             EventKind::Lost(Lost { cause, total }) => self.log.note_lost(cause, *total),
             EventKind::Mmap { .. }
             | EventKind::Munmap { .. }
@@ -422,6 +455,9 @@ impl Accounting {
         p.argv = argv.to_vec();
         p.execs = p.execs.saturating_add(1);
         p.control_client = is_control_client(filename, argv);
+        if let Some(r) = p.rmap.as_deref_mut() {
+            r.start_image();
+        }
         if let Some(r) = p.resident.as_deref_mut() {
             r.start_image();
             self.set_contribution(i, [0; MEMBERS + 1], 0);
@@ -559,6 +595,7 @@ impl Accounting {
             .map(|s| s.finish(&self.table, start_ns, |b| Some(benches.uri(b).to_string())));
         let end_ns = assemble::end_ns(&self.header, self.log.last_ts_ns, end);
         let timeline = self.timeline.map(|t| t.finish(&self.table, end_ns));
+        let rmap = rmap_report(&self.table, self.page_bytes, start_ns);
         let mut report = assemble::report(
             &self.header,
             self.page_bytes,
@@ -569,6 +606,7 @@ impl Accounting {
         );
         report.timeline = timeline;
         report.suppressions = suppressed;
+        report.rmap = rmap;
         if let Some((scope, benches, profile)) = stacks {
             report.stacks = Some(scope);
             report.profile = profile;
@@ -581,6 +619,27 @@ impl Accounting {
         }
         report
     }
+}
+
+/// The rmap accounting of every process that has some, in table order; None when the
+/// recording has no rmap events.
+fn rmap_report(table: &ProcessTable, page: u64, start_ns: u64) -> Option<RmapReport> {
+    let processes: Vec<_> = table
+        .procs()
+        .iter()
+        .filter_map(|p| {
+            let r = p.rmap.as_deref()?;
+            let rss = p.resident.as_deref().map(|r| r.values());
+            let command = command_of(&p.argv, p.exe.as_deref());
+            Some(r.metrics(p.pid, command, rss, page, start_ns))
+        })
+        .collect();
+    (!processes.is_empty()).then(|| RmapReport {
+        sources: "rmap_resident_pages: rss_stat's baseline (fork or exec) plus the rmap net; \
+                  rss_stat_pages: the kernel's counters"
+            .into(),
+        processes,
+    })
 }
 
 /// Whether an exec of `filename` with `argv` runs `memtrack ctl`: a control client of the

@@ -319,6 +319,7 @@ fn completeness(
         profile: None,
         timeline: None,
         suppressions: None,
+        rmap: None,
     }
 }
 

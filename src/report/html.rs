@@ -290,7 +290,65 @@ fn write_tree(report: &Report, out: &mut dyn Write) -> io::Result<()> {
              heap at the end</p>"
         )?;
     }
+    if let Some(rmap) = &report.rmap {
+        write_rmap(rmap, out)?;
+    }
     Ok(())
+}
+
+/// The rmap accounting (recordings with rmap hooks): per process and kind the signed sums in
+/// pages, rmap's resident figure next to rss_stat's, and what held the process's own pages at
+/// its rmap peak.
+fn write_rmap(rmap: &super::rmap::RmapReport, out: &mut dyn Write) -> io::Result<()> {
+    let opt = |v: Option<i64>| v.map_or_else(|| "?".to_string(), |v| v.to_string());
+    writeln!(
+        out,
+        "<h3>Resident memory by rmap</h3><p class=\"note\">Pages, signed and never clamped: \
+         removes of pages a process inherited (at fork, or set up by exec) make its net \
+         negative. rmap = inherited + net, against rss_stat.</p>\n\
+         <table class=\"tree\" id=\"rmap\"><thead><tr><th class=\"cmd\">PID</th><th>KIND</th>\
+         <th>ADDS</th><th>REMOVES</th><th>NET</th><th>OWN</th><th>INHERITED</th>\
+         <th>INHERITED, UNMAPPED</th><th>RMAP</th><th>RSS_STAT</th><th>DIFF</th>\
+         <th class=\"cmd\">AT ITS RMAP PEAK</th></tr></thead><tbody>"
+    )?;
+    for p in &rmap.processes {
+        let held: Vec<String> = p
+            .by_mapping
+            .iter()
+            .map(|r| format!("{} {}", r.region, format_bytes(r.bytes)))
+            .collect();
+        let kinds: Vec<_> = p
+            .kinds
+            .iter()
+            .filter(|k| k.adds_pages + k.removes_pages > 0)
+            .collect();
+        for (n, k) in kinds.iter().enumerate() {
+            let (pid, peak) = if n == 0 {
+                (p.pid.to_string(), held.join(", "))
+            } else {
+                (String::new(), String::new())
+            };
+            writeln!(
+                out,
+                "<tr><td class=\"cmd\" title=\"{}\">{pid}</td><td>{}</td><td>{}</td><td>{}</td>\
+                 <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+                 <td class=\"cmd\">{}</td></tr>",
+                escape(&p.command),
+                escape(&k.kind),
+                k.adds_pages,
+                k.removes_pages,
+                k.net_pages,
+                k.own_resident_pages,
+                opt(k.inherited_pages),
+                k.inherited_unmapped_pages,
+                opt(k.rmap_resident_pages),
+                opt(k.rss_stat_pages),
+                opt(k.difference_pages),
+                escape(&peak),
+            )?;
+        }
+    }
+    writeln!(out, "</tbody></table>")
 }
 
 /// One process's row: the cells of the text report's process table (`text::process_row`),

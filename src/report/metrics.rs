@@ -62,6 +62,10 @@ pub struct Report {
     /// without it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub suppressions: Option<super::suppress::SuppressionReport>,
+    /// Resident memory from the kernel's rmap events per process (format version 6 on, where
+    /// the kernel allowed the rmap hooks); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rmap: Option<super::rmap::RmapReport>,
 }
 
 /// The allocation sites of the report's scope (`report --stacks`): each distinct call stack
@@ -644,6 +648,7 @@ mod tests {
             profile: None,
             timeline: None,
             suppressions: None,
+            rmap: None,
         }
     }
 

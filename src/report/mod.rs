@@ -24,6 +24,7 @@ pub mod metrics;
 pub mod pprof;
 pub mod profile;
 mod resident;
+pub mod rmap;
 pub mod rows;
 pub mod screen;
 pub mod speedscope;

@@ -73,6 +73,12 @@ impl ProcResident {
             .fold(0i64, |acc, m| acc.saturating_add(self.value(m)))
     }
 
+    /// The current estimate per member, pages (the rmap accounting's baseline and
+    /// cross-check).
+    pub(super) fn values(&self) -> [i64; MEMBERS] {
+        std::array::from_fn(|m| self.value(m))
+    }
+
     /// Current estimate of anon + file + shmem, pages, as the report's peak counts it (the
     /// timeline draws it); 0 when a missed baseline takes it below zero.
     pub(super) fn resident_pages(&self) -> u64 {

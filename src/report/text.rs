@@ -65,6 +65,9 @@ fn write_text_lines(report: &Report, layout: &TextLayout, out: &mut dyn Write) -
     write_summary(report, out)?;
     write_histogram(&report.totals.heap, layout.width, out)?;
     write_processes(report, layout, out)?;
+    if let Some(rmap) = &report.rmap {
+        write_rmap(rmap, out)?;
+    }
     if !report.benchmarks.is_empty() {
         writeln!(out)?;
         writeln!(
@@ -536,6 +539,56 @@ fn write_resident(r: &ResidentMetrics, out: &mut dyn Write) -> io::Result<()> {
             "beyond baseline",
             format_bytes(r.removes_beyond_baseline_bytes)
         )?;
+    }
+    Ok(())
+}
+
+/// The signed per-process rmap accounting (pages), each kind's rmap-derived resident figure
+/// next to rss_stat's, and what held the process's own pages at its rmap peak.
+fn write_rmap(rmap: &crate::report::rmap::RmapReport, out: &mut dyn Write) -> io::Result<()> {
+    let opt = |v: Option<i64>| v.map_or_else(|| "?".to_string(), |v| v.to_string());
+    writeln!(out)?;
+    writeln!(
+        out,
+        "Resident memory by rmap, pages (signed, never clamped; rmap = inherited + net, \
+         against rss_stat):"
+    )?;
+    for p in &rmap.processes {
+        writeln!(out, "  pid {} {}", p.pid, p.command)?;
+        for k in p
+            .kinds
+            .iter()
+            .filter(|k| k.adds_pages + k.removes_pages > 0)
+        {
+            writeln!(
+                out,
+                "    {:<6}adds {}, removes {}, net {}; own resident {}, inherited {}, \
+                 inherited since unmapped {}; rmap {} vs rss_stat {} (difference {})",
+                k.kind,
+                k.adds_pages,
+                k.removes_pages,
+                k.net_pages,
+                k.own_resident_pages,
+                opt(k.inherited_pages),
+                k.inherited_unmapped_pages,
+                opt(k.rmap_resident_pages),
+                opt(k.rss_stat_pages),
+                opt(k.difference_pages),
+            )?;
+        }
+        if !p.by_mapping.is_empty() {
+            let held: Vec<String> = p
+                .by_mapping
+                .iter()
+                .map(|r| format!("{} {}", r.region, format_bytes(r.bytes)))
+                .collect();
+            writeln!(
+                out,
+                "    at its rmap peak ({}): {}",
+                peak(p.peak_own_bytes, p.peak_at_ns),
+                held.join(", ")
+            )?;
+        }
     }
     Ok(())
 }

@@ -62,6 +62,8 @@ pub(super) struct Proc {
     pub(super) resident: Option<Box<ProcResident>>,
     /// The ranges it mapped itself, once it made a mapping call.
     pub(super) mapped: Option<Box<ProcMapped>>,
+    /// Its rmap accounting, once an rmap event named it (format version 6 on).
+    pub(super) rmap: Option<Box<super::rmap::ProcRmap>>,
     /// Live blocks allocated inside a benchmark's window: address -> benchmark index.
     pub(super) bench_blocks: IntMap<u64, usize>,
     /// Whether its current image is `memtrack ctl`, a control client that belongs to no
@@ -346,6 +348,7 @@ impl ProcessTable {
             heap: HeapCounters::default(),
             resident: None,
             mapped: None,
+            rmap: None,
             bench_blocks: IntMap::default(),
             control_client: false,
             leak_scan: None,

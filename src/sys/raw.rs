@@ -8,6 +8,8 @@ include!(concat!(env!("OUT_DIR"), "/event.rs"));
 pub static PROCESS_BPF_OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/process.bpf.o"));
 /// Resident memory from rss_stat (bpf/rss.bpf.c).
 pub static RSS_BPF_OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/rss.bpf.o"));
+/// Resident memory from fentry programs on the kernel's rmap functions (bpf/rmap.bpf.c).
+pub static RMAP_BPF_OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/rmap.bpf.o"));
 /// Empty programs at the allocator sites, the cost floor (bpf/floor.bpf.c).
 pub static FLOOR_BPF_OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/floor.bpf.o"));
 /// Stops at exec and at the dynamic loader's hook, for discovery (bpf/discover.bpf.c).

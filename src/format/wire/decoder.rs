@@ -257,6 +257,23 @@ fn event_kind(
             (dt_ns, kind)
         }
         WireRecord::Lost { dt_ns, lost } => (dt_ns, EventKind::Lost(lost.into_owned())),
+        WireRecord::RmapRegion { dt_ns, region } => {
+            (dt_ns, EventKind::RmapRegion(region.into_owned()))
+        }
+        WireRecord::Rmap {
+            dt_ns,
+            member,
+            pages,
+            daddr,
+        } => {
+            let m = RssMember::from_u8(member).ok_or(DecodeFault::UnknownMember(member))?;
+            let kind = EventKind::Rmap {
+                member: m,
+                pages,
+                addr: th.rmap.decode(daddr),
+            };
+            (dt_ns, kind)
+        }
         WireRecord::Mmap {
             dt_ns,
             daddr,

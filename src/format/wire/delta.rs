@@ -115,6 +115,8 @@ pub(super) struct ThreadState {
     pub(super) map: Delta,
     /// One prediction per resident counter, indexed by `RssMember` number.
     pub(super) rss: [Predicted; RssMember::ALL.len()],
+    /// rmap page addresses, apart from the others: faults walk a mapping page by page.
+    pub(super) rmap: Delta,
 }
 
 impl ThreadState {
@@ -126,6 +128,7 @@ impl ThreadState {
             heap: Delta::default(),
             map: Delta::default(),
             rss: [Predicted::default(); RssMember::ALL.len()],
+            rmap: Delta::default(),
         }
     }
 }

@@ -115,6 +115,20 @@ impl ChunkEncoder {
                 delta_pages,
                 dvalue_pages: th.rss[member as usize].encode(delta_pages, value_pages),
             },
+            &EventKind::Rmap {
+                member,
+                pages,
+                addr,
+            } => WireRecord::Rmap {
+                dt_ns,
+                member: member as u8,
+                pages,
+                daddr: th.rmap.encode(addr),
+            },
+            EventKind::RmapRegion(region) => WireRecord::RmapRegion {
+                dt_ns,
+                region: Borrowed(region),
+            },
             EventKind::Lost(lost) => WireRecord::Lost {
                 dt_ns,
                 lost: Borrowed(lost),

@@ -4,7 +4,9 @@
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::super::event::{Bench, Coverage, Exec, LeakScan, Lost, Module, StackWalks, Symbol};
+use super::super::event::{
+    Bench, Coverage, Exec, LeakScan, Lost, Module, RmapRegion, StackWalks, Symbol,
+};
 
 /// The most threads one chunk may introduce. The writer closes a chunk at 64 KiB of payload and
 /// a `Thread` record takes at least 3 bytes, so it never gets near this; the reader refuses more,
@@ -144,6 +146,19 @@ pub enum WireRecord<'a> {
     LeakScan {
         dt_ns: i64,
         scan: Text<'a, LeakScan>,
+    },
+    /// 28: `Rmap` (format version 6 on): `member` an `RssMember` number, `daddr` from the
+    /// thread's previous rmap address (a fault run maps page after page: 2 bytes each).
+    Rmap {
+        dt_ns: i64,
+        member: u8,
+        pages: i32,
+        daddr: i64,
+    },
+    /// 29: `RmapRegion` (format version 6 on).
+    RmapRegion {
+        dt_ns: i64,
+        region: Text<'a, RmapRegion>,
     },
 }
 
@@ -498,7 +513,7 @@ mod tests {
     #[test]
     fn variant_numbers_are_pinned() {
         // These numbers are on disk; this test fails if a variant is moved or inserted.
-        let cases: [(WireRecord<'_>, u8); 27] = [
+        let cases: [(WireRecord<'_>, u8); 29] = [
             (WireRecord::Thread { pid: 0, tid: 0 }, 0),
             (WireRecord::Switch { index: 0 }, 1),
             (
@@ -694,6 +709,27 @@ mod tests {
                     stack_id: 0,
                 },
                 26,
+            ),
+            (
+                WireRecord::Rmap {
+                    dt_ns: 0,
+                    member: 0,
+                    pages: 0,
+                    daddr: 0,
+                },
+                28,
+            ),
+            (
+                WireRecord::RmapRegion {
+                    dt_ns: 0,
+                    region: owned(RmapRegion {
+                        start: 0,
+                        end: 0,
+                        what: String::new(),
+                        name: String::new(),
+                    }),
+                },
+                29,
             ),
         ];
         for (rec, n) in cases {
