@@ -38,7 +38,11 @@ def report(name):
 if "@@@ done" not in text:
     check("guest", False, "did not finish; last console lines:\n" + "\n".join(text.splitlines()[-15:]))
 print("arm64: kernel " + steps.get("uname", ("?", 0))[0].strip())
-output("doctor")
+doctor = output("doctor")
+# Which allocator entries the kernel single-steps here (the arm64 placement's verdict).
+for line in doctor.splitlines():
+    if line.startswith("probe sites"):
+        print("arm64: doctor: " + " ".join(line.split()))
 
 # testdata/example.c: 10,000 words of 48 bytes + their calloc'ed table and a 4096-byte stdout
 # buffer (a pipe) and the leak in the parent; 50,000 of 96 + table in the worker; realloc from
@@ -62,6 +66,19 @@ for ex, startup in (("example", 0), ("example-static", 5)):
         per = sorted((p["own"]["heap"]["allocs"], p["argv"][0].rsplit("/", 1)[-1])
                      for p in d["processes"])
         check(ex + " processes", per == [(0, "true"), (10014 + startup, ex), (50001, ex)], str(per))
+
+# The example once more with --stacks: the same exact counts.
+output("record-stacks")
+d = report("json-stacks")
+if d:
+    h = d["totals"]["heap"]
+    got = (h["allocs"], h["frees"], h["bytes_allocated"], d["lost_events"]["total"])
+    check("example --stacks", got == (60015, 60013, 7864320, 0),
+          "allocs/frees/bytes/lost = %s/%s/%s/%s" % got)
+text_stacks = output("report-stacks")
+for line in text_stacks.splitlines():
+    if "stack" in line.lower() and ("unwind" in line.lower() or "truncated" in line.lower()):
+        print("arm64: report --stacks: " + line.strip())
 
 # testdata/fork_tree.c exec'ing malloc_free with "1": the parent's 11000, one 11001, two
 # 11002, and malloc_free's table (8), block (10007) and leak (10009).
