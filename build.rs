@@ -3,7 +3,9 @@
 //! decoder reads the exact layouts the kernel side writes.
 //!
 //! The BPF code includes the committed `bpf/vmlinux.h`, never the build machine's running
-//! kernel: CO-RE relocates field offsets against the target kernel's BTF at load time.
+//! kernel: CO-RE relocates field offsets against the target kernel's BTF at load time. For an
+//! arm64 target that is `bpf/vmlinux_arm64.h` (from Debian's arm64 6.1 kernel), whose
+//! `struct pt_regs` and `user_pt_regs` are what bpf_tracing.h's `PT_REGS_*` read there.
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -36,6 +38,7 @@ fn main() {
         let status = Command::new(&clang)
             .args(["-g", "-O2", "-Wall", "-Werror", "-target", "bpf"])
             .arg(format!("-D__TARGET_ARCH_{}", target_arch()))
+            .args(vmlinux_override())
             .arg("-I")
             .arg(bpf_dir)
             .arg("-I")
@@ -83,5 +86,25 @@ fn target_arch() -> &'static str {
         Ok("powerpc64") => "powerpc",
         Ok(other) => panic!("memtrack's BPF code does not know target arch {other}"),
         Err(_) => panic!("CARGO_CFG_TARGET_ARCH not set"),
+    }
+}
+
+/// Extra clang options that put another architecture's kernel types in place of
+/// `bpf/vmlinux.h` (x86_64's). The sources include it as `"vmlinux.h"`, which clang finds beside
+/// them before any `-I` directory; so the arm64 header is force-included first instead, and
+/// `bpf/vmlinux.h`'s own include guard (`__VMLINUX_H__`, bpftool's, the same in both) then
+/// makes it empty. x86_64 gets no option: its objects are built exactly as before.
+fn vmlinux_override() -> Vec<String> {
+    println!("cargo:rerun-if-env-changed=CARGO_CFG_TARGET_ARCH");
+    match env::var("CARGO_CFG_TARGET_ARCH").as_deref() {
+        // -fms-extensions: 7.x embeds named structs anonymously (`struct ns_tree;` in
+        // ns_common), which bpftool prints as such.
+        Ok("aarch64") => vec![
+            "-fms-extensions".into(),
+            "-Wno-microsoft-anon-tag".into(),
+            "-include".into(),
+            "bpf/vmlinux_arm64.h".into(),
+        ],
+        _ => Vec::new(),
     }
 }

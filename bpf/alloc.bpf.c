@@ -146,7 +146,7 @@ static __always_inline int call_enter(struct pt_regs *ctx, __u32 func, __u32 lay
 		st->label = 0;
 	}
 	if (!labelled)
-		st->stack = stacks ? stack_id(ctx) : 0;
+		st->stack = stacks ? stack_id((STACK_CTX *)ctx) : 0;
 	st->sp = sp;
 	st->size = size;
 	st->arg = arg;
@@ -176,7 +176,7 @@ static __always_inline int label_enter(struct pt_regs *ctx, __u32 func, __u64 si
 	st->label = func;
 	st->label_sp = sp;
 	st->label_size = size;
-	st->label_stack = stacks && gate_open() ? stack_id(ctx) : 0;
+	st->label_stack = stacks && gate_open() ? stack_id((STACK_CTX *)ctx) : 0;
 	return 0;
 }
 
@@ -243,6 +243,11 @@ static __always_inline int call_exit(struct pt_regs *ctx, __u64 ret)
  * clang turns a switch over context fields into one load at a computed offset. */
 static __always_inline __u64 arg_at(const struct pt_regs *regs, __u64 cookie, int i, __u64 own)
 {
+#if defined(__TARGET_ARCH_arm64)
+	/* arm64 placement (src/binary/placement.rs) keeps every probe at the function's entry, so
+	 * each argument is still in its own register there (x0-x2): no cookie names another one. */
+	return own;
+#else
 	switch ((cookie >> (COOKIE_ARGS_SHIFT + i * COOKIE_ARG_BITS)) & 0xf) {
 	case ARG_RDI: return regs->di;
 	case ARG_RSI: return regs->si;
@@ -261,6 +266,7 @@ static __always_inline __u64 arg_at(const struct pt_regs *regs, __u64 cookie, in
 	case ARG_R15: return regs->r15;
 	default: return own; /* ARG_OWN_REG */
 	}
+#endif
 }
 
 /* The first three arguments at the site, in a[0..2] (see arg_at). Most sites read them from

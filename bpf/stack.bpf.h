@@ -640,7 +640,15 @@ static __always_inline __u32 id_of_walk(struct walk_state *s)
  * A global function: the verifier checks it once, not once per allocator layout it is inlined
  * into, which would exceed its instruction budget.
  */
-__noinline __u32 stack_id(struct pt_regs *ctx)
+#if defined(__TARGET_ARCH_arm64)
+/* A global function's context argument must name the type the kernel gives uprobe programs
+ * (bpf_user_pt_regs_t): struct pt_regs on x86_64, struct user_pt_regs on arm64, where 6.1's
+ * verifier refuses `struct pt_regs *` ("FWD pt_regs ... size cannot be determined"). */
+#define STACK_CTX struct user_pt_regs
+#else
+#define STACK_CTX struct pt_regs
+#endif
+__noinline __u32 stack_id(STACK_CTX *ctx)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct walk_state *s;

@@ -26,6 +26,8 @@ packages=(
                                 # by puppeteer-core (testdata/node) without downloading one
   valgrind                      # tests/bystanders.rs: a program under Valgrind beside a recording
   busybox-static                # tests/containers.rs: the shell of the roots the tests build
+  gcc-aarch64-linux-gnu g++-aarch64-linux-gnu  # the arm64 job (scripts/arm64.sh): the static
+  qemu-system-arm cpio          # arm64 binary and fixtures, booted under qemu-system-aarch64
 )
 
 missing=()
@@ -45,6 +47,13 @@ fi
 if ! command -v cargo >/dev/null 2>&1; then
   echo "setup: cargo not found; install a Rust toolchain (rustup) first" >&2
   exit 1
+fi
+
+# The Rust target of the arm64 binary (scripts/build-static.sh --target aarch64).
+if command -v rustup >/dev/null 2>&1 &&
+  ! rustup target list --installed | grep -qx aarch64-unknown-linux-gnu; then
+  echo "setup: adding the Rust target aarch64-unknown-linux-gnu" >&2
+  rustup target add aarch64-unknown-linux-gnu >&2
 fi
 
 # Node.js and npm: a machine that has them (NodeSource's nodejs bundles npm, and conflicts with

@@ -28,3 +28,15 @@ if [ "$run_kernels" = 1 ]; then
 else
   echo "== kernel matrix skipped (runs under CI=true or MEMTRACK_KERNELS=1; scripts/kernels.sh)" >&2
 fi
+
+# The arm64 job (scripts/arm64.sh, issue 31): the static arm64 binary and fixtures, cross-built,
+# recorded inside Debian's arm64 kernel under qemu (TCG), about 5 minutes. It runs under CI=true
+# or MEMTRACK_ARM64=1; MEMTRACK_ARM64=0 skips it even under CI.
+run_arm64=${MEMTRACK_ARM64:-}
+[ -n "$run_arm64" ] || { [ "${CI:-}" = true ] && run_arm64=1; }
+if [ "$run_arm64" = 1 ]; then
+  echo "== arm64 (scripts/arm64.sh)" >&2
+  bash scripts/arm64.sh
+else
+  echo "== arm64 skipped (runs under CI=true or MEMTRACK_ARM64=1; scripts/arm64.sh)" >&2
+fi

@@ -37,6 +37,10 @@ use iced_x86::{
 
 use crate::sys::raw::{arg_reg, COOKIE_ARGS_SHIFT, COOKIE_ARG_BITS};
 
+// The arm64 decoder is plain Rust over instruction words: built and unit-tested on every host,
+// used by `place` on aarch64.
+mod arm64;
+
 /// The registers an argument can be read from at a site, in `enum arg_reg` order from
 /// `ARG_RDI` (bpf/event.h): what `pt_regs` holds of the integer registers, but rsp.
 const LOCATIONS: [Register; 15] = [
@@ -93,6 +97,8 @@ pub struct Site {
     pub emulated: bool,
     /// The probed instruction.
     pub mnemonic: Mnemonic,
+    /// The probed instruction's name where iced-x86 has none for it (arm64), else empty.
+    pub name: &'static str,
     /// Where the arguments the program reads are at the site (`ARG_OWN_REG` for each at
     /// the entry, or when nothing moved it).
     pub args: [arg_reg; 3],
@@ -104,6 +110,9 @@ pub struct Site {
 impl Site {
     /// The probed instruction's name, as objdump spells it (`push`, `endbr64`).
     pub fn instruction(&self) -> String {
+        if !self.name.is_empty() {
+            return self.name.to_string();
+        }
         format!("{:?}", self.mnemonic).to_lowercase()
     }
 
@@ -203,15 +212,26 @@ fn location_bit(reg: Register) -> u16 {
 
 /// Where to probe the function whose code is `code` (from its entry; `complete` when that is
 /// the whole function), at address `vaddr`, for a program that `needs` what it says. x86_64
-/// only; elsewhere, the entry.
+/// and aarch64 (`arm64::place`: the arguments stay in their own registers there); elsewhere,
+/// the entry.
 pub fn place(code: &[u8], vaddr: u64, complete: bool, needs: Needs) -> Site {
     let entry = |mnemonic| Site {
         skip: 0,
         emulated: false,
         mnemonic,
+        name: "",
         args: [arg_reg::ARG_OWN_REG; 3],
         registers: Holders::at_entry().registers(),
     };
+    if cfg!(target_arch = "aarch64") {
+        let (skip, emulated, name) = arm64::place(code, vaddr, complete);
+        return Site {
+            skip,
+            emulated,
+            name,
+            ..entry(Mnemonic::INVALID)
+        };
+    }
     if !cfg!(target_arch = "x86_64") {
         return entry(Mnemonic::INVALID);
     }
@@ -240,6 +260,7 @@ pub fn place(code: &[u8], vaddr: u64, complete: bool, needs: Needs) -> Site {
                 skip: skip as u64,
                 emulated: true,
                 mnemonic: insn.mnemonic(),
+                name: "",
                 args: holders.locations(needs.args),
                 registers: holders.registers(),
             };

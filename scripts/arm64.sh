@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# The arm64 job (issue 31): cross-builds the static arm64 memtrack and the C/C++ fixtures on
+# this x86 machine, boots Debian's arm64 kernel (bookworm, 6.1) under qemu-system-aarch64
+# (-M virt -cpu max, TCG) with an initramfs it assembles from Debian's arm64 packages
+# (busybox-static, libc6, libstdc++6, libgcc-s1: scripts/arm64-fetch.sh, cached under
+# target/arm64), once with each userland of ARM64_ROOTS (default "bookworm trixie": glibc 2.36
+# built without, and 2.41 with PAC/BTI, whose free moves its probe past `bti c`), and checks
+# inside, as the guest's root:
+#
+#   - `memtrack doctor` says the kernel can record,
+#   - testdata/example.c (dynamic against Debian's arm64 glibc, and static) with its exact counts,
+#   - testdata/fork_tree.c exec'ing testdata/malloc_free.c: every process's exact heap,
+#   - testdata/alloc/cxx_new_delete.cpp: libstdc++'s operator new/delete, the 13 fingerprints.
+#
+# The guest prints each step's output between markers on its serial console; this script
+# checks them with python3 on the host. Any mismatch fails the job (exit 1).
+# MEMTRACK_ARM64=0 skips it (exit 0, saying so). Under KERNELS_LOCK=FILE the boot holds that lock.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "${MEMTRACK_ARM64:-1}" = 0 ]; then
+  echo "arm64: skipped (MEMTRACK_ARM64=0)" >&2
+  exit 0
+fi
+for tool in qemu-system-aarch64 aarch64-linux-gnu-gcc aarch64-linux-gnu-g++ cpio python3; do
+  command -v "$tool" >/dev/null || {
+    echo "arm64: $tool is missing; run scripts/setup.sh" >&2
+    exit 1
+  }
+done
+# shellcheck source=scripts/arm64-fetch.sh
+. scripts/arm64-fetch.sh
+
+memtrack=${ARM64_MEMTRACK:-}
+if [ -z "$memtrack" ]; then
+  scripts/build-static.sh --target aarch64 >&2
+  memtrack=target/static/memtrack-aarch64
+fi
+kernel=$(arm64_kernel)
+release=$(cat "$kernel/release")
+
+# boot_with SUITE: the initramfs with SUITE's arm64 userland, booted; its checks' verdict.
+boot_with() {
+  local suite=$1 libs
+  libs=$(ARM64_SUITE=$suite arm64_debs "root-$suite" busybox-static libc6 libstdc++6 libgcc-s1)
+  local work="$ARM64_DIR/run-$suite"
+  rm -rf "$work" && mkdir -p "$work/root/bin" "$work/root/t"
+  local root=$work/root
+  cp -a "$libs/root/." "$root/"
+  # Merged /usr (trixie): the packages ship only usr/, base-files' symlinks are not there.
+  [ -e "$root/lib" ] || ln -s usr/lib "$root/lib"
+  [ -e "$root/bin/busybox" ] || cp "$root/usr/bin/busybox" "$root/bin/busybox"
+  cp "$memtrack" "$root/bin/memtrack"
+  # The fixtures with the tests' own flags (tests/common/mod.rs, fixture()), linked against the
+  # cross compiler's glibc (bookworm's 2.36), which runs on every newer one.
+  local cflags=(-O2 -g -Wall -Werror -pthread -I testdata)
+  aarch64-linux-gnu-gcc "${cflags[@]}" -o "$root/t/example" testdata/example.c
+  aarch64-linux-gnu-gcc "${cflags[@]}" -static -o "$root/t/example-static" testdata/example.c
+  aarch64-linux-gnu-gcc "${cflags[@]}" -o "$root/t/fork_tree" testdata/fork_tree.c
+  aarch64-linux-gnu-gcc "${cflags[@]}" -o "$root/t/malloc_free" testdata/malloc_free.c
+  aarch64-linux-gnu-g++ -O2 -g -Wall -Werror -std=c++17 -o "$root/t/cxx_new_delete" \
+    testdata/alloc/cxx_new_delete.cpp
+  cat >"$root/init" <<'INIT'
+#!/bin/busybox sh
+/bin/busybox --install -s /bin
+export PATH=/bin
+mkdir -p /proc /sys /tmp /dev /usr/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs dev /dev 2>/dev/null
+mount -t tmpfs tmp /tmp
+mount -t debugfs debugfs /sys/kernel/debug
+mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+mount -t bpf bpf /sys/fs/bpf
+ln -sf /bin/true /usr/bin/true
+cd /tmp
+# step NAME CMD...: CMD's output between markers, then its exit status.
+step() {
+  name=$1
+  shift
+  echo "@@@ begin $name"
+  "$@" 2>&1
+  echo "@@@ end $name rc=$?"
+}
+step uname uname -r
+step doctor memtrack doctor
+# The example's stdout is a pipe, as on the host (scripts/kernels/guest.sh says why).
+for ex in example example-static; do
+  step "record-$ex" sh -c "memtrack record -q -o /tmp/$ex.mt -- /t/$ex | cat"
+  step "json-$ex" memtrack report --format json "/tmp/$ex.mt"
+done
+# With --stacks: the counts must not change (arm64 stacks are not unwound yet: see the report).
+step record-stacks sh -c "memtrack record -q --stacks -o /tmp/stacks.mt -- /t/example | cat"
+step json-stacks memtrack report --format json /tmp/stacks.mt
+step report-stacks memtrack report --stacks /tmp/stacks.mt
+step record-fork_tree memtrack record -q -o /tmp/fork_tree.mt -- /t/fork_tree /t/malloc_free
+step json-fork_tree memtrack report --format json /tmp/fork_tree.mt
+step record-cxx memtrack record -q -o /tmp/cxx.mt -- /t/cxx_new_delete
+step json-cxx memtrack report --format json /tmp/cxx.mt
+echo "@@@ done"
+poweroff -f
+INIT
+  chmod +x "$root/init"
+  (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) >"$work/initramfs.gz"
+
+  local console="$work/console.txt" fd="" t0=$SECONDS rc=0
+  if [ -n "${KERNELS_LOCK:-}" ]; then
+    exec {fd}>>"$KERNELS_LOCK"
+    flock "$fd"
+  fi
+  # pauth-impdef: QEMU's own pointer-authentication algorithm instead of the architected QARMA,
+  # which TCG emulates slowly; the guest still signs and checks every return address.
+  timeout -k 10 "${ARM64_BOOT_TIMEOUT:-600}" qemu-system-aarch64 -M virt -cpu max,pauth-impdef=on -smp 1 -m 2G \
+    -nographic -no-reboot -kernel "$kernel/vmlinuz-$release" -initrd "$work/initramfs.gz" \
+    -append "console=ttyAMA0 rdinit=/init quiet loglevel=3 panic=-1" >"$console" 2>&1 || rc=$?
+  if [ -n "$fd" ]; then
+    flock -u "$fd"
+    exec {fd}>&-
+  fi
+  echo "arm64: $suite userland on $release ran $((SECONDS - t0)) s (qemu exit $rc); console in $console" >&2
+  python3 scripts/arm64-check.py "$console"
+}
+
+failed=0
+for suite in ${ARM64_ROOTS:-bookworm trixie}; do
+  boot_with "$suite" || failed=1
+done
+exit "$failed"
