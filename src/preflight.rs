@@ -125,9 +125,15 @@ impl Check {
 }
 
 /// Run every check, in the order `doctor` shows them.
-pub fn run() -> Vec<Check> {
+pub fn run() -> (Vec<Check>, RmapHooks) {
     run_checks(true)
 }
+
+/// The rmap hooks `record` would load here (the programs `record::rmap::choose` picks from the
+/// kernel's BTF, fentry attaching to the first of them), or why there are none, in words:
+/// found by the `fentry` check, so that `record` neither parses the kernel's BTF again nor
+/// loads rmap.bpf.o where the kernel refuses fentry.
+pub type RmapHooks = Result<Vec<&'static crate::record::rmap::Hook>, String>;
 
 /// What `record` uses of this machine, decided here once so that `record` never asks again.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -137,6 +143,8 @@ pub struct Capabilities {
     /// Whether the `bpf_loop` helper exists (Linux 5.17), which summing the per-CPU parts of
     /// the resident-memory counters needs: without it, no resident memory is recorded.
     pub bpf_loop: bool,
+    /// The rmap hooks, or why there are none.
+    pub rmap: RmapHooks,
 }
 
 /// A kernel feature memtrack finds by probing the running kernel (its BTF, a helper, a program
@@ -337,13 +345,14 @@ pub enum UprobeLinks {
 /// links exist is asked without attaching (`probe::uprobe_multi_links`).
 pub fn for_record() -> Result<Capabilities, Error> {
     crate::sys::bpf::route_libbpf_logs();
-    require(&run_checks(false))?;
-    Ok(capabilities())
+    let (checks, rmap) = run_checks(false);
+    require(&checks)?;
+    Ok(capabilities(rmap))
 }
 
 /// What `record` would use here, asked of the kernel (`for_record` after its checks, and
 /// `doctor`, which loads the real objects with them).
-pub fn capabilities() -> Capabilities {
+pub fn capabilities(rmap: RmapHooks) -> Capabilities {
     let uprobes = match probe::uprobe_multi_links() {
         Ok(()) => UprobeLinks::Multi,
         Err(e) => UprobeLinks::Classic(refusal(&e)),
@@ -351,11 +360,16 @@ pub fn capabilities() -> Capabilities {
     // A failed probe is not a missing helper: record tries, and says what the kernel refused.
     let bpf_loop =
         probe::helper(libbpf_sys::BPF_PROG_TYPE_KPROBE, libbpf_sys::BPF_FUNC_loop).unwrap_or(true);
-    Capabilities { uprobes, bpf_loop }
+    Capabilities {
+        uprobes,
+        bpf_loop,
+        rmap,
+    }
 }
 
-fn run_checks(attach_uprobe: bool) -> Vec<Check> {
+fn run_checks(attach_uprobe: bool) -> (Vec<Check>, RmapHooks) {
     let mut checks = vec![kernel(), btf(), privileges()];
+    let mut rmap = Err("not checked without the privileges bpf() needs".to_string());
     let privileged = checks[2].status == Status::Ok;
     let btf_ok = checks[1].status == Status::Ok;
     if !privileged {
@@ -377,7 +391,9 @@ fn run_checks(attach_uprobe: bool) -> Vec<Check> {
         checks.push(helpers(bpf_ok));
         let vmlinux = (bpf_ok && btf_ok).then(probe::VmlinuxBtf::load).transpose();
         checks.push(tp_btf(&vmlinux));
-        checks.push(fentry(&vmlinux));
+        let (check, hooks) = fentry(&vmlinux);
+        checks.push(check);
+        rmap = hooks;
     }
     checks.push(tracefs());
     checks.push(pid_namespace());
@@ -386,7 +402,7 @@ fn run_checks(attach_uprobe: bool) -> Vec<Check> {
         checks.push(probe_sites());
         checks.push(private_libraries(privileged));
     }
-    checks
+    (checks, rmap)
 }
 
 /// The allocator libraries `probe_sites` looks at, where Debian-like systems keep them.
@@ -785,30 +801,37 @@ fn tp_btf(vmlinux: &Result<Option<probe::VmlinuxBtf>, BpfError>) -> Check {
     }
 }
 
-fn fentry(vmlinux: &Result<Option<probe::VmlinuxBtf>, BpfError>) -> Check {
+fn fentry(vmlinux: &Result<Option<probe::VmlinuxBtf>, BpfError>) -> (Check, RmapHooks) {
     const NAME: &str = "fentry";
     let Ok(Some(btf)) = vmlinux else {
-        return not_checked(NAME, false, DISABLES_RMAP, "needs BTF and bpf()");
+        const WHY: &str = "needs BTF and bpf()";
+        let check = not_checked(NAME, false, DISABLES_RMAP, WHY);
+        return (check, Err(format!("cannot read the kernel's BTF: {WHY}")));
     };
     // The first function of the rmap hooks this kernel would get, else the usual one.
     let hooks = crate::record::rmap::choose(|f| btf.has(f, libbpf_sys::BTF_KIND_FUNC));
     let function = hooks.as_ref().map_or(RMAP_FUNCTION, |h| h[0].function);
     match btf.fentry(function) {
-        Ok(()) => Check::ok(
-            NAME,
-            false,
-            match &hooks {
+        Ok(()) => {
+            let found = match &hooks {
                 Ok(h) => format!(
                     "fentry/{function} attaches; rmap hooks on {} functions",
                     h.len()
                 ),
                 Err(_) => format!("fentry/{function} attaches"),
-            },
-            DISABLES_RMAP,
-        ),
+            };
+            (Check::ok(NAME, false, found, DISABLES_RMAP), hooks)
+        }
         // Refused on locked-down kernels (docs/kernel-facts.md); nothing to fix: rss_stat covers
         // resident memory.
-        Err(e) => Check::missing(NAME, false, refusal(&e), DISABLES_RMAP, ""),
+        Err(e) => {
+            let why = refusal(&e);
+            let check = Check::missing(NAME, false, why.clone(), DISABLES_RMAP, "");
+            (
+                check,
+                Err(format!("the kernel refuses fentry programs: {why}")),
+            )
+        }
     }
 }
 

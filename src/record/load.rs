@@ -267,16 +267,18 @@ impl Loaded {
             .iter()
             .partition(|o| matches!(o.programs, Programs::Rmap));
         let mut rmap_unavailable = None;
-        let rmap_open =
-            rmap_objects
-                .first()
-                .and_then(|&object| match rmap_configure(object, &first, pidns) {
-                    Ok(configured) => Some((object, configured)),
-                    Err(why) => {
-                        rmap_unavailable = Some(rmap::unavailable_line(&why));
-                        None
-                    }
-                });
+        let rmap_open = rmap_objects.first().and_then(|&object| {
+            let configured = (caps.rmap.as_deref())
+                .map_err(String::clone)
+                .and_then(|hooks| rmap_configure(object, hooks, &first, pidns));
+            match configured {
+                Ok(configured) => Some((object, configured)),
+                Err(why) => {
+                    rmap_unavailable = Some(rmap::unavailable_line(&why));
+                    None
+                }
+            }
+        });
         // The others only share the first one's maps, so they load side by side: each load
         // parses the kernel's BTF and runs the verifier, most of a recording's fixed cost
         // (docs/PERFORMANCE.md, "Fixed cost"), and on two cores this halves it.
@@ -427,22 +429,22 @@ impl Loaded {
     }
 }
 
-/// rmap.bpf.o opened with the programs `rmap::choose` picks for this kernel (their functions'
-/// names beside it), its maps shared with process.bpf.o (`first`); or why it cannot be had
+/// rmap.bpf.o opened with `hooks`' programs, those preflight found for this kernel (their
+/// functions' names beside it), its maps shared with process.bpf.o (`first`); or why it cannot be had
 /// here, in words.
 fn rmap_configure(
     object: &Object,
+    hooks: &[&'static rmap::Hook],
     first: &LoadedObject,
     pidns: &PidNamespace,
 ) -> Result<(OpenObject, Vec<&'static str>), String> {
-    let hooks = rmap::choose_here()?;
     let mut open = OpenObject::open(object.name, object.bytes).map_err(|e| e.to_string())?;
     open.set_rodata(pidns::RODATA_SECTION, &pidns.rodata())
         .map_err(|e| e.to_string())?;
     for map in SHARED {
         open.reuse_map(map, first).map_err(|e| e.to_string())?;
     }
-    rmap_autoload(&mut open, &hooks)?;
+    rmap_autoload(&mut open, hooks)?;
     Ok((open, hooks.iter().map(|h| h.function).collect()))
 }
 

@@ -7,6 +7,7 @@
 use crate::sys::probe::VmlinuxBtf;
 
 /// One program of rmap.bpf.c and the kernel function its section attaches to.
+#[derive(Debug, PartialEq, Eq)]
 pub struct Hook {
     /// The program's name in rmap.bpf.c.
     pub program: &'static str,
