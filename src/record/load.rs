@@ -1,6 +1,6 @@
 //! Loading the BPF objects of `bpf/` and attaching their tracepoint programs, driven by one
-//! table, [`OBJECTS`]: for each object its bytes, the maps it shares with the first (which
-//! creates them), its programs in attach order, the header feature it serves and when it is
+//! table, [`OBJECTS`]: for each object its bytes, the maps it shares with the others (created
+//! before any loads, from the first's definitions), its programs in attach order, the header feature it serves and when it is
 //! enabled.
 //!
 //! The allocator object (alloc.bpf.o, or floor.bpf.o with `--probe-floor`) is loaded here too,
@@ -10,7 +10,7 @@ use crate::error::Error;
 use crate::preflight::{Capabilities, UprobeLinks};
 use crate::record::pidns::{self, PidNamespace};
 use crate::record::{attach, discover, kernel_error, rmap, RecordOptions};
-use crate::sys::bpf::{BpfError, Link, LoadedObject, OpenObject};
+use crate::sys::bpf::{BpfError, Link, LoadedObject, OpenObject, SharedMap};
 use crate::sys::raw;
 
 /// One object of `bpf/`.
@@ -19,7 +19,8 @@ pub struct Object {
     pub name: &'static str,
     /// The ELF image build.rs compiled.
     bytes: &'static [u8],
-    /// The maps it uses from the first object instead of creating its own (bpf_map__reuse_fd).
+    /// The maps it shares with other objects instead of creating its own (bpf_map__reuse_fd):
+    /// created once, before the objects load, as the first object defines them.
     shares: &'static [&'static str],
     /// Its programs: attached here in this order, or left to `attach`.
     programs: Programs,
@@ -70,8 +71,12 @@ impl When {
     }
 }
 
-/// The maps of process.bpf.c every other object works on.
+/// The maps of common.bpf.h every object but floor.bpf.o works on.
 const SHARED: &[&str] = &["tracked", "events", "lost"];
+
+/// SHARED, and the gate that `--control` opens and closes, which process.bpf.o and the
+/// allocator programs read.
+const SHARED_AND_GATE: &[&str] = &["tracked", "events", "lost", "gate"];
 
 /// Every object, in load and attach order. Where two attach to the same tracepoint, the order
 /// is the order of their events: at exec, the Exec event (process) comes before the new image's
@@ -80,7 +85,7 @@ pub const OBJECTS: &[Object] = &[
     Object {
         name: "process",
         bytes: raw::PROCESS_BPF_OBJECT,
-        shares: &[],
+        shares: SHARED_AND_GATE,
         programs: Programs::Tracepoints(&[
             "sched_process_fork",
             "sched_process_exec",
@@ -124,7 +129,7 @@ pub const OBJECTS: &[Object] = &[
     Object {
         name: "alloc",
         bytes: raw::ALLOC_BPF_OBJECT,
-        shares: &["tracked", "events", "lost", "gate"],
+        shares: SHARED_AND_GATE,
         programs: Programs::Uprobes(ALLOC_ENTRY_VARIANTS),
         feature: Some("alloc"),
         when: When::Allocations,
@@ -151,8 +156,7 @@ const ALLOC_ENTRY_VARIANTS: &[&str] = &[
     attach::FREE_ENTER,
 ];
 
-/// The enabled objects, loaded, in table order; the first is process.bpf.o, whose maps the
-/// others share.
+/// The enabled objects, loaded, in table order; the first is process.bpf.o.
 pub struct Loaded {
     objects: Vec<(&'static Object, LoadedObject)>,
     /// Why the rmap hooks were wanted and not loaded (the kernel refuses fentry, or has no
@@ -178,11 +182,49 @@ fn refuses_walk_preempt_off(e: &BpfError) -> bool {
         .is_some_and(|v| v.log.contains("global function calls are not allowed"))
 }
 
-/// Open `object` and set it up as `opts` and `caps` say, sharing the maps of `first` (the
-/// loaded process.bpf.o) unless it is the first itself.
+/// The maps the enabled objects share, created from the first's definitions (common.bpf.h's:
+/// every object has them), the ring buffer sized as `opts` says. Created before any object
+/// loads, they let every object load at once.
+fn create_shared(
+    enabled: &[&'static Object],
+    opts: &RecordOptions,
+) -> Result<Vec<SharedMap>, Error> {
+    let mut names: Vec<&str> = enabled
+        .iter()
+        .flat_map(|o| o.shares.iter().copied())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    let Some(first) = enabled.first().filter(|_| !names.is_empty()) else {
+        return Ok(Vec::new());
+    };
+    let mut definitions = OpenObject::open(first.name, first.bytes).map_err(kernel_error)?;
+    definitions
+        .set_max_entries("events", opts.ring_size_bytes as u32)
+        .map_err(kernel_error)?;
+    log::info!("ring buffer: {} MiB", opts.ring_size_bytes >> 20);
+    names
+        .iter()
+        .map(|name| definitions.create_map(name).map_err(kernel_error))
+        .collect()
+}
+
+/// Use the maps of `shared` that `object` shares.
+fn reuse_shared(
+    open: &mut OpenObject,
+    object: &Object,
+    shared: &[SharedMap],
+) -> Result<(), BpfError> {
+    for map in shared.iter().filter(|m| object.shares.contains(&m.name())) {
+        open.reuse_map(map)?;
+    }
+    Ok(())
+}
+
+/// Open `object` and set it up as `opts` and `caps` say, with the maps of `shared` it shares.
 fn configure(
     object: &'static Object,
-    first: Option<&LoadedObject>,
+    shared: &[SharedMap],
     opts: &RecordOptions,
     caps: &Capabilities,
     pidns: &PidNamespace,
@@ -192,18 +234,7 @@ fn configure(
     // The namespace whose pids the records carry (pidns.rs); floor.bpf.o has none.
     open.set_rodata(pidns::RODATA_SECTION, &pidns.rodata())
         .map_err(kernel_error)?;
-    match first {
-        Some(first) => {
-            for map in object.shares {
-                open.reuse_map(map, first).map_err(kernel_error)?;
-            }
-        }
-        None => {
-            open.set_max_entries("events", opts.ring_size_bytes as u32)
-                .map_err(kernel_error)?;
-            log::info!("ring buffer: {} MiB", opts.ring_size_bytes >> 20);
-        }
-    }
+    reuse_shared(&mut open, object, shared).map_err(kernel_error)?;
     if object.name == "alloc" {
         // The rows of every file's unwind table (record::stacks), 24 MiB of kernel memory,
         // created only when stacks are recorded.
@@ -252,85 +283,64 @@ impl Loaded {
             .iter()
             .filter(|o| o.when.holds(opts, caps))
             .collect();
-        let Some((&first_object, rest)) = enabled.split_first() else {
-            return Ok(Loaded {
-                objects: Vec::new(),
-                rmap_unavailable: None,
-            });
-        };
-        let first = configure(first_object, None, opts, caps, pidns, Walk::PreemptOff)?
-            .load()
-            .map_err(kernel_error)?;
+        let shared = create_shared(&enabled, opts)?;
         // rmap.bpf.o is optional: where the kernel has no hooks for it or refuses fentry, the
         // recording goes on with rss_stat alone and says so once, at its end.
-        let (rmap_objects, rest): (Vec<&'static Object>, Vec<&'static Object>) = rest
-            .iter()
-            .partition(|o| matches!(o.programs, Programs::Rmap));
         let mut rmap_unavailable = None;
-        let rmap_open = rmap_objects.first().and_then(|&object| {
+        let mut rmap_functions = Vec::new();
+        let mut opened = Vec::with_capacity(enabled.len());
+        for &object in &enabled {
+            if !matches!(object.programs, Programs::Rmap) {
+                let open = configure(object, &shared, opts, caps, pidns, Walk::PreemptOff)?;
+                opened.push((object, open));
+                continue;
+            }
             let configured = (caps.rmap.as_deref())
                 .map_err(String::clone)
-                .and_then(|hooks| rmap_configure(object, hooks, &first, pidns));
+                .and_then(|hooks| rmap_configure(object, hooks, &shared, pidns));
             match configured {
-                Ok(configured) => Some((object, configured)),
-                Err(why) => {
-                    rmap_unavailable = Some(rmap::unavailable_line(&why));
-                    None
+                Ok((open, functions)) => {
+                    rmap_functions = functions;
+                    opened.push((object, open));
                 }
+                Err(why) => rmap_unavailable = Some(rmap::unavailable_line(&why)),
             }
-        });
-        // The others only share the first one's maps, so they load side by side: each load
-        // parses the kernel's BTF and runs the verifier, most of a recording's fixed cost
-        // (docs/PERFORMANCE.md, "Fixed cost"), and on two cores this halves it.
-        let opened = rest
-            .iter()
-            .map(|&object| configure(object, Some(&first), opts, caps, pidns, Walk::PreemptOff))
-            .collect::<Result<Vec<_>, _>>()?;
-        let (loaded, rmap_loaded) = std::thread::scope(|scope| {
+        }
+        // With their shared maps made, the objects load side by side: each load parses the
+        // kernel's BTF, searches it for the types the object relocates, and runs the verifier,
+        // most of a recording's fixed cost (docs/PERFORMANCE.md, "Fixed cost").
+        let loaded: Vec<_> = std::thread::scope(|scope| {
             let loads: Vec<_> = opened
                 .into_iter()
-                .map(|open| scope.spawn(move || open.load()))
+                .map(|(object, open)| (object, scope.spawn(move || open.load())))
                 .collect();
-            let rmap_load = rmap_open.map(|(object, (open, functions))| {
-                (object, functions, scope.spawn(move || open.load()))
-            });
-            let joined: Vec<_> = loads
+            loads
                 .into_iter()
-                .map(|load| load.join().expect("a BPF object's load panicked"))
-                .collect();
-            let rmap_joined = rmap_load.map(|(object, functions, load)| {
-                let result = load.join().expect("rmap.bpf.o's load panicked");
-                (object, functions, result)
-            });
-            (joined, rmap_joined)
+                .map(|(object, load)| (object, load.join().expect("a BPF object's load panicked")))
+                .collect()
         });
-        let mut objects = vec![(first_object, first)];
-        for (&object, result) in rest.iter().zip(loaded) {
-            let loaded = match result {
+        let mut objects = Vec::with_capacity(loaded.len());
+        for (object, result) in loaded {
+            let result = match result {
+                Err(e) if matches!(object.programs, Programs::Rmap) => {
+                    rmap_unavailable = Some(rmap::unavailable_line(&rmap_refusal(&e)));
+                    continue;
+                }
+                Ok(_) if matches!(object.programs, Programs::Rmap) => {
+                    log::info!("rmap hooks: fentry on {}", rmap_functions.join(", "));
+                    result
+                }
                 Err(e) if object.name == "alloc" && opts.stacks && refuses_walk_preempt_off(&e) => {
                     log::info!(
                         "this kernel's verifier refuses the stack walk with preemption off; it \
                          walks preemptible"
                     );
-                    let first = &objects[0].1;
-                    configure(object, Some(first), opts, caps, pidns, Walk::Preemptible)?.load()
+                    configure(object, &shared, opts, caps, pidns, Walk::Preemptible)?.load()
                 }
                 other => other,
             };
-            objects.push((object, loaded.map_err(kernel_error)?));
+            objects.push((object, result.map_err(kernel_error)?));
         }
-        match rmap_loaded {
-            Some((object, functions, Ok(loaded))) => {
-                log::info!("rmap hooks: fentry on {}", functions.join(", "));
-                objects.push((object, loaded));
-            }
-            Some((_, _, Err(e))) => {
-                rmap_unavailable = Some(rmap::unavailable_line(&rmap_refusal(&e)))
-            }
-            None => {}
-        }
-        // Table order, which the header's features keep.
-        objects.sort_by_key(|(object, _)| OBJECTS.iter().position(|o| std::ptr::eq(o, *object)));
         Ok(Loaded {
             objects,
             rmap_unavailable,
@@ -430,20 +440,18 @@ impl Loaded {
 }
 
 /// rmap.bpf.o opened with `hooks`' programs, those preflight found for this kernel (their
-/// functions' names beside it), its maps shared with process.bpf.o (`first`); or why it cannot be had
+/// functions' names beside it), with the maps of `shared` it shares; or why it cannot be had
 /// here, in words.
 fn rmap_configure(
     object: &Object,
     hooks: &[&'static rmap::Hook],
-    first: &LoadedObject,
+    shared: &[SharedMap],
     pidns: &PidNamespace,
 ) -> Result<(OpenObject, Vec<&'static str>), String> {
     let mut open = OpenObject::open(object.name, object.bytes).map_err(|e| e.to_string())?;
     open.set_rodata(pidns::RODATA_SECTION, &pidns.rodata())
         .map_err(|e| e.to_string())?;
-    for map in SHARED {
-        open.reuse_map(map, first).map_err(|e| e.to_string())?;
-    }
+    reuse_shared(&mut open, object, shared).map_err(|e| e.to_string())?;
     rmap_autoload(&mut open, hooks)?;
     Ok((open, hooks.iter().map(|h| h.function).collect()))
 }
@@ -473,10 +481,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn process_comes_first_and_creates_the_maps_the_others_share() {
+    fn process_comes_first_and_shares_every_shared_map() {
+        // create_shared makes the shared maps from the first enabled object's definitions.
         assert_eq!(OBJECTS[0].name, "process");
-        assert!(OBJECTS[0].shares.is_empty());
         assert!(matches!(OBJECTS[0].when, When::Always));
+        for object in OBJECTS {
+            for map in object.shares {
+                assert!(OBJECTS[0].shares.contains(map), "{map} of {}", object.name);
+            }
+        }
     }
 
     #[test]

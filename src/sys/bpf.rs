@@ -7,6 +7,7 @@
 
 use std::ffi::{CStr, CString};
 use std::marker::PhantomData;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::raw::{c_char, c_int, c_void};
 use std::ptr::NonNull;
 
@@ -129,6 +130,17 @@ pub fn route_libbpf_logs() {
         fmt: *const c_char,
         ap: *mut sys::__va_list_tag,
     ) -> c_int {
+        // libbpf's info and debug messages (one per CO-RE relocation, map and program: hundreds
+        // per load) are formatted only when they would be shown: formatting each into the
+        // buffer below cost a recording a few ms of its start. Warnings always are: the
+        // verifier's log comes as one.
+        let wanted = match level {
+            sys::LIBBPF_WARN => log::Level::Debug,
+            _ => log::Level::Trace,
+        };
+        if level != sys::LIBBPF_WARN && !log::log_enabled!(target: "libbpf", wanted) {
+            return 0;
+        }
         // Large enough for a verifier log, which libbpf prints as one message.
         let mut buf = vec![0 as c_char; 256 * 1024];
         // SAFETY: buf is writable for its length; fmt and ap come from libbpf as a pair.
@@ -142,10 +154,7 @@ pub fn route_libbpf_logs() {
         if let Some(log) = verifier_log_of(msg) {
             LAST_VERIFIER_LOG.with(|last| *last.borrow_mut() = Some(log));
         }
-        match level {
-            sys::LIBBPF_WARN => log::debug!(target: "libbpf", "{msg}"),
-            _ => log::trace!(target: "libbpf", "{msg}"),
-        }
+        log::log!(target: "libbpf", wanted, "{msg}");
         n
     }
     // SAFETY: `print` has the signature libbpf expects and lives for the whole program.
@@ -219,14 +228,49 @@ impl OpenObject {
         check(rc, || format!("set {section} of {}", self.name)).map(|()| true)
     }
 
-    /// Use the map `map` already created by `from` instead of creating a new one.
-    pub fn reuse_map(&mut self, map: &str, from: &LoadedObject) -> Result<(), BpfError> {
-        let fd = from.map_fd(map)?;
+    /// Create map `map` in the kernel as this object defines it (type, key and value sizes,
+    /// entries, flags), before the object loads, for objects to share ([`Self::reuse_map`]).
+    pub fn create_map(&self, map: &str) -> Result<SharedMap, BpfError> {
         let m = self.map_ptr(map)?;
-        // SAFETY: m belongs to this open object; fd is a live map fd owned by `from`, which
-        // libbpf dups, so the two objects may be dropped in any order.
-        let rc = unsafe { sys::bpf_map__reuse_fd(m.as_ptr(), fd) };
-        check(rc, || format!("share map {map} with {}", self.name))
+        let cname = cstring(map);
+        // SAFETY: m belongs to this open object; the opts are zeroed but for sz and the flags;
+        // the name is NUL-terminated and outlives the call.
+        let fd = unsafe {
+            let m = m.as_ptr();
+            let opts = sys::bpf_map_create_opts {
+                sz: std::mem::size_of::<sys::bpf_map_create_opts>() as sys::size_t,
+                map_flags: sys::bpf_map__map_flags(m),
+                ..Default::default()
+            };
+            sys::bpf_map_create(
+                sys::bpf_map__type(m),
+                cname.as_ptr(),
+                sys::bpf_map__key_size(m),
+                sys::bpf_map__value_size(m),
+                sys::bpf_map__max_entries(m),
+                &opts,
+            )
+        };
+        if fd < 0 {
+            return Err(BpfError::last(format!("create map {map} of {}", self.name)));
+        }
+        // SAFETY: bpf_map_create returned a new fd that nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(SharedMap {
+            name: map.to_string(),
+            fd,
+        })
+    }
+
+    /// Use `shared` for the map of its name instead of creating a new one.
+    pub fn reuse_map(&mut self, shared: &SharedMap) -> Result<(), BpfError> {
+        let m = self.map_ptr(&shared.name)?;
+        // SAFETY: m belongs to this open object; the fd is live while `shared` is, and libbpf
+        // dups it, so the map outlives `shared` for as long as this object holds it.
+        let rc = unsafe { sys::bpf_map__reuse_fd(m.as_ptr(), shared.fd.as_raw_fd()) };
+        check(rc, || {
+            format!("share map {} with {}", shared.name, self.name)
+        })
     }
 
     /// Load program `prog` as a classic (perf-event based) uprobe instead of the uprobe_multi
@@ -291,6 +335,20 @@ impl Drop for OpenObject {
     fn drop(&mut self) {
         // SAFETY: we own the object and nothing borrows it past our lifetime.
         unsafe { sys::bpf_object__close(self.ptr.as_ptr()) }
+    }
+}
+
+/// A map created before the objects that share it load ([`OpenObject::create_map`]); each
+/// object that reuses it holds its own copy of the fd.
+pub struct SharedMap {
+    name: String,
+    fd: OwnedFd,
+}
+
+impl SharedMap {
+    /// The map's name, its definition's.
+    pub fn name(&self) -> &str {
+        &self.name
     }
 }
 
