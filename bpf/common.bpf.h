@@ -256,11 +256,16 @@ static __always_inline __u32 parent_state(struct task_struct *t, __u32 tgid)
  * nested inside it). A function of its own, for the allocator programs' stack. */
 static __noinline void current_ids_in_recorder_ns(struct event_header *h)
 {
-	struct bpf_pidns_info ns = {};
+	/* struct bpf_pidns_info's layout (UAPI, fixed): vmlinux.h's would be CO-RE relocated, and
+	 * each object's load would search the kernel's BTF for it once more. */
+	struct {
+		__u32 pid;
+		__u32 tgid;
+	} ns = {};
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct task_struct *cur;
 
-	if (!bpf_get_ns_current_pid_tgid(recorder_pidns.dev, recorder_pidns.inum, &ns,
+	if (!bpf_get_ns_current_pid_tgid(recorder_pidns.dev, recorder_pidns.inum, (void *)&ns,
 					 sizeof(ns))) {
 		if (h->pid == tgid)
 			h->pid = ns.tgid;
