@@ -344,10 +344,14 @@ pub enum UprobeLinks {
 /// later anyway, failing with the same fixes (`record::kernel_error`). Whether uprobe_multi
 /// links exist is asked without attaching (`probe::uprobe_multi_links`).
 pub fn for_record() -> Result<Capabilities, Error> {
+    let start = std::time::Instant::now();
     crate::sys::bpf::route_libbpf_logs();
     let (checks, rmap) = run_checks(false);
     require(&checks)?;
-    Ok(capabilities(rmap))
+    let caps = capabilities(rmap);
+    // The first step of record's start-up (record::StartClock logs the others).
+    log::info!("preflight: {:.1} ms", start.elapsed().as_secs_f64() * 1e3);
+    Ok(caps)
 }
 
 /// What `record` would use here, asked of the kernel (`for_record` after its checks, and

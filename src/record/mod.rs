@@ -120,12 +120,44 @@ pub(crate) fn verifier_refusal(what: &str, log: &crate::sys::bpf::VerifierLog) -
     )
 }
 
+/// How long each step before the command runs took: `-v` logs it once the command is forked,
+/// the fixed cost docs/PERFORMANCE.md breaks down (the command's exec, its discovery stops and
+/// their probes come after, and `-v` says those).
+struct StartClock {
+    last: std::time::Instant,
+    steps: Vec<(&'static str, std::time::Duration)>,
+}
+
+impl StartClock {
+    fn new() -> StartClock {
+        StartClock {
+            last: std::time::Instant::now(),
+            steps: Vec::new(),
+        }
+    }
+
+    /// The step `name` ends now.
+    fn step(&mut self, name: &'static str) {
+        let now = std::time::Instant::now();
+        self.steps.push((name, now - self.last));
+        self.last = now;
+    }
+
+    fn log(&self) {
+        let steps: Vec<String> = (self.steps.iter())
+            .map(|(name, took)| format!("{name} {:.1} ms", took.as_secs_f64() * 1e3))
+            .collect();
+        log::info!("start-up: {}", steps.join(", "));
+    }
+}
+
 /// Record `opts.command` into `opts.output` on a machine with `caps` (`preflight::for_record`);
 /// returns the command's exit code.
 ///
 /// The order is the design: each step needs what the one before made, and the drops at the end
 /// undo them in reverse (the file complete first, the probes next, the signals last).
 pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
+    let mut clock = StartClock::new();
     let identity = identity::resolve(opts.user.as_deref(), &identity::Context::from_system())?;
     let pidns = pidns::PidNamespace::of_self()?;
     if let Some(id) = &identity {
@@ -137,7 +169,9 @@ pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
         );
     }
     // Made before the guardian forks, which enters their namespace before it forks the command.
+    clock.step("user and pid namespace");
     let (private, mounts) = private_libraries(opts);
+    clock.step("private library copies");
     // The guardian is forked before anything is loaded, so that it holds no BPF object: when
     // the recorder dies, every probe goes with it (guardian.rs).
     let terminal = Terminal::foreground();
@@ -154,12 +188,16 @@ pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
         opts.ending,
         mounts,
     )?;
+    clock.step("guardian");
 
     let objects = load::Loaded::load(opts, caps, &pidns)?;
+    clock.step("BPF objects' load");
     let links = objects.attach()?;
+    clock.step("tracepoint attach");
     let mut features = objects.features();
     features.extend(pidns.feature());
     let discovery = discovery(opts, caps, &objects, private.as_ref(), &mut features)?;
+    clock.step("probes on libc and the loader");
     let process_obj = objects.process();
     let tracked = MapFd::of(process_obj, "tracked").map_err(kernel_error)?;
     let lost = MapFd::of(process_obj, "lost").map_err(kernel_error)?;
@@ -205,6 +243,8 @@ pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
         }
     };
     let file = pending.commit();
+    clock.step("ring, output and the command's fork");
+    clock.log();
     // Held, so that the tree's last exit does not tear its namespace down (RCU grace periods,
     // some 10 ms, before the exit is reported): the last holder of this descriptor does, after
     // we exit (`process::close_fds_after_exit`). The command is held stopped at its exec for
