@@ -350,10 +350,12 @@ pub fn uname() -> (String, String) {
         return (String::new(), String::new());
     }
     let field = |f: &[libc::c_char]| {
+        // c_char is i8 on x86_64 and u8 on arm64: its byte either way, without a cast that
+        // is needless on one of them.
         let bytes: Vec<u8> = f
             .iter()
             .take_while(|&&c| c != 0)
-            .map(|&c| c as u8)
+            .map(|&c| c.to_ne_bytes()[0])
             .collect();
         String::from_utf8_lossy(&bytes).into_owned()
     };
