@@ -32,6 +32,7 @@ use crate::record::foreground::CommandGroup;
 use crate::record::guardian::Guardian;
 use crate::record::leakscan::{self, Heaps, Held};
 use crate::record::listen::Control;
+use crate::record::load::Loaded;
 use crate::record::progress::{Counts, Progress};
 use crate::record::stacks::{self, Interner};
 use crate::sys::bpf::MapFd;
@@ -117,7 +118,13 @@ pub struct Session<'a> {
     pub guardian: &'a Guardian,
     /// Whether processes are held at `_exit` for the leak scan (leakscan.rs).
     pub leak_scan: bool,
+    /// The loaded programs, whose runs the kernel skipped are counted as lost at the end.
+    pub objects: &'a Loaded,
 }
+
+/// The trailer's lost cause for runs of memtrack's programs the kernel skipped
+/// (`Loaded::skipped_runs`).
+pub const SKIPPED_RUNS: &str = "skipped_runs";
 
 /// Growth of one process's memory outside any allocator event, to warn about an allocator
 /// memtrack did not find (stripped, or unknown to the catalogue). Growth is counted only while
@@ -538,15 +545,26 @@ impl<'a> Session<'a> {
             ..
         } = sink;
         let exit_code = root_status.map(process::exit_code_of).unwrap_or(128);
+        // Read once everything is drained: a skipped run leaves no trace in the ring.
+        let skipped = self.objects.skipped_runs();
+        if skipped > 0 {
+            log::warn!(
+                "the kernel skipped {skipped} runs of memtrack's programs (a run already under \
+                 way on that CPU had been preempted): events of the tree may be missing, and the \
+                 report says so"
+            );
+        }
         let trailer = Trailer {
             end_monotonic_ns: process::monotonic_ns(),
             events: 0,
             chunks: 0,
             lost: LOST_CAUSES
                 .iter()
+                .map(|(_, cause)| *cause)
                 .zip(lost_seen)
+                .chain([(SKIPPED_RUNS, skipped)])
                 .filter(|(_, n)| *n > 0)
-                .map(|((_, cause), count)| LostCount {
+                .map(|(cause, count)| LostCount {
                     cause: cause.to_string(),
                     count,
                 })
@@ -570,7 +588,7 @@ impl<'a> Session<'a> {
             events,
             processes: pids.len(),
             bytes,
-            lost: lost_seen.iter().sum(),
+            lost: lost_seen.iter().sum::<u64>() + skipped,
             undecodable,
             exit_code,
             output: self.output.display().to_string(),

@@ -78,6 +78,12 @@ const SHARED: &[&str] = &["tracked", "events", "lost"];
 /// allocator programs read.
 const SHARED_AND_GATE: &[&str] = &["tracked", "events", "lost", "gate"];
 
+/// Programs attached twice to the same tracepoint, the copy right after the first: the kernel
+/// skips a run of a program on a CPU where a run of it is under way (preempted, on kernels that
+/// run tracepoint programs preemptible), and the copy then runs in its place
+/// (process.bpf.c's `sched_process_exit_again`: a lost exit would be lost for good).
+const DOUBLED: &[(&str, &str)] = &[("sched_process_exit", "sched_process_exit_again")];
+
 /// Every object, in load and attach order. Where two attach to the same tracepoint, the order
 /// is the order of their events: at exec, the Exec event (process) comes before the new image's
 /// resident values (rss), and discovery's stop after both.
@@ -90,6 +96,7 @@ pub const OBJECTS: &[Object] = &[
             "sched_process_fork",
             "sched_process_exec",
             "sched_process_exit",
+            "sched_process_exit_again",
         ]),
         feature: Some("lifecycle"),
         when: When::Always,
@@ -415,6 +422,28 @@ impl Loaded {
             .collect()
     }
 
+    /// How many runs of the loaded programs the kernel skipped so far
+    /// ([`LoadedObject::skipped_runs`]): events that may be missing. Of a program loaded twice
+    /// ([`DOUBLED`]), only runs both copies skipped can be missing: at most the smaller count.
+    pub fn skipped_runs(&self) -> u64 {
+        let counts: Vec<(String, u64)> = (self.objects.iter())
+            .flat_map(|(_, o)| o.skipped_runs())
+            .collect();
+        let count = |name: &str| counts.iter().find(|(n, _)| n == name).map_or(0, |c| c.1);
+        let mut total = 0;
+        for (name, n) in &counts {
+            match DOUBLED
+                .iter()
+                .find(|(first, again)| name == first || name == again)
+            {
+                Some((first, again)) if name == first => total += count(first).min(count(again)),
+                Some(_) => {}
+                None => total += n,
+            }
+        }
+        total
+    }
+
     /// process.bpf.o, which owns the maps (the ring buffer, `tracked`, `lost`, `gate`).
     pub fn process(&self) -> &LoadedObject {
         &self.objects[0].1
@@ -489,6 +518,17 @@ mod tests {
             for map in object.shares {
                 assert!(OBJECTS[0].shares.contains(map), "{map} of {}", object.name);
             }
+        }
+    }
+
+    #[test]
+    fn a_doubled_program_is_attached_right_after_its_first() {
+        for (first, again) in DOUBLED {
+            let attached_after = OBJECTS.iter().any(|o| match o.programs {
+                Programs::Tracepoints(p) => p.windows(2).any(|w| w == [*first, *again]),
+                _ => false,
+            });
+            assert!(attached_after, "{again} right after {first}");
         }
     }
 

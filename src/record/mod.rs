@@ -268,6 +268,7 @@ pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
         guardian: &guardian,
         symbols: opts.symbols,
         leak_scan: opts.leak_scan,
+        objects: &objects,
     };
     let result = session.run(file, &header);
     group.restore_terminal();

@@ -50,6 +50,12 @@ pub fn loss_effect(cause: &str) -> &'static str {
             "a new program or library ran before its allocator was found: its allocations may be \
              missing (too low)"
         }
+        "skipped_runs" => {
+            "the kernel skipped runs of memtrack's programs (a run of the same program was under \
+             way on that CPU, preempted): some may have been the tree's allocations, frees, \
+             forks, execs, exits or resident-memory changes, so any number may be wrong, either \
+             way (the count includes runs for other processes of the machine)"
+        }
         _ => "an unknown cause: any number may be wrong, either way",
     }
 }
@@ -60,8 +66,14 @@ pub fn loss_reason(lost: &[LostCount], total: u64) -> String {
         .iter()
         .map(|l| format!("{} {}: {}", l.count, l.cause, loss_effect(&l.cause)))
         .collect();
+    // Only a full ring is helped by a bigger one.
+    let hint = if lost.iter().any(|l| l.cause.starts_with("ring_full")) {
+        "; a bigger --ring-size avoids it"
+    } else {
+        ""
+    };
     format!(
-        "{total} events were lost while recording ({}); a bigger --ring-size avoids it",
+        "{total} events were lost while recording ({}){hint}",
         causes.join("; ")
     )
 }

@@ -392,6 +392,37 @@ impl LoadedObject {
             .ok_or_else(|| BpfError::new(format!("find map {map} in {}", self.name), libc::ENOENT))
     }
 
+    /// How many times the kernel skipped each of this object's loaded programs, by name (its
+    /// `recursion_misses`, Linux 5.12): a tracing program is not run on a CPU where a run of it
+    /// is already under way, as when that run was preempted. Programs whose count cannot be
+    /// read are left out.
+    pub fn skipped_runs(&self) -> Vec<(String, u64)> {
+        let mut skipped = Vec::new();
+        let mut p = std::ptr::null_mut();
+        loop {
+            // SAFETY: live object; p is null or one of its programs, as the iteration requires.
+            p = unsafe { sys::bpf_object__next_program(self.ptr.as_ptr(), p) };
+            if p.is_null() {
+                return skipped;
+            }
+            // SAFETY: p is a program of this object; a program left out of the load has no fd.
+            let fd = unsafe { sys::bpf_program__fd(p) };
+            if fd < 0 {
+                continue;
+            }
+            let mut info = sys::bpf_prog_info::default();
+            let mut len = std::mem::size_of::<sys::bpf_prog_info>() as u32;
+            // SAFETY: info is writable for len bytes; the kernel fills what it knows. p's name
+            // is a NUL-terminated string libbpf owns for the object's life.
+            unsafe {
+                if sys::bpf_prog_get_info_by_fd(fd, &mut info, &mut len) == 0 {
+                    let name = CStr::from_ptr(sys::bpf_program__name(p));
+                    skipped.push((name.to_string_lossy().into_owned(), info.recursion_misses));
+                }
+            }
+        }
+    }
+
     /// Whether program `prog` exists and was loaded (not left out with `set_autoload`).
     pub fn has_loaded(&self, prog: &str) -> bool {
         // SAFETY: the program belongs to this loaded object; a program left out has no fd.
