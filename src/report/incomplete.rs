@@ -50,6 +50,14 @@ pub fn loss_effect(cause: &str) -> &'static str {
             "a new program or library ran before its allocator was found: its allocations may be \
              missing (too low)"
         }
+        "ring_full_stack" => {
+            "call stacks are missing: some allocations have no stack, and the sites' shares may \
+             be too low (the heap numbers are whole)"
+        }
+        "ring_full_rmap" => {
+            "rmap changes are missing: the rmap accounting may be too low or too high (rss_stat's \
+             resident figures are whole)"
+        }
         "skipped_runs" => {
             "the kernel skipped runs of memtrack's programs (a run of the same program was under \
              way on that CPU, preempted): some may have been the tree's allocations, frees, \
@@ -207,6 +215,25 @@ mod tests {
     }
 
     #[test]
+    fn only_a_full_ring_is_told_to_grow() {
+        let skipped = [LostCount {
+            cause: "skipped_runs".into(),
+            count: 1,
+        }];
+        let r = loss_reason(&skipped, 1);
+        assert!(r.contains("the kernel skipped runs"), "{r}");
+        assert!(!r.contains("--ring-size"), "{r}");
+        let both = [
+            skipped[0].clone(),
+            LostCount {
+                cause: "ring_full_rss".into(),
+                count: 2,
+            },
+        ];
+        assert!(loss_reason(&both, 3).ends_with("; a bigger --ring-size avoids it"));
+    }
+
+    #[test]
     fn every_cause_the_recorder_writes_has_its_own_effect() {
         for cause in [
             "ring_full_alloc",
@@ -216,6 +243,9 @@ mod tests {
             "tracked_map_full",
             "ring_full_mapping",
             "ring_full_discovery",
+            "ring_full_stack",
+            "ring_full_rmap",
+            "skipped_runs",
         ] {
             assert!(!loss_effect(cause).contains("unknown cause"), "{cause}");
         }
