@@ -9,22 +9,7 @@ mod common;
 
 use std::process::Command;
 
-use common::{can_record, fixture, record, record_fixture, run, scratch_file};
-
-/// The value of `metric` in a diff's list of metrics: (base, new, change).
-fn metric(list: &serde_json::Value, name: &str) -> (u64, u64, i64) {
-    let m = list
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["metric"] == name)
-        .unwrap_or_else(|| panic!("no {name} in {list}"));
-    (
-        m["base"].as_u64().unwrap(),
-        m["new"].as_u64().unwrap(),
-        m["change"].as_i64().unwrap(),
-    )
-}
+use common::{can_record, diff_metric, fixture, record, record_fixture, run, scratch_file};
 
 #[test]
 fn diff_and_check_against_a_baseline() {
@@ -41,15 +26,18 @@ fn diff_and_check_against_a_baseline() {
         .stdout;
     let d: serde_json::Value = serde_json::from_str(&out).unwrap();
     let run_metrics = &d["run"];
-    assert_eq!(metric(run_metrics, "allocations"), (102, 204, 102));
+    assert_eq!(diff_metric(run_metrics, "allocations"), (102, 204, 102));
     assert_eq!(
-        metric(run_metrics, "temporary_allocations"),
+        diff_metric(run_metrics, "temporary_allocations"),
         (101, 202, 101)
     );
-    assert_eq!(metric(run_metrics, "leaked_blocks"), (1, 2, 1));
-    assert_eq!(metric(run_metrics, "leaked_bytes"), (7002, 14004, 7002));
+    assert_eq!(diff_metric(run_metrics, "leaked_blocks"), (1, 2, 1));
     assert_eq!(
-        metric(run_metrics, "bytes_allocated").2,
+        diff_metric(run_metrics, "leaked_bytes"),
+        (7002, 14004, 7002)
+    );
+    assert_eq!(
+        diff_metric(run_metrics, "bytes_allocated").2,
         100 * 7001 + 7002 + 7003
     );
     let rules: Vec<(&str, &str)> = d["processes"]
@@ -279,16 +267,19 @@ fn check_by_bench_names_the_benchmark_that_regressed() {
             .clone()
     };
     let grows = bench("diff::grows");
-    assert_eq!(metric(&grows, "allocations"), (100, 200, 100));
+    assert_eq!(diff_metric(&grows, "allocations"), (100, 200, 100));
     assert_eq!(
-        metric(&grows, "bytes_allocated"),
+        diff_metric(&grows, "bytes_allocated"),
         (100 * 32001, 200 * 32001, 100 * 32001)
     );
-    assert_eq!(metric(&grows, "temporary_allocations"), (100, 200, 100));
-    let steady = bench("diff::steady");
-    assert_eq!(metric(&steady, "allocations"), (10, 10, 0));
     assert_eq!(
-        metric(&steady, "bytes_allocated"),
+        diff_metric(&grows, "temporary_allocations"),
+        (100, 200, 100)
+    );
+    let steady = bench("diff::steady");
+    assert_eq!(diff_metric(&steady, "allocations"), (10, 10, 0));
+    assert_eq!(
+        diff_metric(&steady, "bytes_allocated"),
         (10 * 31001, 10 * 31001, 0)
     );
 

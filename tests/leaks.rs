@@ -754,21 +754,6 @@ fn html_page_splits_lost_and_reachable_and_lists_lost_sites_first() {
     );
 }
 
-/// The change of `metric` in a diff's list: (base, new, change).
-fn diff_metric(list: &serde_json::Value, name: &str) -> (u64, u64, i64) {
-    let m = list
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["metric"] == name)
-        .unwrap_or_else(|| panic!("no {name} in {list}"));
-    (
-        m["base"].as_u64().unwrap(),
-        m["new"].as_u64().unwrap(),
-        m["change"].as_i64().unwrap(),
-    )
-}
-
 #[test]
 fn diff_shows_lost_and_reachable_apart() {
     skip_unless_recording!("diff_leaks");

@@ -703,3 +703,18 @@ macro_rules! check {
         assert!($cond, "{}\n{}", format!($($msg)+), $rec.describe())
     };
 }
+
+/// The value of `metric` in the JSON list of metrics `memtrack diff` writes: (base, new, change).
+pub fn diff_metric(list: &serde_json::Value, name: &str) -> (u64, u64, i64) {
+    let m = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == name)
+        .unwrap_or_else(|| panic!("no {name} in {list}"));
+    (
+        m["base"].as_u64().unwrap(),
+        m["new"].as_u64().unwrap(),
+        m["change"].as_i64().unwrap(),
+    )
+}
