@@ -205,7 +205,7 @@ enum region_kind {
 	REGION_ANON = 0,  /* anonymous memory: mmap, or private copies of a file's pages */
 	REGION_HEAP = 1,  /* the brk heap */
 	REGION_STACK = 2, /* the main thread's stack */
-	REGION_FILE = 3,  /* a mapped file (name: its file name) */
+	REGION_FILE = 3,  /* a mapped file (name: its file name; user space reads its path) */
 	REGION_SHMEM = 4, /* shmem: tmpfs and memfd files, MAP_SHARED anonymous memory, SysV shm */
 };
 

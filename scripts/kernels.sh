@@ -62,7 +62,7 @@ else
 rss anon_64_mib fork_child_touches_more
 stacks walks_from_one_place_tell_their_callers_apart
 control each_benchmark_counts_exactly_its_pid_tree_inside_its_window
-rmap rmap_fork_inherited_unmap_contract rmap_resident_equals_rss_stat rmap_mapped_file_appears_under_its_name"
+rmap rmap_fork_inherited_unmap_contract rmap_resident_equals_rss_stat rmap_mapped_file_appears_under_its_path"
 fi
 tests_wanted=${KERNEL_TESTS:-$tests_wanted}
 

@@ -233,8 +233,8 @@ fn rmap_resident_equals_rss_stat() {
 /// A 16 MiB file the fixture maps and reads is resident under its name in the by-mapping view
 /// at the process's rmap peak (as shmem where the scratch directory is tmpfs, in the guests).
 #[test]
-fn rmap_mapped_file_appears_under_its_name() {
-    skip_unless_recording!("rmap_mapped_file_appears_under_its_name");
+fn rmap_mapped_file_appears_under_its_path() {
+    skip_unless_recording!("rmap_mapped_file_appears_under_its_path");
     let path = common::scratch_dir().join("rmap-16mib.data");
     let side = scratch_file("rmap-file.status");
     let exe = fixture("rmap/file");
@@ -245,7 +245,7 @@ fn rmap_mapped_file_appears_under_its_name() {
         &[("MEMTRACK_STATUS_FILE", side.as_os_str())],
     );
     check!(rec, rec.code() == 0, "exit code");
-    if !has_rmap("rmap_mapped_file_appears_under_its_name", &rec) {
+    if !has_rmap("rmap_mapped_file_appears_under_its_path", &rec) {
         return;
     }
     let report = analyze(&rec.header, rec.events.iter().cloned(), Some(&rec.end));
@@ -256,11 +256,12 @@ fn rmap_mapped_file_appears_under_its_name() {
     let file = p
         .by_mapping
         .iter()
-        .find(|r| r.region.ends_with("rmap-16mib.data"));
+        .find(|r| r.region == path.to_str().unwrap());
     check!(
         rec,
         file.is_some_and(|r| r.bytes as i64 == 16 * MIB),
-        "16 MiB under the file's name: {:?}",
+        "16 MiB under the file's path {}: {:?}",
+        path.display(),
         p.by_mapping
     );
     let text = report_text(&rec.path, &[], None);

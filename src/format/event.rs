@@ -282,8 +282,10 @@ pub struct Exec {
 }
 
 /// `EventKind::RmapRegion`: the mapping [start, end), what it is (`what`: "anon", "heap",
-/// "stack", "file" or "shmem") and, for a file or shmem mapping, the file's name (its last
-/// path component, as the kernel's dentry holds it).
+/// "stack", "file" or "shmem") and, for a file or shmem mapping, the file's path as
+/// `/proc/PID/map_files` gave it while the process lived, or else (format 6 files of memtrack
+/// before it read the path, a process gone before the record was drained) the file's name, its
+/// last path component as the kernel's dentry holds it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RmapRegion {
     pub start: u64,

@@ -713,6 +713,11 @@ impl<'a> Session<'a> {
                     {
                         *stack_id = sink.stacks.leaf(*stack_id);
                     }
+                    // A mapped file's path, read while its process lives (the kernel sends
+                    // only its name).
+                    if let EventKind::RmapRegion(region) = &mut ev.kind {
+                        crate::record::rmap::complete_path(ev.pid, region);
+                    }
                     match &ev.kind {
                         EventKind::Fork { child } => {
                             sink.pids.insert(*child);
