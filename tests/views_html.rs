@@ -653,12 +653,52 @@ fn pid_and_tree_narrow_the_timeline_and_the_page() {
                     "{flag} {pid} {key}"
                 );
                 let points = first["points"].as_array().unwrap();
-                let max = points.iter().map(|p| int(&p[format!("{key}_max")])).max();
-                assert_eq!(
-                    max,
-                    bytes.as_u64(),
-                    "{flag} {pid} {key}: the curve's maximum"
-                );
+                let width = int(&first["bucket_ns"]);
+                let max_from = |t: u64| {
+                    points
+                        .iter()
+                        .filter(|p| int(&p["at_ns"]) + width > t)
+                        .map(|p| int(&p[format!("{key}_max")]))
+                        .max()
+                };
+                // A process's resident peak is since its last exec (the kernel's VmHWM): the
+                // image it replaced may have held more, and the curve draws that too. From the
+                // exec's bucket on, the curve reaches the peak; after that bucket, never above.
+                let exec = (flag == "--pid" && key == "resident")
+                    .then(|| {
+                        tl["events"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .filter(|e| e["kind"] == "exec" && int(&e["pid"]) == pid)
+                            .map(|e| int(&e["at_ns"]))
+                            .max()
+                    })
+                    .flatten();
+                match exec {
+                    None => assert_eq!(
+                        max_from(0),
+                        bytes.as_u64(),
+                        "{flag} {pid} {key}: the curve's maximum"
+                    ),
+                    Some(at) => {
+                        let peak = bytes.as_u64().unwrap();
+                        assert!(
+                            max_from(at).is_some_and(|m| m >= peak),
+                            "{flag} {pid} {key}: the curve reaches {peak} after the exec"
+                        );
+                        let after = points
+                            .iter()
+                            .filter(|p| int(&p["at_ns"]) > at)
+                            .map(|p| int(&p[format!("{key}_max")]))
+                            .max()
+                            .unwrap_or(0);
+                        assert!(
+                            after <= peak,
+                            "{flag} {pid} {key}: {after} drawn after the exec, above its peak {peak}"
+                        );
+                    }
+                }
             }
             // Only the scope's processes: none besides the process itself for --pid.
             let drawn: Vec<u64> = series[1..]
