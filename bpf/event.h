@@ -119,7 +119,8 @@ enum lost_cause {
 	LOST_RING_ALLOC = 0,     /* ring buffer full: an allocator event */
 	LOST_RING_LIFECYCLE = 1, /* ring buffer full: fork, exec or exit */
 	LOST_RING_RSS = 2,       /* ring buffer full: a resident-memory change */
-	LOST_STATE_FULL = 3,     /* no memory for a thread's call state: the call was not seen */
+	LOST_STATE_FULL = 3,     /* no memory for a thread's call state (an allocator's or a mapping
+				  * syscall's): the call was not seen */
 	LOST_TRACKED_FULL = 4,   /* tracked-process map full: a new process was not tracked */
 	LOST_RING_MAP = 5,       /* ring buffer full: a mapping change (mmap, munmap, mremap, brk) */
 	LOST_STOP = 6,           /* ring buffer full: a new file was not scanned before it ran */

@@ -37,10 +37,14 @@ struct map_call {
 	__u32 _pad;
 };
 
-/* tid -> the mapping call it is in. LRU: a thread killed inside a call leaves no entry for
- * good. */
+/* tid -> the mapping call it is in, deleted at the call's exit. Not LRU: an LRU map is always
+ * preallocated, and its 65536 entries cost about 10% of a recording's start-up CPU (clearing
+ * 6 MiB, docs/PERFORMANCE.md); entries are made on first use as common.bpf.h's maps are. A
+ * thread leaves without the exit only when it dies inside the call without returning from it;
+ * a full map counts the call lost (LOST_STATE_FULL) instead of evicting another. */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, MAX_TRACKED);
 	__type(key, __u32);
 	__type(value, struct map_call);
@@ -70,7 +74,8 @@ static __always_inline int sys_enter(struct pt_regs *regs, long id)
 	call.a4 = PT_REGS_PARM4_CORE_SYSCALL(regs);
 	if (id == NR_BRK)
 		call.old_brk = BPF_CORE_READ(bpf_get_current_task_btf(), mm, brk);
-	bpf_map_update_elem(&map_calls, &tid, &call, BPF_ANY);
+	if (bpf_map_update_elem(&map_calls, &tid, &call, BPF_ANY))
+		count_lost(LOST_STATE_FULL);
 	return 0;
 }
 

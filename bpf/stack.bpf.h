@@ -42,6 +42,7 @@ struct {
 /* Where each file's rows are, by the file's (ino, dev). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 16384);
 	__type(key, struct file_key);
 	__type(value, struct unwind_file);

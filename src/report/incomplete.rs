@@ -28,8 +28,9 @@ pub fn loss_effect(cause: &str) -> &'static str {
              too low (lost allocations) or too HIGH (a lost free leaves its block live)"
         }
         "call_state_full" => {
-            "allocation calls were not seen: allocations, bytes allocated, peak heap and leaked \
-             may be too low, and their frees count as frees of unknown addresses"
+            "allocation or mapping calls were not seen: allocations, bytes allocated, peak heap \
+             and leaked may be too low, their frees count as frees of unknown addresses, and \
+             mappings may be missing"
         }
         "ring_full_lifecycle" => {
             "forks, execs or exits are missing: processes may be missing from their trees or \
