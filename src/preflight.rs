@@ -124,10 +124,30 @@ impl Check {
     }
 }
 
-/// Run every check, in the order `doctor` shows them.
-pub fn run() -> (Vec<Check>, RmapHooks) {
+/// Run every check, in the order `doctor` shows them; with the kernel's BTF as read for them.
+pub fn run() -> (Vec<Check>, RmapHooks, Option<KernelBtf>) {
     run_checks(true)
 }
+
+/// The running kernel's BTF as the checks read it (/sys/kernel/btf/vmlinux, about 5 MiB in
+/// 4 KiB reads, then parsed): `record` cuts its CO-RE types from these bytes
+/// (record/core_btf.rs) instead of reading them again.
+#[derive(Clone)]
+pub struct KernelBtf(pub std::sync::Arc<[u8]>);
+
+impl std::fmt::Debug for KernelBtf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "KernelBtf({} bytes)", self.0.len())
+    }
+}
+
+impl PartialEq for KernelBtf {
+    fn eq(&self, other: &KernelBtf) -> bool {
+        self.0 == other.0
+    }
+}
+
+impl Eq for KernelBtf {}
 
 /// The rmap hooks `record` would load here (the programs `record::rmap::choose` picks from the
 /// kernel's BTF, fentry attaching to the first of them), or why there are none, in words:
@@ -145,6 +165,8 @@ pub struct Capabilities {
     pub bpf_loop: bool,
     /// The rmap hooks, or why there are none.
     pub rmap: RmapHooks,
+    /// The kernel's BTF, where the checks could read it.
+    pub kernel_btf: Option<KernelBtf>,
 }
 
 /// A kernel feature memtrack finds by probing the running kernel (its BTF, a helper, a program
@@ -346,9 +368,9 @@ pub enum UprobeLinks {
 pub fn for_record() -> Result<Capabilities, Error> {
     let start = std::time::Instant::now();
     crate::sys::bpf::route_libbpf_logs();
-    let (checks, rmap) = run_checks(false);
+    let (checks, rmap, kernel_btf) = run_checks(false);
     require(&checks)?;
-    let caps = capabilities(rmap);
+    let caps = capabilities(rmap, kernel_btf);
     // The first step of record's start-up (record::StartClock logs the others).
     log::info!("preflight: {:.1} ms", start.elapsed().as_secs_f64() * 1e3);
     Ok(caps)
@@ -356,7 +378,7 @@ pub fn for_record() -> Result<Capabilities, Error> {
 
 /// What `record` would use here, asked of the kernel (`for_record` after its checks, and
 /// `doctor`, which loads the real objects with them).
-pub fn capabilities(rmap: RmapHooks) -> Capabilities {
+pub fn capabilities(rmap: RmapHooks, kernel_btf: Option<KernelBtf>) -> Capabilities {
     let uprobes = match probe::uprobe_multi_links() {
         Ok(()) => UprobeLinks::Multi,
         Err(e) => UprobeLinks::Classic(refusal(&e)),
@@ -368,12 +390,14 @@ pub fn capabilities(rmap: RmapHooks) -> Capabilities {
         uprobes,
         bpf_loop,
         rmap,
+        kernel_btf,
     }
 }
 
-fn run_checks(attach_uprobe: bool) -> (Vec<Check>, RmapHooks) {
+fn run_checks(attach_uprobe: bool) -> (Vec<Check>, RmapHooks, Option<KernelBtf>) {
     let mut checks = vec![kernel(), btf(), privileges()];
     let mut rmap = Err("not checked without the privileges bpf() needs".to_string());
+    let mut kernel_btf = None;
     let privileged = checks[2].status == Status::Ok;
     let btf_ok = checks[1].status == Status::Ok;
     if !privileged {
@@ -398,6 +422,9 @@ fn run_checks(attach_uprobe: bool) -> (Vec<Check>, RmapHooks) {
         let (check, hooks) = fentry(&vmlinux);
         checks.push(check);
         rmap = hooks;
+        if let Ok(Some(btf)) = &vmlinux {
+            kernel_btf = Some(KernelBtf(btf.raw_bytes().into()));
+        }
     }
     checks.push(tracefs());
     checks.push(pid_namespace());
@@ -406,7 +433,7 @@ fn run_checks(attach_uprobe: bool) -> (Vec<Check>, RmapHooks) {
         checks.push(probe_sites());
         checks.push(private_libraries(privileged));
     }
-    (checks, rmap)
+    (checks, rmap, kernel_btf)
 }
 
 /// The allocator libraries `probe_sites` looks at, where Debian-like systems keep them.

@@ -512,3 +512,58 @@ fn bad_flags_are_one_line_errors() {
         run(&args).expect_failure(125, &[want]);
     }
 }
+
+/// The BPF objects' CO-RE relocations resolve against a small BTF cut from the kernel's
+/// (record/core_btf.rs): each resolves, and patches its instruction, exactly as it does against
+/// the kernel's whole BTF (`MEMTRACK_CORE_BTF=kernel`), as libbpf's debug lines say, for every
+/// object this kernel loads (stacks' walker and, where fentry attaches, rmap's hooks included).
+#[test]
+fn core_relocations_equal_the_kernels_whole_btf() {
+    skip_unless_recording!("core_relocations_equal_the_kernels_whole_btf");
+    let relocations = |full: bool| {
+        let path = common::scratch_file(format!("core_btf_{full}.mt"));
+        let mut cmd = std::process::Command::new(common::memtrack());
+        cmd.args(["record", "--stacks", "-v", "-v", "-v", "-o"])
+            .arg(&path)
+            .args(["--", "true"]);
+        if full {
+            cmd.env("MEMTRACK_CORE_BTF", "kernel");
+        } else {
+            cmd.env_remove("MEMTRACK_CORE_BTF");
+        }
+        let run = run_command(&mut cmd);
+        assert!(run.status.success(), "{}", run.describe());
+        let cut = run.stderr.contains("CO-RE types cut from the kernel's BTF");
+        assert_eq!(
+            cut,
+            !full,
+            "which BTF the relocations read: {}",
+            run.describe()
+        );
+        // "prog 'rss_stat': relo #0: matching candidate #0 <byte_off> [264] struct
+        // mm_struct.owner (0:0:59 @ offset 1304)": type ids differ between the two BTFs.
+        let ids = |line: &str| {
+            line.split(' ')
+                .filter(|w| !(w.starts_with('[') && w.ends_with(']')))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let mut lines: Vec<String> = (run.stderr.lines())
+            .filter_map(|l| l.split_once("libbpf: prog "))
+            .map(|(_, rest)| rest)
+            .filter(|l| l.contains(": relo #") && (l.contains("patched") || l.contains("matching")))
+            .map(ids)
+            .collect();
+        lines.sort();
+        lines
+    };
+    let (cut, full) = (relocations(false), relocations(true));
+    assert!(
+        full.iter().any(|l| l.contains("patched")),
+        "libbpf's relocation lines at -v -v -v: {full:?}"
+    );
+    assert_eq!(cut.len(), full.len(), "relocations resolved");
+    for (c, f) in cut.iter().zip(&full) {
+        assert_eq!(c, f, "a relocation against the cut BTF");
+    }
+}

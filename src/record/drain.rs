@@ -546,12 +546,12 @@ impl<'a> Session<'a> {
         } = sink;
         let exit_code = root_status.map(process::exit_code_of).unwrap_or(128);
         // Read once everything is drained: a skipped run leaves no trace in the ring.
-        let skipped = self.objects.skipped_runs();
+        let (skipped, by_program) = self.objects.skipped_runs();
         if skipped > 0 {
             log::warn!(
-                "the kernel skipped {skipped} runs of memtrack's programs (a run already under \
-                 way on that CPU had been preempted): events of the tree may be missing, and the \
-                 report says so"
+                "the kernel skipped {skipped} runs of memtrack's programs ({by_program}; a run \
+                 already under way on that CPU had been preempted): events of the tree may be \
+                 missing, and the report says so"
             );
         }
         let trailer = Trailer {

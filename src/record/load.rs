@@ -9,8 +9,8 @@
 use crate::error::Error;
 use crate::preflight::{Capabilities, UprobeLinks};
 use crate::record::pidns::{self, PidNamespace};
-use crate::record::{attach, discover, kernel_error, rmap, RecordOptions};
-use crate::sys::bpf::{BpfError, Link, LoadedObject, OpenObject, SharedMap};
+use crate::record::{attach, core_btf, discover, kernel_error, rmap, RecordOptions};
+use crate::sys::bpf::{BpfError, CustomBtf, Link, LoadedObject, OpenObject, SharedMap};
 use crate::sys::raw;
 
 /// One object of `bpf/`.
@@ -228,16 +228,54 @@ fn reuse_shared(
     Ok(())
 }
 
-/// Open `object` and set it up as `opts` and `caps` say, with the maps of `shared` it shares.
+/// Set to `kernel`, CO-RE relocations read the kernel's whole BTF, as before core_btf.rs.
+pub const FULL_BTF_VAR: &str = "MEMTRACK_CORE_BTF";
+
+/// The small BTF the CO-RE relocations of `enabled` are resolved against (core_btf.rs), or
+/// `None`, said at -v, where it cannot be made: the loads then read the kernel's whole BTF.
+fn core_btf(enabled: &[&'static Object], caps: &Capabilities) -> Option<CustomBtf> {
+    // The way back, to compare (tests/record.rs does, on every kernel of the matrix).
+    if std::env::var_os(FULL_BTF_VAR).is_some_and(|v| v == "kernel") {
+        log::info!("CO-RE relocations read the kernel's whole BTF ({FULL_BTF_VAR}=kernel)");
+        return None;
+    }
+    let began = std::time::Instant::now();
+    let objects: Vec<&[u8]> = enabled.iter().map(|o| o.bytes).collect();
+    let made = (caps.kernel_btf.as_ref())
+        .ok_or_else(|| "preflight did not read the kernel's BTF".to_string())
+        .and_then(|kernel| core_btf::trim(&kernel.0, &objects))
+        .and_then(|bytes| {
+            let len = bytes.len();
+            CustomBtf::new(&bytes)
+                .map(|c| (c, len))
+                .map_err(|e| format!("cannot make a memfd: {e}"))
+        });
+    match made {
+        Ok((core, len)) => {
+            let ms = began.elapsed().as_secs_f64() * 1e3;
+            log::debug!("CO-RE types cut from the kernel's BTF: {len} bytes, in {ms:.1} ms");
+            Some(core)
+        }
+        Err(why) => {
+            log::info!("CO-RE relocations read the kernel's whole BTF ({why})");
+            None
+        }
+    }
+}
+
+/// Open `object` and set it up as `opts` and `caps` say, with the maps of `shared` it shares
+/// and its CO-RE types from `core`.
+#[allow(clippy::too_many_arguments)]
 fn configure(
     object: &'static Object,
     shared: &[SharedMap],
+    core: Option<&CustomBtf>,
     opts: &RecordOptions,
     caps: &Capabilities,
     pidns: &PidNamespace,
     walk: Walk,
 ) -> Result<OpenObject, Error> {
-    let mut open = OpenObject::open(object.name, object.bytes).map_err(kernel_error)?;
+    let mut open = OpenObject::open_with(object.name, object.bytes, core).map_err(kernel_error)?;
     // The namespace whose pids the records carry (pidns.rs); floor.bpf.o has none.
     open.set_rodata(pidns::RODATA_SECTION, &pidns.rodata())
         .map_err(kernel_error)?;
@@ -291,6 +329,8 @@ impl Loaded {
             .filter(|o| o.when.holds(opts, caps))
             .collect();
         let shared = create_shared(&enabled, opts)?;
+        let core = core_btf(&enabled, caps);
+        let core = core.as_ref();
         // rmap.bpf.o is optional: where the kernel has no hooks for it or refuses fentry, the
         // recording goes on with rss_stat alone and says so once, at its end.
         let mut rmap_unavailable = None;
@@ -298,13 +338,13 @@ impl Loaded {
         let mut opened = Vec::with_capacity(enabled.len());
         for &object in &enabled {
             if !matches!(object.programs, Programs::Rmap) {
-                let open = configure(object, &shared, opts, caps, pidns, Walk::PreemptOff)?;
+                let open = configure(object, &shared, core, opts, caps, pidns, Walk::PreemptOff)?;
                 opened.push((object, open));
                 continue;
             }
             let configured = (caps.rmap.as_deref())
                 .map_err(String::clone)
-                .and_then(|hooks| rmap_configure(object, hooks, &shared, pidns));
+                .and_then(|hooks| rmap_configure(object, hooks, &shared, core, pidns));
             match configured {
                 Ok((open, functions)) => {
                     rmap_functions = functions;
@@ -319,7 +359,16 @@ impl Loaded {
         let loaded: Vec<_> = std::thread::scope(|scope| {
             let loads: Vec<_> = opened
                 .into_iter()
-                .map(|(object, open)| (object, scope.spawn(move || open.load())))
+                .map(|(object, open)| {
+                    let load = move || {
+                        let began = std::time::Instant::now();
+                        let loaded = open.load();
+                        let ms = began.elapsed().as_secs_f64() * 1e3;
+                        log::debug!("{}.bpf.o loaded in {ms:.1} ms", object.name);
+                        loaded
+                    };
+                    (object, scope.spawn(load))
+                })
                 .collect();
             loads
                 .into_iter()
@@ -342,7 +391,7 @@ impl Loaded {
                         "this kernel's verifier refuses the stack walk with preemption off; it \
                          walks preemptible"
                     );
-                    configure(object, &shared, opts, caps, pidns, Walk::Preemptible)?.load()
+                    configure(object, &shared, core, opts, caps, pidns, Walk::Preemptible)?.load()
                 }
                 other => other,
             };
@@ -358,28 +407,34 @@ impl Loaded {
     /// own, stacks included, as `doctor` shows them: its name, what it serves, and whether the
     /// kernel took it (or what it said). Nothing is attached.
     pub fn try_each(caps: &Capabilities) -> Vec<(&'static str, Result<(), String>)> {
-        OBJECTS
+        let tried: Vec<&'static Object> = OBJECTS
             .iter()
             .filter(|o| o.name != "floor")
             // Optional, and shown by preflight's `fentry` row instead: a kernel that refuses
             // fentry records all the same.
             .filter(|o| o.name != "rmap")
+            .collect();
+        let core = core_btf(&tried, caps);
+        tried
+            .into_iter()
             .map(|object| {
                 let try_load = |walk: Walk| {
-                    OpenObject::open(object.name, object.bytes).and_then(|mut open| {
-                        open.set_max_entries("events", 1 << 20)?;
-                        if walk == Walk::Preemptible {
-                            open.set_rodata(WALK_RODATA, &[0])?;
-                        }
-                        if let (Programs::Uprobes(programs), UprobeLinks::Classic(_)) =
-                            (&object.programs, &caps.uprobes)
-                        {
-                            for prog in *programs {
-                                open.use_classic_uprobe(prog)?;
+                    OpenObject::open_with(object.name, object.bytes, core.as_ref()).and_then(
+                        |mut open| {
+                            open.set_max_entries("events", 1 << 20)?;
+                            if walk == Walk::Preemptible {
+                                open.set_rodata(WALK_RODATA, &[0])?;
                             }
-                        }
-                        open.load()
-                    })
+                            if let (Programs::Uprobes(programs), UprobeLinks::Classic(_)) =
+                                (&object.programs, &caps.uprobes)
+                            {
+                                for prog in *programs {
+                                    open.use_classic_uprobe(prog)?;
+                                }
+                            }
+                            open.load()
+                        },
+                    )
                 };
                 // As `load` does: where the verifier refuses the walk with preemption off.
                 let result = match try_load(Walk::PreemptOff) {
@@ -425,11 +480,16 @@ impl Loaded {
     /// How many runs of the loaded programs the kernel skipped so far
     /// ([`LoadedObject::skipped_runs`]): events that may be missing. Of a program loaded twice
     /// ([`DOUBLED`]), only runs both copies skipped can be missing: at most the smaller count.
-    pub fn skipped_runs(&self) -> u64 {
+    /// With it, each program's own count ("rss_stat 4, mmap_sys_enter 10").
+    pub fn skipped_runs(&self) -> (u64, String) {
         let counts: Vec<(String, u64)> = (self.objects.iter())
             .flat_map(|(_, o)| o.skipped_runs())
             .collect();
         let count = |name: &str| counts.iter().find(|(n, _)| n == name).map_or(0, |c| c.1);
+        let skipped: Vec<String> = (counts.iter())
+            .filter(|(_, n)| *n > 0)
+            .map(|(name, n)| format!("{name} {n}"))
+            .collect();
         let mut total = 0;
         for (name, n) in &counts {
             match DOUBLED
@@ -441,7 +501,7 @@ impl Loaded {
                 None => total += n,
             }
         }
-        total
+        (total, skipped.join(", "))
     }
 
     /// process.bpf.o, which owns the maps (the ring buffer, `tracked`, `lost`, `gate`).
@@ -475,9 +535,11 @@ fn rmap_configure(
     object: &Object,
     hooks: &[&'static rmap::Hook],
     shared: &[SharedMap],
+    core: Option<&CustomBtf>,
     pidns: &PidNamespace,
 ) -> Result<(OpenObject, Vec<&'static str>), String> {
-    let mut open = OpenObject::open(object.name, object.bytes).map_err(|e| e.to_string())?;
+    let mut open =
+        OpenObject::open_with(object.name, object.bytes, core).map_err(|e| e.to_string())?;
     open.set_rodata(pidns::RODATA_SECTION, &pidns.rodata())
         .map_err(|e| e.to_string())?;
     reuse_shared(&mut open, object, shared).map_err(|e| e.to_string())?;

@@ -8,6 +8,7 @@
 //! attach, continue; control requests) → final drain → trailer.
 
 pub mod attach;
+mod core_btf;
 pub mod decode;
 pub mod discover;
 pub mod drain;

@@ -123,6 +123,19 @@ impl VmlinuxBtf {
             .ok_or_else(|| last_error("the kernel's BTF", -1))
     }
 
+    /// Its bytes, as read (libbpf keeps them while the BTF is unchanged).
+    pub fn raw_bytes(&self) -> &[u8] {
+        let mut size = 0u32;
+        // SAFETY: self.ptr is a live btf; the data lives as long as it does, which the
+        // returned borrow cannot outlive.
+        let data = unsafe { sys::btf__raw_data(self.ptr.as_ptr(), &mut size) };
+        if data.is_null() {
+            return &[];
+        }
+        // SAFETY: libbpf says `data` holds `size` bytes.
+        unsafe { std::slice::from_raw_parts(data as *const u8, size as usize) }
+    }
+
     fn find(&self, name: &str, kind: u32) -> Result<u32, BpfError> {
         let cname = CString::new(name).unwrap_or_default();
         // SAFETY: self.ptr is a live btf; the name is NUL-terminated.
