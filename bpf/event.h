@@ -126,7 +126,9 @@ enum lost_cause {
 	LOST_STOP = 6,           /* ring buffer full: a new file was not scanned before it ran */
 	LOST_RING_STACK = 7,     /* ring buffer full: a new call stack (its allocation has none) */
 	LOST_RING_RMAP = 8,      /* ring buffer full: an rmap change (pages mapped or unmapped) */
-	LOST_CAUSES = 9,
+	LOST_SKIPPED_CALL = 9,   /* the kernel skipped both copies of a mapping call's entry or exit
+				  * program for a tracked thread (mmap.bpf.c): the call was not seen */
+	LOST_CAUSES = 10,
 };
 
 /* Values of the `tracked` map. */

@@ -34,14 +34,13 @@ struct map_call {
 	__u64 a1, a2, a3, a4; /* the syscall's first four arguments */
 	__u64 old_brk;        /* brk: the break before the call */
 	__u32 nr;
-	__u32 _pad;
+	__u32 done; /* the exit's first copy reported the call; its copy deletes the entry */
 };
 
 /* tid -> the mapping call it is in, deleted at the call's exit. Not LRU: an LRU map is always
  * preallocated, and its 65536 entries cost about 10% of a recording's start-up CPU (clearing
  * 6 MiB, docs/PERFORMANCE.md); entries are made on first use as common.bpf.h's maps are. A
- * thread leaves without the exit only when it dies inside the call without returning from it;
- * a full map counts the call lost (LOST_STATE_FULL) instead of evicting another. */
+ * full map counts the call lost (LOST_STATE_FULL) instead of evicting another thread's. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -55,11 +54,27 @@ static __always_inline int is_mapping_call(long nr)
 	return nr == NR_MMAP || nr == NR_MUNMAP || nr == NR_BRK || nr == NR_MREMAP;
 }
 
-static __always_inline int sys_enter(struct pt_regs *regs, long id)
+/*
+ * Skipped runs. The kernel does not run a program on a CPU where a run of it is under way (one
+ * preempted there), and only counts the skip (recursion_misses). These tracepoints fire for
+ * every syscall of the machine and run preemptible where they may fault: on 7.2 under qemu
+ * 3 to 15 runs of these programs were skipped per test (docs/kernels.md), each of which may have
+ * been the tree's call or any other process's. So each program is attached twice, the copy
+ * right after the first, and the copy does the work only where the first did not; and where
+ * both were skipped for a tracked thread, the programs see it and count the call lost
+ * (LOST_SKIPPED_CALL), which tells the tree's losses from other processes' skips:
+ *   - both entries skipped: the exit's first copy finds no call, or the last call's, done;
+ *   - both exits skipped: the next entry's first copy, or the thread's exit, finds the last
+ *     call not done.
+ * Three skips in a row for one thread (both exits, then the first entry, whose copy finds a
+ * stored call with its own arguments) go unseen.
+ */
+static __always_inline int sys_enter(struct pt_regs *regs, long id, bool again)
 {
 	__u64 pid_tgid;
 	__u32 tid;
 	struct map_call call = {};
+	struct map_call *stored;
 
 	if (!is_mapping_call(id))
 		return 0;
@@ -72,6 +87,15 @@ static __always_inline int sys_enter(struct pt_regs *regs, long id)
 	call.a2 = PT_REGS_PARM2_CORE_SYSCALL(regs);
 	call.a3 = PT_REGS_PARM3_CORE_SYSCALL(regs);
 	call.a4 = PT_REGS_PARM4_CORE_SYSCALL(regs);
+	stored = bpf_map_lookup_elem(&map_calls, &tid);
+	if (stored && !stored->done) {
+		/* The copy finds the call its first stored. */
+		if (again && stored->nr == call.nr && stored->a1 == call.a1 &&
+		    stored->a2 == call.a2 && stored->a3 == call.a3 && stored->a4 == call.a4)
+			return 0;
+		/* Otherwise the last call's exits were both skipped. */
+		count_lost(LOST_SKIPPED_CALL);
+	}
 	if (id == NR_BRK)
 		call.old_brk = BPF_CORE_READ(bpf_get_current_task_btf(), mm, brk);
 	if (bpf_map_update_elem(&map_calls, &tid, &call, BPF_ANY))
@@ -79,15 +103,23 @@ static __always_inline int sys_enter(struct pt_regs *regs, long id)
 	return 0;
 }
 
-/* Preemption is off around both (common.bpf.h's preempt_off): the syscall tracepoints run
- * preemptible where they may fault. */
+/* Preemption is off around every program (common.bpf.h's preempt_off): where these tracepoints
+ * run preemptible, a program of more than 64 bytes of stack runs on a stack per CPU. */
 SEC("tp_btf/sys_enter")
 int BPF_PROG(mmap_sys_enter, struct pt_regs *regs, long id)
 {
-	return PREEMPT_OFF(sys_enter(regs, id));
+	return PREEMPT_OFF(sys_enter(regs, id, false));
 }
 
-static __always_inline int sys_exit(struct pt_regs *regs, long ret)
+SEC("tp_btf/sys_enter")
+int BPF_PROG(mmap_sys_enter_again, struct pt_regs *regs, long id)
+{
+	return PREEMPT_OFF(sys_enter(regs, id, true));
+}
+
+/* The call's exit: its first copy reports the call and marks it done, the second deletes it; a
+ * second that finds it not done reports it in the first's place. */
+static __always_inline int sys_exit(struct pt_regs *regs, long ret, bool again)
 {
 	long nr = SYSCALL_NR(regs);
 	__u64 pid_tgid;
@@ -100,11 +132,24 @@ static __always_inline int sys_exit(struct pt_regs *regs, long ret)
 	pid_tgid = bpf_get_current_pid_tgid();
 	tid = (__u32)pid_tgid;
 	call = bpf_map_lookup_elem(&map_calls, &tid);
-	if (!call)
+	if (!call) {
+		/* Both entries skipped (the second copy cannot tell it from its first's delete). */
+		if (!again && tracked_state(pid_tgid >> 32) == TRACK_PROCESS)
+			count_lost(LOST_SKIPPED_CALL);
 		return 0;
+	}
+	if (call->done) {
+		/* The copy deletes what its first reported; for the first copy the entry is the
+		 * last call's, and this call's entries were both skipped. */
+		if (!again)
+			count_lost(LOST_SKIPPED_CALL);
+		goto forget;
+	}
 	if (call->nr != nr) {
-		bpf_map_delete_elem(&map_calls, &tid);
-		return 0;
+		/* Another call's arguments: its exits and this call's entries were all skipped. */
+		count_lost(LOST_SKIPPED_CALL);
+		count_lost(LOST_SKIPPED_CALL);
+		goto forget;
 	}
 	switch (nr) {
 	case NR_MMAP:
@@ -159,6 +204,11 @@ static __always_inline int sys_exit(struct pt_regs *regs, long ret)
 	}
 	submit(e);
 done:
+	if (!again) {
+		call->done = 1;
+		return 0;
+	}
+forget:
 	bpf_map_delete_elem(&map_calls, &tid);
 	return 0;
 }
@@ -166,5 +216,27 @@ done:
 SEC("tp_btf/sys_exit")
 int BPF_PROG(mmap_sys_exit, struct pt_regs *regs, long ret)
 {
-	return PREEMPT_OFF(sys_exit(regs, ret));
+	return PREEMPT_OFF(sys_exit(regs, ret, false));
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(mmap_sys_exit_again, struct pt_regs *regs, long ret)
+{
+	return PREEMPT_OFF(sys_exit(regs, ret, true));
+}
+
+/* A thread leaves: a call it made that no exit reported had both its exits skipped (a thread
+ * killed inside a call still passes the syscall's exit first). */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(mmap_thread_exit, struct task_struct *p)
+{
+	__u32 tid = BPF_CORE_READ(p, pid);
+	struct map_call *call = bpf_map_lookup_elem(&map_calls, &tid);
+
+	if (!call)
+		return 0;
+	if (!call->done)
+		count_lost(LOST_SKIPPED_CALL);
+	bpf_map_delete_elem(&map_calls, &tid);
+	return 0;
 }

@@ -274,7 +274,7 @@ pub fn decode(b: &[u8]) -> Result<Event, DecodeError> {
 }
 
 /// The name of each loss cause of the kernel side, indexed like the `lost` map.
-pub const LOST_CAUSES: [(lost_cause, &str); 9] = [
+pub const LOST_CAUSES: [(lost_cause, &str); 10] = [
     (lost_cause::LOST_RING_ALLOC, "ring_full_alloc"),
     (lost_cause::LOST_RING_LIFECYCLE, "ring_full_lifecycle"),
     (lost_cause::LOST_RING_RSS, "ring_full_rss"),
@@ -284,6 +284,7 @@ pub const LOST_CAUSES: [(lost_cause, &str); 9] = [
     (lost_cause::LOST_STOP, "ring_full_discovery"),
     (lost_cause::LOST_RING_STACK, "ring_full_stack"),
     (lost_cause::LOST_RING_RMAP, "ring_full_rmap"),
+    (lost_cause::LOST_SKIPPED_CALL, "skipped_mapping_call"),
 ];
 
 #[cfg(test)]

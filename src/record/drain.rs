@@ -547,11 +547,18 @@ impl<'a> Session<'a> {
         let exit_code = root_status.map(process::exit_code_of).unwrap_or(128);
         // Read once everything is drained: a skipped run leaves no trace in the ring.
         let (skipped, by_program) = self.objects.skipped_runs();
+        if skipped == 0 && !by_program.is_empty() {
+            log::info!(
+                "the kernel skipped runs of memtrack's programs ({by_program}): copies attached \
+                 after them ran in their place, and what the tree lost is counted as lost"
+            );
+        }
         if skipped > 0 {
             log::warn!(
-                "the kernel skipped {skipped} runs of memtrack's programs ({by_program}; a run \
-                 already under way on that CPU had been preempted): events of the tree may be \
-                 missing, and the report says so"
+                "the kernel skipped {skipped} runs of memtrack's programs that no copy ran in \
+                 place of (a run already under way on that CPU had been preempted; each \
+                 program's skips: {by_program}): events of the tree may be missing, and the \
+                 report says so"
             );
         }
         let trailer = Trailer {

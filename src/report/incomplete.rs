@@ -32,6 +32,11 @@ pub fn loss_effect(cause: &str) -> &'static str {
              and leaked may be too low, their frees count as frees of unknown addresses, and \
              mappings may be missing"
         }
+        "skipped_mapping_call" => {
+            "mapping calls (mmap, munmap, mremap, brk) of the tree were not seen: the kernel \
+             skipped both copies of memtrack's syscall programs (a run of each under way on that \
+             CPU, preempted); peak mapped may be too low or too high"
+        }
         "ring_full_lifecycle" => {
             "forks, execs or exits are missing: processes may be missing from their trees or \
              keep an old name, and a process whose exit was lost has its heap counted as live at \
@@ -246,6 +251,7 @@ mod tests {
             "ring_full_discovery",
             "ring_full_stack",
             "ring_full_rmap",
+            "skipped_mapping_call",
             "skipped_runs",
         ] {
             assert!(!loss_effect(cause).contains("unknown cause"), "{cause}");
