@@ -54,13 +54,17 @@ static __always_inline int is_mapping_call(long nr)
 	return nr == NR_MMAP || nr == NR_MUNMAP || nr == NR_BRK || nr == NR_MREMAP;
 }
 
+/* Whether the `_again` copies are attached (load.rs: where the syscall tracepoints run
+ * preemptible, Linux 6.13's faultable tracepoints); set before load. */
+const volatile bool copies_attached SEC(".rodata.copies") = true;
+
 /*
  * Skipped runs. The kernel does not run a program on a CPU where a run of it is under way (one
  * preempted there), and only counts the skip (recursion_misses). These tracepoints fire for
  * every syscall of the machine and run preemptible where they may fault: on 7.2 under qemu
  * 3 to 15 runs of these programs were skipped per test (docs/kernels.md), each of which may have
- * been the tree's call or any other process's. So each program is attached twice, the copy
- * right after the first, and the copy does the work only where the first did not; and where
+ * been the tree's call or any other process's. So there each program is attached twice, the
+ * copy right after the first, and the copy does the work only where the first did not; and where
  * both were skipped for a tracked thread, the programs see it and count the call lost
  * (LOST_SKIPPED_CALL), which tells the tree's losses from other processes' skips:
  *   - both entries skipped: the exit's first copy finds no call, or the last call's, done;
@@ -76,8 +80,6 @@ static __always_inline int sys_enter(struct pt_regs *regs, long id, bool again)
 	struct map_call call = {};
 	struct map_call *stored;
 
-	if (!is_mapping_call(id))
-		return 0;
 	pid_tgid = bpf_get_current_pid_tgid();
 	if (tracked_state(pid_tgid >> 32) != TRACK_PROCESS)
 		return 0;
@@ -103,32 +105,34 @@ static __always_inline int sys_enter(struct pt_regs *regs, long id, bool again)
 	return 0;
 }
 
-/* Preemption is off around every program (common.bpf.h's preempt_off): where these tracepoints
- * run preemptible, a program of more than 64 bytes of stack runs on a stack per CPU. */
+/* Preemption is off around the work of every program (common.bpf.h's preempt_off), after the
+ * syscall number was looked at: every other syscall of the machine costs only that look (the
+ * kfunc calls doubled the programs' cost per syscall, docs/PERFORMANCE.md). */
 SEC("tp_btf/sys_enter")
 int BPF_PROG(mmap_sys_enter, struct pt_regs *regs, long id)
 {
+	if (!is_mapping_call(id))
+		return 0;
 	return PREEMPT_OFF(sys_enter(regs, id, false));
 }
 
 SEC("tp_btf/sys_enter")
 int BPF_PROG(mmap_sys_enter_again, struct pt_regs *regs, long id)
 {
+	if (!is_mapping_call(id))
+		return 0;
 	return PREEMPT_OFF(sys_enter(regs, id, true));
 }
 
 /* The call's exit: its first copy reports the call and marks it done, the second deletes it; a
  * second that finds it not done reports it in the first's place. */
-static __always_inline int sys_exit(struct pt_regs *regs, long ret, bool again)
+static __always_inline int sys_exit(long nr, long ret, bool again)
 {
-	long nr = SYSCALL_NR(regs);
 	__u64 pid_tgid;
 	__u32 tid, kind;
 	struct map_call *call;
 	struct map_event *e;
 
-	if (!is_mapping_call(nr))
-		return 0;
 	pid_tgid = bpf_get_current_pid_tgid();
 	tid = (__u32)pid_tgid;
 	call = bpf_map_lookup_elem(&map_calls, &tid);
@@ -204,7 +208,7 @@ static __always_inline int sys_exit(struct pt_regs *regs, long ret, bool again)
 	}
 	submit(e);
 done:
-	if (!again) {
+	if (!again && copies_attached) {
 		call->done = 1;
 		return 0;
 	}
@@ -216,13 +220,21 @@ forget:
 SEC("tp_btf/sys_exit")
 int BPF_PROG(mmap_sys_exit, struct pt_regs *regs, long ret)
 {
-	return PREEMPT_OFF(sys_exit(regs, ret, false));
+	long nr = SYSCALL_NR(regs);
+
+	if (!is_mapping_call(nr))
+		return 0;
+	return PREEMPT_OFF(sys_exit(nr, ret, false));
 }
 
 SEC("tp_btf/sys_exit")
 int BPF_PROG(mmap_sys_exit_again, struct pt_regs *regs, long ret)
 {
-	return PREEMPT_OFF(sys_exit(regs, ret, true));
+	long nr = SYSCALL_NR(regs);
+
+	if (!is_mapping_call(nr))
+		return 0;
+	return PREEMPT_OFF(sys_exit(nr, ret, true));
 }
 
 /* A thread leaves: a call it made that no exit reported had both its exits skipped (a thread

@@ -11,12 +11,12 @@ use crate::table::{Column, Table};
 /// Run the checks and print the tables to `out`; returns whether `record` can work here.
 pub fn run(out: &mut impl Write) -> io::Result<bool> {
     crate::sys::bpf::route_libbpf_logs();
-    let (mut checks, rmap, kernel_btf) = preflight::run();
+    let (mut checks, facts) = preflight::run();
     let ready = !checks.iter().any(Check::blocks_recording);
     // The real objects load only where the checks before them pass: elsewhere their failure
     // would repeat the cause the table already names.
     if ready {
-        checks.push(objects(&preflight::capabilities(rmap, kernel_btf)));
+        checks.push(objects(&preflight::capabilities(facts)));
     }
     let private = checks
         .iter()

@@ -125,8 +125,22 @@ impl Check {
 }
 
 /// Run every check, in the order `doctor` shows them; with the kernel's BTF as read for them.
-pub fn run() -> (Vec<Check>, RmapHooks, Option<KernelBtf>) {
+pub fn run() -> (Vec<Check>, KernelFacts) {
     run_checks(true)
+}
+
+/// What the checks learned of the kernel that `record` uses beyond pass or fail
+/// ([`capabilities`]).
+#[derive(Debug)]
+pub struct KernelFacts {
+    /// The rmap hooks, or why there are none.
+    pub rmap: RmapHooks,
+    /// The kernel's BTF, where the checks could read it.
+    pub btf: Option<KernelBtf>,
+    /// Whether the syscall tracepoints run their programs preemptible (the kernel's BTF has
+    /// `tracepoint_ext.faultable`, Linux 6.13): a run of a program there can be preempted, and
+    /// the kernel then skips that program's runs on the CPU until it resumes.
+    pub preemptible_syscall_tracepoints: bool,
 }
 
 /// The running kernel's BTF as the checks read it (/sys/kernel/btf/vmlinux, about 5 MiB in
@@ -167,6 +181,9 @@ pub struct Capabilities {
     pub rmap: RmapHooks,
     /// The kernel's BTF, where the checks could read it.
     pub kernel_btf: Option<KernelBtf>,
+    /// [`KernelFacts::preemptible_syscall_tracepoints`]: mmap.bpf.c's syscall programs are
+    /// attached twice there (record/load.rs, `DOUBLED`).
+    pub preemptible_syscall_tracepoints: bool,
 }
 
 /// A kernel feature memtrack finds by probing the running kernel (its BTF, a helper, a program
@@ -224,6 +241,12 @@ pub const KERNEL_FEATURES: &[KernelFeature] = &[
         name: "bpf_preempt_disable",
         first: "6.10",
         without: "probe programs may be preempted (no per-CPU program stack to share before 6.13)",
+    },
+    KernelFeature {
+        name: "faultable syscall tracepoints",
+        first: "6.13",
+        without: "attaches the mapping calls' syscall programs once: their runs are not \
+                  preempted, so none is skipped",
     },
     KernelFeature {
         name: "open_tree of a detached mount",
@@ -307,6 +330,14 @@ pub fn kernel_features(
                 // Kept on for every uprobe program's run: a preempted program on 6.13+'s
                 // per-CPU private stack shares it with the next (bpf/common.bpf.h).
                 "bpf_preempt_disable" => kfunc_found(vmlinux, "bpf_preempt_disable"),
+                "faultable syscall tracepoints" => match vmlinux {
+                    None => (None, "no BTF to read".into()),
+                    Some(b) if faultable_syscalls(b) => (
+                        Some(true),
+                        "tracepoint_ext.faultable: mapping-call programs attached twice".into(),
+                    ),
+                    Some(_) => (Some(false), "no tracepoint_ext.faultable".into()),
+                },
                 "open_tree of a detached mount" => match &private_mounts {
                     None => (None, "not tried".into()),
                     Some(Ok(())) => (Some(true), "private copies bind in a namespace".into()),
@@ -327,6 +358,11 @@ pub fn kernel_features(
             }
         })
         .collect()
+}
+
+/// Whether the kernel's syscall tracepoints may fault, and so run their programs preemptible.
+fn faultable_syscalls(vmlinux: &probe::VmlinuxBtf) -> bool {
+    vmlinux.member_kind("tracepoint_ext", "faultable").is_some()
 }
 
 /// Whether the kernel's BTF names the kfunc `name`.
@@ -368,9 +404,9 @@ pub enum UprobeLinks {
 pub fn for_record() -> Result<Capabilities, Error> {
     let start = std::time::Instant::now();
     crate::sys::bpf::route_libbpf_logs();
-    let (checks, rmap, kernel_btf) = run_checks(false);
+    let (checks, facts) = run_checks(false);
     require(&checks)?;
-    let caps = capabilities(rmap, kernel_btf);
+    let caps = capabilities(facts);
     // The first step of record's start-up (record::StartClock logs the others).
     log::info!("preflight: {:.1} ms", start.elapsed().as_secs_f64() * 1e3);
     Ok(caps)
@@ -378,7 +414,7 @@ pub fn for_record() -> Result<Capabilities, Error> {
 
 /// What `record` would use here, asked of the kernel (`for_record` after its checks, and
 /// `doctor`, which loads the real objects with them).
-pub fn capabilities(rmap: RmapHooks, kernel_btf: Option<KernelBtf>) -> Capabilities {
+pub fn capabilities(facts: KernelFacts) -> Capabilities {
     let uprobes = match probe::uprobe_multi_links() {
         Ok(()) => UprobeLinks::Multi,
         Err(e) => UprobeLinks::Classic(refusal(&e)),
@@ -389,15 +425,19 @@ pub fn capabilities(rmap: RmapHooks, kernel_btf: Option<KernelBtf>) -> Capabilit
     Capabilities {
         uprobes,
         bpf_loop,
-        rmap,
-        kernel_btf,
+        rmap: facts.rmap,
+        kernel_btf: facts.btf,
+        preemptible_syscall_tracepoints: facts.preemptible_syscall_tracepoints,
     }
 }
 
-fn run_checks(attach_uprobe: bool) -> (Vec<Check>, RmapHooks, Option<KernelBtf>) {
+fn run_checks(attach_uprobe: bool) -> (Vec<Check>, KernelFacts) {
     let mut checks = vec![kernel(), btf(), privileges()];
-    let mut rmap = Err("not checked without the privileges bpf() needs".to_string());
-    let mut kernel_btf = None;
+    let mut facts = KernelFacts {
+        rmap: Err("not checked without the privileges bpf() needs".to_string()),
+        btf: None,
+        preemptible_syscall_tracepoints: false,
+    };
     let privileged = checks[2].status == Status::Ok;
     let btf_ok = checks[1].status == Status::Ok;
     if !privileged {
@@ -421,9 +461,10 @@ fn run_checks(attach_uprobe: bool) -> (Vec<Check>, RmapHooks, Option<KernelBtf>)
         checks.push(tp_btf(&vmlinux));
         let (check, hooks) = fentry(&vmlinux);
         checks.push(check);
-        rmap = hooks;
+        facts.rmap = hooks;
         if let Ok(Some(btf)) = &vmlinux {
-            kernel_btf = Some(KernelBtf(btf.raw_bytes().into()));
+            facts.btf = Some(KernelBtf(btf.raw_bytes().into()));
+            facts.preemptible_syscall_tracepoints = faultable_syscalls(btf);
         }
     }
     checks.push(tracefs());
@@ -433,7 +474,7 @@ fn run_checks(attach_uprobe: bool) -> (Vec<Check>, RmapHooks, Option<KernelBtf>)
         checks.push(probe_sites());
         checks.push(private_libraries(privileged));
     }
-    (checks, rmap, kernel_btf)
+    (checks, facts)
 }
 
 /// The allocator libraries `probe_sites` looks at, where Debian-like systems keep them.

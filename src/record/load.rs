@@ -86,7 +86,8 @@ const SHARED_AND_GATE: &[&str] = &["tracked", "events", "lost", "gate"];
 const DOUBLED: &[(&str, &str)] = &[("sched_process_exit", "sched_process_exit_again")];
 
 /// Programs that find what their skipped runs lost of the tree themselves and count it as lost
-/// events (mmap.bpf.c's syscall programs, doubled too, and their thread exit: `skipped_mapping_call`).
+/// events (mmap.bpf.c's syscall programs, doubled too where [`COPIES_RODATA`] says, and their
+/// thread exit: `skipped_mapping_call`).
 /// Their tracepoints fire for every syscall of the machine and run preemptible on 7.2, where
 /// sid's matrix saw 3 to 15 of their runs skipped per test, nearly all other processes' calls:
 /// their own counts would call every such recording incomplete.
@@ -224,6 +225,14 @@ enum Walk {
     Preemptible,
 }
 
+/// mmap.bpf.c's read-only flag `copies_attached`: its copies ([`MMAP_COPIES`]) are loaded and
+/// attached only where the syscall tracepoints run preemptible (each costs every syscall of the machine
+/// one more program run: docs/PERFORMANCE.md).
+const COPIES_RODATA: &str = ".rodata.copies";
+
+/// mmap.bpf.c's copies, loaded with [`COPIES_RODATA`].
+const MMAP_COPIES: [&str; 2] = ["mmap_sys_enter_again", "mmap_sys_exit_again"];
+
 /// alloc.bpf.c's read-only flag for [`Walk`] (`walk_preempt_off`).
 const WALK_RODATA: &str = ".rodata.walk";
 
@@ -342,6 +351,12 @@ fn configure(
         if walk == Walk::Preemptible {
             open.set_rodata(WALK_RODATA, &[0]).map_err(kernel_error)?;
         }
+    }
+    if object.name == "mmap" && !caps.preemptible_syscall_tracepoints {
+        for copy in MMAP_COPIES {
+            open.set_autoload(copy, false).map_err(kernel_error)?;
+        }
+        open.set_rodata(COPIES_RODATA, &[0]).map_err(kernel_error)?;
     }
     if let (Programs::Uprobes(programs), UprobeLinks::Classic(why)) =
         (&object.programs, &caps.uprobes)
@@ -501,7 +516,7 @@ impl Loaded {
         let mut links = Vec::new();
         for (object, loaded) in &self.objects {
             if let Programs::Tracepoints(programs) = object.programs {
-                for prog in programs {
+                for prog in programs.iter().filter(|p| loaded.has_loaded(p)) {
                     links.push(loaded.attach(prog).map_err(kernel_error)?);
                 }
             }
@@ -618,7 +633,8 @@ mod tests {
 
     #[test]
     fn a_doubled_program_is_attached_right_after_its_first() {
-        for (first, again) in DOUBLED {
+        let mmap_pairs = MMAP_COPIES.map(|again| (again.trim_end_matches("_again"), again));
+        for (first, again) in DOUBLED.iter().chain(&mmap_pairs) {
             let attached_after = OBJECTS.iter().any(|o| match o.programs {
                 Programs::Tracepoints(p) => p.windows(2).any(|w| w == [*first, *again]),
                 _ => false,
