@@ -550,7 +550,8 @@ impl<'a> Session<'a> {
         if skipped == 0 && !by_program.is_empty() {
             log::info!(
                 "the kernel skipped runs of memtrack's programs ({by_program}): copies attached \
-                 after them ran in their place, and what the tree lost is counted as lost"
+                 after them ran in their place, or the programs counted the tree's missed calls \
+                 as lost"
             );
         }
         if skipped > 0 {

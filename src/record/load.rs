@@ -107,12 +107,12 @@ fn missing_runs(counts: &[(String, u64)]) -> u64 {
     let count = |name: &str| counts.iter().find(|(n, _)| n == name).map(|c| c.1);
     let mut total = 0;
     for (name, n) in counts {
-        let doubled = DOUBLED
-            .iter()
-            .find(|(first, again)| name == first || name == again);
         if COUNTED_IN_BAND.contains(&name.as_str()) {
             continue;
         }
+        let doubled = DOUBLED
+            .iter()
+            .find(|(first, again)| name == first || name == again);
         total += match doubled.map(|(first, again)| (name == first, count(again))) {
             // The first of a pair whose copy was loaded too.
             Some((true, Some(again))) => (*n).min(again),
@@ -226,8 +226,8 @@ enum Walk {
 }
 
 /// mmap.bpf.c's read-only flag `copies_attached`: its copies ([`MMAP_COPIES`]) are loaded and
-/// attached only where the syscall tracepoints run preemptible (each costs every syscall of the machine
-/// one more program run: docs/PERFORMANCE.md).
+/// attached only where the syscall tracepoints run preemptible (each costs every syscall of the
+/// machine one more program run: docs/PERFORMANCE.md).
 const COPIES_RODATA: &str = ".rodata.copies";
 
 /// mmap.bpf.c's copies, loaded with [`COPIES_RODATA`].
