@@ -6,12 +6,15 @@
 //! The allocator object (alloc.bpf.o, or floor.bpf.o with `--probe-floor`) is loaded here too,
 //! but its programs go on uprobes, file by file, as `discover` finds the files (`attach`).
 
+use std::cell::{OnceCell, RefCell};
+use std::thread::JoinHandle;
+
 use crate::error::Error;
 use crate::preflight::{Capabilities, UprobeLinks};
 use crate::record::pidns::{self, PidNamespace};
 use crate::record::{attach, core_btf, discover, kernel_error, rmap, RecordOptions};
 use crate::sys::bpf::{BpfError, CustomBtf, Link, LoadedObject, OpenObject, SharedMap};
-use crate::sys::raw;
+use crate::sys::{raw, sched};
 
 /// One object of `bpf/`.
 pub struct Object {
@@ -28,6 +31,14 @@ pub struct Object {
     feature: Option<&'static str>,
     /// When it is loaded.
     when: When,
+}
+
+impl Object {
+    /// Whether programs of the object go on uprobes: the allocator's, and discover's loader
+    /// hook (`_dl_debug_state`) and leak-scan hold (`_exit`).
+    fn goes_on_uprobes(&self) -> bool {
+        matches!(self.programs, Programs::Uprobes(_)) || self.name == "discover"
+    }
 }
 
 /// How an object's programs are attached.
@@ -209,12 +220,31 @@ const ALLOC_ENTRY_VARIANTS: &[&str] = &[
     attach::FREE_ENTER,
 ];
 
-/// The enabled objects, loaded, in table order; the first is process.bpf.o.
+/// The enabled objects in table order (the first is process.bpf.o), each loaded on a thread of
+/// its own from [`Loaded::start`] until joined: the allocator's and discover's first
+/// ([`Loaded::wait_probes`]), so that the uprobes on the C library and the loader are attached
+/// while the others still load, then the rest ([`Loaded::wait_all`]). The first uprobe a
+/// recording attaches waits for a kernel grace period (uprobes.c takes `dup_mmap_sem` for
+/// writing, an RCU-synced lock idle since the last writer), 7-20 ms here, which now passes beside
+/// the loads instead of after them (docs/PERFORMANCE.md, "Fixed cost").
 pub struct Loaded {
-    objects: Vec<(&'static Object, LoadedObject)>,
+    slots: Vec<Slot>,
+    /// The maps every object shares, and the CO-RE types they are relocated against (libbpf
+    /// reads the file at load): both kept for a second load of alloc.bpf.o (`Walk`).
+    shared: Vec<SharedMap>,
+    core: Option<CustomBtf>,
+    /// The rmap functions hooked, said at -v once rmap.bpf.o is loaded.
+    rmap_functions: Vec<&'static str>,
     /// Why the rmap hooks were wanted and not loaded (the kernel refuses fentry, or has no
     /// rmap functions memtrack hooks): the one line `record` says with its closing lines.
-    pub rmap_unavailable: Option<String>,
+    rmap_unavailable: OnceCell<String>,
+}
+
+/// One enabled object: loading, then loaded once joined.
+struct Slot {
+    object: &'static Object,
+    loading: RefCell<Option<JoinHandle<Result<LoadedObject, BpfError>>>>,
+    loaded: OnceCell<LoadedObject>,
 }
 
 /// How alloc_enter_stacks walks: with preemption off like every other probe program, or, on a
@@ -370,10 +400,11 @@ fn configure(
 }
 
 impl Loaded {
-    /// Load every object `opts` enables on a kernel with `caps`, the ring buffer
+    /// Start loading every object `opts` enables on a kernel with `caps`, the ring buffer
     /// (process.bpf.c's `events`) sized as `opts` says, the allocator programs as
-    /// `caps.uprobes` says, and the pids of records in `pidns`.
-    pub fn load(
+    /// `caps.uprobes` says, and the pids of records in `pidns`; each loads on a thread of its
+    /// own, which the `wait_` methods join.
+    pub fn start(
         opts: &RecordOptions,
         caps: &Capabilities,
         pidns: &PidNamespace,
@@ -390,77 +421,138 @@ impl Loaded {
             .collect();
         let shared = create_shared(&enabled, opts)?;
         let core = core_btf(&enabled, caps);
-        let core = core.as_ref();
+        let mut loaded = Loaded {
+            slots: Vec::with_capacity(enabled.len()),
+            shared,
+            core,
+            rmap_functions: Vec::new(),
+            rmap_unavailable: OnceCell::new(),
+        };
         // rmap.bpf.o is optional: where the kernel has no hooks for it or refuses fentry, the
         // recording goes on with rss_stat alone and says so once, at its end.
-        let mut rmap_unavailable = None;
-        let mut rmap_functions = Vec::new();
         let mut opened = Vec::with_capacity(enabled.len());
         for &object in &enabled {
+            let (shared, core) = (&loaded.shared, loaded.core.as_ref());
             if !matches!(object.programs, Programs::Rmap) {
-                let open = configure(object, &shared, core, opts, caps, pidns, Walk::PreemptOff)?;
+                let open = configure(object, shared, core, opts, caps, pidns, Walk::PreemptOff)?;
                 opened.push((object, open));
                 continue;
             }
             let configured = (caps.rmap.as_deref())
                 .map_err(String::clone)
-                .and_then(|hooks| rmap_configure(object, hooks, &shared, core, pidns));
+                .and_then(|hooks| rmap_configure(object, hooks, shared, core, pidns));
             match configured {
                 Ok((open, functions)) => {
-                    rmap_functions = functions;
+                    loaded.rmap_functions = functions;
                     opened.push((object, open));
                 }
-                Err(why) => rmap_unavailable = Some(rmap::unavailable_line(&why)),
+                Err(why) => {
+                    let _ = loaded.rmap_unavailable.set(rmap::unavailable_line(&why));
+                }
             }
         }
         // With their shared maps made, the objects load side by side: each load parses the
-        // kernel's BTF, searches it for the types the object relocates, and runs the verifier,
-        // most of a recording's fixed cost (docs/PERFORMANCE.md, "Fixed cost").
-        let loaded: Vec<_> = std::thread::scope(|scope| {
-            let loads: Vec<_> = opened
-                .into_iter()
-                .map(|(object, open)| {
-                    let load = move || {
-                        let began = std::time::Instant::now();
-                        let loaded = open.load();
-                        let ms = began.elapsed().as_secs_f64() * 1e3;
-                        log::debug!("{}.bpf.o loaded in {ms:.1} ms", object.name);
-                        loaded
-                    };
-                    (object, scope.spawn(load))
-                })
-                .collect();
-            loads
-                .into_iter()
-                .map(|(object, load)| (object, load.join().expect("a BPF object's load panicked")))
-                .collect()
-        });
-        let mut objects = Vec::with_capacity(loaded.len());
-        for (object, result) in loaded {
-            let result = match result {
-                Err(e) if matches!(object.programs, Programs::Rmap) => {
-                    rmap_unavailable = Some(rmap::unavailable_line(&rmap_refusal(&e)));
-                    continue;
+        // kernel's BTF and runs the verifier, most of a recording's fixed cost. The uprobes'
+        // objects come first: the others load at the lowest priority, so that the probes' grace
+        // period passes while they load rather than after.
+        for (object, open) in opened {
+            let waits = !object.goes_on_uprobes();
+            let load = move || {
+                if waits {
+                    if let Err(e) = sched::set_thread_priority(sched::Priority::Nice(19)) {
+                        log::debug!("{}.bpf.o loads at the normal priority: {e}", object.name);
+                    }
                 }
-                Ok(_) if matches!(object.programs, Programs::Rmap) => {
-                    log::info!("rmap hooks: fentry on {}", rmap_functions.join(", "));
-                    result
-                }
-                Err(e) if object.name == "alloc" && opts.stacks && refuses_walk_preempt_off(&e) => {
-                    log::info!(
-                        "this kernel's verifier refuses the stack walk with preemption off; it \
-                         walks preemptible"
-                    );
-                    configure(object, &shared, core, opts, caps, pidns, Walk::Preemptible)?.load()
-                }
-                other => other,
+                let began = std::time::Instant::now();
+                let loaded = open.load();
+                let ms = began.elapsed().as_secs_f64() * 1e3;
+                log::debug!("{}.bpf.o loaded in {ms:.1} ms", object.name);
+                loaded
             };
-            objects.push((object, result.map_err(kernel_error)?));
+            let thread = std::thread::Builder::new()
+                .name(format!("load {}", object.name))
+                .spawn(load)
+                .map_err(|e| Error::Internal(format!("cannot start a thread: {e}")))?;
+            loaded.slots.push(Slot {
+                object,
+                loading: RefCell::new(Some(thread)),
+                loaded: OnceCell::new(),
+            });
         }
-        Ok(Loaded {
-            objects,
-            rmap_unavailable,
-        })
+        Ok(loaded)
+    }
+
+    /// Wait for the objects whose programs go on uprobes: the allocator's and discover's.
+    pub fn wait_probes(
+        &self,
+        opts: &RecordOptions,
+        caps: &Capabilities,
+        pidns: &PidNamespace,
+    ) -> Result<(), Error> {
+        for slot in self.slots.iter().filter(|s| s.object.goes_on_uprobes()) {
+            self.join(slot, opts, caps, pidns)?;
+        }
+        Ok(())
+    }
+
+    /// Wait for every object.
+    pub fn wait_all(
+        &self,
+        opts: &RecordOptions,
+        caps: &Capabilities,
+        pidns: &PidNamespace,
+    ) -> Result<(), Error> {
+        for slot in &self.slots {
+            self.join(slot, opts, caps, pidns)?;
+        }
+        Ok(())
+    }
+
+    /// Join `slot`'s load, unless joined already: a refused rmap.bpf.o is left out (and said),
+    /// a refused walk loaded again preemptible.
+    fn join(
+        &self,
+        slot: &Slot,
+        opts: &RecordOptions,
+        caps: &Capabilities,
+        pidns: &PidNamespace,
+    ) -> Result<(), Error> {
+        let Some(thread) = slot.loading.borrow_mut().take() else {
+            return Ok(());
+        };
+        let object = slot.object;
+        let result = thread.join().expect("a BPF object's load panicked");
+        let result = match result {
+            Err(e) if matches!(object.programs, Programs::Rmap) => {
+                let _ = (self.rmap_unavailable).set(rmap::unavailable_line(&rmap_refusal(&e)));
+                return Ok(());
+            }
+            Ok(_) if matches!(object.programs, Programs::Rmap) => {
+                log::info!("rmap hooks: fentry on {}", self.rmap_functions.join(", "));
+                result
+            }
+            Err(e) if object.name == "alloc" && opts.stacks && refuses_walk_preempt_off(&e) => {
+                log::info!(
+                    "this kernel's verifier refuses the stack walk with preemption off; it walks \
+                     preemptible"
+                );
+                let (shared, core) = (&self.shared, self.core.as_ref());
+                configure(object, shared, core, opts, caps, pidns, Walk::Preemptible)?.load()
+            }
+            other => other,
+        };
+        let _ = slot.loaded.set(result.map_err(kernel_error)?);
+        Ok(())
+    }
+
+    /// The joined objects in table order, with their table rows.
+    fn joined(&self) -> impl Iterator<Item = (&'static Object, &LoadedObject)> {
+        (self.slots.iter()).filter_map(|s| s.loaded.get().map(|loaded| (s.object, loaded)))
+    }
+
+    /// Why the rmap hooks were wanted and not loaded, once every object is joined.
+    pub fn rmap_unavailable(&self) -> Option<&String> {
+        self.rmap_unavailable.get()
     }
 
     /// Load (and unload) each object `record` could load on a kernel with `caps`, each on its
@@ -514,7 +606,7 @@ impl Loaded {
     /// Attach every tracepoint program, in table order; dropping the links detaches them.
     pub fn attach(&self) -> Result<Vec<Link<'_>>, Error> {
         let mut links = Vec::new();
-        for (object, loaded) in &self.objects {
+        for (object, loaded) in self.joined() {
             if let Programs::Tracepoints(programs) = object.programs {
                 for prog in programs.iter().filter(|p| loaded.has_loaded(p)) {
                     links.push(loaded.attach(prog).map_err(kernel_error)?);
@@ -531,8 +623,7 @@ impl Loaded {
 
     /// The features the loaded objects serve, for the header, in table order.
     pub fn features(&self) -> Vec<String> {
-        self.objects
-            .iter()
+        self.joined()
             .filter_map(|(object, _)| object.feature.map(str::to_string))
             .collect()
     }
@@ -542,7 +633,7 @@ impl Loaded {
     /// program's own count of skips ("mmap_sys_enter 3, mmap_sys_enter_again 0"), empty when
     /// none was skipped.
     pub fn skipped_runs(&self) -> (u64, String) {
-        let counts: Vec<(String, u64)> = (self.objects.iter())
+        let counts: Vec<(String, u64)> = (self.joined())
             .flat_map(|(_, o)| o.skipped_runs())
             .collect();
         let skipped: Vec<String> = (counts.iter())
@@ -554,25 +645,35 @@ impl Loaded {
 
     /// process.bpf.o, which owns the maps (the ring buffer, `tracked`, `lost`, `gate`).
     pub fn process(&self) -> &LoadedObject {
-        &self.objects[0].1
+        self.slots[0].loaded.get().expect("process.bpf.o is joined")
     }
 
     /// discover.bpf.o, whose programs stop a process at exec and at dlopen (`discover`).
     pub fn discover(&self) -> &LoadedObject {
-        self.objects
-            .iter()
+        self.joined()
             .find(|(object, _)| object.name == "discover")
             .map(|(_, loaded)| loaded)
-            .expect("the table enables discover.bpf.o in every mode")
+            .expect("the table enables discover.bpf.o in every mode, joined first")
     }
 
     /// The object whose programs `attach` puts on allocator sites (alloc, or floor).
     pub fn allocator(&self) -> &LoadedObject {
-        self.objects
-            .iter()
+        self.joined()
             .find(|(object, _)| matches!(object.programs, Programs::Uprobes(_)))
             .map(|(_, loaded)| loaded)
-            .expect("the table enables one allocator object in every mode")
+            .expect("the table enables one allocator object in every mode, joined first")
+    }
+}
+
+impl Drop for Loaded {
+    /// A recording that fails before every load is joined still waits for them: no object is
+    /// left loading on a thread of its own while the error is said and memtrack exits.
+    fn drop(&mut self) {
+        for slot in &mut self.slots {
+            if let Some(thread) = slot.loading.get_mut().take() {
+                let _ = thread.join();
+            }
+        }
     }
 }
 

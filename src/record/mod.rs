@@ -2,10 +2,12 @@
 //! the ring buffer into the file until the whole tree is gone, and exit with the command's status.
 //!
 //! Flow: preflight (`preflight::for_record`, whose capabilities `run` takes) → guardian → load
-//! (`load::OBJECTS`: process.bpf.o, then the objects sharing its maps) → attach (lifecycle, rss,
-//! discovery, mappings; the system's C library and dynamic loader) → open the output → control
-//! FIFOs (`--control`) → spawn → drain loop (ring → decode → writer; discovery stops → scan,
-//! attach, continue; control requests) → final drain → trailer.
+//! (`load::OBJECTS`, each on a thread: process.bpf.o's maps first, shared by the others) → the
+//! probes on the system's C library and dynamic loader, once the allocator's and discover's
+//! objects are loaded, while the others still load → attach the tracepoints (lifecycle, rss,
+//! discovery, mappings) → open the output → control FIFOs (`--control`) → spawn → drain loop
+//! (ring → decode → writer; discovery stops → scan, attach, continue; control requests) → final
+//! drain → trailer.
 
 pub mod attach;
 mod core_btf;
@@ -191,14 +193,20 @@ pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
     )?;
     clock.step("guardian");
 
-    let objects = load::Loaded::load(opts, caps, &pidns)?;
-    clock.step("BPF objects' load");
-    let links = objects.attach()?;
-    clock.step("tracepoint attach");
-    let mut features = objects.features();
-    features.extend(pidns.feature());
+    // The probes on libc and the loader go on as soon as their objects are loaded: the first
+    // uprobe waits for a kernel grace period, which passes while the other objects load.
+    let objects = load::Loaded::start(opts, caps, &pidns)?;
+    objects.wait_probes(opts, caps, &pidns)?;
+    clock.step("allocator and discovery objects' load");
+    let mut features = Vec::new();
     let discovery = discovery(opts, caps, &objects, private.as_ref(), &mut features)?;
     clock.step("probes on libc and the loader");
+    objects.wait_all(opts, caps, &pidns)?;
+    clock.step("other objects' load");
+    let links = objects.attach()?;
+    clock.step("tracepoint attach");
+    // In table order, then the ones discovery adds (call stacks, the leak scan).
+    features.splice(0..0, objects.features().into_iter().chain(pidns.feature()));
     let process_obj = objects.process();
     let tracked = MapFd::of(process_obj, "tracked").map_err(kernel_error)?;
     let lost = MapFd::of(process_obj, "lost").map_err(kernel_error)?;
@@ -295,7 +303,7 @@ pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
 
     // Said with the closing lines, not at load: a command that cannot start fails with its one
     // error line alone.
-    if let Some(line) = objects.rmap_unavailable.as_ref().filter(|_| !opts.quiet) {
+    if let Some(line) = objects.rmap_unavailable().filter(|_| !opts.quiet) {
         eprintln!("memtrack: {line}");
     }
     say_ending(opts, &not_found, &left_running, &allocators, &summary);

@@ -1,7 +1,7 @@
 //! Which programs of `bpf/rmap.bpf.c` this kernel gets: the kernel's rmap functions changed
 //! names and arguments between releases, so the running kernel's BTF is read and one
 //! generation of programs is chosen ([`choose`]); the others are left out of the load
-//! (`load::Loaded::load` sets their autoload off). Where none fits, or fentry is refused, the
+//! (`load::Loaded::start` sets their autoload off). Where none fits, or fentry is refused, the
 //! recording says so once and resident memory comes from rss_stat alone.
 
 use crate::format::RmapRegion;

@@ -1,4 +1,5 @@
-//! The scheduling priority of the recorder's drain thread.
+//! The scheduling priority of the recorder's threads: the drain thread's, and the BPF loads'
+//! that can wait (record/load.rs).
 //!
 //! The recorder competes for CPU with the threads it records: 16 threads in tight malloc loops
 //! on 2 CPUs left it 1/17 of the machine, less than draining their records takes, and the ring
