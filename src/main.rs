@@ -57,7 +57,7 @@ fn init_logging(args: &cli::Cli) {
 /// Runs `command` on its validated options; returns the exit code.
 fn run(command: Command) -> Result<i32, Error> {
     match command {
-        Command::Record(a) => record::run(&a.try_into()?, &memtrack::preflight::for_record()?),
+        Command::Record(a) => record::run(&a.try_into()?),
         Command::Report(a) => report::run(&a.try_into()?).map(|()| 0),
         Command::Check(a) => {
             report::run_check(&a.try_into()?, &mut io::stdout().lock()).map(verdict)

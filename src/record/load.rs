@@ -317,7 +317,7 @@ pub const FULL_BTF_VAR: &str = "MEMTRACK_CORE_BTF";
 
 /// The small BTF the CO-RE relocations of `enabled` are resolved against (core_btf.rs), or
 /// `None`, said at -v, where it cannot be made: the loads then read the kernel's whole BTF.
-fn core_btf(enabled: &[&'static Object], caps: &Capabilities) -> Option<CustomBtf> {
+fn core_btf(enabled: &[&'static Object], kernel: Option<&[u8]>) -> Option<CustomBtf> {
     // The way back, to compare (tests/record.rs does, on every kernel of the matrix).
     if std::env::var_os(FULL_BTF_VAR).is_some_and(|v| v == "kernel") {
         log::info!("CO-RE relocations read the kernel's whole BTF ({FULL_BTF_VAR}=kernel)");
@@ -325,9 +325,9 @@ fn core_btf(enabled: &[&'static Object], caps: &Capabilities) -> Option<CustomBt
     }
     let began = std::time::Instant::now();
     let objects: Vec<&[u8]> = enabled.iter().map(|o| o.bytes).collect();
-    let made = (caps.kernel_btf.as_ref())
+    let made = kernel
         .ok_or_else(|| "preflight did not read the kernel's BTF".to_string())
-        .and_then(|kernel| core_btf::trim(&kernel.0, &objects))
+        .and_then(|kernel| core_btf::trim(kernel, &objects))
         .and_then(|bytes| {
             let len = bytes.len();
             CustomBtf::new(&bytes)
@@ -419,8 +419,15 @@ impl Loaded {
             .iter()
             .filter(|o| o.when.holds(opts, caps))
             .collect();
-        let shared = create_shared(&enabled, opts)?;
-        let core = core_btf(&enabled, caps);
+        // The ring buffer's pages are cleared (some 3 ms for 16 MiB) while the CO-RE types are
+        // cut.
+        let kernel = caps.kernel_btf.as_ref().map(|k| k.bytes());
+        let (shared, core) = std::thread::scope(|scope| {
+            let core = scope.spawn(|| core_btf(&enabled, kernel));
+            let shared = create_shared(&enabled, opts);
+            (shared, core.join().expect("the CO-RE cut panicked"))
+        });
+        let shared = shared?;
         let mut loaded = Loaded {
             slots: Vec::with_capacity(enabled.len()),
             shared,
@@ -566,7 +573,7 @@ impl Loaded {
             // fentry records all the same.
             .filter(|o| o.name != "rmap")
             .collect();
-        let core = core_btf(&tried, caps);
+        let core = core_btf(&tried, caps.kernel_btf.as_ref().map(|k| k.bytes()));
         tried
             .into_iter()
             .map(|object| {

@@ -1,13 +1,13 @@
 //! `memtrack record`: load the BPF programs, start the command inside the tracked tree, drain
 //! the ring buffer into the file until the whole tree is gone, and exit with the command's status.
 //!
-//! Flow: preflight (`preflight::for_record`, whose capabilities `run` takes) → guardian → load
-//! (`load::OBJECTS`, each on a thread: process.bpf.o's maps first, shared by the others) → the
-//! probes on the system's C library and dynamic loader, once the allocator's and discover's
-//! objects are loaded, while the others still load → attach the tracepoints (lifecycle, rss,
-//! discovery, mappings) → open the output → control FIFOs (`--control`) → spawn → drain loop
-//! (ring → decode → writer; discovery stops → scan, attach, continue; control requests) → final
-//! drain → trailer.
+//! Flow: preflight (`preflight::for_record`, while the private library copies are made) →
+//! guardian → load (`load::OBJECTS`, each on a thread: process.bpf.o's maps first, shared by
+//! the others) → the probes on the system's C library and dynamic loader, once the allocator's
+//! and discover's objects are loaded, while the others still load → attach the tracepoints
+//! (lifecycle, rss, discovery, mappings) → open the output → control FIFOs (`--control`) →
+//! spawn → drain loop (ring → decode → writer; discovery stops → scan, attach, continue;
+//! control requests) → final drain → trailer.
 
 pub mod attach;
 mod core_btf;
@@ -154,12 +154,21 @@ impl StartClock {
     }
 }
 
-/// Record `opts.command` into `opts.output` on a machine with `caps` (`preflight::for_record`);
-/// returns the command's exit code.
+/// Record `opts.command` into `opts.output`, once preflight (`preflight::for_record`) finds the
+/// machine able to; returns the command's exit code.
 ///
 /// The order is the design: each step needs what the one before made, and the drops at the end
 /// undo them in reverse (the file complete first, the probes next, the signals last).
-pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
+pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
+    // The private library copies (some 5 ms of copying and a namespace tried in a child) are
+    // made while preflight asks the kernel; said only once preflight lets the recording go on.
+    let (caps, prepared) = std::thread::scope(|scope| {
+        let copies = opts.private_libs.then(|| scope.spawn(private::prepare));
+        let caps = crate::preflight::for_record();
+        let prepared = copies.map(|c| c.join().expect("the private copies panicked"));
+        (caps, prepared)
+    });
+    let caps = &caps?;
     let mut clock = StartClock::new();
     let identity = identity::resolve(opts.user.as_deref(), &identity::Context::from_system())?;
     let pidns = pidns::PidNamespace::of_self()?;
@@ -173,8 +182,8 @@ pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
     }
     // Made before the guardian forks, which enters their namespace before it forks the command.
     clock.step("user and pid namespace");
-    let (private, mounts) = private_libraries(opts);
-    clock.step("private library copies");
+    let (private, mounts) = private_libraries(prepared);
+    clock.step("private library mounts");
     // The guardian is forked before anything is loaded, so that it holds no BPF object: when
     // the recorder dies, every probe goes with it (guardian.rs).
     let terminal = Terminal::foreground();
@@ -313,8 +322,10 @@ pub fn run(opts: &RecordOptions, caps: &Capabilities) -> Result<i32, Error> {
 /// The private copies of the allocator libraries (`--no-private-libs` off) and the mount
 /// steps the guardian takes into their namespace; neither when they cannot be made, after a
 /// warning that says so (the recording then probes the shared files).
-fn private_libraries(opts: &RecordOptions) -> (Option<private::PrivateLibs>, Option<MountSteps>) {
-    let Some(private) = opts.private_libs.then(private::prepare).flatten() else {
+fn private_libraries(
+    prepared: Option<private::Prepared>,
+) -> (Option<private::PrivateLibs>, Option<MountSteps>) {
+    let Some(private) = prepared.and_then(private::Prepared::said) else {
         return (None, None);
     };
     match private.steps() {

@@ -153,31 +153,55 @@ fn copy_one(fs: &DetachedTmpfs, i: usize, real: &Path) -> io::Result<Copy> {
     })
 }
 
-/// The private copies for a recording, or `None` (with one warning line saying why and what it
-/// costs) when the machine does not let the command run with them.
-pub fn prepare() -> Option<PrivateLibs> {
+/// The private copies for a recording, made (or found impossible) without a word:
+/// [`Prepared::said`] says what came of them, once the recording is sure to go on (they are
+/// made while preflight runs, which may refuse the recording).
+pub fn prepare() -> Prepared {
     let libraries = crate::binary::allocator_libraries();
     if libraries.is_empty() {
-        log::info!("no allocator library found to copy; probing files as the tree maps them");
-        return None;
+        return Prepared::NoLibraries;
     }
     match PrivateLibs::make_checked(&libraries) {
-        Ok(libs) => {
-            log::info!(
-                "private copies of {} allocator libraries ({}): {}",
-                libs.copies.len(),
-                crate::units::format_bytes(libs.bytes()),
-                libs.copies
-                    .iter()
-                    .map(|c| c.real.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-            Some(libs)
-        }
-        Err(why) => {
-            log::warn!("{}", fallback_warning(&why));
-            None
+        Ok(libs) => Prepared::Made(libs),
+        Err(why) => Prepared::Refused(why),
+    }
+}
+
+/// What [`prepare`] came to.
+pub enum Prepared {
+    NoLibraries,
+    Made(PrivateLibs),
+    /// The machine does not let the command run with copies: why.
+    Refused(String),
+}
+
+impl Prepared {
+    /// The copies, or `None` with one line saying why and, for a refusal, what it costs.
+    pub fn said(self) -> Option<PrivateLibs> {
+        match self {
+            Prepared::NoLibraries => {
+                log::info!(
+                    "no allocator library found to copy; probing files as the tree maps them"
+                );
+                None
+            }
+            Prepared::Made(libs) => {
+                log::info!(
+                    "private copies of {} allocator libraries ({}): {}",
+                    libs.copies.len(),
+                    crate::units::format_bytes(libs.bytes()),
+                    libs.copies
+                        .iter()
+                        .map(|c| c.real.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+                Some(libs)
+            }
+            Prepared::Refused(why) => {
+                log::warn!("{}", fallback_warning(&why));
+                None
+            }
         }
     }
 }

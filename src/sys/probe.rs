@@ -3,6 +3,8 @@
 //! kind and attach it where memtrack's real programs go. Every program here returns 0 and
 //! touches nothing; each fd is closed before the probe returns, which detaches what it attached.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::ffi::{CStr, CString};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::raw::{c_int, c_ulong};
@@ -111,6 +113,9 @@ fn load(
 /// The kernel's own BTF, parsed once for the probes that name a kernel function or tracepoint.
 pub struct VmlinuxBtf {
     ptr: NonNull<sys::btf>,
+    /// The ids found (or not) by name and kind: libbpf searches every type once per name, some
+    /// 0.15 ms, and preflight asks for most names twice (`rmap::choose`).
+    found: RefCell<HashMap<(String, u32), Option<u32>>>,
 }
 
 impl VmlinuxBtf {
@@ -119,7 +124,10 @@ impl VmlinuxBtf {
         // SAFETY: no arguments; returns NULL and sets errno on failure.
         let ptr = unsafe { sys::btf__load_vmlinux_btf() };
         NonNull::new(ptr)
-            .map(|ptr| VmlinuxBtf { ptr })
+            .map(|ptr| VmlinuxBtf {
+                ptr,
+                found: RefCell::default(),
+            })
             .ok_or_else(|| last_error("the kernel's BTF", -1))
     }
 
@@ -137,18 +145,25 @@ impl VmlinuxBtf {
     }
 
     fn find(&self, name: &str, kind: u32) -> Result<u32, BpfError> {
-        let cname = CString::new(name).unwrap_or_default();
-        // SAFETY: self.ptr is a live btf; the name is NUL-terminated.
-        let id = unsafe { sys::btf__find_by_name_kind(self.ptr.as_ptr(), cname.as_ptr(), kind) };
-        if id <= 0 {
+        let known = self.found.borrow().get(&(name.to_string(), kind)).copied();
+        let id = known.unwrap_or_else(|| {
+            let cname = CString::new(name).unwrap_or_default();
+            // SAFETY: self.ptr is a live btf; the name is NUL-terminated.
+            let id =
+                unsafe { sys::btf__find_by_name_kind(self.ptr.as_ptr(), cname.as_ptr(), kind) };
+            let id = u32::try_from(id).ok().filter(|&id| id > 0);
+            self.found.borrow_mut().insert((name.to_string(), kind), id);
+            id
+        });
+        let Some(id) = id else {
             // errno 0: not a refusal, the kernel simply has no such thing.
             return Err(BpfError {
                 what: format!("{name} is not in the kernel's BTF"),
                 errno: 0,
                 verifier: None,
             });
-        }
-        Ok(id as u32)
+        };
+        Ok(id)
     }
 
     /// Whether the kernel's BTF has the type `name` of BTF kind `kind` (a struct, a kfunc...).
