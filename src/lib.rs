@@ -18,6 +18,7 @@ pub mod dump;
 pub mod error;
 pub mod format;
 mod intmap;
+pub mod model;
 pub mod output;
 pub mod preflight;
 pub mod record;

@@ -9,8 +9,8 @@ use crate::format::{
     RssMember, StackWalks, Symbol, SymbolFrame,
 };
 
+use crate::model::metrics::{HeapMetrics, ProcessMetrics, Report};
 pub use crate::report::accounting::analyze;
-use crate::report::metrics::{HeapMetrics, ProcessMetrics, Report};
 
 /// Start of the synthetic recordings (CLOCK_MONOTONIC ns); event times are relative to it.
 pub const START: u64 = 1_000_000;

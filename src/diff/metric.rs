@@ -1,10 +1,10 @@
 //! The metrics two recordings are compared on, and one metric's change: both values, the
 //! difference and the relative difference. `diff` shows them, `check --baseline` sets limits on
-//! them; both take the values from a `report::metrics::Metrics` as `report` computed it.
+//! them; both take the values from a `model::metrics::Metrics` as `report` computed it.
 
 use serde::Serialize;
 
-use crate::report::metrics::Metrics;
+use crate::model::metrics::Metrics;
 use crate::units::format_bytes;
 
 /// A metric `diff` compares and `check --baseline` limits.
@@ -287,7 +287,7 @@ pub fn signed(unit: Unit, c: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::metrics::{Blocks, HeapMetrics};
+    use crate::model::metrics::{Blocks, HeapMetrics};
 
     fn heap(allocs: u64, leaked: u64) -> Metrics {
         Metrics {

@@ -22,7 +22,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::format::Reader;
-use crate::report::metrics::{Metrics, Report};
+use crate::model::metrics::{Metrics, Report};
 use crate::report::{read_report_with, Scope, SiteOptions, SiteOrder, View, Weight};
 
 use matching::{Pairing, Rule};
@@ -491,7 +491,7 @@ mod tests {
 
     #[test]
     fn benchmarks_by_uri() {
-        use crate::report::metrics::{BenchmarkMetrics, MarkerCounts};
+        use crate::model::metrics::{BenchmarkMetrics, MarkerCounts};
         let bench = |uri: &str, allocs: u64| BenchmarkMetrics {
             uri: uri.into(),
             pids: vec![0],
@@ -499,7 +499,7 @@ mod tests {
             measured_ns: 1,
             markers: MarkerCounts::default(),
             metrics: Metrics {
-                heap: crate::report::metrics::HeapMetrics {
+                heap: crate::model::metrics::HeapMetrics {
                     allocs,
                     ..Default::default()
                 },

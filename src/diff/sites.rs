@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::report::metrics::{SiteFrame, SiteMetrics, StackReport};
+use crate::model::sites::{SiteFrame, SiteMetrics, StackReport};
 
 use super::metric::difference;
 

@@ -25,14 +25,14 @@ use crate::intmap::IntMap;
 use super::assemble::{self, RunLog};
 use super::bench::BenchSplit;
 use super::bench::Benchmarks;
-use super::metrics::Scope;
-use super::metrics::{Blocks, LeakMetrics, Report};
 use super::resident::MEMBERS;
-use super::rmap::RmapReport;
 use super::stacks::{SiteOptions, StackPass};
 use super::suppress::Suppressions;
 use super::timeline::{command_of, Lifecycle, TimelinePass};
 use super::tree::{Lookup, ProcIdx, ProcessTable};
+use crate::model::metrics::Scope;
+use crate::model::metrics::{Blocks, LeakMetrics, Report};
+use crate::model::rmap::RmapReport;
 
 /// The streaming state: feed it every event in file order, then call [`Accounting::finish`].
 pub struct Accounting {
@@ -586,7 +586,7 @@ impl Accounting {
         // splits, which the sites' order and the sums below read.
         let suppressed = match (&self.suppressions, self.stacks.as_deref_mut()) {
             (Some(s), Some(stacks)) => Some(stacks.suppress(s, &mut self.table, &mut self.benches)),
-            (Some(s), None) => Some(super::suppress::SuppressionReport::of(s)),
+            (Some(s), None) => Some(super::suppress::empty_report(s)),
             _ => None,
         };
         let benches = &self.benches;
@@ -682,7 +682,7 @@ pub fn analyze_sites<I: IntoIterator<Item = Event>>(
 mod tests {
     use super::*;
     use crate::format::{AllocFunc, Bench, RssMember};
-    use crate::report::metrics::Scope;
+    use crate::model::metrics::Scope;
     use crate::testkit::*;
 
     // --- counts -----------------------------------------------------------------------------

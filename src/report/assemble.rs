@@ -12,12 +12,12 @@ use super::bench::Benchmarks;
 use super::counters::HeapCounters;
 use super::incomplete;
 use super::mapped::Calls;
-use super::metrics::{
+use super::resident::MEMBERS;
+use super::tree::{Proc, ProcIdx, ProcessTable, TreeSums};
+use crate::model::metrics::{
     BenchmarkMetrics, Blocks, Damage, ExitInfo, LostEvents, Metrics, ProcessMetrics, Report,
     RunInfo, Scope, SCHEMA_VERSION,
 };
-use super::resident::MEMBERS;
-use super::tree::{Proc, ProcIdx, ProcessTable, TreeSums};
 
 /// What the stream said about the run itself, beside its processes: kept by `accounting` as
 /// events pass, read here at the end.

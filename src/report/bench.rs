@@ -32,9 +32,9 @@ use std::collections::{HashMap, HashSet};
 use crate::format::{self, ControlCommand, MarkerKind};
 
 use super::counters::HeapCounters;
-use super::metrics::{BenchmarkMetrics, Blocks, MarkerCounts, Metrics};
 use super::resident::{ResidentSum, MEMBERS};
 use super::tree::{Proc, ProcIdx, ProcessTable};
+use crate::model::metrics::{BenchmarkMetrics, Blocks, MarkerCounts, Metrics};
 
 /// How a process's exit splits the leaked blocks benchmarks own in it: by its leak scan's
 /// lost addresses, or not at all (killed, no `_exit`, a failed scan, or a scan whose list of
@@ -559,7 +559,7 @@ mod tests {
 #[cfg(test)]
 mod stream_tests {
     use crate::format::{EventKind, Exec, Header, MarkerKind, RssMember, FEATURE_CONTROL};
-    use crate::report::metrics::{BenchmarkMetrics, Blocks, Report};
+    use crate::model::metrics::{BenchmarkMetrics, Blocks, Report};
     use crate::testkit::*;
 
     /// A header of a `record --control` recording: measuring starts paused.

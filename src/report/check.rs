@@ -12,7 +12,7 @@ use crate::diff::metric::{percent_text, signed, Metric, Unit};
 use crate::table::{Column, Table};
 use crate::units::format_bytes;
 
-use super::metrics::{Metrics, Report, Scope};
+use crate::model::metrics::{Metrics, Report, Scope};
 
 /// What `memtrack check` was asked for: the recording, what to check in it, and the limits,
 /// each optional (`cli` refuses a check without one). Every limit holds when the value is at
@@ -386,7 +386,7 @@ pub fn write_results(
         write_lost_site(report, out)?;
     }
     if let Some(s) = &report.suppressions {
-        for line in s.lines() {
+        for line in super::text::suppression_lines(s) {
             writeln!(out, "{line}")?;
         }
     }
@@ -430,7 +430,7 @@ fn write_lost_site(report: &Report, out: &mut dyn Write) -> io::Result<()> {
 
 /// A site for one line: its first three frames with a name beyond the allocator's, each
 /// "function (file:line)", outermost last.
-pub fn site_name(frames: &[crate::report::metrics::SiteFrame]) -> String {
+pub fn site_name(frames: &[crate::model::sites::SiteFrame]) -> String {
     let named: Vec<String> = frames
         .iter()
         .skip(1)

@@ -2,7 +2,7 @@
 //! histogram) and a running sum's [`Peak`]. The leaf of the accounting pass: processes, trees,
 //! the run and benchmarks all count in these types, and it imports nothing of the pass.
 
-use super::metrics::{Blocks, HeapMetrics, LeakMetrics, SizeBucket};
+use crate::model::metrics::{Blocks, HeapMetrics, LeakMetrics, SizeBucket};
 
 /// Number of size buckets: 0, then one per bit length 1..=64.
 pub(super) const BUCKETS: usize = 65;

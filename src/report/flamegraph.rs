@@ -6,7 +6,7 @@ use std::io::{self, Write};
 
 use inferno::flamegraph::{self, Options};
 
-use super::profile::{folded, Naming, Profile, View, Weight};
+use crate::model::profile::{folded, Naming, Profile, View, Weight};
 
 /// Writes the flame graph of `view` weighed by `weight`, titled `title`, to `out`. A view
 /// with nothing in it (no leaks, say) is a small SVG that says so, rather than inferno's error
@@ -137,8 +137,8 @@ fn xml_escape(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::metrics::SiteFrame;
-    use crate::report::profile::{Sample, Stack, Values};
+    use crate::model::profile::{Sample, Stack, Values};
+    use crate::model::sites::SiteFrame;
 
     fn profile() -> Profile {
         let frame = |function: &str| SiteFrame {

@@ -4,7 +4,7 @@
 
 use std::io::{self, Write};
 
-use super::profile::{folded, Naming, Profile, View, Weight};
+use crate::model::profile::{folded, Naming, Profile, View, Weight};
 
 /// Writes the folded lines of `view` weighed by `weight` to `out`.
 pub fn write_folded(

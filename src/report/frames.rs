@@ -8,7 +8,7 @@
 //! frame fell off. Folded, the run keeps its outermost frame (the library function the program
 //! called) and says how many it stands for. The JSON and the stack formats keep every frame.
 
-use super::metrics::SiteFrame;
+use crate::model::sites::SiteFrame;
 
 /// A run of library frames shorter than this stays as it is: folding two lines into one line
 /// that says "2 frames" hides them for nothing.

@@ -15,10 +15,10 @@ use serde::Serialize;
 use crate::units::{format_bytes, format_duration_ns};
 
 use super::flamegraph;
-use super::metrics::{Blocks, ProcessMetrics, Report, Scope};
-use super::profile::{View, Weight};
 use super::text;
-use super::timeline::{Timeline, PROCESS_BUCKETS, RUN_BUCKETS, TOP_PROCESSES};
+use crate::model::metrics::{Blocks, ProcessMetrics, Report, Scope};
+use crate::model::profile::{View, Weight};
+use crate::model::timeline::{Timeline, PROCESS_BUCKETS, RUN_BUCKETS, TOP_PROCESSES};
 
 const TEMPLATE: &str = include_str!("html/page.html");
 const STYLE: &str = include_str!("html/page.css");
@@ -299,7 +299,7 @@ fn write_tree(report: &Report, out: &mut dyn Write) -> io::Result<()> {
 /// The rmap accounting (recordings with rmap hooks): per process and kind the signed sums in
 /// pages, rmap's resident figure next to rss_stat's, and what held the process's own pages at
 /// its rmap peak.
-fn write_rmap(rmap: &super::rmap::RmapReport, out: &mut dyn Write) -> io::Result<()> {
+fn write_rmap(rmap: &crate::model::rmap::RmapReport, out: &mut dyn Write) -> io::Result<()> {
     let opt = |v: Option<i64>| v.map_or_else(|| "?".to_string(), |v| v.to_string());
     writeln!(
         out,
@@ -455,7 +455,7 @@ fn write_leaks(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     }
     if let Some(s) = &report.suppressions {
         writeln!(out, "<ul class=\"suppressions\" id=\"suppressions\">")?;
-        for line in s.lines() {
+        for line in super::text::suppression_lines(s) {
             writeln!(out, "<li>{}</li>", escape(&line))?;
         }
         writeln!(out, "</ul>")?;

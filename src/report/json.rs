@@ -6,7 +6,7 @@
 
 use std::io::{self, Write};
 
-use super::metrics::Report;
+use crate::model::metrics::Report;
 
 /// Writes `report` as pretty-printed JSON followed by a newline.
 pub fn write_json(report: &Report, out: &mut dyn Write) -> io::Result<()> {
@@ -18,7 +18,7 @@ pub fn write_json(report: &Report, out: &mut dyn Write) -> io::Result<()> {
 mod tests {
     use super::*;
     use crate::format::{Header, ReadEnd};
-    use crate::report::metrics::SCHEMA_VERSION;
+    use crate::model::metrics::SCHEMA_VERSION;
     use crate::testkit::analyze;
     use crate::testkit::{at, exit, header, malloc};
     use serde_json::Value;

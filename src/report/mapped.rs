@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use crate::format::{map_bits, EventKind};
 
 use super::counters::Peak;
-use super::metrics::MappedMetrics;
+use crate::model::metrics::MappedMetrics;
 
 /// Index of all mapped bytes in the `[u64; 2]` pairs.
 pub(super) const ALL: usize = 0;

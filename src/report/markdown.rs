@@ -14,9 +14,6 @@ use std::io::{self, Write};
 use crate::units::{format_bytes, format_duration_ns};
 
 use super::frames;
-use super::metrics::{
-    BenchmarkMetrics, ProcessMetrics, Report, SiteFrame, SiteMetrics, StackReport,
-};
 use super::rows::{self, Measures, Rest, RowOptions, Selection};
 use super::text::{
     blocks, clean, command, counted, exit_code, exit_text, frame_text, live_at_end, lost_causes,
@@ -24,6 +21,8 @@ use super::text::{
     NO_STACKS,
 };
 use super::Rows;
+use crate::model::metrics::{BenchmarkMetrics, ProcessMetrics, Report};
+use crate::model::sites::{SiteFrame, SiteMetrics, StackReport};
 
 /// Frames shown per allocation site, innermost first (a folded run is one); the JSON has
 /// them all.
@@ -50,7 +49,7 @@ pub fn write_markdown(
     }
     if let Some(s) = &report.suppressions {
         writeln!(out)?;
-        for line in s.lines() {
+        for line in super::text::suppression_lines(s) {
             writeln!(out, "{}  ", escape(&line))?;
         }
     }

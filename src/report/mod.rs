@@ -20,9 +20,7 @@ pub mod incomplete;
 pub mod json;
 mod mapped;
 pub mod markdown;
-pub mod metrics;
 pub mod pprof;
-pub mod profile;
 mod resident;
 pub mod rmap;
 pub mod rows;
@@ -43,10 +41,12 @@ use std::sync::mpsc;
 use crate::error::{Error, Result};
 use crate::format::{Event, Reader};
 
+pub use crate::model::metrics::{
+    MemberResident, ProcessMetrics, Report, ResidentMetrics, Scope, Unknown,
+};
+pub use crate::model::profile::{View, Weight};
 pub use accounting::{analyze, Accounting};
 pub use check::CheckOptions;
-pub use metrics::{MemberResident, ProcessMetrics, Report, ResidentMetrics, Scope, Unknown};
-pub use profile::{View, Weight};
 pub use rows::{RowOptions, SortKey};
 pub use stacks::{SiteOptions, SiteOrder};
 

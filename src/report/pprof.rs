@@ -15,8 +15,9 @@ use flate2::write::GzEncoder;
 use flate2::Compression;
 use prost::Message;
 
-use super::metrics::{Report, SiteFrame};
-use super::profile::{frame_name, Naming, Profile as Model, View, Weight, NO_STACK};
+use crate::model::metrics::Report;
+use crate::model::profile::{frame_name, Naming, Profile as Model, View, Weight, NO_STACK};
+use crate::model::sites::SiteFrame;
 
 /// profile.proto's `Profile`.
 #[derive(Clone, PartialEq, Message)]

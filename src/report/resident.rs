@@ -12,7 +12,7 @@
 use crate::format::RssMember;
 
 use super::counters::Peak;
-use super::metrics::{MemberResident, ResidentMetrics};
+use crate::model::metrics::{MemberResident, ResidentMetrics};
 
 /// Number of resident counters (`RssMember`), indexed by their kernel number.
 pub(super) const MEMBERS: usize = 4;
@@ -256,7 +256,7 @@ impl ResidentSum {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::metrics::{ProcessMetrics, Report};
+    use crate::model::metrics::{ProcessMetrics, Report};
     use crate::testkit::*;
 
     const ANON: usize = RssMember::Anon as usize;

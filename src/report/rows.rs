@@ -8,7 +8,7 @@
 //! them); as soon as rows are cut, the biggest first by peak heap, so that the rows left out
 //! are the small ones.
 
-use super::metrics::{BenchmarkMetrics, HeapMetrics, ProcessMetrics};
+use crate::model::metrics::{BenchmarkMetrics, HeapMetrics, ProcessMetrics};
 
 /// Rows shown when `--top` is not given.
 pub const DEFAULT_TOP_ROWS: usize = 20;
@@ -244,7 +244,7 @@ impl Selection<'_, ProcessMetrics> {
 mod tests {
     use super::*;
     use crate::format::Header;
-    use crate::report::metrics::Report;
+    use crate::model::metrics::Report;
     use crate::testkit::{analyze, at, exit, fork, malloc};
 
     /// Root 1 forks `children` processes; child i allocates (i + 1) * 10 bytes `i % 3 + 1`

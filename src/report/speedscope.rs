@@ -11,7 +11,7 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
-use super::profile::{frame_name, Naming, Profile, View, Weight, NO_STACK};
+use crate::model::profile::{frame_name, Naming, Profile, View, Weight, NO_STACK};
 
 /// speedscope's `FileFormat.File`.
 #[derive(Serialize)]

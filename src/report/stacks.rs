@@ -32,10 +32,12 @@ use crate::intmap::IntMap;
 
 use super::bench::Benchmarks;
 use super::counters::Peak;
-use super::metrics::{Blocks, Scope, SiteFrame, SiteMetrics, StackReport, StackWalks};
-use super::profile::{Profile, ProfileModule, Sample, Stack, Values};
-use super::suppress::{SuppressionReport, Suppressions};
+use super::suppress::Suppressions;
 use super::tree::{ProcIdx, ProcessTable};
+use crate::model::metrics::SuppressionReport;
+use crate::model::metrics::{Blocks, Scope};
+use crate::model::profile::{Profile, ProfileModule, Sample, Stack, Values};
+use crate::model::sites::{SiteFrame, SiteMetrics, StackReport, StackWalks};
 
 /// How `report --stacks` orders its sites (`--stacks-by`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -514,7 +516,7 @@ impl StackPass {
         table: &mut ProcessTable,
         benches: &mut Benchmarks,
     ) -> SuppressionReport {
-        let mut report = SuppressionReport::of(s);
+        let mut report = super::suppress::empty_report(s);
         let mut by_leaf: IntMap<u32, Option<usize>> = IntMap::default();
         let mut keys: Vec<SiteKey> = self
             .sites
@@ -814,7 +816,7 @@ impl FrameTable {
 mod tests {
     use super::*;
     use crate::format::Event;
-    use crate::report::metrics::Report;
+    use crate::model::metrics::Report;
     use crate::testkit::*;
 
     /// Sites A (leaf 2: malloc called by make_a) and B (leaf 4: malloc called by make_b, inlined
@@ -1500,12 +1502,12 @@ mod tests {
             let (r, p) = profile_of(Scope::Run, events[stack_prelude(trie()).len()..].to_vec());
             let s = stacks(&r);
             let h = &r.totals.heap;
-            let total = |view| p.total(view, crate::report::profile::Weight::Bytes);
-            use crate::report::profile::View;
+            let total = |view| p.total(view, crate::model::profile::Weight::Bytes);
+            use crate::model::profile::View;
             assert_eq!(total(View::Peak), h.peak_live_bytes, "seed {seed}");
             assert_eq!(total(View::Allocated), h.bytes_allocated, "seed {seed}");
             assert_eq!(total(View::Leaked), h.leaked.bytes, "seed {seed}");
-            let count = |view| p.total(view, crate::report::profile::Weight::Count);
+            let count = |view| p.total(view, crate::model::profile::Weight::Count);
             assert_eq!(count(View::Allocated), h.allocs, "seed {seed}");
             assert_eq!(count(View::Leaked), h.leaked.blocks, "seed {seed}");
             assert_eq!(count(View::Temporary), h.temporary_allocs, "seed {seed}");

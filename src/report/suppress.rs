@@ -14,9 +14,9 @@
 //! to the lost blocks of each site at the end of the accounting pass (when every symbol is
 //! known), and the report carries [`SuppressionReport`].
 
-use serde::Serialize;
-
-use super::metrics::{Blocks, SiteFrame};
+use crate::model::metrics::Blocks;
+use crate::model::metrics::{RuleUse, SuppressionReport};
+use crate::model::sites::SiteFrame;
 
 /// The rules of one suppression file, in file order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -93,81 +93,21 @@ impl Suppressions {
     }
 }
 
-/// What the suppressions did in the report's scope.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct SuppressionReport {
-    /// The suppression file.
-    pub file: String,
-    /// Definitely lost blocks the rules suppressed, all rules together.
-    pub suppressed: Blocks,
-    /// Every rule, in file order, with what it suppressed; a rule with 0 blocks is unused.
-    pub rules: Vec<RuleUse>,
-    /// Definitely lost blocks whose allocation has no call stack in the scope (allocated
-    /// outside it, or stack-less), which no rule could match: still lost.
-    pub unmatchable: Blocks,
-}
-
-/// One rule and what it suppressed.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct RuleUse {
-    /// Its line in the file.
-    pub line: usize,
-    /// `leak:` and its pattern, as written.
-    pub rule: String,
-    /// The blocks it suppressed (the first matching rule takes a block).
-    pub suppressed: Blocks,
-}
-
-impl SuppressionReport {
-    /// An empty report of `s`: every rule unused so far.
-    pub fn of(s: &Suppressions) -> SuppressionReport {
-        SuppressionReport {
-            file: s.file.clone(),
-            suppressed: Blocks::default(),
-            rules: s
-                .rules
-                .iter()
-                .map(|r| RuleUse {
-                    line: r.line,
-                    rule: format!("leak:{}", r.pattern),
-                    suppressed: Blocks::default(),
-                })
-                .collect(),
-            unmatchable: Blocks::default(),
-        }
-    }
-
-    /// Rules that suppressed something.
-    pub fn used(&self) -> usize {
-        self.rules
+/// An empty report of `s`: every rule unused so far.
+pub fn empty_report(s: &Suppressions) -> SuppressionReport {
+    SuppressionReport {
+        file: s.file.clone(),
+        suppressed: Blocks::default(),
+        rules: s
+            .rules
             .iter()
-            .filter(|r| r.suppressed.blocks > 0)
-            .count()
-    }
-
-    /// The lines people read: "suppressed: N blocks, B bytes by K rules (FILE)", then one line
-    /// per unused rule.
-    pub fn lines(&self) -> Vec<String> {
-        let used = self.used() as u64;
-        let mut out = vec![format!(
-            "suppressed: {} by {} ({})",
-            super::text::blocks(self.suppressed.blocks, self.suppressed.bytes),
-            super::text::counted(used, "rule", "rules"),
-            self.file
-        )];
-        for r in self.rules.iter().filter(|r| r.suppressed.blocks == 0) {
-            out.push(format!(
-                "unused suppression: {} (line {}) matched no lost block",
-                r.rule, r.line
-            ));
-        }
-        if self.unmatchable.blocks > 0 {
-            out.push(format!(
-                "not matchable: {} definitely lost without a call stack in the scope",
-                super::text::blocks(self.unmatchable.blocks, self.unmatchable.bytes)
-            ));
-        }
-        out
+            .map(|r| RuleUse {
+                line: r.line,
+                rule: format!("leak:{}", r.pattern),
+                suppressed: Blocks::default(),
+            })
+            .collect(),
+        unmatchable: Blocks::default(),
     }
 }
 

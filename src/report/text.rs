@@ -14,12 +14,13 @@ use crate::table::{Column, Table};
 use crate::units::{format_bytes, format_duration_ns};
 
 use super::frames;
-use super::metrics::{
-    HeapMetrics, LostEvents, Metrics, ProcessMetrics, Report, ResidentMetrics, RunInfo, Scope,
-    SiteFrame, SiteMetrics, StackReport,
-};
 use super::rows::{self, Rest, RowOptions, Selection};
 use super::screen::{self, FitColumn, Fitted, Wrap};
+use crate::model::metrics::SuppressionReport;
+use crate::model::metrics::{
+    HeapMetrics, LostEvents, Metrics, ProcessMetrics, Report, ResidentMetrics, RunInfo, Scope,
+};
+use crate::model::sites::{SiteFrame, SiteMetrics, StackReport};
 
 /// Width of the label column of the summary.
 const LABEL_WIDTH: usize = 18;
@@ -84,7 +85,7 @@ fn write_text_lines(report: &Report, layout: &TextLayout, out: &mut dyn Write) -
 pub(super) fn write_suppressions(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     if let Some(s) = &report.suppressions {
         writeln!(out)?;
-        for line in s.lines() {
+        for line in suppression_lines(s) {
             writeln!(out, "{}", clean(&line))?;
         }
     }
@@ -366,7 +367,7 @@ fn write_sites(
 
 /// A benchmark's LEAKED cell: with leak scans, how much of it was definitely lost (and not
 /// scanned), by the scan of each process at its exit: "3.3 KiB (1.1 KiB lost)".
-fn bench_leaked(h: &crate::report::metrics::HeapMetrics) -> String {
+fn bench_leaked(h: &crate::model::metrics::HeapMetrics) -> String {
     let leaked = format_bytes(h.leaked.bytes);
     match &h.leaks {
         Some(l) if l.not_scanned.blocks > 0 => format!(
@@ -545,7 +546,7 @@ fn write_resident(r: &ResidentMetrics, out: &mut dyn Write) -> io::Result<()> {
 
 /// The signed per-process rmap accounting (pages), each kind's rmap-derived resident figure
 /// next to rss_stat's, and what held the process's own pages at its rmap peak.
-fn write_rmap(rmap: &crate::report::rmap::RmapReport, out: &mut dyn Write) -> io::Result<()> {
+fn write_rmap(rmap: &crate::model::rmap::RmapReport, out: &mut dyn Write) -> io::Result<()> {
     let opt = |v: Option<i64>| v.map_or_else(|| "?".to_string(), |v| v.to_string());
     writeln!(out)?;
     writeln!(
@@ -612,7 +613,7 @@ fn write_histogram(h: &HeapMetrics, width: usize, out: &mut dyn Write) -> io::Re
         Column::right("  "),
         Column::left("  "),
     ]);
-    let label = |b: &super::metrics::SizeBucket| {
+    let label = |b: &crate::model::metrics::SizeBucket| {
         if b.min_bytes == b.max_bytes {
             format_bytes(b.min_bytes)
         } else {
@@ -623,7 +624,7 @@ fn write_histogram(h: &HeapMetrics, width: usize, out: &mut dyn Write) -> io::Re
             )
         }
     };
-    let widest = |f: &dyn Fn(&super::metrics::SizeBucket) -> String| {
+    let widest = |f: &dyn Fn(&crate::model::metrics::SizeBucket) -> String| {
         h.size_histogram
             .iter()
             .map(|b| f(b).chars().count())
@@ -1025,7 +1026,7 @@ pub(super) fn peak(bytes: u64, at_ns: Option<u64>) -> String {
 /// "12 blocks, 1.2 KiB".
 /// The lines that split `leaked` by the leak scans: definitely lost and still reachable, and
 /// what was not scanned when some process was not (killed, exec, a scan that failed).
-pub(super) fn leak_split(l: &crate::report::metrics::LeakMetrics) -> Vec<(&'static str, String)> {
+pub(super) fn leak_split(l: &crate::model::metrics::LeakMetrics) -> Vec<(&'static str, String)> {
     let mut out = vec![
         (
             "  definitely lost",
@@ -1146,6 +1147,31 @@ pub(super) fn percent(part: u64, whole: u64) -> String {
         return "0.0%".to_string();
     }
     format!("{:.1}%", part as f64 * 100.0 / whole as f64)
+}
+
+/// The lines people read of what the suppressions did: "suppressed: N blocks, B bytes by K
+/// rules (FILE)", then one line per unused rule, and the blocks no rule could match.
+pub fn suppression_lines(s: &SuppressionReport) -> Vec<String> {
+    let used = s.used() as u64;
+    let mut out = vec![format!(
+        "suppressed: {} by {} ({})",
+        blocks(s.suppressed.blocks, s.suppressed.bytes),
+        counted(used, "rule", "rules"),
+        s.file
+    )];
+    for r in s.rules.iter().filter(|r| r.suppressed.blocks == 0) {
+        out.push(format!(
+            "unused suppression: {} (line {}) matched no lost block",
+            r.rule, r.line
+        ));
+    }
+    if s.unmatchable.blocks > 0 {
+        out.push(format!(
+            "not matchable: {} definitely lost without a call stack in the scope",
+            blocks(s.unmatchable.blocks, s.unmatchable.bytes)
+        ));
+    }
+    out
 }
 
 #[cfg(test)]

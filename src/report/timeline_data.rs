@@ -8,8 +8,8 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
-use super::metrics::{Report, SCHEMA_VERSION};
-use super::timeline::Timeline;
+use crate::model::metrics::{Report, SCHEMA_VERSION};
+use crate::model::timeline::Timeline;
 
 /// The header row of the CSV form.
 pub(super) const CSV_HEADER: &str = "time_s,bucket_s,series,pid,heap_bytes_max,heap_bytes_min,\

@@ -413,7 +413,7 @@ impl ProcessTable {
 
 #[cfg(test)]
 mod tests {
-    use crate::report::metrics::Blocks;
+    use crate::model::metrics::Blocks;
     use crate::testkit::*;
 
     // --- fork and trees --------------------------------------------------------------------

@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
-use super::metrics::SiteFrame;
+use super::sites::SiteFrame;
 
 /// Which blocks a profile view weighs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
