@@ -14,17 +14,20 @@ use std::time::Duration;
 
 use argh::FromArgs;
 
+use crate::analyze::stacks::DEFAULT_TOP;
+use crate::analyze::stacks::{SiteOptions, SiteOrder};
+use crate::check::{self, CheckOptions};
 use crate::control::{self, CtlOptions, Request};
 use crate::diff::{DiffFormat, DiffOptions};
 use crate::error::{Error, Subcommand};
 use crate::format::{Bench, ControlCommand, MarkerKind};
+use crate::model::metrics::Scope;
 use crate::model::profile::{View, Weight};
 use crate::record::{self, custom, guardian, RecordOptions};
-use crate::report::rows::DEFAULT_TOP_ROWS;
-use crate::report::stacks::DEFAULT_TOP;
-use crate::report::{check, CheckOptions, ReportOptions, Rows, Scope, SiteOptions, SiteOrder};
-use crate::report::{OutputFormat, RowOptions, SortKey};
+use crate::report::{OutputFormat, ReportOptions};
 use crate::units;
+use crate::views::rows::DEFAULT_TOP_ROWS;
+use crate::views::rows::{RowOptions, Rows, SortKey};
 
 /// Record every heap allocation and resident-memory change of a command and all its
 /// descendants with eBPF, and report on the recording.
@@ -1062,14 +1065,14 @@ impl TryFrom<ReportArgs> for ReportOptions {
 /// its line.
 fn load_suppressions(
     path: &std::path::Path,
-) -> Result<crate::report::suppress::Suppressions, Error> {
+) -> Result<crate::analyze::suppress::Suppressions, Error> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         Error::Usage(format!(
             "--suppress {}: cannot read it ({e}); give a file of leak:PATTERN lines",
             path.display()
         ))
     })?;
-    crate::report::suppress::Suppressions::parse(&path.display().to_string(), &text)
+    crate::analyze::suppress::Suppressions::parse(&path.display().to_string(), &text)
         .map_err(|e| Error::Usage(format!("--suppress {e}")))
 }
 
@@ -1496,7 +1499,7 @@ mod tests {
 
     #[test]
     fn stack_format_flags() {
-        use crate::report::{View, Weight};
+        use crate::model::profile::{View, Weight};
         let opts = report(&[
             "--format", "folded", "--view", "leaked", "--weight", "count",
         ])

@@ -9,7 +9,9 @@
 
 #![deny(unsafe_code)]
 
+pub mod analyze;
 pub mod binary;
+pub mod check;
 pub mod cli;
 pub mod control;
 pub mod diff;
@@ -27,6 +29,7 @@ pub mod stacks;
 pub mod table;
 pub mod units;
 pub mod unwind;
+pub mod views;
 
 #[allow(unsafe_code)]
 mod sys;

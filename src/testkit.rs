@@ -9,8 +9,8 @@ use crate::format::{
     RssMember, StackWalks, Symbol, SymbolFrame,
 };
 
+pub use crate::analyze::accounting::analyze;
 use crate::model::metrics::{HeapMetrics, ProcessMetrics, Report};
-pub use crate::report::accounting::analyze;
 
 /// Start of the synthetic recordings (CLOCK_MONOTONIC ns); event times are relative to it.
 pub const START: u64 = 1_000_000;

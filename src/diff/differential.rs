@@ -13,10 +13,13 @@ use std::collections::BTreeMap;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
+use crate::analyze::read_report_with;
+use crate::analyze::stacks::{SiteOptions, SiteOrder};
 use crate::error::{Error, Result};
 use crate::model::metrics::Report;
+use crate::model::metrics::Scope;
 use crate::model::profile::{folded, Naming, Profile, View, Weight};
-use crate::report::{flamegraph, read_report_with, Scope, SiteOptions, SiteOrder};
+use crate::views::flamegraph;
 
 use super::{DiffFormat, DiffOptions};
 

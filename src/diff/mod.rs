@@ -20,10 +20,13 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::analyze::read_report_with;
+use crate::analyze::stacks::{SiteOptions, SiteOrder};
 use crate::error::{Error, Result};
 use crate::format::Reader;
+use crate::model::metrics::Scope;
 use crate::model::metrics::{Metrics, Report};
-use crate::report::{read_report_with, Scope, SiteOptions, SiteOrder, View, Weight};
+use crate::model::profile::{View, Weight};
 
 use matching::{Pairing, Rule};
 use metric::Change;

@@ -1088,7 +1088,7 @@ pub(super) fn plural<'a>(n: u64, one: &'a str, many: &'a str) -> &'a str {
 }
 
 /// `n` followed by the noun in the right number: "1 event", "3 events".
-pub(super) fn counted(n: u64, one: &str, many: &str) -> String {
+pub(crate) fn counted(n: u64, one: &str, many: &str) -> String {
     if n == 1 {
         format!("1 {one}")
     } else {
@@ -1639,9 +1639,9 @@ mod tests {
 #[cfg(test)]
 mod stacks_tests {
     use super::*;
+    use crate::analyze::accounting::analyze_sites;
+    use crate::analyze::stacks::{SiteOptions, SiteOrder};
     use crate::format::{Event, MODULE_MARK};
-    use crate::report::accounting::analyze_sites;
-    use crate::report::stacks::{SiteOptions, SiteOrder};
     use crate::testkit::*;
 
     /// Two sites under main: make_a's (symbolized, one frame inlined) and a stack whose caller

@@ -283,7 +283,7 @@ mod tests {
         assert_eq!(held, [("anonymous mmap", 32 << 20)]);
 
         let mut text = Vec::new();
-        crate::report::text::write_text(&report, &Default::default(), &mut text).unwrap();
+        crate::views::text::write_text(&report, &Default::default(), &mut text).unwrap();
         let text = String::from_utf8(text).unwrap();
         assert!(text.contains("adds 0, removes 8192, net -8192"), "{text}");
         assert!(text.contains("inherited since unmapped 8192"), "{text}");

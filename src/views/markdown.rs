@@ -14,13 +14,13 @@ use std::io::{self, Write};
 use crate::units::{format_bytes, format_duration_ns};
 
 use super::frames;
+use super::rows::Rows;
 use super::rows::{self, Measures, Rest, RowOptions, Selection};
 use super::text::{
     blocks, clean, command, counted, exit_code, exit_text, frame_text, live_at_end, lost_causes,
     order_label, peak, plural, processes, rest_label, scope_title, sites_shown, temporary,
     NO_STACKS,
 };
-use super::Rows;
 use crate::model::metrics::{BenchmarkMetrics, ProcessMetrics, Report};
 use crate::model::sites::{SiteFrame, SiteMetrics, StackReport};
 
@@ -156,7 +156,7 @@ fn write_totals(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         let end = report
             .damage
             .as_ref()
-            .map(|d| super::incomplete::end_reason(d.offset_bytes, &d.reason));
+            .map(|d| crate::analyze::incomplete::end_reason(d.offset_bytes, &d.reason));
         let cut_short =
             report.skipped.is_empty() && end.as_ref().is_some_and(|e| e.contains("cut short"));
         parts.extend(end);

@@ -844,7 +844,7 @@ mod tests {
             top: 0,
             profile: false,
         };
-        crate::report::accounting::analyze_sites(&header(), all, None, &scope, options)
+        crate::analyze::accounting::analyze_sites(&header(), all, None, &scope, options)
     }
 
     fn stacks(r: &Report) -> &StackReport {
@@ -984,7 +984,7 @@ mod tests {
             profile: false,
         };
         let r =
-            crate::report::accounting::analyze_sites(&header(), all, None, &Scope::Run, options);
+            crate::analyze::accounting::analyze_sites(&header(), all, None, &Scope::Run, options);
         let s = stacks(&r);
         assert_eq!(s.sites.len(), 1);
         assert_eq!((s.sites[0].stack_id, s.sites_total), (B, 2));
@@ -1350,8 +1350,13 @@ mod tests {
     fn a_recording_without_stacks_says_so() {
         let options = SiteOptions::default();
         let events = seq(vec![malloc(1, 10), exit(0)]);
-        let r =
-            crate::report::accounting::analyze_sites(&header(), events, None, &Scope::Run, options);
+        let r = crate::analyze::accounting::analyze_sites(
+            &header(),
+            events,
+            None,
+            &Scope::Run,
+            options,
+        );
         let s = stacks(&r);
         assert!(!s.recorded);
         assert_eq!(s.sites_total, 1); // the allocations without a stack, for the same numbers
@@ -1382,7 +1387,8 @@ mod tests {
             top: 0,
             profile: true,
         };
-        let mut r = crate::report::accounting::analyze_sites(&header(), all, None, &scope, options);
+        let mut r =
+            crate::analyze::accounting::analyze_sites(&header(), all, None, &scope, options);
         let p = r.profile.take().expect("a profile");
         (r, p)
     }
@@ -1460,8 +1466,13 @@ mod tests {
         let mut events = stack_prelude(trie());
         events.extend(story());
         let options = SiteOptions::default();
-        let r =
-            crate::report::accounting::analyze_sites(&header(), events, None, &Scope::Run, options);
+        let r = crate::analyze::accounting::analyze_sites(
+            &header(),
+            events,
+            None,
+            &Scope::Run,
+            options,
+        );
         assert!(r.stacks.is_some() && r.profile.is_none());
     }
 

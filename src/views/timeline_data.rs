@@ -78,7 +78,7 @@ pub fn write_json(report: &Report, out: &mut dyn Write) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::accounting::Accounting;
+    use crate::analyze::accounting::Accounting;
     use crate::testkit::*;
 
     fn report_of(events: Vec<crate::format::Event>) -> Report {

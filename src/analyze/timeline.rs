@@ -711,9 +711,9 @@ fn series_data(head: SeriesHead, s: &Series, resident: bool) -> TimelineSeries {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analyze::accounting::Accounting;
     use crate::format::RssMember;
     use crate::model::metrics::{Report, Scope};
-    use crate::report::accounting::Accounting;
     use crate::testkit::*;
 
     /// The report of `events` with its timeline.

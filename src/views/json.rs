@@ -96,8 +96,8 @@ mod tests {
     /// The JSON of a run whose only site (main -> malloc, symbolized) leaks 24 bytes, with
     /// `report --stacks`.
     fn sites_sample(walks: bool) -> Value {
-        use crate::report::stacks::SiteOptions;
-        use crate::report::Scope;
+        use crate::analyze::stacks::SiteOptions;
+        use crate::model::metrics::Scope;
         use crate::testkit::{malloc_from, module, stack_node, stack_prelude, stack_stats, symbol};
         let mut kinds = vec![
             module(1, "/lib/libc.so.6"),
@@ -110,7 +110,7 @@ mod tests {
         }
         let mut events = stack_prelude(kinds);
         events.extend([at(5, 1, 1, malloc_from(2, 0x10, 24)), at(6, 1, 1, exit(0))]);
-        let report = crate::report::accounting::analyze_sites(
+        let report = crate::analyze::accounting::analyze_sites(
             &header(),
             events,
             None,

@@ -5,14 +5,22 @@
 //! [`write_results`] prints one aligned line per limit. The caller maps the outcome to an exit code: 0 all hold, 1 any fails, 2 a bad
 //! file or flag.
 
-use std::io::{self, Write};
-use std::path::PathBuf;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
 
 use crate::diff::metric::{percent_text, signed, Metric, Unit};
 use crate::table::{Column, Table};
 use crate::units::format_bytes;
 
+use crate::analyze::stacks::{SiteOptions, SiteOrder};
+use crate::analyze::{
+    incomplete, narrow, read_report, read_report_suppressed, suppress, suppressible,
+};
+use crate::error::{Error, Result};
+use crate::format::Reader;
 use crate::model::metrics::{Metrics, Report, Scope};
+use crate::output::output_result;
+use crate::views::text;
 
 /// What `memtrack check` was asked for: the recording, what to check in it, and the limits,
 /// each optional (`cli` refuses a check without one). Every limit holds when the value is at
@@ -57,7 +65,7 @@ pub struct CheckOptions {
     /// Check each benchmark of the recording instead of the scope (`--by bench`).
     pub by_bench: bool,
     /// Leak suppression rules (`--suppress FILE`): what they match is not definitely lost.
-    pub suppress: Option<super::suppress::Suppressions>,
+    pub suppress: Option<suppress::Suppressions>,
 }
 
 impl CheckOptions {
@@ -386,7 +394,7 @@ pub fn write_results(
         write_lost_site(report, out)?;
     }
     if let Some(s) = &report.suppressions {
-        for line in super::text::suppression_lines(s) {
+        for line in text::suppression_lines(s) {
             writeln!(out, "{line}")?;
         }
     }
@@ -423,7 +431,7 @@ fn write_lost_site(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         out,
         "top lost site: {} in {}: {}",
         show(Quantity::Bytes, site.lost_bytes),
-        crate::report::text::counted(site.lost_blocks, "block", "blocks"),
+        crate::views::text::counted(site.lost_blocks, "block", "blocks"),
         site_name(&site.frames)
     )
 }
@@ -450,6 +458,221 @@ pub fn site_name(frames: &[crate::model::sites::SiteFrame]) -> String {
         return format!("no function names (module {module})");
     }
     named.join(" <- ")
+}
+
+/// Reads the recording `opts.file`, checks the limits in `opts` and prints one line per limit.
+/// Returns whether every limit holds.
+///
+/// An incomplete recording (events lost, damaged, cut short) is an error (exit 2) naming the
+/// cause, unless `opts.allow_incomplete`, or a limit fails on a value that can only be too low
+/// (`incomplete::lower_bounds`): more events would not make it pass. A `--probe-floor`
+/// recording has no allocations and is always refused.
+pub fn run_check(opts: &CheckOptions, out: &mut dyn Write) -> Result<bool> {
+    let path = &opts.file;
+    // A leak limit names the top lost site when the recording has stacks, and suppressions
+    // match them: then the pass finds the sites of the scope, lost first.
+    let leak_limit = opts.max_leaked.is_some() || opts.suppress.is_some();
+    let with_stacks = leak_limit
+        && Reader::open(path)?
+            .header()
+            .features
+            .iter()
+            .any(|f| f == crate::format::FEATURE_STACKS);
+    let site_options = SiteOptions {
+        order: SiteOrder::Leaked,
+        top: 3,
+        profile: false,
+    };
+    let sites = (with_stacks || opts.suppress.is_some()).then_some((&opts.scope, site_options));
+    let report = narrow(
+        read_report_suppressed(path, sites, None, opts.suppress.as_ref())?,
+        opts.scope.clone(),
+        path,
+    )?;
+    if let Some(s) = &opts.suppress {
+        suppressible(&report, path, s)?;
+    }
+    let bad_file = |message: String| Error::BadFile {
+        path: path.to_path_buf(),
+        message,
+    };
+    let floor = report
+        .run
+        .features
+        .iter()
+        .any(|f| f == incomplete::FEATURE_PROBE_FLOOR);
+    if floor {
+        return Err(bad_file(
+            "recorded with --probe-floor: allocations were not recorded (it measures the \
+             probes' own cost), so there is nothing to check; record again without --probe-floor"
+                .to_string(),
+        ));
+    }
+    if opts.max_peak_rss.is_some() && report.totals.resident.is_none() {
+        return Err(Error::Usage(format!(
+            "{} has no resident memory (it was recorded with --no-rss); drop --max-peak-rss or \
+             record again without --no-rss",
+            path.display()
+        )));
+    }
+    let mut notes = Vec::new();
+    let results = match &opts.baseline {
+        Some(base_path) => against_baseline(&report, base_path, opts, &mut notes)?,
+        None => evaluate(&report, opts),
+    };
+    let all_pass = results.iter().all(|r| r.pass);
+    let mut out = BufWriter::new(out);
+    let written = write_results(&results, &report, &mut out)
+        .and_then(|()| notes.iter().try_for_each(|n| writeln!(out, "note: {n}")));
+    output_result(written.and_then(|()| out.flush()))?;
+    if report.complete || opts.allow_incomplete {
+        return Ok(all_pass);
+    }
+    // Allocation counts and bytes allocated only grow with more events, whatever was lost; the
+    // other values do too when the file was only cut short.
+    let all_lower = incomplete::lower_bounds(report.lost_events.total, &report.skipped, floor);
+    let certain_failure = results
+        .iter()
+        .any(|r| !r.pass && (all_lower || matches!(r.name, "allocations" | "bytes allocated")));
+    if certain_failure {
+        return Ok(false);
+    }
+    let mut causes = Vec::new();
+    if let Some(damage) = &report.damage {
+        causes.push(incomplete::end_reason(damage.offset_bytes, &damage.reason));
+    }
+    if !report.skipped.is_empty() {
+        let first = &report.skipped[0];
+        causes.push(format!(
+            "{} damaged range{} skipped, the first at byte offset {} ({})",
+            report.skipped.len(),
+            if report.skipped.len() == 1 { "" } else { "s" },
+            first.offset_bytes,
+            first.reason
+        ));
+    }
+    if report.lost_events.total > 0 {
+        let by: Vec<String> = report
+            .lost_events
+            .by_cause
+            .iter()
+            .map(|l| format!("{} {}", l.count, l.cause))
+            .collect();
+        causes.push(format!(
+            "{} events lost while recording ({}; raise --ring-size)",
+            report.lost_events.total,
+            by.join(", ")
+        ));
+    }
+    if causes.is_empty() {
+        // A recording that saw nothing (incomplete::unseen_reason): its reason's first clause.
+        causes.extend(
+            report
+                .incomplete_reasons
+                .iter()
+                .filter_map(|r| r.split(':').next().map(str::to_string)),
+        );
+    }
+    Err(bad_file(format!(
+        "the recording is incomplete: {}; its numbers may be wrong either way (see the \
+         incomplete lines above), so the limits were not checked: record again, or give \
+         --allow-incomplete to check what was read",
+        causes.join("; ")
+    )))
+}
+
+/// The limits of `opts` on `report` (the new recording, narrowed to the scope) against the
+/// baseline at `base_path`: the absolute limits and the increase limits, for the scope or, with
+/// `--by bench`, for each benchmark both recordings have (one only one has is a note). An
+/// incomplete baseline is refused unless `--allow-incomplete`, as the new recording is.
+fn against_baseline(
+    report: &Report,
+    base_path: &Path,
+    opts: &CheckOptions,
+    notes: &mut Vec<String>,
+) -> Result<Vec<LimitResult>> {
+    let base = narrow(read_report(base_path)?, opts.scope.clone(), base_path)?;
+    let bad_base = |message: String| Error::BadFile {
+        path: base_path.to_path_buf(),
+        message,
+    };
+    if base
+        .run
+        .features
+        .iter()
+        .any(|f| f == incomplete::FEATURE_PROBE_FLOOR)
+    {
+        return Err(bad_base(
+            "the baseline was recorded with --probe-floor: it has no allocations to compare \
+             with; record it again without --probe-floor"
+                .into(),
+        ));
+    }
+    if !base.complete && !opts.allow_incomplete {
+        return Err(bad_base(format!(
+            "the baseline is incomplete ({}): its numbers may be wrong either way, so the \
+             limits were not checked; record it again, or give --allow-incomplete",
+            base.incomplete_reasons.join("; ")
+        )));
+    }
+    if base.run.command != report.run.command {
+        notes.push(format!(
+            "the recorded commands differ (baseline `{}`, new `{}`): compared anyway",
+            base.run.command.join(" "),
+            report.run.command.join(" ")
+        ));
+    }
+    if !opts.by_bench {
+        let mut results = evaluate(report, opts);
+        results.extend(evaluate_increase(
+            &report.totals,
+            &base.totals,
+            opts,
+            None,
+            notes,
+        ));
+        return Ok(results);
+    }
+    let mut results = Vec::new();
+    for bench in &report.benchmarks {
+        let Some(base_bench) = base.benchmarks.iter().find(|b| b.uri == bench.uri) else {
+            notes.push(format!(
+                "benchmark {} is not in the baseline: not compared",
+                bench.uri
+            ));
+            continue;
+        };
+        let scoped = report
+            .clone()
+            .narrow(Scope::Benchmark {
+                uri: bench.uri.clone(),
+            })
+            .map_err(|_| Error::Internal(format!("benchmark {} vanished", bench.uri)))?;
+        let mut absolute = evaluate(&scoped, opts);
+        for r in &mut absolute {
+            r.benchmark = Some(bench.uri.clone());
+        }
+        results.extend(absolute);
+        results.extend(evaluate_increase(
+            &bench.metrics,
+            &base_bench.metrics,
+            opts,
+            Some(&bench.uri),
+            notes,
+        ));
+    }
+    for b in &base.benchmarks {
+        if !report.benchmarks.iter().any(|n| n.uri == b.uri) {
+            notes.push(format!(
+                "benchmark {} is only in the baseline: not compared",
+                b.uri
+            ));
+        }
+    }
+    if report.benchmarks.is_empty() {
+        notes.push("the recording names no benchmark: nothing was checked by bench".into());
+    }
+    Ok(results)
 }
 
 #[cfg(test)]

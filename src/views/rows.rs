@@ -10,6 +10,16 @@
 
 use crate::model::metrics::{BenchmarkMetrics, HeapMetrics, ProcessMetrics};
 
+/// What the rows of the text form are (`--by`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Rows {
+    /// One row per process, as a tree.
+    #[default]
+    Processes,
+    /// One row per benchmark the harness named.
+    Benchmarks,
+}
+
 /// Rows shown when `--top` is not given.
 pub const DEFAULT_TOP_ROWS: usize = 20;
 

@@ -437,7 +437,7 @@ fn write_leaks(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                     format_bytes(s.lost_bytes),
                     s.lost_blocks,
                     format_bytes(s.leaked_bytes),
-                    escape(&super::check::site_name(&s.frames))
+                    escape(&crate::check::site_name(&s.frames))
                 )?;
             }
             writeln!(out, "</tbody></table>")?;
@@ -550,7 +550,7 @@ fn attribute(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::accounting::Accounting;
+    use crate::analyze::accounting::Accounting;
     use crate::testkit::*;
 
     fn page(events: Vec<crate::format::Event>) -> String {
