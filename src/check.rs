@@ -8,7 +8,7 @@
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use crate::diff::metric::{percent_text, signed, Metric, Unit};
+use crate::model::metric::{percent_text, signed, Metric, Unit};
 use crate::table::{Column, Table};
 use crate::units::format_bytes;
 
@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::format::Reader;
 use crate::model::metrics::{Metrics, Report, Scope};
 use crate::output::output_result;
-use crate::views::text;
+use crate::views::{frames, text};
 
 /// What `memtrack check` was asked for: the recording, what to check in it, and the limits,
 /// each optional (`cli` refuses a check without one). Every limit holds when the value is at
@@ -335,7 +335,7 @@ fn show_increase(r: &LimitResult, inc: Increase) -> String {
         Quantity::Bytes => Unit::Bytes,
         Quantity::Count => Unit::Count,
     };
-    let change = crate::diff::metric::difference(inc.base, r.value);
+    let change = crate::model::metric::difference(inc.base, r.value);
     let relative = match (inc.base, r.value) {
         (0, 0) => "0.0%".to_string(),
         (0, _) => "new".to_string(),
@@ -432,32 +432,8 @@ fn write_lost_site(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         "top lost site: {} in {}: {}",
         show(Quantity::Bytes, site.lost_bytes),
         crate::views::text::counted(site.lost_blocks, "block", "blocks"),
-        site_name(&site.frames)
+        frames::site_name(&site.frames)
     )
-}
-
-/// A site for one line: its first three frames with a name beyond the allocator's, each
-/// "function (file:line)", outermost last.
-pub fn site_name(frames: &[crate::model::sites::SiteFrame]) -> String {
-    let named: Vec<String> = frames
-        .iter()
-        .skip(1)
-        .filter(|f| !f.function.is_empty() && !f.function.starts_with('['))
-        .take(3)
-        .map(|f| {
-            let file = f.file.rsplit('/').next().unwrap_or("");
-            match (file, f.line) {
-                ("", _) => f.function.clone(),
-                (file, 0) => format!("{} ({file})", f.function),
-                (file, line) => format!("{} ({file}:{line})", f.function),
-            }
-        })
-        .collect();
-    if named.is_empty() {
-        let module = frames.get(1).map_or("", |f| f.module.as_str());
-        return format!("no function names (module {module})");
-    }
-    named.join(" <- ")
 }
 
 /// Reads the recording `opts.file`, checks the limits in `opts` and prints one line per limit.
@@ -539,7 +515,7 @@ pub fn run_check(opts: &CheckOptions, out: &mut dyn Write) -> Result<bool> {
     }
     let mut causes = Vec::new();
     if let Some(damage) = &report.damage {
-        causes.push(incomplete::end_reason(damage.offset_bytes, &damage.reason));
+        causes.push(damage.end_reason());
     }
     if !report.skipped.is_empty() {
         let first = &report.skipped[0];

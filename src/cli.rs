@@ -1639,7 +1639,7 @@ mod tests {
 
     #[test]
     fn check_against_a_baseline() {
-        use crate::diff::metric::Metric;
+        use crate::model::metric::Metric;
         let opts = check(&[
             "--baseline",
             "main.mt",

@@ -265,7 +265,7 @@ fn completeness(
     if let Some(d) = &damage {
         reasons.push(format!(
             "{}; only the events before it are counted",
-            incomplete::end_reason(d.offset_bytes, &d.reason)
+            d.end_reason()
         ));
     }
     if lost_total > 0 {

@@ -92,22 +92,6 @@ pub fn loss_reason(lost: &[LostCount], total: u64) -> String {
     )
 }
 
-/// The words for where reading stopped, `offset` and `reason` as the reader gave them: a file
-/// that ends inside a frame or before its trailer is cut short (truncated), anything else there
-/// is damaged. The offset is said once.
-pub fn end_reason(offset: u64, reason: &str) -> String {
-    match reason.strip_suffix(CUT_SHORT) {
-        Some(what) => {
-            let what = what.strip_prefix("the file ").unwrap_or(what);
-            format!("the file is cut short (truncated) at byte offset {offset}: it {what}")
-        }
-        None => format!("the file is damaged at byte offset {offset} ({reason})"),
-    }
-}
-
-/// How the reader ends the reason of a file that ends early.
-const CUT_SHORT: &str = " (the recording was cut short)";
-
 /// The incomplete reason for damaged ranges the reader skipped. `written` is the trailer's
 /// event count when the file has one, `read` the events counted.
 pub fn skipped_reason(skipped: &[Skipped], written: Option<u64>, read: u64) -> String {

@@ -11,7 +11,6 @@
 
 pub mod differential;
 pub mod matching;
-pub mod metric;
 pub mod render;
 pub mod sites;
 
@@ -28,8 +27,8 @@ use crate::model::metrics::Scope;
 use crate::model::metrics::{Metrics, Report};
 use crate::model::profile::{View, Weight};
 
+use crate::model::metric::Change;
 use matching::{Pairing, Rule};
-use metric::Change;
 use sites::SitesDiff;
 
 /// Version of the `diff --format json` structure: additive fields keep it; renames, removals
@@ -399,6 +398,7 @@ fn processes(base: &Report, new: &Report) -> Vec<ProcessDiff> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::metric;
     use crate::testkit::{at, exec, exit, fork, free, malloc, run};
 
     /// A root that allocates `n` blocks of 100 bytes and frees them, leaks `leaks` blocks of

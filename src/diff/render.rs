@@ -6,9 +6,9 @@ use std::io::{self, Write};
 use crate::table::{Column, Table};
 use crate::views::frames;
 
-use super::metric::{signed, value_text, Change, Unit};
 use super::sites::SitesDiff;
 use super::{Diff, ProcessDiff, ProcessSide};
+use crate::model::metric::{signed, value_text, Change, Unit};
 
 /// Lines of frames of a changed site shown in text (the innermost ones, the standard
 /// library's runs folded; JSON has all).

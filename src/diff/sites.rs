@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::model::sites::{SiteFrame, SiteMetrics, StackReport};
 
-use super::metric::difference;
+use crate::model::metric::difference;
 
 /// What one site did in one recording.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]

@@ -75,6 +75,28 @@ pub struct Damage {
     pub reason: String,
 }
 
+impl Damage {
+    /// The words for where reading stopped, as the reader gave them: a file that ends inside a
+    /// frame or before its trailer is cut short (truncated), anything else there is damaged.
+    /// The offset is said once.
+    pub fn end_reason(&self) -> String {
+        let offset = self.offset_bytes;
+        match self.reason.strip_suffix(CUT_SHORT) {
+            Some(what) => {
+                let what = what.strip_prefix("the file ").unwrap_or(what);
+                format!("the file is cut short (truncated) at byte offset {offset}: it {what}")
+            }
+            None => format!(
+                "the file is damaged at byte offset {offset} ({})",
+                self.reason
+            ),
+        }
+    }
+}
+
+/// How the reader ends the reason of a file that ends early.
+const CUT_SHORT: &str = " (the recording was cut short)";
+
 /// Events lost while recording.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct LostEvents {

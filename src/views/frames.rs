@@ -75,6 +75,30 @@ pub fn is_library(f: &SiteFrame) -> bool {
     NAMESPACES.iter().any(|ns| name.starts_with(ns))
 }
 
+/// A site for one line: its first three frames with a name beyond the allocator's, each
+/// "function (file:line)", outermost last.
+pub fn site_name(frames: &[SiteFrame]) -> String {
+    let named: Vec<String> = frames
+        .iter()
+        .skip(1)
+        .filter(|f| !f.function.is_empty() && !f.function.starts_with('['))
+        .take(3)
+        .map(|f| {
+            let file = f.file.rsplit('/').next().unwrap_or("");
+            match (file, f.line) {
+                ("", _) => f.function.clone(),
+                (file, 0) => format!("{} ({file})", f.function),
+                (file, line) => format!("{} ({file}:{line})", f.function),
+            }
+        })
+        .collect();
+    if named.is_empty() {
+        let module = frames.get(1).map_or("", |f| f.module.as_str());
+        return format!("no function names (module {module})");
+    }
+    named.join(" <- ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

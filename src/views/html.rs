@@ -437,7 +437,7 @@ fn write_leaks(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                     format_bytes(s.lost_bytes),
                     s.lost_blocks,
                     format_bytes(s.leaked_bytes),
-                    escape(&crate::check::site_name(&s.frames))
+                    escape(&super::frames::site_name(&s.frames))
                 )?;
             }
             writeln!(out, "</tbody></table>")?;

@@ -153,10 +153,7 @@ fn write_totals(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                 plural(report.skipped.len() as u64, "range", "ranges")
             ));
         }
-        let end = report
-            .damage
-            .as_ref()
-            .map(|d| crate::analyze::incomplete::end_reason(d.offset_bytes, &d.reason));
+        let end = report.damage.as_ref().map(|d| d.end_reason());
         let cut_short =
             report.skipped.is_empty() && end.as_ref().is_some_and(|e| e.contains("cut short"));
         parts.extend(end);

@@ -1,6 +1,7 @@
 //! The metrics two recordings are compared on, and one metric's change: both values, the
 //! difference and the relative difference. `diff` shows them, `check --baseline` sets limits on
-//! them; both take the values from a `model::metrics::Metrics` as `report` computed it.
+//! them; both take the values from a `model::metrics::Metrics` as the pass computed it. Here, in
+//! the model, so that neither command imports the other.
 
 use serde::Serialize;
 
