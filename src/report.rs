@@ -8,7 +8,6 @@
 
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
-use std::str::FromStr;
 
 use crate::analyze::stacks::{SiteOptions, SiteOrder};
 use crate::analyze::{narrow, read_report_suppressed, suppress, suppressible};
@@ -17,104 +16,15 @@ use crate::model::metrics::{Report, Scope};
 use crate::model::profile::{View, Weight};
 use crate::output::output_result;
 use crate::views::rows::{RowOptions, Rows};
-use crate::views::{
-    flamegraph, folded, html, json, markdown, pprof, screen, speedscope, text, timeline_data,
-};
-
-/// How `report` prints.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum OutputFormat {
-    /// Aligned text for people.
-    #[default]
-    Text,
-    /// JSON for scripts (docs/report-schema.md).
-    Json,
-    /// A compact summary for CI job summaries and pull-request comments (GitHub markdown).
-    Markdown,
-    /// Folded stacks, one `root;...;leaf value` line per stack (flamegraph.pl, inferno).
-    Folded,
-    /// A flame graph SVG (inferno).
-    Flamegraph,
-    /// Gzipped pprof profile.proto (`go tool pprof`).
-    Pprof,
-    /// speedscope's JSON file format.
-    Speedscope,
-    /// One self-contained HTML page: memory over time, the process tree, flame graphs.
-    Html,
-    /// The decimated timeline as CSV, one row per point (docs/report-schema.md, "Timeline").
-    TimelineCsv,
-    /// The decimated timeline as JSON (docs/report-schema.md, "Timeline").
-    TimelineJson,
-}
-
-impl OutputFormat {
-    /// Whether it is a stack format: every allocation site, from the scope's `Profile`.
-    pub fn is_stack_format(self) -> bool {
-        matches!(
-            self,
-            OutputFormat::Folded
-                | OutputFormat::Flamegraph
-                | OutputFormat::Pprof
-                | OutputFormat::Speedscope
-        )
-    }
-
-    /// Its `--format` name.
-    pub fn name(self) -> &'static str {
-        match self {
-            OutputFormat::Text => "text",
-            OutputFormat::Json => "json",
-            OutputFormat::Markdown => "markdown",
-            OutputFormat::Folded => "folded",
-            OutputFormat::Flamegraph => "flamegraph",
-            OutputFormat::Pprof => "pprof",
-            OutputFormat::Speedscope => "speedscope",
-            OutputFormat::Html => "html",
-            OutputFormat::TimelineCsv => "timeline-csv",
-            OutputFormat::TimelineJson => "timeline-json",
-        }
-    }
-
-    /// Whether the format draws memory over time, so the pass must follow it.
-    pub fn needs_timeline(self) -> bool {
-        matches!(
-            self,
-            OutputFormat::Html | OutputFormat::TimelineCsv | OutputFormat::TimelineJson
-        )
-    }
-}
-
-impl FromStr for OutputFormat {
-    type Err = String;
-
-    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
-        match s {
-            "text" => Ok(OutputFormat::Text),
-            "json" => Ok(OutputFormat::Json),
-            "markdown" => Ok(OutputFormat::Markdown),
-            "html" => Ok(OutputFormat::Html),
-            "timeline-csv" => Ok(OutputFormat::TimelineCsv),
-            "timeline-json" => Ok(OutputFormat::TimelineJson),
-            "folded" => Ok(OutputFormat::Folded),
-            "flamegraph" => Ok(OutputFormat::Flamegraph),
-            "pprof" => Ok(OutputFormat::Pprof),
-            "speedscope" => Ok(OutputFormat::Speedscope),
-            _ => Err(format!(
-                "unknown format '{s}': expected 'text', 'json', 'markdown', 'html', \
-                 'timeline-csv' or 'timeline-json', or a stack format: 'folded', 'flamegraph', \
-                 'pprof' or 'speedscope'"
-            )),
-        }
-    }
-}
+use crate::views::{screen, text, Format, ViewOptions, Writer};
 
 /// What `memtrack report` was asked for.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ReportOptions {
     /// The recording to read.
     pub file: PathBuf,
-    /// Text or JSON.
-    pub format: OutputFormat,
+    /// The format (`--format`), a row of `views::FORMATS`.
+    pub format: &'static Format,
     /// What to show: the run, one process (`--pid`) or one tree (`--tree`).
     pub scope: Scope,
     /// Rows of the text form (`--by`); JSON always has processes and benchmarks.
@@ -172,7 +82,7 @@ pub fn run_report(opts: &ReportOptions, out: &mut dyn Write) -> Result<()> {
         })
     });
     let sites = site_options.map(|options| (&opts.scope, options));
-    let timeline = opts.format.needs_timeline().then_some(&opts.scope);
+    let timeline = opts.format.needs.timeline.then_some(&opts.scope);
     let read = read_report_suppressed(path, sites, timeline, opts.suppress.as_ref())?;
     let mut report = narrow(read, opts.scope.clone(), path)?;
     if let Some(s) = &opts.suppress {
@@ -181,44 +91,48 @@ pub fn run_report(opts: &ReportOptions, out: &mut dyn Write) -> Result<()> {
     if opts.stacks.is_none() {
         report.stacks = None;
     }
-    if opts.format.is_stack_format() {
-        return write_profile(&report, opts, out);
-    }
-    let layout = text::TextLayout {
-        width: opts.width.unwrap_or(screen::DEFAULT_WIDTH),
-        rows: opts.row_options,
+    let view_options = ViewOptions {
+        rows: opts.rows,
+        layout: text::TextLayout {
+            width: opts.width.unwrap_or(screen::DEFAULT_WIDTH),
+            rows: opts.row_options,
+        },
+        view: opts.view,
+        weight: opts.weight,
+        title: String::new(),
     };
-    write_report(&report, opts.format, opts.rows, &layout, out)
+    write_view(&report, opts, view_options, out)
 }
 
-/// Writes the scope's profile in the stack format of `opts` to `out`, buffered. A recording
-/// without call stacks is a usage error: there is nothing to draw.
-fn write_profile(report: &Report, opts: &ReportOptions, out: &mut dyn Write) -> Result<()> {
-    let profile = match &report.profile {
-        Some(p) if p.recorded => p,
-        _ => {
-            return Err(Error::Usage(format!(
-                "{} has no call stacks, so --format {} has nothing to show: record with \
-                 `memtrack record --stacks`",
-                opts.file.display(),
-                opts.format.name()
-            )))
-        }
-    };
-    let title = profile_title(report, opts);
+/// Writes `report` in the format of `opts` to `out`, buffered; a closed pipe ends quietly. A
+/// stack format of a recording without call stacks is a usage error: there is nothing to draw.
+fn write_view(
+    report: &Report,
+    opts: &ReportOptions,
+    view_options: ViewOptions,
+    out: &mut dyn Write,
+) -> Result<()> {
     let mut out = BufWriter::new(out);
-    let written = match opts.format {
-        OutputFormat::Folded => folded::write_folded(profile, opts.view, opts.weight, &mut out),
-        OutputFormat::Flamegraph => {
-            flamegraph::write_svg(profile, opts.view, opts.weight, &title, &mut out)
+    let written = match opts.format.write {
+        Writer::Report(write) => write(report, &view_options, &mut out),
+        Writer::Profile(write) => {
+            let profile = match &report.profile {
+                Some(p) if p.recorded => p,
+                _ => {
+                    return Err(Error::Usage(format!(
+                        "{} has no call stacks, so --format {} has nothing to show: record \
+                         with `memtrack record --stacks`",
+                        opts.file.display(),
+                        opts.format.name
+                    )))
+                }
+            };
+            let view_options = ViewOptions {
+                title: profile_title(report, opts),
+                ..view_options
+            };
+            write(profile, report, &view_options, &mut out)
         }
-        OutputFormat::Pprof => {
-            pprof::write_pprof(profile, report, opts.view, opts.weight, &mut out)
-        }
-        OutputFormat::Speedscope => {
-            speedscope::write_speedscope(profile, opts.view, opts.weight, &title, &mut out)
-        }
-        _ => Ok(()),
     };
     output_result(written.and_then(|()| out.flush()))
 }
@@ -238,39 +152,6 @@ pub fn profile_title(report: &Report, opts: &ReportOptions) -> String {
         opts.weight.unit(),
         report.run.command.join(" ")
     )
-}
-
-/// Writes `report` in `format` (with `rows` and `layout` for text and markdown) to `out`,
-/// buffered; a closed pipe ends quietly.
-fn write_report(
-    report: &Report,
-    format: OutputFormat,
-    rows: Rows,
-    layout: &text::TextLayout,
-    out: &mut dyn Write,
-) -> Result<()> {
-    let mut out = BufWriter::new(out);
-    let written = match (format, rows) {
-        (OutputFormat::Text, Rows::Processes) => text::write_text(report, layout, &mut out),
-        (OutputFormat::Text, Rows::Benchmarks) => {
-            text::write_benchmarks_text(report, layout, &mut out)
-        }
-        (OutputFormat::Json, _) => json::write_json(report, &mut out),
-        (OutputFormat::Markdown, rows) => {
-            markdown::write_markdown(report, rows, layout.rows, &mut out)
-        }
-        // `run_report` sends them to `write_profile`, which knows the recording's path.
-        (OutputFormat::Folded, _)
-        | (OutputFormat::Flamegraph, _)
-        | (OutputFormat::Pprof, _)
-        | (OutputFormat::Speedscope, _) => Err(io::Error::other(
-            "a stack format is written by write_profile",
-        )),
-        (OutputFormat::Html, _) => html::write_html(report, &mut out),
-        (OutputFormat::TimelineCsv, _) => timeline_data::write_csv(report, &mut out),
-        (OutputFormat::TimelineJson, _) => timeline_data::write_json(report, &mut out),
-    };
-    output_result(written.and_then(|()| out.flush()))
 }
 
 #[cfg(test)]
@@ -302,18 +183,6 @@ mod tests {
         fn flush(&mut self) -> io::Result<()> {
             Err(io::Error::other("no space left on device"))
         }
-    }
-
-    #[test]
-    fn format_parses() {
-        assert_eq!("json".parse(), Ok(OutputFormat::Json));
-        assert_eq!("text".parse(), Ok(OutputFormat::Text));
-    }
-
-    #[test]
-    fn format_error_names_choices() {
-        let e = "xml".parse::<OutputFormat>().unwrap_err();
-        assert!(e.contains("'text', 'json', 'markdown', 'html'"), "{e}");
     }
 
     #[test]
@@ -394,7 +263,7 @@ mod tests {
 
     fn json_of(path: &Path, scope: Scope) -> serde_json::Value {
         let opts = ReportOptions {
-            format: OutputFormat::Json,
+            format: format("json"),
             scope,
             ..report_of(path)
         };
@@ -467,7 +336,7 @@ mod tests {
         let out = file.0.with_extension("json");
         std::fs::write(&out, "previous").unwrap();
         let opts = ReportOptions {
-            format: OutputFormat::Json,
+            format: format("json"),
             output: Some(out.clone()),
             ..report_of(&file.0)
         };
@@ -502,7 +371,7 @@ mod tests {
     fn stacks_of_a_written_file() {
         let file = temp_recording("stacks", &stacks_recording_bytes());
         let opts = ReportOptions {
-            format: OutputFormat::Json,
+            format: format("json"),
             ..with_stacks(report_of(&file.0))
         };
         let mut out = Vec::new();
@@ -605,7 +474,7 @@ mod tests {
             damaged[i] ^= 0x5a;
             std::fs::write(&file.0, &damaged).unwrap();
             let opts = ReportOptions {
-                format: OutputFormat::Json,
+                format: format("json"),
                 ..report_of(&file.0)
             };
             let _ = run_report(&opts, &mut Vec::new());
@@ -677,33 +546,38 @@ mod tests {
         );
     }
 
+    /// The format named `name`.
+    fn format(name: &str) -> &'static Format {
+        crate::views::format(name).unwrap()
+    }
+
     #[test]
     fn closed_pipe_ends_quietly() {
         let report = analyze(&Default::default(), Vec::new(), None);
-        let layout = text::TextLayout::default();
-        for format in [
-            OutputFormat::Text,
-            OutputFormat::Json,
-            OutputFormat::Markdown,
-        ] {
-            assert!(
-                write_report(&report, format, Rows::Processes, &layout, &mut ClosedPipe).is_ok()
-            );
+        // The empty report has no timeline, which the pass adds for the formats that need it.
+        for format in crate::views::FORMATS.iter().filter(|f| !f.needs.timeline) {
+            let opts = ReportOptions {
+                format,
+                ..ReportOptions::default()
+            };
+            let written = write_view(&report, &opts, ViewOptions::default(), &mut ClosedPipe);
+            match written {
+                Ok(()) => {}
+                // A stack format of a report without call stacks says so before writing.
+                Err(Error::Usage(_)) => assert!(format.is_stack_format(), "{}", format.name),
+                Err(e) => panic!("{}: {e}", format.name),
+            }
         }
     }
 
     #[test]
     fn full_disk_is_an_error() {
         let report = analyze(&Default::default(), Vec::new(), None);
-        let layout = text::TextLayout::default();
-        let e = write_report(
-            &report,
-            OutputFormat::Json,
-            Rows::Processes,
-            &layout,
-            &mut FullDisk,
-        )
-        .unwrap_err();
+        let opts = ReportOptions {
+            format: format("json"),
+            ..ReportOptions::default()
+        };
+        let e = write_view(&report, &opts, ViewOptions::default(), &mut FullDisk).unwrap_err();
         assert!(matches!(e, Error::Io { .. }));
     }
 }

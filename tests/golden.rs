@@ -10,6 +10,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use memtrack::views::FORMATS;
+
 /// The samples the cases read, in `testdata/compat/`.
 const SAMPLES: [&str; 6] = [
     "v1-malloc_free.mt",
@@ -18,21 +20,6 @@ const SAMPLES: [&str; 6] = [
     "v4-stacks.mt",
     "v5-leaks.mt",
     "v6-rmap.mt",
-];
-
-/// Every `report --format` name.
-// TODO(#33): take these from the views' FORMATS table once it exists.
-const REPORT_FORMATS: [&str; 10] = [
-    "text",
-    "json",
-    "markdown",
-    "html",
-    "timeline-csv",
-    "timeline-json",
-    "folded",
-    "flamegraph",
-    "pprof",
-    "speedscope",
 ];
 
 /// One invocation: the golden file's name and the arguments after `memtrack`. `{compat}`
@@ -53,7 +40,7 @@ fn cases() -> Vec<Case> {
     let v4 = "{compat}/v4-stacks.mt";
     let mut cases = Vec::new();
     // Every format of the sample with call stacks.
-    for format in REPORT_FORMATS {
+    for format in FORMATS.iter().map(|f| f.name) {
         cases.push(case(
             format!("report-v4-{format}"),
             &["report", v4, "--format", format],
@@ -315,6 +302,21 @@ fn every_output_is_its_golden() {
         cases.len() * 2,
         failures.join("\n")
     );
+}
+
+/// `report --help` names every format of the table (its words are argh's doc comment, so a
+/// new row must be named there too).
+#[test]
+fn report_help_names_every_format() {
+    let help = std::fs::read_to_string(golden_dir().join("help-report")).unwrap();
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    for f in FORMATS {
+        assert!(
+            help.contains(f.name),
+            "report --help does not name {}",
+            f.name
+        );
+    }
 }
 
 /// No golden file is left over from a case that no longer exists.
