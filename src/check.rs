@@ -1,9 +1,10 @@
 //! `memtrack check`: compares a recording's metrics with limits, so CI can gate on memory.
 //!
-//! Flow: `run_check` builds the report (narrowed to `--tree` or `--bench` if given) the same
-//! way `report` does, then [`evaluate`] compares its totals with each limit and
-//! [`write_results`] prints one aligned line per limit. The caller maps the outcome to an exit code: 0 all hold, 1 any fails, 2 a bad
-//! file or flag.
+//! Flow: [`run_check`] reads the report through `analyze` (narrowed to `--tree` or `--bench`
+//! if given) the same way `report` does, then [`evaluate`] compares its totals with each limit
+//! (and [`evaluate_increase`] with a `--baseline`'s) and [`write_results`] prints one aligned
+//! line per limit. The caller maps the outcome to an exit code: 0 all hold, 1 any fails, 2 a
+//! bad file or flag.
 
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};

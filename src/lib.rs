@@ -2,8 +2,9 @@
 //! descendants with eBPF, into one compact file, and report on it.
 //!
 //! Data flows one way: kernel (`bpf/`) → ring (`sys::ring`) → decode (`record::decode`) →
-//! writer (`format::writer`) → file → reader (`format::reader`) → accounting (`report`) →
-//! render. `record` and `report` never import each other; both use `format`.
+//! writer (`format::writer`) → file → reader (`format::reader`) → the pass (`analyze`) → its
+//! values (`model`) → the formats (`views`), which the commands (`report`, `check`, `diff`)
+//! choose. `record` and `report` never import each other; both use `format` (`tests/layers.rs`).
 //!
 //! All `unsafe` code lives in `sys`: the owners of what C hands over, whose `Drop` frees it.
 

@@ -2,7 +2,7 @@
 //! benchmark (by URI), each process (matched across the runs, since pids differ) and, when both
 //! have call stacks, each allocation site.
 //!
-//! Flow: [`run`] reads both files with `report::read_report_with` (the same accounting as
+//! Flow: [`run`] reads both files with `analyze::read_report_with` (the same accounting as
 //! `report`; nothing is re-accounted here), [`compare`] pairs what the two reports have
 //! (`matching` for processes, `sites` for call stacks) into a [`Diff`] of `metric::Change`s,
 //! and `render` prints it as text or JSON. `check --baseline` uses `metric` for its limits.
