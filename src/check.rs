@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::format::Reader;
 use crate::model::metrics::{Metrics, Report, Scope};
 use crate::output::output_result;
-use crate::views::{frames, text};
+use crate::views::{frames, words};
 
 /// What `memtrack check` was asked for: the recording, what to check in it, and the limits,
 /// each optional (`cli` refuses a check without one). Every limit holds when the value is at
@@ -395,7 +395,7 @@ pub fn write_results(
         write_lost_site(report, out)?;
     }
     if let Some(s) = &report.suppressions {
-        for line in text::suppression_lines(s) {
+        for line in words::suppression_lines(s) {
             writeln!(out, "{line}")?;
         }
     }
@@ -432,7 +432,7 @@ fn write_lost_site(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         out,
         "top lost site: {} in {}: {}",
         show(Quantity::Bytes, site.lost_bytes),
-        crate::views::text::counted(site.lost_blocks, "block", "blocks"),
+        crate::views::words::counted(site.lost_blocks, "block", "blocks"),
         frames::site_name(&site.frames)
     )
 }

@@ -16,6 +16,7 @@ use crate::units::{format_bytes, format_duration_ns};
 
 use super::flamegraph;
 use super::text;
+use super::words;
 use crate::model::metrics::{Blocks, ProcessMetrics, Report, Scope};
 use crate::model::profile::{View, Weight};
 use crate::model::timeline::{Timeline, PROCESS_BUCKETS, RUN_BUCKETS, TOP_PROCESSES};
@@ -179,7 +180,7 @@ fn write_summary(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                     "{} of {} not scanned at exit (killed by a signal, or no C library \
                      `_exit` to hold it at)",
                     in_blocks(l.not_scanned),
-                    text::processes(l.unscanned_processes)
+                    words::processes(l.unscanned_processes)
                 ),
                 "not-scanned",
             ));
@@ -219,7 +220,7 @@ fn in_blocks(b: Blocks) -> String {
     format!(
         "{} in {}",
         format_bytes(b.bytes),
-        text::counted(b.blocks, "block", "blocks")
+        words::counted(b.blocks, "block", "blocks")
     )
 }
 
@@ -235,7 +236,7 @@ fn leak_cells(p: &ProcessMetrics) -> [String; 3] {
         Some(l) if l.unscanned_processes > 0 => format!(
             "{} + {} not scanned",
             in_blocks(l.definitely_lost),
-            text::processes(l.unscanned_processes)
+            words::processes(l.unscanned_processes)
         ),
         Some(l) => in_blocks(l.definitely_lost),
         None => "-".to_string(),
@@ -447,7 +448,7 @@ fn write_leaks(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                     out,
                     "<p class=\"note\">{} more definitely lost at sites not listed (the top {} \
                      sites are).</p>",
-                    text::counted(l.definitely_lost.blocks - shown, "block", "blocks"),
+                    words::counted(l.definitely_lost.blocks - shown, "block", "blocks"),
                     stacks.sites.len()
                 )?;
             }
@@ -455,7 +456,7 @@ fn write_leaks(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     }
     if let Some(s) = &report.suppressions {
         writeln!(out, "<ul class=\"suppressions\" id=\"suppressions\">")?;
-        for line in super::text::suppression_lines(s) {
+        for line in super::words::suppression_lines(s) {
             writeln!(out, "<li>{}</li>", escape(&line))?;
         }
         writeln!(out, "</ul>")?;

@@ -16,7 +16,7 @@ use crate::units::{format_bytes, format_duration_ns};
 use super::frames;
 use super::rows::Rows;
 use super::rows::{self, Measures, Rest, RowOptions, Selection};
-use super::text::{
+use super::words::{
     blocks, clean, command, counted, exit_code, exit_text, frame_text, live_at_end, lost_causes,
     order_label, peak, plural, processes, rest_label, scope_title, sites_shown, temporary,
     NO_STACKS,
@@ -49,7 +49,7 @@ pub fn write_markdown(
     }
     if let Some(s) = &report.suppressions {
         writeln!(out)?;
-        for line in super::text::suppression_lines(s) {
+        for line in super::words::suppression_lines(s) {
             writeln!(out, "{}  ", escape(&line))?;
         }
     }
@@ -118,7 +118,7 @@ fn write_totals(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     )?;
     row(out, "leaked", blocks(h.leaked.blocks, h.leaked.bytes))?;
     if let Some(l) = &h.leaks {
-        for (label, value) in super::text::leak_split(l) {
+        for (label, value) in super::words::leak_split(l) {
             row(out, &format!("leaked: {}", label.trim()), value)?;
         }
     }
@@ -292,7 +292,7 @@ fn write_benchmarks(report: &Report, options: RowOptions, out: &mut dyn Write) -
     };
     let selection = write_table(&table, &report.benchmarks, options, out)?;
     writeln!(out)?;
-    let mut footer = super::text::BENCH_FOOTER.to_string();
+    let mut footer = super::words::BENCH_FOOTER.to_string();
     footer[..1].make_ascii_uppercase();
     writeln!(out, "{footer}.")?;
     write_rest_note(&selection, out)

@@ -20,6 +20,7 @@ pub mod screen;
 pub mod speedscope;
 pub mod text;
 pub mod timeline_data;
+pub mod words;
 
 use std::fmt;
 use std::io::{self, Write};
