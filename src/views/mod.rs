@@ -2,7 +2,8 @@
 //! produced, never the pass itself. `text` (fitted to the width by `screen`, its rows chosen by
 //! `rows`, its frames by `frames`), `markdown`, `json`, `html` (its page template, script and
 //! styles in `views/html/`), the stack formats over the model's `Profile` (`folded`,
-//! `flamegraph`, `pprof`, `speedscope`) and the timeline as data (`timeline_data`).
+//! `flamegraph`, `pprof`, `speedscope`) and the timeline as data (`timeline_data`); `words` is
+//! the phrasebook text, markdown, html and `check` share.
 //!
 //! [`FORMATS`] is the one table of `report --format`: a new format is a new file here and one
 //! row, and `cli` (parsing, errors), `report` (what the pass must find, which writer) and the
