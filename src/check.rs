@@ -656,6 +656,7 @@ fn against_baseline(
 mod tests {
     use super::*;
     use crate::testkit::{exit, free, malloc, run, seq};
+    use crate::testkit::{recording_bytes, temp_recording};
 
     /// 3 allocations of 1000 bytes, peak 2000, one block of 1000 leaked at exit.
     fn report() -> Report {
@@ -927,5 +928,46 @@ mod tests {
             String::from_utf8(out).unwrap(),
             "incomplete: 3 events were lost\n"
         );
+    }
+
+    fn limits(path: &Path, max_peak_heap: u64) -> CheckOptions {
+        CheckOptions {
+            file: path.to_path_buf(),
+            max_peak_heap: Some(max_peak_heap),
+            ..CheckOptions::default()
+        }
+    }
+
+    #[test]
+    fn check_of_a_file_passes_and_fails() {
+        let file = temp_recording("check", &recording_bytes());
+        assert!(run_check(&limits(&file.0, 3100), &mut Vec::new()).unwrap());
+        assert!(!run_check(&limits(&file.0, 3099), &mut Vec::new()).unwrap());
+    }
+
+    #[test]
+    fn check_of_a_tree() {
+        let file = temp_recording("check-tree", &recording_bytes());
+        let opts = CheckOptions {
+            scope: Scope::Tree { pid: 2 },
+            ..limits(&file.0, 3000)
+        };
+        let mut out = Vec::new();
+        assert!(run_check(&opts, &mut out).unwrap());
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.starts_with("peak heap"), "{text}");
+        assert!(text.trim_end().ends_with("pass"), "{text}");
+    }
+
+    #[test]
+    fn check_of_a_damaged_file() {
+        let bytes = recording_bytes();
+        let file = temp_recording("check-damaged", &bytes[..bytes.len() - 3]);
+        // The limits hold for what could be read, but the rest is unknown: a bad file.
+        let e = run_check(&limits(&file.0, 1 << 30), &mut Vec::new()).unwrap_err();
+        assert!(matches!(e, Error::BadFile { .. }), "{e}");
+        assert!(e.to_string().contains("byte offset"), "{e}");
+        // A limit already exceeded stays exceeded whatever followed.
+        assert!(!run_check(&limits(&file.0, 10), &mut Vec::new()).unwrap());
     }
 }

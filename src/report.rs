@@ -159,6 +159,7 @@ mod tests {
     use super::*;
     use crate::analyze::{analyze, read_report};
     use crate::check::{run_check, CheckOptions};
+    use crate::testkit::{recording_bytes, temp_recording, TempRecording};
     use std::path::Path;
 
     /// A writer that fails like a closed pipe.
@@ -212,47 +213,6 @@ mod tests {
         assert!(run_report(&opts, &mut Vec::new()).is_err());
     }
 
-    /// A recording on disk, removed when dropped.
-    struct TempRecording(std::path::PathBuf);
-
-    impl Drop for TempRecording {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_file(&self.0);
-        }
-    }
-
-    /// Bytes of a real recording (written by `format::Writer`): root 1 allocates 100 and 50
-    /// bytes, frees the 50, forks 2, which allocates 3000 bytes and exits with them; 1 exits.
-    fn recording_bytes() -> Vec<u8> {
-        use crate::format::{Trailer, Writer};
-        use crate::testkit::{at, exit, fork, free, header, malloc};
-        let events = [
-            at(10, 1, 1, malloc(0x10, 100)),
-            at(20, 1, 1, malloc(0x20, 50)),
-            at(30, 1, 1, free(0x20)),
-            at(40, 1, 1, fork(2)),
-            at(50, 2, 2, malloc(0x30, 3000)),
-            at(60, 2, 2, exit(0)),
-            at(70, 1, 1, exit(0)),
-        ];
-        let mut w = Writer::new(Vec::new(), &header()).unwrap();
-        for (i, e) in events.iter().enumerate() {
-            w.push(e).unwrap();
-            // Several chunks, so a cut can fall between them.
-            if i % 2 == 1 {
-                w.flush_chunk().unwrap();
-            }
-        }
-        w.finish(&Trailer::default()).unwrap()
-    }
-
-    fn temp_recording(name: &str, bytes: &[u8]) -> TempRecording {
-        let path =
-            std::env::temp_dir().join(format!("memtrack-report-{}-{name}.mt", std::process::id()));
-        std::fs::write(&path, bytes).unwrap();
-        TempRecording(path)
-    }
-
     /// The default report of the recording at `path`.
     fn report_of(path: &Path) -> ReportOptions {
         ReportOptions {
@@ -270,14 +230,6 @@ mod tests {
         let mut out = Vec::new();
         run_report(&opts, &mut out).unwrap();
         serde_json::from_slice(&out).unwrap()
-    }
-
-    fn limits(path: &Path, max_peak_heap: u64) -> CheckOptions {
-        CheckOptions {
-            file: path.to_path_buf(),
-            max_peak_heap: Some(max_peak_heap),
-            ..CheckOptions::default()
-        }
     }
 
     #[test]
@@ -478,41 +430,13 @@ mod tests {
                 ..report_of(&file.0)
             };
             let _ = run_report(&opts, &mut Vec::new());
-            let _ = run_check(&limits(&file.0, 1), &mut Vec::new());
+            let limits = CheckOptions {
+                file: file.0.clone(),
+                max_peak_heap: Some(1),
+                ..CheckOptions::default()
+            };
+            let _ = run_check(&limits, &mut Vec::new());
         }
-    }
-
-    #[test]
-    fn check_of_a_file_passes_and_fails() {
-        let file = temp_recording("check", &recording_bytes());
-        assert!(run_check(&limits(&file.0, 3100), &mut Vec::new()).unwrap());
-        assert!(!run_check(&limits(&file.0, 3099), &mut Vec::new()).unwrap());
-    }
-
-    #[test]
-    fn check_of_a_tree() {
-        let file = temp_recording("check-tree", &recording_bytes());
-        let opts = CheckOptions {
-            scope: Scope::Tree { pid: 2 },
-            ..limits(&file.0, 3000)
-        };
-        let mut out = Vec::new();
-        assert!(run_check(&opts, &mut out).unwrap());
-        let text = String::from_utf8(out).unwrap();
-        assert!(text.starts_with("peak heap"), "{text}");
-        assert!(text.trim_end().ends_with("pass"), "{text}");
-    }
-
-    #[test]
-    fn check_of_a_damaged_file() {
-        let bytes = recording_bytes();
-        let file = temp_recording("check-damaged", &bytes[..bytes.len() - 3]);
-        // The limits hold for what could be read, but the rest is unknown: a bad file.
-        let e = run_check(&limits(&file.0, 1 << 30), &mut Vec::new()).unwrap_err();
-        assert!(matches!(e, Error::BadFile { .. }), "{e}");
-        assert!(e.to_string().contains("byte offset"), "{e}");
-        // A limit already exceeded stays exceeded whatever followed.
-        assert!(!run_check(&limits(&file.0, 10), &mut Vec::new()).unwrap());
     }
 
     /// `cargo test --release --lib -- --ignored --nocapture report_file_throughput`: writes 10
