@@ -14,17 +14,21 @@ use std::time::Duration;
 
 use argh::FromArgs;
 
+use crate::analyze::stacks::DEFAULT_TOP;
+use crate::analyze::stacks::{SiteOptions, SiteOrder};
+use crate::check::{self, CheckOptions};
 use crate::control::{self, CtlOptions, Request};
 use crate::diff::{DiffFormat, DiffOptions};
 use crate::error::{Error, Subcommand};
 use crate::format::{Bench, ControlCommand, MarkerKind};
+use crate::model::metrics::Scope;
+use crate::model::profile::{View, Weight};
 use crate::record::{self, custom, guardian, RecordOptions};
-use crate::report::profile::{View, Weight};
-use crate::report::rows::DEFAULT_TOP_ROWS;
-use crate::report::stacks::DEFAULT_TOP;
-use crate::report::{check, CheckOptions, ReportOptions, Rows, Scope, SiteOptions, SiteOrder};
-use crate::report::{OutputFormat, RowOptions, SortKey};
+use crate::report::ReportOptions;
 use crate::units;
+use crate::views::rows::DEFAULT_TOP_ROWS;
+use crate::views::rows::{RowOptions, Rows, SortKey};
+use crate::views::{self, Format, Sites};
 
 /// Record every heap allocation and resident-memory change of a command and all its
 /// descendants with eBPF, and report on the recording.
@@ -222,8 +226,8 @@ pub struct ReportArgs {
     /// data), or a stack format of every allocation site (recorded with --stacks): folded
     /// (flamegraph.pl / inferno input), flamegraph (SVG), pprof (gzipped profile.proto for `go
     /// tool pprof`) or speedscope (JSON)
-    #[argh(option, default = "OutputFormat::Text", from_str_fn(parse_format))]
-    pub format: OutputFormat,
+    #[argh(option, default = "Default::default()", from_str_fn(parse_format))]
+    pub format: &'static Format,
     /// only this process
     #[argh(option, from_str_fn(parse_pid))]
     pub pid: Option<u32>,
@@ -578,12 +582,8 @@ fn named<T: Copy>(names: &[(&str, T)], value: &str, choices: &str) -> Result<T, 
 }
 
 /// `report --format`.
-fn parse_format(value: &str) -> Result<OutputFormat, String> {
-    value.parse().map_err(|_| {
-        "give text, json, markdown, html, timeline-csv, timeline-json, folded, flamegraph, \
-         pprof or speedscope"
-            .into()
-    })
+fn parse_format(value: &str) -> Result<&'static Format, String> {
+    views::format(value).ok_or_else(|| format!("give {}", views::names(views::FORMATS)))
 }
 
 /// `report --by`.
@@ -1001,41 +1001,38 @@ impl TryFrom<ReportArgs> for ReportOptions {
             };
         let view = a.view.unwrap_or_default();
         let weight = a.weight.unwrap_or_default();
-        let stack_format = crate::report::OutputFormat::is_stack_format(format);
+        let stack_format = format.is_stack_format();
         if !stack_format && (a.view.is_some() || a.weight.is_some()) {
-            return Err(Error::Usage(
+            return Err(Error::Usage(format!(
                 "--view and --weight choose what a stack format weighs: give them with \
-                 --format folded, flamegraph, pprof or speedscope"
-                    .into(),
-            ));
+                 --format {}",
+                views::names(views::stack_formats())
+            )));
         }
         if stack_format && (order.is_some() || top.is_some()) {
             return Err(Error::Usage(format!(
                 "--stacks-by and --stacks-top choose the sites text and json list; --format {} \
                  takes every site: drop them (--view and --weight choose what it weighs)",
-                format.name()
+                format.name
             )));
         }
         // A stack format needs every site of the scope, per process, with its frames (the
         // profile); so do the page's flame graphs (when the recording has stacks). The report's
         // own list of sites, which these formats do not show, stays at its default length.
-        let stacks = if stack_format || format == crate::report::OutputFormat::Html {
-            Some(SiteOptions {
-                // The page lists the sites of definitely lost blocks, the most lost first.
-                order: if format == crate::report::OutputFormat::Html {
-                    SiteOrder::Leaked
-                } else {
-                    SiteOrder::default()
-                },
-                top: DEFAULT_TOP,
-                profile: true,
-            })
-        } else {
-            (a.stacks || order.is_some() || top.is_some()).then(|| SiteOptions {
+        let profile = |order| SiteOptions {
+            order,
+            top: DEFAULT_TOP,
+            profile: true,
+        };
+        let stacks = match format.needs.sites {
+            Sites::Profile => Some(profile(SiteOrder::default())),
+            // The page lists the sites of definitely lost blocks, the most lost first.
+            Sites::ProfileLostFirst => Some(profile(SiteOrder::Leaked)),
+            Sites::AsAsked => (a.stacks || order.is_some() || top.is_some()).then(|| SiteOptions {
                 order: order.unwrap_or_default(),
                 top: top.unwrap_or(DEFAULT_TOP),
                 profile: false,
-            })
+            }),
         };
         if let Some(path) = &a.output {
             crate::output::validate_output(path, "report.txt")?;
@@ -1062,14 +1059,14 @@ impl TryFrom<ReportArgs> for ReportOptions {
 /// its line.
 fn load_suppressions(
     path: &std::path::Path,
-) -> Result<crate::report::suppress::Suppressions, Error> {
+) -> Result<crate::analyze::suppress::Suppressions, Error> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         Error::Usage(format!(
             "--suppress {}: cannot read it ({e}); give a file of leak:PATTERN lines",
             path.display()
         ))
     })?;
-    crate::report::suppress::Suppressions::parse(&path.display().to_string(), &text)
+    crate::analyze::suppress::Suppressions::parse(&path.display().to_string(), &text)
         .map_err(|e| Error::Usage(format!("--suppress {e}")))
 }
 
@@ -1078,14 +1075,14 @@ fn row_options(
     top: Option<u64>,
     all: bool,
     sort: Option<SortKey>,
-    format: OutputFormat,
+    format: &Format,
 ) -> Result<RowOptions, Error> {
-    if format == OutputFormat::Json && (top.is_some() || all || sort.is_some()) {
-        return Err(Error::Usage(
+    if format.needs.every_row && (top.is_some() || all || sort.is_some()) {
+        return Err(Error::Usage(format!(
             "--top, --all and --sort choose the rows of the text and markdown tables; --format \
-             json always lists every process and benchmark: drop them, or sort with jq"
-                .into(),
-        ));
+             {} always lists every process and benchmark: drop them, or sort with jq",
+            format.name
+        )));
     }
     if all && top.is_some() {
         return Err(Error::Usage(
@@ -1286,7 +1283,6 @@ impl TryFrom<CtlArgs> for CtlOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::OutputFormat;
 
     /// The `Cli` of `args` (without the program name), which must parse.
     fn cli(args: &[&str]) -> Cli {
@@ -1413,7 +1409,7 @@ mod tests {
     fn report_options_from_flags() {
         let opts = report(&["--format", "json", "--tree", "7", "--by", "bench"]).unwrap();
         assert_eq!(opts.file, PathBuf::from("run.mt"));
-        assert_eq!(opts.format, OutputFormat::Json);
+        assert_eq!(opts.format.name, "json");
         assert_eq!(opts.scope, Scope::Tree { pid: 7 });
         assert_eq!(opts.rows, Rows::Benchmarks);
         assert_eq!(
@@ -1442,7 +1438,7 @@ mod tests {
         assert_eq!(report(&["--all"]).unwrap().row_options.top, None);
         assert_eq!(report(&[]).unwrap().row_options, RowOptions::default());
         let md = report(&["--format", "markdown", "--top", "3"]).unwrap();
-        assert_eq!(md.format, OutputFormat::Markdown);
+        assert_eq!(md.format.name, "markdown");
         assert_eq!(md.row_options.top, Some(3));
     }
 
@@ -1496,12 +1492,12 @@ mod tests {
 
     #[test]
     fn stack_format_flags() {
-        use crate::report::{View, Weight};
+        use crate::model::profile::{View, Weight};
         let opts = report(&[
             "--format", "folded", "--view", "leaked", "--weight", "count",
         ])
         .unwrap();
-        assert_eq!(opts.format, OutputFormat::Folded);
+        assert_eq!(opts.format.name, "folded");
         assert_eq!((opts.view, opts.weight), (View::Leaked, Weight::Count));
         // Every site in the profile; the report's own list as by default.
         assert_eq!(
@@ -1636,7 +1632,7 @@ mod tests {
 
     #[test]
     fn check_against_a_baseline() {
-        use crate::diff::metric::Metric;
+        use crate::model::metric::Metric;
         let opts = check(&[
             "--baseline",
             "main.mt",

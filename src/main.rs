@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use memtrack::cli::{self, Command};
 use memtrack::error::Error;
-use memtrack::{control, diff, doctor, dump, record, report};
+use memtrack::{check, control, diff, doctor, dump, record, report};
 
 fn main() -> ExitCode {
     let argv: Vec<OsString> = std::env::args_os().collect();
@@ -60,7 +60,7 @@ fn run(command: Command) -> Result<i32, Error> {
         Command::Record(a) => record::run(&a.try_into()?),
         Command::Report(a) => report::run(&a.try_into()?).map(|()| 0),
         Command::Check(a) => {
-            report::run_check(&a.try_into()?, &mut io::stdout().lock()).map(verdict)
+            check::run_check(&a.try_into()?, &mut io::stdout().lock()).map(verdict)
         }
         Command::Dump(a) => dump::run(&a.file, &mut io::stdout().lock()).map(|_| 0),
         Command::Doctor(_) => doctor::run(&mut io::stdout().lock())

@@ -232,6 +232,15 @@ fn create_error(path: &Path, e: std::io::Error) -> Error {
     Error::Usage(format!("-o {}: {what}", path.display()))
 }
 
+/// Maps an output failure to an error; a closed pipe (`memtrack report f | head`) is not one.
+pub fn output_result(result: std::io::Result<()>) -> Result<(), Error> {
+    match result {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(Error::io("<output>", e)),
+        Ok(()) => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,8 +9,8 @@ use crate::format::{
     RssMember, StackWalks, Symbol, SymbolFrame,
 };
 
-pub use crate::report::accounting::analyze;
-use crate::report::metrics::{HeapMetrics, ProcessMetrics, Report};
+pub use crate::analyze::accounting::analyze;
+use crate::model::metrics::{HeapMetrics, ProcessMetrics, Report};
 
 /// Start of the synthetic recordings (CLOCK_MONOTONIC ns); event times are relative to it.
 pub const START: u64 = 1_000_000;
@@ -396,4 +396,46 @@ pub fn peak_resident() -> String {
                 .map(str::to_string)
         })
         .unwrap_or_default()
+}
+
+/// A recording on disk, removed when dropped.
+pub struct TempRecording(pub std::path::PathBuf);
+
+impl Drop for TempRecording {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Bytes of a real recording (written by `format::Writer`): root 1 allocates 100 and 50
+/// bytes, frees the 50, forks 2, which allocates 3000 bytes and exits with them; 1 exits.
+pub fn recording_bytes() -> Vec<u8> {
+    use crate::format::{Trailer, Writer};
+    let events = [
+        at(10, 1, 1, malloc(0x10, 100)),
+        at(20, 1, 1, malloc(0x20, 50)),
+        at(30, 1, 1, free(0x20)),
+        at(40, 1, 1, fork(2)),
+        at(50, 2, 2, malloc(0x30, 3000)),
+        at(60, 2, 2, exit(0)),
+        at(70, 1, 1, exit(0)),
+    ];
+    let mut w = Writer::new(Vec::new(), &header()).unwrap();
+    for (i, e) in events.iter().enumerate() {
+        w.push(e).unwrap();
+        // Several chunks, so a cut can fall between them.
+        if i % 2 == 1 {
+            w.flush_chunk().unwrap();
+        }
+    }
+    w.finish(&Trailer::default()).unwrap()
+}
+
+/// `bytes` written to a recording in the temporary directory, named after `name` and this
+/// process, so tests running at once do not share one.
+pub fn temp_recording(name: &str, bytes: &[u8]) -> TempRecording {
+    let path =
+        std::env::temp_dir().join(format!("memtrack-report-{}-{name}.mt", std::process::id()));
+    std::fs::write(&path, bytes).unwrap();
+    TempRecording(path)
 }

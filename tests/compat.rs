@@ -163,7 +163,8 @@ fn v3_pool_reads_exactly() {
 /// must come back with their numbers and frames named as they were when it was written.
 #[test]
 fn v4_stacks_reads_exactly() {
-    use memtrack::report::{Scope, SiteOptions};
+    use memtrack::analyze::stacks::SiteOptions;
+    use memtrack::model::metrics::Scope;
 
     let mut reader = Reader::open(&sample("v4-stacks.mt")).unwrap();
     assert_eq!(reader.format_version(), 4);
@@ -181,7 +182,7 @@ fn v4_stacks_reads_exactly() {
         top: 0,
         ..SiteOptions::default()
     };
-    let report = memtrack::report::accounting::analyze_sites(
+    let report = memtrack::analyze::accounting::analyze_sites(
         &header,
         events.iter().cloned(),
         reader.end(),
@@ -245,10 +246,11 @@ fn v4_stacks_reads_exactly() {
 /// a suppression must match the lost sites' frames.
 #[test]
 fn v5_leak_scan_reads_exactly() {
+    use memtrack::analyze::accounting::Accounting;
+    use memtrack::analyze::stacks::{SiteOptions, SiteOrder};
+    use memtrack::analyze::suppress::Suppressions;
     use memtrack::format::{LeakScan, FEATURE_LEAK_SCAN};
-    use memtrack::report::accounting::Accounting;
-    use memtrack::report::suppress::Suppressions;
-    use memtrack::report::{Scope, SiteOptions, SiteOrder};
+    use memtrack::model::metrics::Scope;
 
     let mut reader = Reader::open(&sample("v5-leaks.mt")).unwrap();
     assert_eq!(reader.format_version(), 5);
@@ -300,7 +302,7 @@ fn v5_leak_scan_reads_exactly() {
         top: 0,
         profile: false,
     };
-    let report = memtrack::report::accounting::analyze_sites(
+    let report = memtrack::analyze::accounting::analyze_sites(
         &header,
         events.iter().cloned(),
         reader.end(),

@@ -13,6 +13,7 @@
 use std::collections::HashSet;
 
 use crate::binary::custom::{self, Custom};
+use crate::binary::entry::{Entry, Role};
 use crate::binary::placement;
 use crate::binary::symbols::{ElfSymbols, FuncSymbol};
 use crate::binary::{Sites, Stepped};
@@ -22,29 +23,6 @@ use crate::sys::raw::{
 
 use alloc_func::*;
 use alloc_layout::*;
-
-/// What an entry point does with its arguments.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Role {
-    /// Returns a block (or resizes one): probed at entry and return.
-    Alloc(alloc_layout),
-    /// Returns a block only by calling a probed allocator: probed at entry only, to label the
-    /// block that allocator reports (operator new of libstdc++ and libc++, which call malloc).
-    Label,
-    /// Releases the block of its first argument: probed at entry only.
-    Free,
-}
-
-/// One entry point: a symbol name, the label it reports, and its role.
-#[derive(Clone, Copy, Debug)]
-pub struct Entry {
-    /// The symbol as the file defines it (mangled for C++).
-    pub name: &'static str,
-    /// The label of its events.
-    pub func: alloc_func,
-    /// How it is probed.
-    pub role: Role,
-}
 
 const fn alloc(name: &'static str, func: alloc_func, layout: alloc_layout) -> Entry {
     Entry {

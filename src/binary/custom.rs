@@ -19,7 +19,7 @@
 //! that defines the symbol, and nested calls count once at the outermost: a pool_alloc that
 //! calls malloc for a new slab reports one allocation, pool_alloc's.
 
-use crate::binary::catalogue::{Entry, Role};
+use crate::binary::entry::{Entry, Role};
 use crate::sys::raw::{alloc_func, alloc_layout};
 
 /// One function to probe as an allocator.

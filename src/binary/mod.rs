@@ -8,6 +8,7 @@
 
 pub mod catalogue;
 pub mod custom;
+pub mod entry;
 pub mod ldcache;
 pub mod placement;
 pub mod symbols;

@@ -13,10 +13,13 @@ use std::collections::BTreeMap;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
+use crate::analyze::read_report_with;
+use crate::analyze::stacks::{SiteOptions, SiteOrder};
 use crate::error::{Error, Result};
-use crate::report::metrics::Report;
-use crate::report::profile::{folded, Naming, Profile, View, Weight};
-use crate::report::{flamegraph, read_report_with, Scope, SiteOptions, SiteOrder};
+use crate::model::metrics::Report;
+use crate::model::metrics::Scope;
+use crate::model::profile::{folded, Naming, Profile, View, Weight};
+use crate::views::flamegraph;
 
 use super::{DiffFormat, DiffOptions};
 
@@ -122,8 +125,8 @@ fn title(base: &Report, new: &Report, opts: &DiffOptions) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::metrics::SiteFrame;
-    use crate::report::profile::{Sample, Stack, Values};
+    use crate::model::profile::{Sample, Stack, Values};
+    use crate::model::sites::SiteFrame;
 
     fn frame(function: &str, module: &str, offset: u64) -> SiteFrame {
         SiteFrame {

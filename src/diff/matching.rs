@@ -17,7 +17,7 @@ use std::collections::{HashMap, VecDeque};
 
 use serde::Serialize;
 
-use crate::report::metrics::ProcessMetrics;
+use crate::model::metrics::ProcessMetrics;
 
 /// How a process was matched.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -207,7 +207,7 @@ pub fn position_text(position: &Position) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::metrics::Metrics;
+    use crate::model::metrics::Metrics;
 
     /// A process at `depth` running `argv` (its executable is argv[0]).
     fn p(pid: u32, depth: u32, argv: &[&str]) -> ProcessMetrics {

@@ -2,7 +2,7 @@
 //! benchmark (by URI), each process (matched across the runs, since pids differ) and, when both
 //! have call stacks, each allocation site.
 //!
-//! Flow: [`run`] reads both files with `report::read_report_with` (the same accounting as
+//! Flow: [`run`] reads both files with `analyze::read_report_with` (the same accounting as
 //! `report`; nothing is re-accounted here), [`compare`] pairs what the two reports have
 //! (`matching` for processes, `sites` for call stacks) into a [`Diff`] of `metric::Change`s,
 //! and `render` prints it as text or JSON. `check --baseline` uses `metric` for its limits.
@@ -11,7 +11,6 @@
 
 pub mod differential;
 pub mod matching;
-pub mod metric;
 pub mod render;
 pub mod sites;
 
@@ -20,13 +19,16 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::analyze::read_report_with;
+use crate::analyze::stacks::{SiteOptions, SiteOrder};
 use crate::error::{Error, Result};
 use crate::format::Reader;
-use crate::report::metrics::{Metrics, Report};
-use crate::report::{read_report_with, Scope, SiteOptions, SiteOrder, View, Weight};
+use crate::model::metrics::Scope;
+use crate::model::metrics::{Metrics, Report};
+use crate::model::profile::{View, Weight};
 
+use crate::model::metric::Change;
 use matching::{Pairing, Rule};
-use metric::Change;
 use sites::SitesDiff;
 
 /// Version of the `diff --format json` structure: additive fields keep it; renames, removals
@@ -396,6 +398,7 @@ fn processes(base: &Report, new: &Report) -> Vec<ProcessDiff> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::metric;
     use crate::testkit::{at, exec, exit, fork, free, malloc, run};
 
     /// A root that allocates `n` blocks of 100 bytes and frees them, leaks `leaks` blocks of
@@ -491,7 +494,7 @@ mod tests {
 
     #[test]
     fn benchmarks_by_uri() {
-        use crate::report::metrics::{BenchmarkMetrics, MarkerCounts};
+        use crate::model::metrics::{BenchmarkMetrics, MarkerCounts};
         let bench = |uri: &str, allocs: u64| BenchmarkMetrics {
             uri: uri.into(),
             pids: vec![0],
@@ -499,7 +502,7 @@ mod tests {
             measured_ns: 1,
             markers: MarkerCounts::default(),
             metrics: Metrics {
-                heap: crate::report::metrics::HeapMetrics {
+                heap: crate::model::metrics::HeapMetrics {
                     allocs,
                     ..Default::default()
                 },

@@ -3,12 +3,12 @@
 
 use std::io::{self, Write};
 
-use crate::report::frames;
 use crate::table::{Column, Table};
+use crate::views::frames;
 
-use super::metric::{signed, value_text, Change, Unit};
 use super::sites::SitesDiff;
 use super::{Diff, ProcessDiff, ProcessSide};
+use crate::model::metric::{signed, value_text, Change, Unit};
 
 /// Lines of frames of a changed site shown in text (the innermost ones, the standard
 /// library's runs folded; JSON has all).
@@ -251,7 +251,7 @@ mod tests {
     use crate::diff::compare;
     use crate::testkit::{at, exit, fork, free, malloc, run};
 
-    fn report(n: u64, children: u32) -> crate::report::Report {
+    fn report(n: u64, children: u32) -> crate::model::metrics::Report {
         let mut events = Vec::new();
         let mut t = 0;
         for i in 0..n {

@@ -13,9 +13,9 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::report::metrics::{SiteFrame, SiteMetrics, StackReport};
+use crate::model::sites::{SiteFrame, SiteMetrics, StackReport};
 
-use super::metric::difference;
+use crate::model::metric::difference;
 
 /// What one site did in one recording.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]

@@ -14,6 +14,7 @@ mod core_btf;
 pub mod decode;
 pub mod discover;
 pub mod drain;
+pub mod file_key;
 pub mod foreground;
 pub mod guardian;
 pub mod identity;

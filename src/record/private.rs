@@ -23,7 +23,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use crate::record::discover::FileKey;
+use crate::record::file_key::FileKey;
 use crate::sys::mount::{DetachedTmpfs, MountSteps, Step};
 
 /// A private copy of one library.

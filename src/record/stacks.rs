@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use crate::format::{self, Event, EventKind, StackWalks, Symbol, MODULE_MARK};
 use crate::record::decode::KernelStack;
-use crate::record::discover::FileKey;
+use crate::record::file_key::FileKey;
 use crate::stacks::symbolize::{self, ModuleFile};
 use crate::stacks::trie::{Frame, NewNode, StackTrie};
 use crate::sys::bpf::{BpfError, LoadedObject, MapFd, MappedArray};

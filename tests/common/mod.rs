@@ -17,8 +17,9 @@ use memtrack::format::{AllocFunc, Coverage, Event, EventKind, Exec, Header, Read
 
 // What the tests take from `src/report`, named once: a move there (issue 14 splits the
 // accounting into parts) is then fixed in this one place.
-pub use memtrack::report::metrics::{BenchmarkMetrics, Blocks};
-pub use memtrack::report::{analyze, Accounting, MemberResident, ProcessMetrics, Report};
+pub use memtrack::analyze::{analyze, Accounting};
+pub use memtrack::model::metrics::{BenchmarkMetrics, Blocks};
+pub use memtrack::model::metrics::{MemberResident, ProcessMetrics, Report};
 
 /// The memtrack binary under test.
 pub fn memtrack() -> &'static str {

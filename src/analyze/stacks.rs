@@ -1,0 +1,1554 @@
+//! Allocation sites, part of the accounting pass (`report --stacks`): the call-stack trie,
+//! modules and symbols the recording carries, and per site (one distinct call stack, one trie
+//! leaf) what its blocks did in the report's scope.
+//!
+//! Flow: `accounting` creates a [`StackPass`] only when the report asks for sites, so a report
+//! without `--stacks` pays one branch per allocator event. It hands the pass the stack events
+//! ([`StackPass::note`]) and every change of a block in the scope ([`StackPass::insert`],
+//! [`StackPass::release`], [`StackPass::drop_process`]); [`StackPass::finish`] turns the
+//! [`SiteTable`] into the top sites with their frames (`metrics::StackReport`).
+//!
+//! The rules (also in docs/report-schema.md, "Call stacks"):
+//! - a block belongs to the site of the stack that allocated it; a realloc's new block takes
+//!   the realloc's stack and its old block leaves its own site (as a release, never temporary);
+//! - whether a block counts is decided when it is allocated: in the scope's process, tree (by
+//!   the recorded forks at that moment) or benchmark window; frees of blocks allocated before
+//!   the recording (or outside the scope) are ignored, as the heap accounting ignores them;
+//! - `peak_live_bytes` of a site is what it held at the scope's heap peak, the first moment the
+//!   scope's live heap was highest, so the sites' values add up to the scope's peak. It is exact
+//!   in one pass: a site notes its live bytes before its first change after each new peak (see
+//!   [`SiteTable`]), which is what heaptrack's second pass over the file finds;
+//! - a temporary allocation is one freed by the thread that made it with no other allocation
+//!   of that thread in between (heaptrack's definition, the heap accounting's `temporary`);
+//! - leaked: live when its process exited; live at end: its process was still running.
+
+use std::collections::HashMap;
+
+use crate::format::MODULE_MARK;
+use crate::format::{
+    self, EventKind, Symbol, SymbolFrame, MARK_TRUNCATED, MARK_UNKNOWN, MARK_UNSUPPORTED,
+};
+use crate::intmap::IntMap;
+
+use super::bench::Benchmarks;
+use super::counters::Peak;
+use super::suppress::Suppressions;
+use super::tree::{ProcIdx, ProcessTable};
+use crate::model::metrics::SuppressionReport;
+use crate::model::metrics::{Blocks, Scope};
+use crate::model::profile::{Profile, ProfileModule, Sample, Stack, Values};
+use crate::model::sites::{SiteFrame, SiteMetrics, StackReport, StackWalks};
+
+/// How `report --stacks` orders its sites (`--stacks-by`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SiteOrder {
+    /// Live bytes at the scope's heap peak, then bytes allocated.
+    #[default]
+    Peak,
+    /// Bytes allocated.
+    Allocated,
+    /// Allocations made.
+    Count,
+    /// Bytes definitely lost (by the leak scan), then bytes leaked (live at their process's
+    /// exit).
+    Leaked,
+    /// Temporary allocations.
+    Temporary,
+}
+
+impl SiteOrder {
+    /// Every order with its flag name, as `--stacks-by` takes them.
+    pub const NAMES: [(&'static str, SiteOrder); 5] = [
+        ("peak", SiteOrder::Peak),
+        ("allocated", SiteOrder::Allocated),
+        ("count", SiteOrder::Count),
+        ("leaked", SiteOrder::Leaked),
+        ("temporary", SiteOrder::Temporary),
+    ];
+
+    /// The flag name of the order.
+    pub fn name(self) -> &'static str {
+        SiteOrder::NAMES
+            .iter()
+            .find(|(_, o)| *o == self)
+            .map_or("peak", |(n, _)| n)
+    }
+
+    /// The key a site is sorted by, largest first: the chosen cost, then bytes and count
+    /// allocated, so ties still put the heavier site first.
+    fn key(self, s: &SiteMetrics) -> (u64, u64, u64) {
+        let first = match self {
+            SiteOrder::Peak => s.peak_live_bytes,
+            SiteOrder::Allocated => s.allocated_bytes,
+            SiteOrder::Count => s.allocations,
+            SiteOrder::Leaked => return (s.lost_bytes, s.leaked_bytes, s.allocated_bytes),
+            SiteOrder::Temporary => s.temporary,
+        };
+        (first, s.allocated_bytes, s.allocations)
+    }
+}
+
+/// What `report --stacks` asks for beside the scope.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SiteOptions {
+    /// How the sites are sorted (`--stacks-by`).
+    pub order: SiteOrder,
+    /// How many sites the report keeps (`--stacks-top`); 0 keeps every one.
+    pub top: usize,
+    /// Whether to also build the scope's `profile::Profile` (every site, per process and
+    /// benchmark) for the stack formats.
+    pub profile: bool,
+}
+
+impl Default for SiteOptions {
+    fn default() -> Self {
+        SiteOptions {
+            order: SiteOrder::Peak,
+            top: DEFAULT_TOP,
+            profile: false,
+        }
+    }
+}
+
+/// Sites shown by default: a terminal page of sites with a few frames each, and in a CI log
+/// enough to name what dominates without burying the rest of the report.
+pub const DEFAULT_TOP: usize = 10;
+
+/// What a site's counters are kept for: one stack in one process, allocated inside one
+/// benchmark's window or none. The report's sites add up the processes and benchmarks of a
+/// stack; the profile keeps them apart (its samples' pid and benchmark labels). Since every
+/// block has exactly one key, the values of a stack are the sums of its keys', the peak too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct SiteKey {
+    leaf: u32,
+    proc: usize,
+    bench: Option<usize>,
+}
+
+/// One site's counters in the scope.
+#[derive(Clone, Copy, Debug, Default)]
+struct Site {
+    allocations: u64,
+    allocated_bytes: u64,
+    temporary: u64,
+    temporary_bytes: u64,
+    /// Blocks live now.
+    live: Blocks,
+    leaked: Blocks,
+    /// Of `leaked`, what the leak scan found definitely lost (less what a suppression took).
+    lost: Blocks,
+    /// Of the lost blocks, those a suppression rule matched (`--suppress`).
+    suppressed: Blocks,
+    live_at_end: Blocks,
+    /// Live blocks at the latest scope peak, when `changed_at` is at or after that peak (else
+    /// `live` has not changed since and is the value).
+    at_peak: Blocks,
+    /// The table's clock at the last change of `live`.
+    changed_at: u64,
+}
+
+/// How a live block stops being live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ending {
+    /// Freed, or the old block of a realloc, or replaced by a block at the same address.
+    Released { temporary: bool },
+    /// Its process exited.
+    Leaked,
+    /// Its process called exec, which discards the heap.
+    Dropped,
+    /// Its process was still running at the end of the recording.
+    LiveAtEnd,
+}
+
+/// The sites of one scope and the scope's live heap with its peak.
+///
+/// The peak-moment values come from a lazy snapshot: a logical clock ticks at every change of
+/// a site, and a new peak of the scope marks the clock; a site changing for the first time
+/// since the mark saves its live bytes first, since they are what it held at the peak. So a
+/// new peak costs O(1), however many sites there are.
+#[derive(Debug, Default)]
+pub(super) struct SiteTable {
+    sites: IntMap<SiteKey, Site>,
+    live_bytes: u64,
+    peak: Peak,
+    clock: u64,
+    /// The clock at the latest peak: sites changed before it still hold their peak value.
+    peak_mark: u64,
+}
+
+impl SiteTable {
+    /// The site `leaf`, about to change: it saves its live bytes if the scope peaked since its
+    /// last change.
+    #[inline]
+    fn changing(&mut self, key: SiteKey) -> &mut Site {
+        let site = self.sites.entry(key).or_default();
+        if site.changed_at < self.peak_mark {
+            site.at_peak = site.live;
+        }
+        site.changed_at = self.clock;
+        self.clock += 1;
+        site
+    }
+
+    /// A block of `size` bytes allocated at `ts` by site `key`.
+    fn allocate(&mut self, key: SiteKey, size: u64, ts: u64) {
+        let site = self.changing(key);
+        site.allocations += 1;
+        site.allocated_bytes = site.allocated_bytes.saturating_add(size);
+        site.live = site.live.plus(Blocks {
+            blocks: 1,
+            bytes: size,
+        });
+        self.live_bytes = self.live_bytes.saturating_add(size);
+        if self.live_bytes > self.peak.value {
+            self.peak.raise(self.live_bytes, ts);
+            // Every change so far is before the peak: their sites hold their peak values now.
+            self.peak_mark = self.clock;
+        }
+    }
+
+    /// A live block of `size` bytes of site `key` ended as `how`.
+    fn end(&mut self, key: SiteKey, size: u64, how: Ending) {
+        let site = self.changing(key);
+        site.live.blocks = site.live.blocks.saturating_sub(1);
+        site.live.bytes = site.live.bytes.saturating_sub(size);
+        let gone = Blocks {
+            blocks: 1,
+            bytes: size,
+        };
+        match how {
+            Ending::Released { temporary } => {
+                site.temporary += u64::from(temporary);
+                if temporary {
+                    site.temporary_bytes = site.temporary_bytes.saturating_add(size);
+                }
+            }
+            Ending::Leaked => site.leaked = site.leaked.plus(gone),
+            Ending::Dropped => {}
+            Ending::LiveAtEnd => site.live_at_end = site.live_at_end.plus(gone),
+        }
+        self.live_bytes = self.live_bytes.saturating_sub(size);
+    }
+
+    /// What site `s` held at the scope's peak.
+    fn at_peak(&self, s: &Site) -> Blocks {
+        if s.changed_at < self.peak_mark {
+            s.live
+        } else {
+            s.at_peak
+        }
+    }
+}
+
+/// One node of the stack trie.
+#[derive(Clone, Copy, Debug)]
+struct Node {
+    parent: u32,
+    module: u32,
+    offset: u64,
+}
+
+/// Which allocations the scope takes, resolved as the stream names its processes.
+#[derive(Debug)]
+enum Filter {
+    Run,
+    /// The first process seen with `pid` (as `Report::narrow` names a reused pid's first).
+    Process {
+        pid: u32,
+        first: Option<ProcIdx>,
+    },
+    /// That process and its descendants.
+    Tree {
+        pid: u32,
+        root: Option<ProcIdx>,
+    },
+    /// Blocks allocated inside the windows of the benchmark `uri`.
+    Bench {
+        uri: String,
+        index: Option<usize>,
+    },
+}
+
+impl Filter {
+    fn new(scope: &Scope) -> Filter {
+        match scope {
+            Scope::Run => Filter::Run,
+            Scope::Process { pid } => Filter::Process {
+                pid: *pid,
+                first: None,
+            },
+            Scope::Tree { pid } => Filter::Tree {
+                pid: *pid,
+                root: None,
+            },
+            Scope::Benchmark { uri } => Filter::Bench {
+                uri: uri.clone(),
+                index: None,
+            },
+        }
+    }
+
+    /// Whether an allocation of process `i`, measured in benchmark `bench` (with `uri_of` its
+    /// URI), counts.
+    fn takes<'a>(
+        &mut self,
+        table: &ProcessTable,
+        i: ProcIdx,
+        bench: Option<usize>,
+        uri_of: impl FnOnce(usize) -> &'a str,
+    ) -> bool {
+        match self {
+            Filter::Run => true,
+            Filter::Process { pid, first } => {
+                table[i].pid == *pid && *first.get_or_insert_with(|| first_of(table, *pid)) == i
+            }
+            Filter::Tree { pid, root } => {
+                if root.is_none() && table.ancestors(i).any(|k| table[k].pid == *pid) {
+                    *root = Some(first_of(table, *pid));
+                }
+                root.is_some_and(|r| table.is_ancestor(r, i))
+            }
+            Filter::Bench { uri, index } => match bench {
+                None => false,
+                Some(b) => {
+                    if index.is_none() && uri_of(b) == uri {
+                        *index = Some(b);
+                    }
+                    *index == Some(b)
+                }
+            },
+        }
+    }
+}
+
+/// The first process seen with `pid`; only called once one is known to exist.
+fn first_of(table: &ProcessTable, pid: u32) -> ProcIdx {
+    let i = table.procs().iter().position(|p| p.pid == pid).unwrap_or(0);
+    ProcIdx::new(i)
+}
+
+/// A module the recording names.
+#[derive(Clone, Debug)]
+struct Module {
+    path: String,
+    build_id: Vec<u8>,
+}
+
+/// Stack walks deeper than this many nodes are cut (a damaged trie could loop).
+const MAX_FRAMES: usize = 4096;
+
+/// The call-stack state of the pass: the trie and its names, the scope's sites, and the site
+/// of each live block in the scope.
+#[derive(Debug)]
+pub(super) struct StackPass {
+    options: SiteOptions,
+    filter: Filter,
+    nodes: IntMap<u32, Node>,
+    modules: IntMap<u32, Module>,
+    symbols: HashMap<(u32, u64), Vec<SymbolFrame>>,
+    walks: Option<StackWalks>,
+    /// Whether the recording has call stacks at all: a stack node, walk counters, or an
+    /// allocation naming a stack.
+    recorded: bool,
+    /// Live blocks in the scope: (process, address) -> their site (leaf 0: no stack).
+    blocks: IntMap<(ProcIdx, u64), SiteKey>,
+    sites: SiteTable,
+    /// Live blocks a benchmark owns (allocated inside its windows): (process, address) ->
+    /// their site (with its benchmark index), whatever the scope, for the benchmarks' own sites.
+    bench_blocks: IntMap<(ProcIdx, u64), SiteKey>,
+    /// The sites of each benchmark that allocated, by its index in `bench::Benchmarks`.
+    bench_sites: IntMap<usize, SiteTable>,
+}
+
+impl StackPass {
+    /// A pass for the sites of `scope`, before any event.
+    pub(super) fn new(scope: &Scope, options: SiteOptions) -> StackPass {
+        StackPass {
+            filter: Filter::new(scope),
+            options,
+            nodes: IntMap::default(),
+            modules: IntMap::default(),
+            symbols: HashMap::new(),
+            walks: None,
+            recorded: false,
+            blocks: IntMap::default(),
+            sites: SiteTable::default(),
+            bench_blocks: IntMap::default(),
+            bench_sites: IntMap::default(),
+        }
+    }
+
+    /// Takes in a stack event (module, trie node, symbol, walk counters); others are ignored.
+    pub(super) fn note(&mut self, kind: &EventKind) {
+        match kind {
+            EventKind::Module(format::Module {
+                id, path, build_id, ..
+            }) => {
+                self.modules.insert(
+                    *id,
+                    Module {
+                        path: path.clone(),
+                        build_id: build_id.clone(),
+                    },
+                );
+            }
+            EventKind::StackNode {
+                id,
+                parent,
+                module,
+                offset,
+            } => {
+                self.recorded = true;
+                self.nodes.insert(
+                    *id,
+                    Node {
+                        parent: *parent,
+                        module: *module,
+                        offset: *offset,
+                    },
+                );
+            }
+            EventKind::Symbol(Symbol {
+                module,
+                offset,
+                frames,
+            }) => {
+                self.symbols.insert((*module, *offset), frames.clone());
+            }
+            &EventKind::StackStats(walks) => {
+                self.recorded = true;
+                self.walks = Some(walks);
+            }
+            _ => {}
+        }
+    }
+
+    /// Process `i` allocated `size` bytes at `addr` at `ts` with stack `leaf`, measured in
+    /// benchmark `bench` (if any); `replaced` is the size of a live block at the same address
+    /// whose free was not seen, which leaves its site first.
+    ///
+    /// Never inlined, nor are the other per-event entries, so the accounting's hot path for a
+    /// report without sites stays one branch on the pass being there (callgrind on
+    /// `report_throughput_few_live`: 3 instructions more per event than before the pass).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    pub(super) fn insert<'a>(
+        &mut self,
+        table: &ProcessTable,
+        i: ProcIdx,
+        addr: u64,
+        size: u64,
+        leaf: u32,
+        ts: u64,
+        bench: Option<usize>,
+        replaced: Option<u64>,
+        uri_of: impl FnOnce(usize) -> &'a str,
+    ) {
+        self.recorded |= leaf != 0;
+        if let Some(old_size) = replaced {
+            self.release(i, addr, old_size, false);
+        }
+        let key = SiteKey {
+            leaf,
+            proc: i.get(),
+            bench,
+        };
+        if self.filter.takes(table, i, bench, uri_of) {
+            self.blocks.insert((i, addr), key);
+            self.sites.allocate(key, size, ts);
+        }
+        if let Some(b) = bench {
+            self.bench_blocks.insert((i, addr), key);
+            self.bench_sites
+                .entry(b)
+                .or_default()
+                .allocate(key, size, ts);
+        }
+    }
+
+    /// Process `i` released its live block at `addr` of `size` bytes (`temporary` as the heap
+    /// accounting decided).
+    #[inline(never)]
+    pub(super) fn release(&mut self, i: ProcIdx, addr: u64, size: u64, temporary: bool) {
+        if let Some(key) = self.blocks.remove(&(i, addr)) {
+            self.sites.end(key, size, Ending::Released { temporary });
+        }
+        if let Some(key) = self.bench_blocks.remove(&(i, addr)) {
+            self.bench_end(key, size, Ending::Released { temporary });
+        }
+    }
+
+    /// Process `i`'s live heap `live` (address -> size) goes away: leaked at its exit
+    /// (`at_exit`), else dropped by exec.
+    #[inline(never)]
+    pub(super) fn drop_process(&mut self, i: ProcIdx, live: &IntMap<u64, u64>, at_exit: bool) {
+        let how = if at_exit {
+            Ending::Leaked
+        } else {
+            Ending::Dropped
+        };
+        self.end_blocks(i, live, how);
+    }
+
+    /// Of process `i`'s live heap `live`, the blocks at `addrs` are definitely lost (its leak
+    /// scan): count them at their sites, before `drop_process` ends them as leaked.
+    pub(super) fn lost(&mut self, i: ProcIdx, live: &IntMap<u64, u64>, addrs: &[u64]) {
+        for addr in addrs {
+            let (Some(&size), Some(key)) = (live.get(addr), self.blocks.get(&(i, *addr))) else {
+                continue;
+            };
+            if let Some(site) = self.sites.sites.get_mut(key) {
+                site.lost = site.lost.plus(Blocks {
+                    blocks: 1,
+                    bytes: size,
+                });
+            }
+        }
+    }
+
+    /// Applies suppression rules `s` to the definitely lost blocks of every site of the scope,
+    /// now that every symbol is known: a site whose frames a rule matches moves its lost blocks
+    /// to suppressed, in the site and in its process's leak split (`table`, before the sums are
+    /// made). Returns what each rule took.
+    pub(super) fn suppress(
+        &mut self,
+        s: &Suppressions,
+        table: &mut ProcessTable,
+        benches: &mut Benchmarks,
+    ) -> SuppressionReport {
+        let mut report = super::suppress::empty_report(s);
+        let mut by_leaf: IntMap<u32, Option<usize>> = IntMap::default();
+        let mut keys: Vec<SiteKey> = self
+            .sites
+            .sites
+            .iter()
+            .filter(|(_, site)| site.lost.blocks > 0)
+            .map(|(k, _)| *k)
+            .collect();
+        keys.sort_unstable();
+        for key in keys {
+            let lost = self.sites.sites[&key].lost;
+            if key.leaf == 0 {
+                report.unmatchable = report.unmatchable.plus(lost);
+                continue;
+            }
+            let rule = *by_leaf
+                .entry(key.leaf)
+                .or_insert_with(|| s.matching(&self.frames(key.leaf)));
+            let Some(rule) = rule else { continue };
+            let site = self.sites.sites.get_mut(&key).expect("a key of the table");
+            site.suppressed = site.suppressed.plus(lost);
+            site.lost = Blocks::default();
+            report.suppressed = report.suppressed.plus(lost);
+            let used = &mut report.rules[rule].suppressed;
+            *used = used.plus(lost);
+            if let Some(l) = table[ProcIdx::new(key.proc)].heap.leaks.as_mut() {
+                l.suppress(lost);
+            }
+            // A block allocated inside a benchmark's window leaves its split too.
+            if let Some(l) = key.bench.and_then(|b| benches.heap(b).leaks.as_mut()) {
+                l.suppress(lost);
+            }
+        }
+        report
+    }
+
+    /// A live block of a benchmark's site `key` ended (the benchmark has a table: it
+    /// allocated the block).
+    fn bench_end(&mut self, key: SiteKey, size: u64, how: Ending) {
+        if let Some(t) = key.bench.and_then(|b| self.bench_sites.get_mut(&b)) {
+            t.end(key, size, how);
+        }
+    }
+
+    fn end_blocks(&mut self, i: ProcIdx, live: &IntMap<u64, u64>, how: Ending) {
+        if self.blocks.is_empty() && self.bench_blocks.is_empty() {
+            return;
+        }
+        // A benchmark's blocks still live at the end are its leaks, as its heap counts them
+        // (docs/report-schema.md, "benchmark").
+        let bench_how = match how {
+            Ending::LiveAtEnd => Ending::Leaked,
+            other => other,
+        };
+        for (&addr, &size) in live {
+            if let Some(key) = self.blocks.remove(&(i, addr)) {
+                self.sites.end(key, size, how);
+            }
+            if let Some(key) = self.bench_blocks.remove(&(i, addr)) {
+                self.bench_end(key, size, bench_how);
+            }
+        }
+    }
+
+    /// Ends the pass: the blocks of processes still running are live at the end; the sites
+    /// are sorted and cut to the options, each with its frames. Returns the scope's sites,
+    /// those of each benchmark that allocated, with its index, and the scope's profile when
+    /// the options ask for it (its benchmarks named by `uri_of`).
+    /// `start_ns` is the recording's start.
+    pub(super) fn finish(
+        mut self,
+        table: &ProcessTable,
+        start_ns: u64,
+        uri_of: impl Fn(usize) -> Option<String>,
+    ) -> (StackReport, Vec<(usize, StackReport)>, Option<Profile>) {
+        for (k, p) in table.procs().iter().enumerate() {
+            if p.is_alive() {
+                self.end_blocks(ProcIdx::new(k), &p.live, Ending::LiveAtEnd);
+            }
+        }
+        let benches = self
+            .bench_sites
+            .iter()
+            .map(|(&b, t)| (b, self.report_of(t, start_ns)))
+            .collect();
+        let profile = self
+            .options
+            .profile
+            .then(|| self.profile_of(table, &uri_of));
+        (self.report_of(&self.sites, start_ns), benches, profile)
+    }
+
+    /// The report of the sites of `table`: each stack's keys added up.
+    fn report_of(&self, table: &SiteTable, start_ns: u64) -> StackReport {
+        let mut by_leaf: IntMap<u32, SiteMetrics> = IntMap::default();
+        for (key, s) in &table.sites {
+            let m = by_leaf.entry(key.leaf).or_insert_with(|| SiteMetrics {
+                stack_id: key.leaf,
+                ..SiteMetrics::default()
+            });
+            let add = |a: &mut u64, b: u64| *a = a.saturating_add(b);
+            add(&mut m.allocations, s.allocations);
+            add(&mut m.allocated_bytes, s.allocated_bytes);
+            add(&mut m.peak_live_bytes, table.at_peak(s).bytes);
+            add(&mut m.leaked_bytes, s.leaked.bytes);
+            add(&mut m.leaked_blocks, s.leaked.blocks);
+            add(&mut m.lost_bytes, s.lost.bytes);
+            add(&mut m.lost_blocks, s.lost.blocks);
+            add(&mut m.suppressed_bytes, s.suppressed.bytes);
+            add(&mut m.suppressed_blocks, s.suppressed.blocks);
+            add(&mut m.live_at_end_bytes, s.live_at_end.bytes);
+            add(&mut m.live_at_end_blocks, s.live_at_end.blocks);
+            add(&mut m.temporary, s.temporary);
+        }
+        let mut sites: Vec<SiteMetrics> = by_leaf.into_values().collect();
+        let order = self.options.order;
+        sites.sort_by(|a, b| {
+            order
+                .key(b)
+                .cmp(&order.key(a))
+                .then(a.stack_id.cmp(&b.stack_id))
+        });
+        let sites_total = sites.len() as u64;
+        if self.options.top > 0 {
+            sites.truncate(self.options.top);
+        }
+        for s in &mut sites {
+            s.frames = self.frames(s.stack_id);
+        }
+        StackReport {
+            recorded: self.recorded,
+            order: order.name().to_string(),
+            peak_live_bytes: table.peak.value,
+            peak_live_at_ns: table.peak.at(start_ns),
+            sites_total,
+            sites,
+            walks: self.walks,
+        }
+    }
+
+    /// The profile of the scope's sites: every key a sample, every stack once with its frames.
+    fn profile_of(
+        &self,
+        table: &ProcessTable,
+        uri_of: &dyn Fn(usize) -> Option<String>,
+    ) -> Profile {
+        let sites = &self.sites;
+        let mut keys: Vec<(&SiteKey, &Site)> = sites.sites.iter().collect();
+        keys.sort_by_key(|(k, _)| **k);
+        let mut stacks: Vec<Stack> = Vec::new();
+        let mut frames = FrameTable::default();
+        let mut samples = Vec::with_capacity(keys.len());
+        for (key, s) in keys {
+            if stacks.last().is_none_or(|st| st.id != key.leaf) {
+                stacks.push(Stack {
+                    id: key.leaf,
+                    frames: self.interned_frames(key.leaf, &mut frames),
+                });
+            }
+            let p = table.procs().get(key.proc);
+            let peak = sites.at_peak(s);
+            samples.push(Sample {
+                stack: stacks.len() - 1,
+                pid: p.map_or(0, |p| p.pid),
+                command: p.and_then(|p| p.exe.clone()).unwrap_or_default(),
+                benchmark: key.bench.and_then(uri_of),
+                values: Values {
+                    allocations: s.allocations,
+                    allocated_bytes: s.allocated_bytes,
+                    peak_live_blocks: peak.blocks,
+                    peak_live_bytes: peak.bytes,
+                    leaked_blocks: s.leaked.blocks,
+                    leaked_bytes: s.leaked.bytes,
+                    temporary: s.temporary,
+                    temporary_bytes: s.temporary_bytes,
+                },
+            });
+        }
+        let mut modules: Vec<ProfileModule> = self
+            .modules
+            .values()
+            .map(|m| ProfileModule {
+                path: m.path.clone(),
+                build_id: m.build_id.iter().map(|b| format!("{b:02x}")).collect(),
+            })
+            .collect();
+        modules.sort_by(|a, b| a.path.cmp(&b.path));
+        modules.dedup_by(|a, b| a.path == b.path);
+        Profile {
+            recorded: self.recorded,
+            peak_live_bytes: sites.peak.value,
+            modules,
+            frames: frames.frames,
+            stacks,
+            samples,
+        }
+    }
+
+    /// The frames of the stack whose leaf is `leaf`, innermost first, inlined functions before
+    /// the function they were inlined into.
+    fn frames(&self, leaf: u32) -> Vec<SiteFrame> {
+        let mut table = FrameTable::default();
+        let ids = self.interned_frames(leaf, &mut table);
+        ids.into_iter()
+            .map(|i| table.frames[i as usize].clone())
+            .collect()
+    }
+
+    /// The frames of the stack whose leaf is `leaf`, as indices into `table`, which gets each
+    /// trie node's frames the first time a stack runs through it.
+    fn interned_frames(&self, leaf: u32, table: &mut FrameTable) -> Vec<u32> {
+        let mut ids = Vec::new();
+        let mut id = leaf;
+        while id != 0 {
+            if ids.len() >= MAX_FRAMES {
+                ids.push(table.mark("[cut: stack too deep or looping]", 0));
+                break;
+            }
+            let Some(node) = self.nodes.get(&id) else {
+                ids.push(table.mark("[stack not in the recording]", u64::from(id)));
+                break;
+            };
+            let code = (node.module, node.offset);
+            let (first, end) = *table.of_code.entry(code).or_insert_with(|| {
+                let first = table.frames.len() as u32;
+                self.push_frames(node, &mut table.frames);
+                (first, table.frames.len() as u32)
+            });
+            ids.extend(first..end);
+            id = node.parent;
+        }
+        ids
+    }
+
+    /// The frames one trie node stands for: its inline chain, or one frame without a name.
+    fn push_frames(&self, node: &Node, frames: &mut Vec<SiteFrame>) {
+        if node.module == MODULE_MARK {
+            let what = match node.offset {
+                MARK_TRUNCATED => "[truncated]",
+                MARK_UNKNOWN => "[unknown]",
+                MARK_UNSUPPORTED => "[unsupported]",
+                _ => "[stopped]",
+            };
+            frames.push(SiteFrame::mark(what, node.offset));
+            return;
+        }
+        let module = self
+            .modules
+            .get(&node.module)
+            .map_or_else(|| format!("[module {}]", node.module), |m| m.path.clone());
+        match self.symbols.get(&(node.module, node.offset)) {
+            Some(chain) if !chain.is_empty() => {
+                let last = chain.len() - 1;
+                frames.extend(chain.iter().enumerate().map(|(k, f)| SiteFrame {
+                    function: f.function.clone(),
+                    file: f.file.clone(),
+                    line: f.line,
+                    module: module.clone(),
+                    offset: node.offset,
+                    inlined: k < last,
+                }));
+            }
+            _ => frames.push(SiteFrame {
+                function: String::new(),
+                file: String::new(),
+                line: 0,
+                module,
+                offset: node.offset,
+                inlined: false,
+            }),
+        }
+    }
+}
+
+/// The frames of a profile, each once: the frames of a (module, offset) (its inline chain) are
+/// made the first time a stack runs through it, and every stack through it, in whatever
+/// process or call path, lists the same indices.
+#[derive(Default)]
+struct FrameTable {
+    frames: Vec<SiteFrame>,
+    /// The frames of a trie node's (module, offset): `frames[first..end]`.
+    of_code: HashMap<(u32, u64), (u32, u32)>,
+    /// The marks that end a stack early, by name and value.
+    marks: HashMap<(&'static str, u64), u32>,
+}
+
+impl FrameTable {
+    fn mark(&mut self, what: &'static str, value: u64) -> u32 {
+        *self.marks.entry((what, value)).or_insert_with(|| {
+            self.frames.push(SiteFrame::mark(what, value));
+            self.frames.len() as u32 - 1
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::Event;
+    use crate::model::metrics::Report;
+    use crate::testkit::*;
+
+    /// Sites A (leaf 2: malloc called by make_a) and B (leaf 4: malloc called by make_b, inlined
+    /// into main), both below main; libc is module 1, the program module 2.
+    fn trie() -> Vec<EventKind> {
+        vec![
+            module(1, "/usr/lib/x86_64-linux-gnu/libc.so.6"),
+            module(2, "/work/app"),
+            stack_node(1, 0, 2, 0x1100),
+            stack_node(2, 1, 1, 0x9a1b0),
+            stack_node(3, 0, 2, 0x1200),
+            stack_node(4, 3, 1, 0x9a1b0),
+        ]
+    }
+
+    const A: u32 = 2;
+    const B: u32 = 4;
+
+    /// The sites report of `events` (after the trie) for `scope`, every site kept.
+    fn sites_of(scope: Scope, order: SiteOrder, events: Vec<Event>) -> Report {
+        let mut all = stack_prelude(trie());
+        all.extend(events);
+        let options = SiteOptions {
+            order,
+            top: 0,
+            profile: false,
+        };
+        crate::analyze::accounting::analyze_sites(&header(), all, None, &scope, options)
+    }
+
+    fn stacks(r: &Report) -> &StackReport {
+        r.stacks.as_ref().expect("a sites report")
+    }
+
+    fn site(r: &Report, leaf: u32) -> &SiteMetrics {
+        stacks(r)
+            .sites
+            .iter()
+            .find(|s| s.stack_id == leaf)
+            .unwrap_or_else(|| panic!("no site {leaf} in {:?}", stacks(r).sites))
+    }
+
+    /// (allocations, allocated, at peak, leaked blocks, leaked bytes, temporary) of a site.
+    fn columns(s: &SiteMetrics) -> (u64, u64, u64, u64, u64, u64) {
+        (
+            s.allocations,
+            s.allocated_bytes,
+            s.peak_live_bytes,
+            s.leaked_blocks,
+            s.leaked_bytes,
+            s.temporary,
+        )
+    }
+
+    /// A peaks at 200 on its own, but the run's heap peaks later (210) with A holding 60 and B
+    /// 150; A's 60 are leaked at exit; A's second block is freed with no allocation of the
+    /// thread in between (temporary), the first and B's are not.
+    fn story() -> Vec<Event> {
+        seq(vec![
+            malloc_from(A, 0xa1, 100),
+            malloc_from(A, 0xa2, 100),
+            free(0xa1),
+            free(0xa2),
+            malloc_from(B, 0xb1, 150),
+            malloc_from(A, 0xa3, 60),
+            free(0xb1),
+            exit(0),
+        ])
+    }
+
+    #[test]
+    fn every_column_of_two_sites() {
+        let r = sites_of(Scope::Run, SiteOrder::Peak, story());
+        assert_eq!(columns(site(&r, A)), (3, 260, 60, 1, 60, 1));
+        assert_eq!(columns(site(&r, B)), (1, 150, 150, 0, 0, 0));
+        let s = stacks(&r);
+        assert_eq!((s.peak_live_bytes, s.peak_live_at_ns), (210, Some(5)));
+        assert_eq!(s.sites_total, 2);
+        assert!(s.recorded);
+    }
+
+    #[test]
+    fn peak_values_add_up_to_the_scope_peak() {
+        let r = sites_of(Scope::Run, SiteOrder::Peak, story());
+        let sum: u64 = stacks(&r).sites.iter().map(|s| s.peak_live_bytes).sum();
+        assert_eq!(sum, r.totals.heap.peak_live_bytes);
+        assert_eq!(sum, 210);
+    }
+
+    #[test]
+    fn the_first_moment_of_the_peak_counts() {
+        // The heap is at 100 twice: first held by A, then by B. The peak is the first moment.
+        let r = sites_of(
+            Scope::Run,
+            SiteOrder::Peak,
+            seq(vec![
+                malloc_from(A, 1, 100),
+                free(1),
+                malloc_from(B, 2, 100),
+            ]),
+        );
+        assert_eq!(site(&r, A).peak_live_bytes, 100);
+        assert_eq!(site(&r, B).peak_live_bytes, 0);
+    }
+
+    #[test]
+    fn a_site_changed_after_several_peaks_keeps_the_last() {
+        // Peaks at 10 (A 10), 30 (A 10, B 20), 35 (A 15, B 20); then A and B shrink.
+        let r = sites_of(
+            Scope::Run,
+            SiteOrder::Peak,
+            seq(vec![
+                malloc_from(A, 1, 10),
+                malloc_from(B, 2, 20),
+                malloc_from(A, 3, 5),
+                free(1),
+                free(2),
+            ]),
+        );
+        assert_eq!(site(&r, A).peak_live_bytes, 15);
+        assert_eq!(site(&r, B).peak_live_bytes, 20);
+    }
+
+    #[test]
+    fn sorted_by_each_order() {
+        let order_of = |order| {
+            let r = sites_of(Scope::Run, order, story());
+            stacks(&r)
+                .sites
+                .iter()
+                .map(|s| s.stack_id)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(order_of(SiteOrder::Peak), vec![B, A]);
+        assert_eq!(order_of(SiteOrder::Allocated), vec![A, B]);
+        assert_eq!(order_of(SiteOrder::Count), vec![A, B]);
+        assert_eq!(order_of(SiteOrder::Leaked), vec![A, B]);
+        assert_eq!(order_of(SiteOrder::Temporary), vec![A, B]);
+    }
+
+    #[test]
+    fn ties_go_to_the_heavier_site() {
+        // Neither leaks: the tie on leaked bytes is broken by bytes allocated.
+        let r = sites_of(
+            Scope::Run,
+            SiteOrder::Leaked,
+            seq(vec![
+                malloc_from(A, 1, 10),
+                free(1),
+                malloc_from(B, 2, 99),
+                free(2),
+            ]),
+        );
+        let ids: Vec<u32> = stacks(&r).sites.iter().map(|s| s.stack_id).collect();
+        assert_eq!(ids, vec![B, A]);
+    }
+
+    #[test]
+    fn top_keeps_the_first_sites_and_counts_all() {
+        let mut all = stack_prelude(trie());
+        all.extend(story());
+        let options = SiteOptions {
+            order: SiteOrder::Peak,
+            top: 1,
+            profile: false,
+        };
+        let r =
+            crate::analyze::accounting::analyze_sites(&header(), all, None, &Scope::Run, options);
+        let s = stacks(&r);
+        assert_eq!(s.sites.len(), 1);
+        assert_eq!((s.sites[0].stack_id, s.sites_total), (B, 2));
+    }
+
+    // --- temporary allocations -----------------------------------------------------------
+
+    #[test]
+    fn temporary_needs_no_allocation_of_the_thread_in_between() {
+        let r = sites_of(
+            Scope::Run,
+            SiteOrder::Peak,
+            vec![
+                at(1, 1, 1, malloc_from(A, 1, 8)),
+                at(2, 1, 2, malloc_from(B, 2, 8)), // another thread: does not matter
+                at(3, 1, 1, free(1)),              // temporary
+                at(4, 1, 1, malloc_from(A, 3, 8)),
+                at(5, 1, 1, malloc_from(A, 4, 8)),
+                at(6, 1, 1, free(3)), // thread 1 allocated 4 since: not temporary
+                at(7, 1, 1, free(2)), // freed by another thread: not temporary
+            ],
+        );
+        assert_eq!(site(&r, A).temporary, 1);
+        assert_eq!(site(&r, B).temporary, 0);
+        assert_eq!(r.totals.heap.temporary_allocs, 1);
+    }
+
+    // --- realloc -------------------------------------------------------------------------
+
+    #[test]
+    fn realloc_moves_the_bytes_to_its_own_site() {
+        let r = sites_of(
+            Scope::Run,
+            SiteOrder::Peak,
+            seq(vec![
+                malloc_from(A, 1, 100),
+                realloc_from(B, 1, 2, 300),
+                free(2), // right after the realloc, by its thread: temporary, of B
+                exit(0),
+            ]),
+        );
+        // The old block leaves first, so the peak is 300, all of it B's.
+        assert_eq!(columns(site(&r, A)), (1, 100, 0, 0, 0, 0));
+        assert_eq!(columns(site(&r, B)), (1, 300, 300, 0, 0, 1));
+        assert_eq!(stacks(&r).peak_live_bytes, 300);
+    }
+
+    #[test]
+    fn realloc_in_place_keeps_the_block_with_the_new_site() {
+        let r = sites_of(
+            Scope::Run,
+            SiteOrder::Peak,
+            seq(vec![
+                malloc_from(A, 1, 100),
+                realloc_from(B, 1, 1, 40),
+                exit(0),
+            ]),
+        );
+        // The peak (100) was when A held the block; B's 40 are leaked.
+        assert_eq!(columns(site(&r, A)), (1, 100, 100, 0, 0, 0));
+        assert_eq!(columns(site(&r, B)), (1, 40, 0, 1, 40, 0));
+        assert_eq!(stacks(&r).peak_live_bytes, 100);
+    }
+
+    #[test]
+    fn realloc_of_an_unknown_block_only_allocates() {
+        let r = sites_of(
+            Scope::Run,
+            SiteOrder::Peak,
+            seq(vec![realloc_from(B, 9, 2, 30), exit(0)]),
+        );
+        assert_eq!(columns(site(&r, B)), (1, 30, 30, 1, 30, 0));
+        assert_eq!(stacks(&r).sites_total, 1);
+    }
+
+    // --- frees, exec, exit, the end --------------------------------------------------------
+
+    #[test]
+    fn unknown_frees_are_ignored() {
+        let r = sites_of(
+            Scope::Run,
+            SiteOrder::Peak,
+            seq(vec![free(0x77), malloc_from(A, 1, 10), free(0x78), exit(0)]),
+        );
+        assert_eq!(columns(site(&r, A)), (1, 10, 10, 1, 10, 0));
+        assert_eq!(r.totals.heap.unknown_frees, 2);
+    }
+
+    #[test]
+    fn a_block_replaced_at_its_address_leaves_its_site() {
+        let r = sites_of(
+            Scope::Run,
+            SiteOrder::Peak,
+            seq(vec![malloc_from(A, 1, 100), malloc_from(B, 1, 30), exit(0)]),
+        );
+        assert_eq!(columns(site(&r, A)), (1, 100, 100, 0, 0, 0));
+        assert_eq!(columns(site(&r, B)), (1, 30, 0, 1, 30, 0));
+    }
+
+    #[test]
+    fn exec_drops_blocks_without_leaking_them() {
+        let r = sites_of(
+            Scope::Run,
+            SiteOrder::Peak,
+            seq(vec![
+                malloc_from(A, 1, 10),
+                exec("/bin/x"),
+                free(1),
+                exit(0),
+            ]),
+        );
+        assert_eq!(columns(site(&r, A)), (1, 10, 10, 0, 0, 0));
+        assert_eq!(site(&r, A).live_at_end_blocks, 0);
+    }
+
+    #[test]
+    fn running_processes_hold_blocks_live_at_end() {
+        let r = sites_of(
+            Scope::Run,
+            SiteOrder::Peak,
+            seq(vec![malloc_from(A, 1, 10), malloc_from(A, 2, 5)]),
+        );
+        let a = site(&r, A);
+        assert_eq!((a.live_at_end_blocks, a.live_at_end_bytes), (2, 15));
+        assert_eq!((a.leaked_blocks, a.leaked_bytes), (0, 0));
+    }
+
+    #[test]
+    fn allocations_without_a_stack_are_one_site() {
+        let r = sites_of(
+            Scope::Run,
+            SiteOrder::Peak,
+            seq(vec![malloc(1, 7), malloc_from(A, 2, 3), exit(0)]),
+        );
+        assert_eq!(columns(site(&r, 0)), (1, 7, 7, 1, 7, 0));
+        assert!(site(&r, 0).frames.is_empty());
+    }
+
+    // --- scopes ----------------------------------------------------------------------------
+
+    /// Process 1 forks 2, which forks 3; each allocates from its own site at its own time.
+    fn family() -> Vec<Event> {
+        vec![
+            at(1, 1, 1, fork(2)),
+            at(2, 2, 2, fork(3)),
+            at(3, 1, 1, malloc_from(A, 1, 1000)),
+            at(4, 1, 1, free(1)),
+            at(5, 2, 2, malloc_from(A, 1, 10)),
+            at(6, 3, 3, malloc_from(B, 1, 20)),
+            at(7, 3, 3, exit(0)),
+            at(8, 2, 2, exit(0)),
+            at(9, 1, 1, exit(0)),
+        ]
+    }
+
+    #[test]
+    fn run_scope_takes_every_process() {
+        let r = sites_of(Scope::Run, SiteOrder::Peak, family());
+        assert_eq!(columns(site(&r, A)), (2, 1010, 1000, 1, 10, 1));
+        assert_eq!(columns(site(&r, B)), (1, 20, 0, 1, 20, 0));
+        assert_eq!(stacks(&r).peak_live_bytes, 1000);
+    }
+
+    #[test]
+    fn tree_scope_takes_the_descendants_with_their_peak() {
+        let r = sites_of(Scope::Tree { pid: 2 }, SiteOrder::Peak, family());
+        assert_eq!(columns(site(&r, A)), (1, 10, 10, 1, 10, 0));
+        assert_eq!(columns(site(&r, B)), (1, 20, 20, 1, 20, 0));
+        let s = stacks(&r);
+        assert_eq!((s.peak_live_bytes, s.peak_live_at_ns), (30, Some(6)));
+        assert_eq!(s.peak_live_bytes, tree(&r, 2).peak_live_bytes);
+    }
+
+    #[test]
+    fn process_scope_takes_that_process_alone() {
+        let r = sites_of(Scope::Process { pid: 2 }, SiteOrder::Peak, family());
+        assert_eq!(stacks(&r).sites_total, 1);
+        assert_eq!(columns(site(&r, A)), (1, 10, 10, 1, 10, 0));
+    }
+
+    #[test]
+    fn process_scope_of_a_reused_pid_takes_its_first_process() {
+        let r = sites_of(
+            Scope::Process { pid: 1 },
+            SiteOrder::Peak,
+            vec![
+                at(1, 1, 1, malloc_from(A, 1, 10)),
+                at(2, 1, 1, exit(0)),
+                at(3, 1, 1, malloc_from(B, 1, 20)),
+            ],
+        );
+        assert_eq!(stacks(&r).sites_total, 1);
+        assert_eq!(site(&r, A).allocated_bytes, 10);
+    }
+
+    #[test]
+    fn benchmark_scope_takes_its_windows() {
+        let r = sites_of(
+            Scope::Benchmark { uri: "b".into() },
+            SiteOrder::Peak,
+            vec![
+                bench(1, "a", 0),
+                start(2),
+                at(3, 1, 1, malloc_from(A, 1, 10)),
+                bench(4, "b", 0),
+                at(5, 1, 1, malloc_from(B, 2, 20)),
+                at(6, 1, 1, free(1)), // a's block: not b's
+                stop(7),
+                at(8, 1, 1, malloc_from(B, 3, 40)), // not measured
+            ],
+        );
+        assert_eq!(stacks(&r).sites_total, 1);
+        assert_eq!(columns(site(&r, B)), (1, 20, 20, 0, 0, 0));
+        assert_eq!((site(&r, B).live_at_end_bytes), 20);
+    }
+
+    #[test]
+    fn each_benchmark_has_its_own_sites() {
+        let r = sites_of(
+            Scope::Run,
+            SiteOrder::Peak,
+            vec![
+                bench(1, "a", 0),
+                start(2),
+                at(3, 1, 1, malloc_from(A, 1, 10)),
+                bench(4, "b", 0),
+                at(5, 1, 1, malloc_from(B, 2, 20)),
+                at(6, 1, 1, free(2)), // temporary, of b
+                at(7, 1, 1, malloc_from(A, 3, 5)),
+                stop(8),
+                at(9, 1, 1, free(1)), // a's block, freed after its window: not a's leak
+                at(10, 1, 1, exit(0)),
+            ],
+        );
+        let sites_of_bench = |k: usize| {
+            let s = r.benchmarks[k]
+                .stacks
+                .as_ref()
+                .expect("sites of the benchmark");
+            let mut v: Vec<(u32, [u64; 6])> = s
+                .sites
+                .iter()
+                .map(|x| {
+                    let c = columns(x);
+                    (x.stack_id, [c.0, c.1, c.2, c.3, c.4, c.5])
+                })
+                .collect();
+            v.sort();
+            (s.peak_live_bytes, v)
+        };
+        assert_eq!(sites_of_bench(0), (10, vec![(A, [1, 10, 10, 0, 0, 0])]));
+        // b: its peak is 20 (B's block), then A's 5 are leaked at exit.
+        assert_eq!(
+            sites_of_bench(1),
+            (20, vec![(A, [1, 5, 0, 1, 5, 0]), (B, [1, 20, 20, 0, 0, 1])])
+        );
+        assert_eq!(r.benchmarks[1].metrics.heap.peak_live_bytes, 20);
+        // The run's sites are not cut to the benchmarks; the run peaks at 30 (A 10, B 20).
+        assert_eq!(columns(site(&r, A)), (2, 15, 10, 1, 5, 0));
+    }
+
+    #[test]
+    fn benchmarks_have_no_sites_without_the_request() {
+        let mut events = stack_prelude(trie());
+        events.extend([
+            bench(1, "a", 0),
+            start(2),
+            at(3, 1, 1, malloc_from(A, 1, 10)),
+        ]);
+        assert_eq!(run(events).benchmarks[0].stacks, None);
+    }
+
+    // --- frames ----------------------------------------------------------------------------
+
+    fn frame_names(s: &SiteMetrics) -> Vec<String> {
+        s.frames
+            .iter()
+            .map(|f| {
+                format!(
+                    "{}|{}:{}|{}+{:#x}|{}",
+                    f.function, f.file, f.line, f.module, f.offset, f.inlined
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn frames_innermost_first_with_inline_chains() {
+        let mut events = stack_prelude(vec![
+            symbol(1, 0x9a1b0, &[("malloc", "malloc.c", 3287)]),
+            symbol(2, 0x1200, &[("make_b", "app.c", 7), ("main", "app.c", 20)]),
+        ]);
+        events.extend(seq(vec![malloc_from(B, 1, 5), malloc_from(A, 2, 1)]));
+        let r = sites_of(Scope::Run, SiteOrder::Peak, events);
+        assert_eq!(
+            frame_names(site(&r, B)),
+            vec![
+                "malloc|malloc.c:3287|/usr/lib/x86_64-linux-gnu/libc.so.6+0x9a1b0|false",
+                "make_b|app.c:7|/work/app+0x1200|true",
+                "main|app.c:20|/work/app+0x1200|false",
+            ]
+        );
+        // No symbol for A's caller: module and offset only.
+        assert_eq!(frame_names(site(&r, A))[1], "|:0|/work/app+0x1100|false");
+    }
+
+    #[test]
+    fn marks_end_a_stack_on_top() {
+        let mut events = stack_prelude(vec![
+            stack_node(10, 0, crate::format::MODULE_MARK, MARK_TRUNCATED),
+            stack_node(11, 10, 2, 0x1300),
+            stack_node(12, 11, 1, 0x9a1b0),
+            stack_node(13, 0, crate::format::MODULE_MARK, MARK_UNKNOWN),
+            stack_node(14, 13, 1, 0x9a1b0),
+            stack_node(15, 0, crate::format::MODULE_MARK, MARK_UNSUPPORTED),
+            stack_node(16, 15, 1, 0x9a1b0),
+        ]);
+        events.extend(seq(vec![
+            malloc_from(12, 1, 1),
+            malloc_from(14, 2, 1),
+            malloc_from(16, 3, 1),
+            malloc_from(99, 4, 1),
+        ]));
+        let r = sites_of(Scope::Run, SiteOrder::Peak, events);
+        let last = |leaf| site(&r, leaf).frames.last().unwrap().function.clone();
+        assert_eq!(last(12), "[truncated]");
+        assert_eq!(last(14), "[unknown]");
+        assert_eq!(last(16), "[unsupported]");
+        assert_eq!(last(99), "[stack not in the recording]");
+        assert_eq!(site(&r, 12).frames.len(), 3);
+    }
+
+    #[test]
+    fn a_looping_trie_is_cut() {
+        let mut events = stack_prelude(vec![stack_node(20, 21, 1, 1), stack_node(21, 20, 1, 2)]);
+        events.extend(seq(vec![malloc_from(20, 1, 1)]));
+        let r = sites_of(Scope::Run, SiteOrder::Peak, events);
+        assert_eq!(site(&r, 20).frames.len(), MAX_FRAMES + 1);
+    }
+
+    #[test]
+    fn walk_counters_are_the_last_written() {
+        let mut events = stack_prelude(vec![
+            stack_stats([5, 1, 0, 0, 0, 0]),
+            stack_stats([9, 2, 3, 4, 5, 6]),
+        ]);
+        events.extend(story());
+        let r = sites_of(Scope::Run, SiteOrder::Peak, events);
+        assert_eq!(
+            stacks(&r).walks,
+            Some(StackWalks {
+                walks: 9,
+                truncated: 2,
+                unknown: 3,
+                unsupported: 4,
+                collisions: 5,
+                uncached: 6,
+            })
+        );
+    }
+
+    #[test]
+    fn a_recording_without_stacks_says_so() {
+        let options = SiteOptions::default();
+        let events = seq(vec![malloc(1, 10), exit(0)]);
+        let r = crate::analyze::accounting::analyze_sites(
+            &header(),
+            events,
+            None,
+            &Scope::Run,
+            options,
+        );
+        let s = stacks(&r);
+        assert!(!s.recorded);
+        assert_eq!(s.sites_total, 1); // the allocations without a stack, for the same numbers
+    }
+
+    #[test]
+    fn without_the_request_there_is_no_stacks_section() {
+        let mut events = stack_prelude(trie());
+        events.extend(story());
+        assert_eq!(run(events).stacks, None);
+    }
+
+    #[test]
+    fn order_names_round_trip() {
+        for (name, order) in SiteOrder::NAMES {
+            assert_eq!(order.name(), name);
+        }
+    }
+
+    // --- the profile ------------------------------------------------------------------------
+
+    /// The profile of `events` (after the trie) for `scope`.
+    fn profile_of(scope: Scope, events: Vec<Event>) -> (Report, Profile) {
+        let mut all = stack_prelude(trie());
+        all.extend(events);
+        let options = SiteOptions {
+            order: SiteOrder::Peak,
+            top: 0,
+            profile: true,
+        };
+        let mut r =
+            crate::analyze::accounting::analyze_sites(&header(), all, None, &scope, options);
+        let p = r.profile.take().expect("a profile");
+        (r, p)
+    }
+
+    #[test]
+    fn profile_samples_are_per_process_and_add_up_to_the_sites() {
+        let (r, p) = profile_of(Scope::Run, family());
+        // A in processes 1 and 2, B in 3.
+        let samples: Vec<(u32, u32, u64, u64, u64)> = p
+            .samples
+            .iter()
+            .map(|s| {
+                let v = &s.values;
+                (
+                    p.stacks[s.stack].id,
+                    s.pid,
+                    v.allocated_bytes,
+                    v.peak_live_bytes,
+                    v.peak_live_blocks,
+                )
+            })
+            .collect();
+        assert_eq!(
+            samples,
+            vec![(A, 1, 1000, 1000, 1), (A, 2, 10, 0, 0), (B, 3, 20, 0, 0)]
+        );
+        assert_eq!(p.stacks.len(), 2);
+        let frames: Vec<SiteFrame> = p.frames_of(&p.stacks[0]).cloned().collect();
+        assert_eq!(frames, site(&r, A).frames);
+        // Both stacks start in the same malloc: its frame is in the profile once.
+        assert_eq!(p.stacks[0].frames[0], p.stacks[1].frames[0]);
+        assert_eq!(p.peak_live_bytes, 1000);
+        assert!(p.recorded);
+    }
+
+    #[test]
+    fn profile_counts_blocks_at_the_peak_and_temporary_bytes() {
+        let (_, p) = profile_of(Scope::Run, story());
+        let of = |leaf| {
+            p.samples
+                .iter()
+                .find(|s| p.stacks[s.stack].id == leaf)
+                .map(|s| s.values)
+                .unwrap()
+        };
+        // At the peak (210) A holds one block of 60, B one of 150; A's second 100 were temporary.
+        assert_eq!((of(A).peak_live_blocks, of(A).peak_live_bytes), (1, 60));
+        assert_eq!((of(B).peak_live_blocks, of(B).peak_live_bytes), (1, 150));
+        assert_eq!((of(A).temporary, of(A).temporary_bytes), (1, 100));
+        assert_eq!((of(A).leaked_blocks, of(A).leaked_bytes), (1, 60));
+    }
+
+    #[test]
+    fn profile_samples_name_their_benchmark() {
+        let (_, p) = profile_of(
+            Scope::Run,
+            vec![
+                bench(1, "a", 0),
+                start(2),
+                at(3, 1, 1, malloc_from(A, 1, 10)),
+                stop(4),
+                at(5, 1, 1, malloc_from(A, 2, 20)),
+            ],
+        );
+        let labels: Vec<(Option<&str>, u64)> = p
+            .samples
+            .iter()
+            .map(|s| (s.benchmark.as_deref(), s.values.allocated_bytes))
+            .collect();
+        assert_eq!(labels, vec![(None, 20), (Some("a"), 10)]);
+    }
+
+    #[test]
+    fn no_profile_without_the_request() {
+        let mut events = stack_prelude(trie());
+        events.extend(story());
+        let options = SiteOptions::default();
+        let r = crate::analyze::accounting::analyze_sites(
+            &header(),
+            events,
+            None,
+            &Scope::Run,
+            options,
+        );
+        assert!(r.stacks.is_some() && r.profile.is_none());
+    }
+
+    // --- against the heap accounting -------------------------------------------------------
+
+    use crate::xorshift::XorShift as Random;
+
+    #[test]
+    fn random_streams_add_up_to_the_heap_totals() {
+        for seed in 1..300u64 {
+            let mut rng = Random(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+            let mut events = stack_prelude(trie());
+            for t in 0..300 {
+                let pid = 1 + rng.below(3) as u32;
+                let addr = rng.below(12) * 16;
+                let leaf = [0, A, B][rng.below(3) as usize];
+                if rng.below(10) == 0 {
+                    events.push(match rng.below(3) {
+                        0 => start(t),
+                        1 => stop(t),
+                        _ => bench(t, ["x", "y"][rng.below(2) as usize], rng.below(3) as u32),
+                    });
+                    continue;
+                }
+                let kind = match rng.below(10) {
+                    0..=3 => malloc_from(leaf, addr, rng.below(100)),
+                    4..=6 => free(addr),
+                    7 => realloc_from(leaf, addr, rng.below(12) * 16, rng.below(100)),
+                    8 => fork(1 + rng.below(3) as u32),
+                    _ => match rng.below(3) {
+                        0 => exit(0),
+                        1 => exec("/bin/x"),
+                        _ => free(addr),
+                    },
+                };
+                events.push(at(t, pid, pid + rng.below(2) as u32, kind));
+            }
+            let (r, p) = profile_of(Scope::Run, events[stack_prelude(trie()).len()..].to_vec());
+            let s = stacks(&r);
+            let h = &r.totals.heap;
+            let total = |view| p.total(view, crate::model::profile::Weight::Bytes);
+            use crate::model::profile::View;
+            assert_eq!(total(View::Peak), h.peak_live_bytes, "seed {seed}");
+            assert_eq!(total(View::Allocated), h.bytes_allocated, "seed {seed}");
+            assert_eq!(total(View::Leaked), h.leaked.bytes, "seed {seed}");
+            let count = |view| p.total(view, crate::model::profile::Weight::Count);
+            assert_eq!(count(View::Allocated), h.allocs, "seed {seed}");
+            assert_eq!(count(View::Leaked), h.leaked.blocks, "seed {seed}");
+            assert_eq!(count(View::Temporary), h.temporary_allocs, "seed {seed}");
+            let sum = |f: fn(&SiteMetrics) -> u64| s.sites.iter().map(f).sum::<u64>();
+            assert_eq!(sum(|s| s.peak_live_bytes), h.peak_live_bytes, "seed {seed}");
+            assert_eq!(s.peak_live_bytes, h.peak_live_bytes, "seed {seed}");
+            assert_eq!(sum(|s| s.allocations), h.allocs, "seed {seed}");
+            assert_eq!(sum(|s| s.allocated_bytes), h.bytes_allocated, "seed {seed}");
+            assert_eq!(sum(|s| s.leaked_bytes), h.leaked.bytes, "seed {seed}");
+            assert_eq!(sum(|s| s.leaked_blocks), h.leaked.blocks, "seed {seed}");
+            assert_eq!(
+                sum(|s| s.live_at_end_bytes),
+                h.live_at_end.bytes,
+                "seed {seed}"
+            );
+            assert_eq!(sum(|s| s.temporary), h.temporary_allocs, "seed {seed}");
+            for b in &r.benchmarks {
+                let h = &b.metrics.heap;
+                let Some(s) = &b.stacks else {
+                    assert_eq!(h.allocs, 0, "seed {seed}");
+                    continue;
+                };
+                let sum = |f: fn(&SiteMetrics) -> u64| s.sites.iter().map(f).sum::<u64>();
+                assert_eq!(sum(|s| s.peak_live_bytes), h.peak_live_bytes, "seed {seed}");
+                assert_eq!(sum(|s| s.allocations), h.allocs, "seed {seed}");
+                assert_eq!(sum(|s| s.allocated_bytes), h.bytes_allocated, "seed {seed}");
+                assert_eq!(sum(|s| s.leaked_bytes), h.leaked.bytes, "seed {seed}");
+                assert_eq!(sum(|s| s.leaked_blocks), h.leaked.blocks, "seed {seed}");
+                assert_eq!(sum(|s| s.temporary), h.temporary_allocs, "seed {seed}");
+            }
+        }
+    }
+}

@@ -1,0 +1,421 @@
+//! The profile model of the stack formats (`report --format folded|flamegraph|pprof|speedscope`):
+//! every allocation site of the report's scope, not only the top ones, each with its full frames,
+//! its values for every view and weight, and the process (and benchmark) it belongs to.
+//!
+//! Flow: `stacks::StackPass` builds a [`Profile`] from its site table when the report asks for
+//! one (`SiteOptions::profile`); `accounting` names the benchmarks; the renderers (`folded`,
+//! `flamegraph`, `pprof`, `speedscope`) only read it. [`folded`] is the one place frames become
+//! names, so the folded lines, the flame graph and speedscope agree.
+//!
+//! A sample is one (site, process, benchmark): pprof and speedscope can filter by process and
+//! benchmark with it, and every view still adds up, since the samples split the scope's blocks.
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+
+use super::sites::SiteFrame;
+
+/// Which blocks a profile view weighs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum View {
+    /// Live at the scope's heap peak (the first moment its live heap was highest): what to cut
+    /// to lower the peak, so the default.
+    #[default]
+    Peak,
+    /// Every allocation made.
+    Allocated,
+    /// Live when their process exited.
+    Leaked,
+    /// Freed by the thread that made them before it allocated anything else.
+    Temporary,
+}
+
+impl View {
+    /// Every view with its flag name, as `--view` takes them.
+    pub const ALL: [(&'static str, View); 4] = [
+        ("peak", View::Peak),
+        ("allocated", View::Allocated),
+        ("leaked", View::Leaked),
+        ("temporary", View::Temporary),
+    ];
+
+    /// The flag name.
+    pub fn name(self) -> &'static str {
+        View::ALL
+            .iter()
+            .find(|(_, v)| *v == self)
+            .map_or("peak", |(n, _)| n)
+    }
+
+    /// What it shows, for titles: "live at the heap peak", "allocated", ...
+    pub fn describe(self) -> &'static str {
+        match self {
+            View::Peak => "live at the heap peak",
+            View::Allocated => "allocated",
+            View::Leaked => "leaked",
+            View::Temporary => "temporary",
+        }
+    }
+}
+
+impl FromStr for View {
+    type Err = ();
+
+    fn from_str(s: &str) -> Result<View, ()> {
+        View::ALL
+            .iter()
+            .find(|(n, _)| *n == s)
+            .map(|&(_, v)| v)
+            .ok_or(())
+    }
+}
+
+/// What a view's blocks are weighed by.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Weight {
+    /// Requested bytes.
+    #[default]
+    Bytes,
+    /// Blocks (allocations).
+    Count,
+}
+
+impl Weight {
+    /// Every weight with its flag name, as `--weight` takes them.
+    pub const ALL: [(&'static str, Weight); 2] =
+        [("bytes", Weight::Bytes), ("count", Weight::Count)];
+
+    /// The flag name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Weight::Bytes => "bytes",
+            Weight::Count => "count",
+        }
+    }
+
+    /// The unit of a value, for titles and viewers: "bytes" or "allocations".
+    pub fn unit(self) -> &'static str {
+        match self {
+            Weight::Bytes => "bytes",
+            Weight::Count => "allocations",
+        }
+    }
+}
+
+impl FromStr for Weight {
+    type Err = ();
+
+    fn from_str(s: &str) -> Result<Weight, ()> {
+        Weight::ALL
+            .iter()
+            .find(|(n, _)| *n == s)
+            .map(|&(_, w)| w)
+            .ok_or(())
+    }
+}
+
+/// One sample's values, every view in both weights.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Values {
+    pub allocations: u64,
+    pub allocated_bytes: u64,
+    /// Blocks live at the scope's heap peak.
+    pub peak_live_blocks: u64,
+    pub peak_live_bytes: u64,
+    pub leaked_blocks: u64,
+    pub leaked_bytes: u64,
+    /// Temporary allocations.
+    pub temporary: u64,
+    pub temporary_bytes: u64,
+}
+
+impl Values {
+    /// The value of `view` weighed by `weight`.
+    pub fn get(&self, view: View, weight: Weight) -> u64 {
+        match (view, weight) {
+            (View::Peak, Weight::Bytes) => self.peak_live_bytes,
+            (View::Peak, Weight::Count) => self.peak_live_blocks,
+            (View::Allocated, Weight::Bytes) => self.allocated_bytes,
+            (View::Allocated, Weight::Count) => self.allocations,
+            (View::Leaked, Weight::Bytes) => self.leaked_bytes,
+            (View::Leaked, Weight::Count) => self.leaked_blocks,
+            (View::Temporary, Weight::Bytes) => self.temporary_bytes,
+            (View::Temporary, Weight::Count) => self.temporary,
+        }
+    }
+}
+
+/// A module the stacks run through.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProfileModule {
+    /// Its path, as the recorder found it mapped.
+    pub path: String,
+    /// Its GNU build id, lowercase hex; "" when it has none.
+    pub build_id: String,
+}
+
+/// One distinct call stack.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stack {
+    /// Its leaf node id in the recording (0: allocations without a call stack).
+    pub id: u32,
+    /// Indices into `Profile::frames`: innermost (the allocator) first, inlined functions
+    /// before the function they were inlined into, as `SiteFrame` in the JSON report.
+    pub frames: Vec<u32>,
+}
+
+/// What one stack's blocks did in one process (and benchmark window).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sample {
+    /// Index into `Profile::stacks`.
+    pub stack: usize,
+    pub pid: u32,
+    /// The program the process ran (its last exec's), "" when unknown.
+    pub command: String,
+    /// The benchmark measuring when the blocks were allocated, if any.
+    pub benchmark: Option<String>,
+    pub values: Values,
+}
+
+/// Every site of a scope, for the stack formats.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Profile {
+    /// Whether the recording has call stacks at all.
+    pub recorded: bool,
+    /// The scope's heap peak the `peak` view is taken at (its bytes add up to it).
+    pub peak_live_bytes: u64,
+    /// The modules the recording names, by path.
+    pub modules: Vec<ProfileModule>,
+    /// Every frame the stacks name, each once. Stacks share most of their frames (a build's
+    /// thousands of stacks run through the same few hundred functions), and a frame's names
+    /// are long (a Rust function's often 100 characters and more): a copy of every frame per
+    /// stack made the profile of one g++ run 1.2 GB.
+    pub frames: Vec<SiteFrame>,
+    pub stacks: Vec<Stack>,
+    /// Sorted by stack, pid, benchmark.
+    pub samples: Vec<Sample>,
+}
+
+impl Profile {
+    /// The frames of `stack`, innermost first.
+    pub fn frames_of<'a>(
+        &'a self,
+        stack: &'a Stack,
+    ) -> impl DoubleEndedIterator<Item = &'a SiteFrame> + ExactSizeIterator + 'a {
+        stack.frames.iter().map(|&i| &self.frames[i as usize])
+    }
+
+    /// The sum of `view` weighed by `weight` over every sample.
+    pub fn total(&self, view: View, weight: Weight) -> u64 {
+        self.samples
+            .iter()
+            .map(|s| s.values.get(view, weight))
+            .fold(0u64, u64::saturating_add)
+    }
+}
+
+/// How a frame is named in folded lines.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Naming {
+    /// The function alone (`malloc`): what flame graphs show.
+    #[default]
+    Function,
+    /// The function and its module's file name (`malloc [libc.so.6]`): the same function
+    /// name in two modules stays two frames (differential flame graphs of two recordings).
+    FunctionAndModule,
+}
+
+/// The name of one frame in folded lines: its function; an unsymbolized frame is its module's
+/// file name and offset (`libfoo.so+0x1234`); a mark that ends a walk early keeps its bracketed
+/// name (`[truncated]`, `[unknown]`, ...). A `;` (the folded separator, as in Rust's `[u8; 8]`)
+/// becomes `:`, and line breaks become spaces, so a name is always one frame on one line.
+pub fn frame_name(f: &SiteFrame, naming: Naming) -> String {
+    let module = f.module.rsplit('/').next().unwrap_or(&f.module);
+    let name = if f.is_mark() {
+        f.function.clone()
+    } else if f.function.is_empty() {
+        format!("{module}+{:#x}", f.offset)
+    } else if naming == Naming::FunctionAndModule {
+        format!("{} [{module}]", f.function)
+    } else {
+        f.function.clone()
+    };
+    name.replace(';', ":").replace(['\n', '\r'], " ")
+}
+
+/// The folded name of an empty stack: allocations the recording has no call stack for.
+pub const NO_STACK: &str = "[no stack]";
+
+/// The folded stack of `stack`: frames root first, joined by `;`; `names` holds the name of
+/// each of the profile's frames.
+fn folded_stack(stack: &Stack, names: &[String]) -> String {
+    if stack.frames.is_empty() {
+        return NO_STACK.to_string();
+    }
+    let names: Vec<&str> = stack
+        .frames
+        .iter()
+        .rev()
+        .map(|&i| names[i as usize].as_str())
+        .collect();
+    names.join(";")
+}
+
+/// The folded lines of `profile` for `view` weighed by `weight`: (stack root first, value),
+/// one per distinct folded stack (stacks that name the same frames add up), sorted by stack,
+/// without zero values. This is what `--format folded` prints, one `stack value` per line.
+pub fn folded(profile: &Profile, view: View, weight: Weight, naming: Naming) -> Vec<(String, u64)> {
+    let mut per_stack = vec![0u64; profile.stacks.len()];
+    for s in &profile.samples {
+        if let Some(v) = per_stack.get_mut(s.stack) {
+            *v = v.saturating_add(s.values.get(view, weight));
+        }
+    }
+    let names: Vec<String> = profile
+        .frames
+        .iter()
+        .map(|f| frame_name(f, naming))
+        .collect();
+    let mut lines: BTreeMap<String, u64> = BTreeMap::new();
+    for (stack, value) in profile.stacks.iter().zip(per_stack) {
+        if value > 0 {
+            let v = lines.entry(folded_stack(stack, &names)).or_default();
+            *v = v.saturating_add(value);
+        }
+    }
+    lines.into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(function: &str, module: &str, offset: u64) -> SiteFrame {
+        SiteFrame {
+            function: function.into(),
+            file: String::new(),
+            line: 0,
+            module: module.into(),
+            offset,
+            inlined: false,
+        }
+    }
+
+    fn profile() -> Profile {
+        let values = |peak, alloc| Values {
+            peak_live_bytes: peak,
+            allocated_bytes: alloc,
+            allocations: 1,
+            ..Values::default()
+        };
+        Profile {
+            recorded: true,
+            peak_live_bytes: 30,
+            modules: Vec::new(),
+            frames: vec![
+                frame("malloc", "/lib/libc.so.6", 1),
+                frame("main", "/a", 2),
+                frame("main", "/a", 3),
+                frame("", "/lib/libfoo.so", 0x1234),
+                SiteFrame::mark("[truncated]", 1),
+            ],
+            stacks: vec![
+                Stack {
+                    id: 2,
+                    frames: vec![0, 1],
+                },
+                // Another call site in main: the same folded stack.
+                Stack {
+                    id: 4,
+                    frames: vec![0, 2],
+                },
+                Stack {
+                    id: 5,
+                    frames: vec![3, 4],
+                },
+                Stack {
+                    id: 0,
+                    frames: Vec::new(),
+                },
+            ],
+            samples: vec![
+                Sample {
+                    stack: 0,
+                    pid: 1,
+                    command: "/a".into(),
+                    benchmark: None,
+                    values: values(10, 10),
+                },
+                Sample {
+                    stack: 1,
+                    pid: 2,
+                    command: "/a".into(),
+                    benchmark: None,
+                    values: values(20, 25),
+                },
+                Sample {
+                    stack: 2,
+                    pid: 2,
+                    command: "/a".into(),
+                    benchmark: None,
+                    values: values(0, 7),
+                },
+                Sample {
+                    stack: 3,
+                    pid: 2,
+                    command: "/a".into(),
+                    benchmark: None,
+                    values: values(0, 1),
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn folded_lines_merge_equal_stacks_and_skip_zeros() {
+        let p = profile();
+        assert_eq!(
+            folded(&p, View::Peak, Weight::Bytes, Naming::Function),
+            vec![("main;malloc".to_string(), 30)]
+        );
+        assert_eq!(
+            folded(&p, View::Allocated, Weight::Bytes, Naming::Function),
+            vec![
+                ("[no stack]".to_string(), 1),
+                ("[truncated];libfoo.so+0x1234".to_string(), 7),
+                ("main;malloc".to_string(), 35),
+            ]
+        );
+        assert_eq!(p.total(View::Allocated, Weight::Count), 4);
+    }
+
+    #[test]
+    fn names_with_modules_and_separators() {
+        let f = frame("f<[u8; 8]>\n", "/lib/x.so", 9);
+        assert_eq!(frame_name(&f, Naming::Function), "f<[u8: 8]> ");
+        assert_eq!(
+            frame_name(
+                &frame("malloc", "/lib/libc.so.6", 1),
+                Naming::FunctionAndModule
+            ),
+            "malloc [libc.so.6]"
+        );
+        assert_eq!(
+            frame_name(&SiteFrame::mark("[unknown]", 2), Naming::FunctionAndModule),
+            "[unknown]"
+        );
+    }
+
+    #[test]
+    fn views_and_weights_parse_their_names() {
+        for (n, v) in View::ALL {
+            assert_eq!(n.parse(), Ok(v));
+            assert_eq!(v.name(), n);
+        }
+        for (n, w) in Weight::ALL {
+            assert_eq!(n.parse(), Ok(w));
+            assert_eq!(w.name(), n);
+        }
+        assert!("live".parse::<View>().is_err());
+    }
+}

@@ -1,0 +1,204 @@
+//! `report --format flamegraph`: the folded lines of one view drawn as an SVG flame graph by
+//! inferno, whose SVG embeds its own script (hover details, search, zoom), so the file works
+//! offline. The HTML report embeds three of them through [`write_svg`].
+
+use std::io::{self, Write};
+
+use inferno::flamegraph::{self, Options};
+
+use crate::model::profile::{folded, Naming, Profile, View, Weight};
+
+/// Writes the flame graph of `view` weighed by `weight`, titled `title`, to `out`. A view
+/// with nothing in it (no leaks, say) is a small SVG that says so, rather than inferno's error
+/// picture, so a page embedding several views always gets a valid one.
+pub fn write_svg(
+    profile: &Profile,
+    view: View,
+    weight: Weight,
+    title: &str,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let lines: Vec<String> = folded(profile, view, weight, Naming::Function)
+        .into_iter()
+        .map(|(stack, value)| format!("{stack} {value}"))
+        .collect();
+    if lines.is_empty() {
+        return write_empty(view, weight, title, out);
+    }
+    let mut options = Options::default();
+    options.title = title.to_string();
+    options.count_name = weight.unit().to_string();
+    options.name_type = "Function:".to_string();
+    // The same recording gives the same file (inferno otherwise colors frames at random).
+    options.deterministic = true;
+    options.hash = true;
+    flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), out)
+}
+
+/// Writes the differential flame graph of `lines` (`stack base new`, sorted by stack, as
+/// `memtrack diff --format folded` prints them) to `out`, as inferno draws one: frame widths
+/// from the new values, the hue from the change, red where the new recording has more and blue
+/// where it has less. With `base_widths`, the widths are the base's (so stacks the new
+/// recording no longer has are visible), with the hues kept: red is still more in the new one.
+/// `subject` names what the values are ("allocated", ...) for the message of a graph whose
+/// widths are all 0, which is an SVG that says so rather than inferno's error picture.
+pub fn write_differential_svg(
+    lines: &[(String, u64, u64)],
+    weight: Weight,
+    subject: &str,
+    title: &str,
+    base_widths: bool,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    // inferno takes the width from the last column and colors by last minus first; swapping
+    // the columns and negating the hues draws the base's widths with the same colors.
+    let folded: Vec<String> = lines
+        .iter()
+        .map(|(stack, base, new)| match base_widths {
+            false => format!("{stack} {base} {new}"),
+            true => format!("{stack} {new} {base}"),
+        })
+        .collect();
+    let (widths, other) = if base_widths {
+        ("base", "new")
+    } else {
+        ("new", "base")
+    };
+    let total = |column: fn(&(String, u64, u64)) -> u64| {
+        lines.iter().map(column).fold(0u64, u64::saturating_add)
+    };
+    let (base_total, new_total) = (total(|l| l.1), total(|l| l.2));
+    let (drawn, undrawn) = if base_widths {
+        (base_total, new_total)
+    } else {
+        (new_total, base_total)
+    };
+    if drawn == 0 {
+        let hint = if base_widths || undrawn == 0 {
+            ""
+        } else {
+            "; --base-widths draws its stacks"
+        };
+        let unit = weight.unit();
+        let message = format!(
+            "nothing {subject} in the {widths} recording: 0 {unit} ({undrawn} {unit} in the \
+             {other} one{hint})"
+        );
+        return write_message(title, &message, out);
+    }
+    let mut options = Options::default();
+    options.title = title.to_string();
+    options.subtitle = Some(format!(
+        "widths: the {widths} recording; red: more in the new recording than in the base, \
+         blue: less"
+    ));
+    options.count_name = weight.unit().to_string();
+    options.name_type = "Function:".to_string();
+    options.negate_differentials = base_widths;
+    options.deterministic = true;
+    options.hash = true;
+    flamegraph::from_lines(&mut options, folded.iter().map(String::as_str), out)
+}
+
+/// An SVG with the title and a line saying the view is empty.
+fn write_empty(view: View, weight: Weight, title: &str, out: &mut dyn Write) -> io::Result<()> {
+    let message = format!(
+        "nothing {} in this scope: 0 {}",
+        view.describe(),
+        weight.unit()
+    );
+    write_message(title, &message, out)
+}
+
+/// An SVG with the title and one line of `message` under it.
+fn write_message(title: &str, message: &str, out: &mut dyn Write) -> io::Result<()> {
+    write!(
+        out,
+        "<?xml version=\"1.0\" standalone=\"no\"?>\n\
+         <svg version=\"1.1\" width=\"1200\" height=\"80\" viewBox=\"0 0 1200 80\" \
+         xmlns=\"http://www.w3.org/2000/svg\">\n\
+         <text x=\"600\" y=\"24\" text-anchor=\"middle\" font-family=\"Verdana\" \
+         font-size=\"17\">{}</text>\n\
+         <text x=\"600\" y=\"56\" text-anchor=\"middle\" font-family=\"Verdana\" \
+         font-size=\"12\">{}</text>\n</svg>\n",
+        xml_escape(title),
+        xml_escape(message)
+    )
+}
+
+/// `s` as XML text.
+fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::profile::{Sample, Stack, Values};
+    use crate::model::sites::SiteFrame;
+
+    fn profile() -> Profile {
+        let frame = |function: &str| SiteFrame {
+            function: function.into(),
+            file: String::new(),
+            line: 0,
+            module: "/a".into(),
+            offset: 1,
+            inlined: false,
+        };
+        Profile {
+            recorded: true,
+            frames: vec![frame("malloc"), frame("main")],
+            stacks: vec![Stack {
+                id: 1,
+                frames: vec![0, 1],
+            }],
+            samples: vec![Sample {
+                stack: 0,
+                pid: 1,
+                command: "/a".into(),
+                benchmark: None,
+                values: Values {
+                    allocations: 3,
+                    allocated_bytes: 1234,
+                    ..Values::default()
+                },
+            }],
+            ..Profile::default()
+        }
+    }
+
+    #[test]
+    fn svg_names_frames_with_their_values() {
+        let mut out = Vec::new();
+        write_svg(
+            &profile(),
+            View::Allocated,
+            Weight::Bytes,
+            "t <1>",
+            &mut out,
+        )
+        .unwrap();
+        let svg = String::from_utf8(out).unwrap();
+        assert!(
+            svg.contains("<title>malloc (1,234 bytes, 100.00%)</title>"),
+            "{svg}"
+        );
+        assert!(svg.contains("t &lt;1&gt;"), "{svg}");
+    }
+
+    #[test]
+    fn an_empty_view_is_a_valid_svg_that_says_so() {
+        let mut out = Vec::new();
+        write_svg(&profile(), View::Leaked, Weight::Count, "t", &mut out).unwrap();
+        let svg = String::from_utf8(out).unwrap();
+        assert!(
+            svg.contains("nothing leaked in this scope: 0 allocations"),
+            "{svg}"
+        );
+        assert!(svg.trim_end().ends_with("</svg>"));
+    }
+}

@@ -1,0 +1,356 @@
+//! `report --format pprof`: the scope's profile as gzipped profile.proto, for `go tool pprof`
+//! and the tools that read it (docs/formats.md, "pprof").
+//!
+//! The messages are written by hand after github.com/google/pprof/proto/profile.proto, with
+//! prost's derive, so the build needs no protoc. Every view is a sample type (Go's heap profile
+//! names for the first four: alloc_objects, alloc_space, inuse_objects, inuse_space, where
+//! "inuse" is live at the scope's heap peak; then leaked_* and temporary_*); `--view` and
+//! `--weight` choose the default one. A sample is one (stack, process, benchmark) with labels
+//! pid, command and benchmark, so `-tagfocus pid=...` splits a tree by process.
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+
+use flate2::write::GzEncoder;
+use flate2::Compression;
+use prost::Message;
+
+use crate::model::metrics::Report;
+use crate::model::profile::{frame_name, Naming, Profile as Model, View, Weight, NO_STACK};
+use crate::model::sites::SiteFrame;
+
+/// profile.proto's `Profile`.
+#[derive(Clone, PartialEq, Message)]
+pub struct Profile {
+    #[prost(message, repeated, tag = "1")]
+    pub sample_type: Vec<ValueType>,
+    #[prost(message, repeated, tag = "2")]
+    pub sample: Vec<Sample>,
+    #[prost(message, repeated, tag = "3")]
+    pub mapping: Vec<Mapping>,
+    #[prost(message, repeated, tag = "4")]
+    pub location: Vec<Location>,
+    #[prost(message, repeated, tag = "5")]
+    pub function: Vec<Function>,
+    #[prost(string, repeated, tag = "6")]
+    pub string_table: Vec<String>,
+    #[prost(int64, tag = "9")]
+    pub time_nanos: i64,
+    #[prost(int64, tag = "10")]
+    pub duration_nanos: i64,
+    #[prost(int64, repeated, tag = "13")]
+    pub comment: Vec<i64>,
+    #[prost(int64, tag = "14")]
+    pub default_sample_type: i64,
+}
+
+/// profile.proto's `ValueType`: string-table indices of a type and its unit.
+#[derive(Clone, PartialEq, Message)]
+pub struct ValueType {
+    #[prost(int64, tag = "1")]
+    pub r#type: i64,
+    #[prost(int64, tag = "2")]
+    pub unit: i64,
+}
+
+/// profile.proto's `Sample`: locations leaf first, one value per sample type.
+#[derive(Clone, PartialEq, Message)]
+pub struct Sample {
+    #[prost(uint64, repeated, tag = "1")]
+    pub location_id: Vec<u64>,
+    #[prost(int64, repeated, tag = "2")]
+    pub value: Vec<i64>,
+    #[prost(message, repeated, tag = "3")]
+    pub label: Vec<Label>,
+}
+
+/// profile.proto's `Label`: a string (`str`) or a number (`num`).
+#[derive(Clone, PartialEq, Message)]
+pub struct Label {
+    #[prost(int64, tag = "1")]
+    pub key: i64,
+    #[prost(int64, tag = "2")]
+    pub str: i64,
+    #[prost(int64, tag = "3")]
+    pub num: i64,
+}
+
+/// profile.proto's `Mapping`.
+#[derive(Clone, PartialEq, Message)]
+pub struct Mapping {
+    #[prost(uint64, tag = "1")]
+    pub id: u64,
+    #[prost(uint64, tag = "2")]
+    pub memory_start: u64,
+    #[prost(uint64, tag = "3")]
+    pub memory_limit: u64,
+    #[prost(uint64, tag = "4")]
+    pub file_offset: u64,
+    #[prost(int64, tag = "5")]
+    pub filename: i64,
+    #[prost(int64, tag = "6")]
+    pub build_id: i64,
+    #[prost(bool, tag = "7")]
+    pub has_functions: bool,
+    #[prost(bool, tag = "8")]
+    pub has_filenames: bool,
+    #[prost(bool, tag = "9")]
+    pub has_line_numbers: bool,
+    #[prost(bool, tag = "10")]
+    pub has_inline_frames: bool,
+}
+
+/// profile.proto's `Location`: one address, its inline chain as lines (callee first).
+#[derive(Clone, PartialEq, Message)]
+pub struct Location {
+    #[prost(uint64, tag = "1")]
+    pub id: u64,
+    #[prost(uint64, tag = "2")]
+    pub mapping_id: u64,
+    #[prost(uint64, tag = "3")]
+    pub address: u64,
+    #[prost(message, repeated, tag = "4")]
+    pub line: Vec<Line>,
+}
+
+/// profile.proto's `Line`.
+#[derive(Clone, PartialEq, Message)]
+pub struct Line {
+    #[prost(uint64, tag = "1")]
+    pub function_id: u64,
+    #[prost(int64, tag = "2")]
+    pub line: i64,
+}
+
+/// profile.proto's `Function`.
+#[derive(Clone, PartialEq, Message)]
+pub struct Function {
+    #[prost(uint64, tag = "1")]
+    pub id: u64,
+    #[prost(int64, tag = "2")]
+    pub name: i64,
+    #[prost(int64, tag = "3")]
+    pub system_name: i64,
+    #[prost(int64, tag = "4")]
+    pub filename: i64,
+}
+
+/// The sample types, in order: (name, view, weight).
+pub const SAMPLE_TYPES: [(&str, View, Weight); 8] = [
+    ("alloc_objects", View::Allocated, Weight::Count),
+    ("alloc_space", View::Allocated, Weight::Bytes),
+    ("inuse_objects", View::Peak, Weight::Count),
+    ("inuse_space", View::Peak, Weight::Bytes),
+    ("leaked_objects", View::Leaked, Weight::Count),
+    ("leaked_space", View::Leaked, Weight::Bytes),
+    ("temporary_objects", View::Temporary, Weight::Count),
+    ("temporary_space", View::Temporary, Weight::Bytes),
+];
+
+/// Each module gets its own range of fake addresses this wide: a location's address is its
+/// module's start plus its file offset, so the mappings never overlap and pprof's address to
+/// file offset arithmetic gives the recorded offset back.
+const MODULE_SPAN: u64 = 1 << 40;
+
+/// The string table: index 0 is "" as profile.proto requires.
+#[derive(Default)]
+struct Strings {
+    table: Vec<String>,
+    index: HashMap<String, i64>,
+}
+
+impl Strings {
+    fn new() -> Strings {
+        let mut s = Strings::default();
+        s.get("");
+        s
+    }
+
+    fn get(&mut self, s: &str) -> i64 {
+        if let Some(&i) = self.index.get(s) {
+            return i;
+        }
+        let i = self.table.len() as i64;
+        self.table.push(s.to_string());
+        self.index.insert(s.to_string(), i);
+        i
+    }
+}
+
+/// Builds the profile.proto message of `model` for `report` (its times and command), opening
+/// on `view` weighed by `weight`.
+pub fn build(model: &Model, report: &Report, view: View, weight: Weight) -> Profile {
+    let mut strings = Strings::new();
+    let mut p = Profile {
+        sample_type: SAMPLE_TYPES
+            .iter()
+            .map(|&(name, _, w)| ValueType {
+                r#type: strings.get(name),
+                unit: strings.get(if w == Weight::Bytes { "bytes" } else { "count" }),
+            })
+            .collect(),
+        time_nanos: i64::try_from(report.run.start_wall_ns).unwrap_or(i64::MAX),
+        duration_nanos: i64::try_from(report.run.duration_ns).unwrap_or(i64::MAX),
+        ..Profile::default()
+    };
+    let default = SAMPLE_TYPES
+        .iter()
+        .find(|&&(_, v, w)| v == view && w == weight)
+        .map_or("inuse_space", |t| t.0);
+    p.default_sample_type = strings.get(default);
+    let command = format!("memtrack recording of: {}", report.run.command.join(" "));
+    p.comment.push(strings.get(&command));
+
+    let mut mapping_of: HashMap<&str, u64> = HashMap::new();
+    // pprof names the profile after its first mapping: the recorded command's, when known.
+    let mut modules: Vec<_> = model.modules.iter().collect();
+    let main = report.run.command.first().map(String::as_str);
+    modules.sort_by_key(|m| Some(m.path.as_str()) != main);
+    for (k, m) in modules.into_iter().enumerate() {
+        let id = k as u64 + 1;
+        mapping_of.insert(&m.path, id);
+        p.mapping.push(Mapping {
+            id,
+            memory_start: id * MODULE_SPAN,
+            memory_limit: (id + 1) * MODULE_SPAN,
+            file_offset: 0,
+            filename: strings.get(&m.path),
+            build_id: strings.get(&m.build_id),
+            has_functions: true,
+            has_filenames: true,
+            has_line_numbers: true,
+            has_inline_frames: true,
+        });
+    }
+
+    let mut functions: HashMap<(String, String), u64> = HashMap::new();
+    let mut function_id = |p: &mut Profile, strings: &mut Strings, name: &str, file: &str| {
+        let key = (name.to_string(), file.to_string());
+        if let Some(&id) = functions.get(&key) {
+            return id;
+        }
+        let id = p.function.len() as u64 + 1;
+        let name = strings.get(name);
+        p.function.push(Function {
+            id,
+            name,
+            system_name: name,
+            filename: strings.get(file),
+        });
+        functions.insert(key, id);
+        id
+    };
+    // A location per (module, offset), or per mark name for frames that are no code.
+    let mut locations: HashMap<(String, u64), u64> = HashMap::new();
+    let mut stack_locations: Vec<Vec<u64>> = Vec::with_capacity(model.stacks.len());
+    for stack in &model.stacks {
+        let mut ids = Vec::new();
+        let mut chain: Vec<&SiteFrame> = Vec::new();
+        let mut frames: Vec<&SiteFrame> = model.frames_of(stack).collect();
+        let empty = SiteFrame::mark(NO_STACK, 0);
+        if frames.is_empty() {
+            frames.push(&empty);
+        }
+        for f in frames {
+            chain.push(f);
+            if f.inlined {
+                continue; // its caller ends the chain
+            }
+            let key = if f.is_mark() {
+                (f.function.clone(), u64::MAX)
+            } else {
+                (f.module.clone(), f.offset)
+            };
+            let id = match locations.get(&key) {
+                Some(&id) => id,
+                None => {
+                    let id = p.location.len() as u64 + 1;
+                    let mapping_id = if f.is_mark() {
+                        0
+                    } else {
+                        mapping_of.get(f.module.as_str()).copied().unwrap_or(0)
+                    };
+                    let line = chain
+                        .iter()
+                        .map(|c| Line {
+                            function_id: function_id(
+                                &mut p,
+                                &mut strings,
+                                &frame_name(c, Naming::Function),
+                                &c.file,
+                            ),
+                            line: i64::from(c.line),
+                        })
+                        .collect();
+                    p.location.push(Location {
+                        id,
+                        mapping_id,
+                        address: if mapping_id == 0 {
+                            0
+                        } else {
+                            mapping_id * MODULE_SPAN + f.offset.min(MODULE_SPAN - 1)
+                        },
+                        line,
+                    });
+                    locations.insert(key, id);
+                    id
+                }
+            };
+            ids.push(id);
+            chain.clear();
+        }
+        stack_locations.push(ids);
+    }
+
+    let (pid, command, benchmark) = (
+        strings.get("pid"),
+        strings.get("command"),
+        strings.get("benchmark"),
+    );
+    for s in &model.samples {
+        let mut label = vec![
+            Label {
+                key: pid,
+                str: 0,
+                num: i64::from(s.pid),
+            },
+            Label {
+                key: command,
+                str: strings.get(&s.command),
+                num: 0,
+            },
+        ];
+        if let Some(b) = &s.benchmark {
+            label.push(Label {
+                key: benchmark,
+                str: strings.get(b),
+                num: 0,
+            });
+        }
+        p.sample.push(Sample {
+            location_id: stack_locations.get(s.stack).cloned().unwrap_or_default(),
+            value: SAMPLE_TYPES
+                .iter()
+                .map(|&(_, v, w)| i64::try_from(s.values.get(v, w)).unwrap_or(i64::MAX))
+                .collect(),
+            label,
+        });
+    }
+    p.string_table = strings.table;
+    p
+}
+
+/// Writes the profile of `model` as gzipped profile.proto to `out`.
+pub fn write_pprof(
+    model: &Model,
+    report: &Report,
+    view: View,
+    weight: Weight,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let bytes = build(model, report, view, weight).encode_to_vec();
+    let mut gz = GzEncoder::new(out, Compression::default());
+    gz.write_all(&bytes)?;
+    gz.finish()?;
+    Ok(())
+}
