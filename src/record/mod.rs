@@ -208,15 +208,17 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
     let objects = load::Loaded::start(opts, caps, &pidns)?;
     objects.wait_probes(opts, caps, &pidns)?;
     clock.step("allocator and discovery objects' load");
-    let mut features = Vec::new();
-    let discovery = discovery(opts, caps, &objects, private.as_ref(), &mut features)?;
+    let mut discovered = Vec::new();
+    let discovery = discovery(opts, caps, &objects, private.as_ref(), &mut discovered)?;
     clock.step("probes on libc and the loader");
     objects.wait_all(opts, caps, &pidns)?;
     clock.step("other objects' load");
     let links = objects.attach()?;
     clock.step("tracepoint attach");
     // In table order, then the ones discovery adds (call stacks, the leak scan).
-    features.splice(0..0, objects.features().into_iter().chain(pidns.feature()));
+    let mut features = objects.features();
+    features.extend(pidns.feature());
+    features.extend(discovered);
     let process_obj = objects.process();
     let tracked = MapFd::of(process_obj, "tracked").map_err(kernel_error)?;
     let lost = MapFd::of(process_obj, "lost").map_err(kernel_error)?;
