@@ -21,6 +21,10 @@ fn main() {
 
     println!("cargo:rerun-if-env-changed=CLANG");
     println!("cargo:rerun-if-changed=bpf");
+    // Every call of libbpf's btf__load_vmlinux_btf, its own included, goes to
+    // src/sys/kernel_btf.rs, which parses the kernel's BTF once per process instead of once
+    // per object loaded.
+    println!("cargo:rustc-link-arg=-Wl,--wrap=btf__load_vmlinux_btf");
 
     let mut sources: Vec<PathBuf> = std::fs::read_dir(bpf_dir)
         .expect("read bpf/")

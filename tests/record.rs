@@ -567,3 +567,25 @@ fn core_relocations_equal_the_kernels_whole_btf() {
         assert_eq!(c, f, "a relocation against the cut BTF");
     }
 }
+
+/// The kernel's BTF is parsed once per recording (src/sys/kernel_btf.rs), where libbpf parsed
+/// it once per object loaded and preflight once more: libbpf says each parse at -v -v -v.
+#[test]
+fn the_kernels_btf_is_parsed_once() {
+    skip_unless_recording!("the_kernels_btf_is_parsed_once");
+    let path = common::scratch_file("btf_once.mt");
+    let run = run_command(
+        std::process::Command::new(common::memtrack())
+            .args(["-v", "-v", "-v", "record", "--stacks", "-o"])
+            .arg(&path)
+            .args(["--", "true"]),
+    );
+    assert!(run.status.success(), "{}", run.describe());
+    let parses = run.stderr.matches("libbpf: loaded kernel BTF from").count();
+    assert!(
+        run.stderr.contains("libbpf: "),
+        "libbpf's lines at -v -v -v: {}",
+        run.describe()
+    );
+    assert_eq!(parses, 1, "parses of the kernel's BTF: {}", run.describe());
+}

@@ -6,6 +6,7 @@ pub mod bpf;
 pub mod caps;
 pub mod fifo;
 pub mod inspect;
+pub mod kernel_btf;
 pub mod lock;
 pub mod mount;
 pub mod probe;

@@ -110,7 +110,8 @@ fn load(
     own(fd, what)
 }
 
-/// The kernel's own BTF, parsed once for the probes that name a kernel function or tracepoint.
+/// The kernel's own BTF (the process's one parse, `kernel_btf`), for the probes that name a
+/// kernel function or tracepoint.
 pub struct VmlinuxBtf {
     ptr: NonNull<sys::btf>,
     /// The ids found (or not) by name and kind: libbpf searches every type once per name, some
@@ -119,16 +120,19 @@ pub struct VmlinuxBtf {
 }
 
 impl VmlinuxBtf {
-    /// Parse /sys/kernel/btf/vmlinux (or wherever libbpf finds the running kernel's BTF).
+    /// /sys/kernel/btf/vmlinux (or wherever libbpf finds the running kernel's BTF), parsed on
+    /// the process's first call.
     pub fn load() -> Result<VmlinuxBtf, BpfError> {
-        // SAFETY: no arguments; returns NULL and sets errno on failure.
-        let ptr = unsafe { sys::btf__load_vmlinux_btf() };
-        NonNull::new(ptr)
+        crate::sys::kernel_btf::kernel()
             .map(|ptr| VmlinuxBtf {
                 ptr,
                 found: RefCell::default(),
             })
-            .ok_or_else(|| last_error("the kernel's BTF", -1))
+            .map_err(|errno| BpfError {
+                what: "the kernel's BTF".to_string(),
+                errno,
+                verifier: None,
+            })
     }
 
     /// Its bytes, as read (libbpf keeps them while the BTF is unchanged).
@@ -268,13 +272,6 @@ impl VmlinuxBtf {
             &format!("fentry/{function}"),
         )?;
         attach_tracing(&prog, &format!("fentry/{function} attach"))
-    }
-}
-
-impl Drop for VmlinuxBtf {
-    fn drop(&mut self) {
-        // SAFETY: we own the btf.
-        unsafe { sys::btf__free(self.ptr.as_ptr()) }
     }
 }
 
