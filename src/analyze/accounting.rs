@@ -34,6 +34,27 @@ use crate::model::metrics::Scope;
 use crate::model::metrics::{Blocks, LeakMetrics, Report};
 use crate::model::rmap::RmapReport;
 
+/// What [`Accounting::apply`] did with one event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The event is in the sums (or rightly changed nothing, such as a free of a block never
+    /// seen while measuring is paused); the timeline follows it.
+    Accounted,
+    /// The event was left out: counted in the run's `ignored_events`, and not shown to the
+    /// timeline, since the sums it would read did not change.
+    Ignored(IgnoredBecause),
+}
+
+/// Why an event was left out of the accounting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IgnoredBecause {
+    /// An event of a process that had exited, whose pid no new process took.
+    AfterExit,
+    /// A fork the process table refused: of the process itself, of a child that has a parent
+    /// already, or one that would make a cycle.
+    RefusedFork,
+}
+
 /// The streaming state: feed it every event in file order, then call [`Accounting::finish`].
 pub struct Accounting {
     header: Header,
@@ -106,17 +127,16 @@ impl Accounting {
     }
 
     /// Accounts one event: the one dispatcher over events, then the timeline (if asked for),
-    /// which reads the sums once the event changed them.
+    /// which reads the sums once the event changed them and never sees an ignored event.
     #[inline]
-    pub fn apply(&mut self, event: &Event) {
-        if self.timeline.is_none() {
-            return self.account(event);
+    pub fn apply(&mut self, event: &Event) -> Outcome {
+        let outcome = self.account(event);
+        match outcome {
+            Outcome::Accounted if self.timeline.is_some() => self.follow_time(event),
+            Outcome::Accounted => {}
+            Outcome::Ignored(_) => self.log.ignored_events += 1,
         }
-        let ignored = self.log.ignored_events;
-        self.account(event);
-        if self.log.ignored_events == ignored {
-            self.follow_time(event);
-        }
+        outcome
     }
 
     /// Hands an applied event to the timeline: memory changes, lifecycle and control.
@@ -156,7 +176,7 @@ impl Accounting {
     /// Accounts one event: the one dispatcher over events. Each kind goes to the passes that
     /// follow it (heap, resident memory, raw mappings, benchmarks, the run's log); a new
     /// per-event pass (call stacks, timelines) plugs in here beside them.
-    fn account(&mut self, event: &Event) {
+    fn account(&mut self, event: &Event) -> Outcome {
         self.log.events += 1;
         self.log.last_ts_ns = self.log.last_ts_ns.max(event.ts_ns);
         let (pid, tid, ts) = (event.pid, event.tid, event.ts_ns);
@@ -181,13 +201,12 @@ impl Accounting {
                 // the harness's own, not an unknown free.
                 let paused = !self.benches.measuring();
                 let i = match self.table.lookup(pid) {
-                    Lookup::Alive(i) if paused && !self.table[i].live.contains_key(addr) => return,
-                    Lookup::Alive(i) => i,
-                    Lookup::Exited | Lookup::Absent if paused => return,
-                    Lookup::Exited => {
-                        self.log.ignored_events += 1;
-                        return;
+                    Lookup::Alive(i) if paused && !self.table[i].live.contains_key(addr) => {
+                        return Outcome::Accounted
                     }
+                    Lookup::Alive(i) => i,
+                    Lookup::Exited | Lookup::Absent if paused => return Outcome::Accounted,
+                    Lookup::Exited => return Outcome::Ignored(IgnoredBecause::AfterExit),
                     Lookup::Absent => self.table.active(pid, ts),
                 };
                 self.table[i].acted = true;
@@ -225,7 +244,7 @@ impl Accounting {
             }
             EventKind::Fork { child } => {
                 if !self.table.fork(pid, *child, ts) {
-                    self.log.ignored_events += 1;
+                    return Outcome::Ignored(IgnoredBecause::RefusedFork);
                 }
             }
             EventKind::Exec(Exec { filename, argv }) => {
@@ -235,7 +254,7 @@ impl Accounting {
             }
             EventKind::Exit { status } => match self.table.lookup(pid) {
                 Lookup::Alive(i) => self.exit(i, *status, ts),
-                Lookup::Exited => self.log.ignored_events += 1,
+                Lookup::Exited => return Outcome::Ignored(IgnoredBecause::AfterExit),
                 Lookup::Absent => {
                     let i = self.table.active(pid, ts);
                     self.exit(i, *status, ts);
@@ -255,10 +274,7 @@ impl Accounting {
                     Lookup::Exited if !*by_owner && *delta_pages > 0 => {
                         self.table.spawn(pid, None, ts)
                     }
-                    Lookup::Exited => {
-                        self.log.ignored_events += 1;
-                        return;
-                    }
+                    Lookup::Exited => return Outcome::Ignored(IgnoredBecause::AfterExit),
                     Lookup::Absent => self.table.spawn(pid, None, ts),
                 };
                 if *by_owner {
@@ -276,10 +292,7 @@ impl Accounting {
             } => {
                 let i = match self.table.lookup(pid) {
                     Lookup::Alive(i) => i,
-                    Lookup::Exited => {
-                        self.log.ignored_events += 1;
-                        return;
-                    }
+                    Lookup::Exited => return Outcome::Ignored(IgnoredBecause::AfterExit),
                     Lookup::Absent => self.table.spawn(pid, None, ts),
                 };
                 let page = self.page_bytes;
@@ -292,10 +305,7 @@ impl Accounting {
             EventKind::RmapRegion(region) => {
                 let i = match self.table.lookup(pid) {
                     Lookup::Alive(i) => i,
-                    Lookup::Exited => {
-                        self.log.ignored_events += 1;
-                        return;
-                    }
+                    Lookup::Exited => return Outcome::Ignored(IgnoredBecause::AfterExit),
                     Lookup::Absent => self.table.spawn(pid, None, ts),
                 };
                 let r = self.table[i].rmap.get_or_insert_with(Box::default);
@@ -341,6 +351,7 @@ impl Accounting {
                 }
             }
         }
+        Outcome::Accounted
     }
 
     /// Adds a block at `addr` to process `i` as the thread's latest allocation, in benchmark
@@ -999,6 +1010,24 @@ mod tests {
         let r = run(seq(vec![malloc(1, 1), exit(0), free(1), exit(0)]));
         assert_eq!(r.run.ignored_events, 2);
         assert_eq!(r.processes.len(), 1);
+    }
+
+    #[test]
+    fn apply_says_what_it_ignored_and_why() {
+        let mut acc = Accounting::new(&header()).with_timeline();
+        let outcomes: Vec<Outcome> = seq(vec![malloc(1, 1), exit(0), free(1)])
+            .iter()
+            .map(|e| acc.apply(e))
+            .collect();
+        assert_eq!(
+            outcomes,
+            [
+                Outcome::Accounted,
+                Outcome::Accounted,
+                Outcome::Ignored(IgnoredBecause::AfterExit)
+            ]
+        );
+        assert_eq!(acc.log.ignored_events, 1);
     }
 
     #[test]
