@@ -4,6 +4,8 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use crate::format::{FileError, FormatError};
+
 /// Everything that can go wrong, with what the user should do about it.
 #[derive(Debug)]
 pub enum Error {
@@ -87,5 +89,78 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// A recording that cannot be read: `Error::Io` when the file cannot be opened or read,
+/// `Error::BadFile` for everything else (damaged, of another format, still being written).
+/// Both print as the `FileError` does: the path, then what `format` says is wrong.
+impl From<FileError> for Error {
+    fn from(FileError { path, error }: FileError) -> Error {
+        match error {
+            FormatError::Io(source) => Error::io(path, source),
+            other => Error::BadFile {
+                path,
+                message: other.to_string(),
+            },
+        }
+    }
+}
+
 /// Shorthand for results in this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn on(path: &str, error: FormatError) -> Error {
+        Error::from(FileError {
+            path: path.into(),
+            error,
+        })
+    }
+
+    #[test]
+    fn io_becomes_io_error_with_path() {
+        let e = on("x.mt", FormatError::Io(std::io::Error::other("boom")));
+        assert!(matches!(e, Error::Io { .. }));
+        assert_eq!(e.to_string(), "x.mt: boom");
+    }
+
+    #[test]
+    fn others_become_bad_file_with_path() {
+        let error = FormatError::Truncated {
+            offset: 3,
+            what: "the magic",
+        };
+        match on("run.mt", error) {
+            Error::BadFile { path, message } => {
+                assert_eq!(path, Path::new("run.mt"));
+                assert!(message.contains("byte 3"), "{message}");
+            }
+            other => panic!("expected BadFile, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_file_still_being_written_is_a_bad_file() {
+        let e = on("live.mt", FormatError::StillBeingWritten);
+        assert!(matches!(e, Error::BadFile { .. }), "{e:?}");
+        assert_eq!(e.exit_code(Subcommand::Other), 2);
+    }
+
+    #[test]
+    fn the_crate_error_prints_as_the_file_error() {
+        let errors: [fn() -> FormatError; 3] = [
+            || FormatError::Io(std::io::Error::other("device gone")),
+            || FormatError::NotMemtrack { found: vec![0x89] },
+            || FormatError::StillBeingWritten,
+        ];
+        for error in errors {
+            let file_error = FileError {
+                path: "a.mt".into(),
+                error: error(),
+            };
+            assert_eq!(on("a.mt", error()).to_string(), file_error.to_string());
+        }
+    }
+}

@@ -18,7 +18,8 @@
 //!   exactly by updating the sum of every ancestor on each change (O(depth) per event).
 
 use crate::format::{
-    Event, EventKind, Exec, Header, Lost, ReadEnd, Skipped, FEATURE_CONTROL, FEATURE_LEAK_SCAN,
+    ControlCommand, Event, EventKind, Exec, Header, Lost, ReadEnd, RmapRegion, RssMember, Skipped,
+    FEATURE_CONTROL, FEATURE_LEAK_SCAN,
 };
 use crate::intmap::IntMap;
 
@@ -33,6 +34,27 @@ use super::tree::{Lookup, ProcIdx, ProcessTable};
 use crate::model::metrics::Scope;
 use crate::model::metrics::{Blocks, LeakMetrics, Report};
 use crate::model::rmap::RmapReport;
+
+/// What [`Accounting::apply`] did with one event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The event is in the sums (or rightly changed nothing, such as a free of a block never
+    /// seen while measuring is paused); the timeline follows it.
+    Accounted,
+    /// The event was left out: counted in the run's `ignored_events`, and not shown to the
+    /// timeline, since the sums it would read did not change.
+    Ignored(IgnoredBecause),
+}
+
+/// Why an event was left out of the accounting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IgnoredBecause {
+    /// An event of a process that had exited, whose pid no new process took.
+    AfterExit,
+    /// A fork the process table refused: of the process itself, of a child that has a parent
+    /// already, or one that would make a cycle.
+    RefusedFork,
+}
 
 /// The streaming state: feed it every event in file order, then call [`Accounting::finish`].
 pub struct Accounting {
@@ -106,17 +128,16 @@ impl Accounting {
     }
 
     /// Accounts one event: the one dispatcher over events, then the timeline (if asked for),
-    /// which reads the sums once the event changed them.
+    /// which reads the sums once the event changed them and never sees an ignored event.
     #[inline]
-    pub fn apply(&mut self, event: &Event) {
-        if self.timeline.is_none() {
-            return self.account(event);
+    pub fn apply(&mut self, event: &Event) -> Outcome {
+        let outcome = self.account(event);
+        match outcome {
+            Outcome::Accounted if self.timeline.is_some() => self.follow_time(event),
+            Outcome::Accounted => {}
+            Outcome::Ignored(_) => self.log.ignored_events += 1,
         }
-        let ignored = self.log.ignored_events;
-        self.account(event);
-        if self.log.ignored_events == ignored {
-            self.follow_time(event);
-        }
+        outcome
     }
 
     /// Hands an applied event to the timeline: memory changes, lifecycle and control.
@@ -156,7 +177,7 @@ impl Accounting {
     /// Accounts one event: the one dispatcher over events. Each kind goes to the passes that
     /// follow it (heap, resident memory, raw mappings, benchmarks, the run's log); a new
     /// per-event pass (call stacks, timelines) plugs in here beside them.
-    fn account(&mut self, event: &Event) {
+    fn account(&mut self, event: &Event) -> Outcome {
         self.log.events += 1;
         self.log.last_ts_ns = self.log.last_ts_ns.max(event.ts_ns);
         let (pid, tid, ts) = (event.pid, event.tid, event.ts_ns);
@@ -181,13 +202,12 @@ impl Accounting {
                 // the harness's own, not an unknown free.
                 let paused = !self.benches.measuring();
                 let i = match self.table.lookup(pid) {
-                    Lookup::Alive(i) if paused && !self.table[i].live.contains_key(addr) => return,
-                    Lookup::Alive(i) => i,
-                    Lookup::Exited | Lookup::Absent if paused => return,
-                    Lookup::Exited => {
-                        self.log.ignored_events += 1;
-                        return;
+                    Lookup::Alive(i) if paused && !self.table[i].live.contains_key(addr) => {
+                        return Outcome::Accounted
                     }
+                    Lookup::Alive(i) => i,
+                    Lookup::Exited | Lookup::Absent if paused => return Outcome::Accounted,
+                    Lookup::Exited => return Outcome::Ignored(IgnoredBecause::AfterExit),
                     Lookup::Absent => self.table.active(pid, ts),
                 };
                 self.table[i].acted = true;
@@ -225,7 +245,7 @@ impl Accounting {
             }
             EventKind::Fork { child } => {
                 if !self.table.fork(pid, *child, ts) {
-                    self.log.ignored_events += 1;
+                    return Outcome::Ignored(IgnoredBecause::RefusedFork);
                 }
             }
             EventKind::Exec(Exec { filename, argv }) => {
@@ -233,99 +253,30 @@ impl Accounting {
                 self.drop_mapped(i, ts);
                 self.exec(i, filename, argv);
             }
-            EventKind::Exit { status } => match self.table.lookup(pid) {
-                Lookup::Alive(i) => self.exit(i, *status, ts),
-                Lookup::Exited => self.log.ignored_events += 1,
-                Lookup::Absent => {
-                    let i = self.table.active(pid, ts);
-                    self.exit(i, *status, ts);
-                }
-            },
-            EventKind::Rss {
+            EventKind::Exit { status } => return self.exit_of(pid, *status, ts),
+            &EventKind::Rss {
                 member,
                 delta_pages,
                 value_pages,
                 by_owner,
-            } => {
-                let i = match self.table.lookup(pid) {
-                    Lookup::Alive(i) => i,
-                    // Growth made by another task for a pid that exited is the kernel filling
-                    // a new child that reuses the pid; anything else is the teardown of the
-                    // exited process's memory.
-                    Lookup::Exited if !*by_owner && *delta_pages > 0 => {
-                        self.table.spawn(pid, None, ts)
-                    }
-                    Lookup::Exited => {
-                        self.log.ignored_events += 1;
-                        return;
-                    }
-                    Lookup::Absent => self.table.spawn(pid, None, ts),
-                };
-                if *by_owner {
-                    self.table[i].acted = true;
-                }
-                self.resident_change(i, *member as usize, *delta_pages, *value_pages, ts);
-                if self.benches.window().is_some() {
-                    self.benches.follow_resident(&self.table, ts);
-                }
-            }
+            } => return self.rss(pid, ts, member as usize, delta_pages, value_pages, by_owner),
             &EventKind::Rmap {
                 member,
                 pages,
                 addr,
-            } => {
-                let i = match self.table.lookup(pid) {
-                    Lookup::Alive(i) => i,
-                    Lookup::Exited => {
-                        self.log.ignored_events += 1;
-                        return;
-                    }
-                    Lookup::Absent => self.table.spawn(pid, None, ts),
-                };
-                let page = self.page_bytes;
-                let p = &mut self.table[i];
-                let rss = p.resident.as_deref().map_or([0; MEMBERS], |r| r.values());
-                let r = p.rmap.get_or_insert_with(Box::default);
-                r.inherited.get_or_insert(rss);
-                r.apply(member, pages, addr, page, ts);
-            }
-            EventKind::RmapRegion(region) => {
-                let i = match self.table.lookup(pid) {
-                    Lookup::Alive(i) => i,
-                    Lookup::Exited => {
-                        self.log.ignored_events += 1;
-                        return;
-                    }
-                    Lookup::Absent => self.table.spawn(pid, None, ts),
-                };
-                let r = self.table[i].rmap.get_or_insert_with(Box::default);
-                r.note_region(region.start, region.end, &region.what, &region.name);
-            }
+            } => return self.rmap(pid, ts, member, pages, addr),
+            EventKind::RmapRegion(region) => return self.rmap_region(pid, ts, region),
             EventKind::Lost(Lost { cause, total }) => self.log.note_lost(cause, *total),
             EventKind::Mmap { .. }
             | EventKind::Munmap { .. }
             | EventKind::Mremap { .. }
-            | EventKind::Brk { .. } => {
-                let i = self.table.active(pid, ts);
-                let m = self.table[i].mapped.get_or_insert_with(Box::default);
-                let old = m.live;
-                m.apply(&event.kind, self.page_bytes, ts);
-                let new = m.live;
-                self.set_mapped(i, old, new, ts);
-            }
+            | EventKind::Brk { .. } => self.mapping(pid, &event.kind, ts),
             EventKind::Coverage(file) => {
                 if !self.log.files.iter().any(|f| f.path == file.path) {
                     self.log.files.push(file.clone());
                 }
             }
-            EventKind::Control { command } => {
-                if self
-                    .benches
-                    .control(command, ts, |pid| self.table.alive(pid))
-                {
-                    self.benches.follow_resident(&self.table, ts);
-                }
-            }
+            EventKind::Control { command } => self.control(command, ts),
             // The stack trie and its names: only the sites pass reads them.
             EventKind::Module(_)
             | EventKind::StackNode { .. }
@@ -341,6 +292,102 @@ impl Accounting {
                 }
             }
         }
+        Outcome::Accounted
+    }
+
+    /// A resident counter of `pid` changed (`EventKind::Rss`): by `delta_pages` of `member`,
+    /// to `value_pages`, by the process itself when `by_owner`.
+    fn rss(
+        &mut self,
+        pid: u32,
+        ts: u64,
+        member: usize,
+        delta_pages: i64,
+        value_pages: u64,
+        by_owner: bool,
+    ) -> Outcome {
+        let i = match self.table.lookup(pid) {
+            Lookup::Alive(i) => i,
+            // Growth made by another task for a pid that exited is the kernel filling a new
+            // child that reuses the pid; anything else is the teardown of the exited process's
+            // memory.
+            Lookup::Exited if !by_owner && delta_pages > 0 => self.table.spawn(pid, None, ts),
+            Lookup::Exited => return Outcome::Ignored(IgnoredBecause::AfterExit),
+            Lookup::Absent => self.table.spawn(pid, None, ts),
+        };
+        if by_owner {
+            self.table[i].acted = true;
+        }
+        self.resident_change(i, member, delta_pages, value_pages, ts);
+        if self.benches.window().is_some() {
+            self.benches.follow_resident(&self.table, ts);
+        }
+        Outcome::Accounted
+    }
+
+    /// Process `pid` exited with `status`; ignored when it had exited already.
+    fn exit_of(&mut self, pid: u32, status: i32, ts: u64) -> Outcome {
+        let i = match self.table.lookup(pid) {
+            Lookup::Alive(i) => i,
+            Lookup::Exited => return Outcome::Ignored(IgnoredBecause::AfterExit),
+            Lookup::Absent => self.table.active(pid, ts),
+        };
+        self.exit(i, status, ts);
+        Outcome::Accounted
+    }
+
+    /// `pages` of `member` at `addr` of `pid` changed (`EventKind::Rmap`, `record --rmap`).
+    fn rmap(&mut self, pid: u32, ts: u64, member: RssMember, pages: i32, addr: u64) -> Outcome {
+        let Some(i) = self.alive_or_new(pid, ts) else {
+            return Outcome::Ignored(IgnoredBecause::AfterExit);
+        };
+        let page = self.page_bytes;
+        let p = &mut self.table[i];
+        let rss = p.resident.as_deref().map_or([0; MEMBERS], |r| r.values());
+        let r = p.rmap.get_or_insert_with(Box::default);
+        r.inherited.get_or_insert(rss);
+        r.apply(member, pages, addr, page, ts);
+        Outcome::Accounted
+    }
+
+    /// `pid`'s memory has `region` (`EventKind::RmapRegion`, `record --rmap`).
+    fn rmap_region(&mut self, pid: u32, ts: u64, region: &RmapRegion) -> Outcome {
+        let Some(i) = self.alive_or_new(pid, ts) else {
+            return Outcome::Ignored(IgnoredBecause::AfterExit);
+        };
+        let r = self.table[i].rmap.get_or_insert_with(Box::default);
+        r.note_region(region.start, region.end, &region.what, &region.name);
+        Outcome::Accounted
+    }
+
+    /// The harness sent `command` (`--control`): benchmark windows open and close.
+    fn control(&mut self, command: &ControlCommand, ts: u64) {
+        if self
+            .benches
+            .control(command, ts, |pid| self.table.alive(pid))
+        {
+            self.benches.follow_resident(&self.table, ts);
+        }
+    }
+
+    /// The process `pid` names, made if it was never seen; `None` once it exited, when an
+    /// event of its memory is the teardown of the exited process's.
+    fn alive_or_new(&mut self, pid: u32, ts: u64) -> Option<ProcIdx> {
+        match self.table.lookup(pid) {
+            Lookup::Alive(i) => Some(i),
+            Lookup::Exited => None,
+            Lookup::Absent => Some(self.table.spawn(pid, None, ts)),
+        }
+    }
+
+    /// A mapping of `pid` changed (`kind` is an `Mmap`, `Munmap`, `Mremap` or `Brk`).
+    fn mapping(&mut self, pid: u32, kind: &EventKind, ts: u64) {
+        let i = self.table.active(pid, ts);
+        let m = self.table[i].mapped.get_or_insert_with(Box::default);
+        let old = m.live;
+        m.apply(kind, self.page_bytes, ts);
+        let new = m.live;
+        self.set_mapped(i, old, new, ts);
     }
 
     /// Adds a block at `addr` to process `i` as the thread's latest allocation, in benchmark
@@ -681,7 +728,7 @@ pub fn analyze_sites<I: IntoIterator<Item = Event>>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::{AllocFunc, Bench, RssMember};
+    use crate::format::{AllocFunc, Bench};
     use crate::model::metrics::Scope;
     use crate::testkit::*;
 
@@ -999,6 +1046,24 @@ mod tests {
         let r = run(seq(vec![malloc(1, 1), exit(0), free(1), exit(0)]));
         assert_eq!(r.run.ignored_events, 2);
         assert_eq!(r.processes.len(), 1);
+    }
+
+    #[test]
+    fn apply_says_what_it_ignored_and_why() {
+        let mut acc = Accounting::new(&header()).with_timeline();
+        let outcomes: Vec<Outcome> = seq(vec![malloc(1, 1), exit(0), free(1)])
+            .iter()
+            .map(|e| acc.apply(e))
+            .collect();
+        assert_eq!(
+            outcomes,
+            [
+                Outcome::Accounted,
+                Outcome::Accounted,
+                Outcome::Ignored(IgnoredBecause::AfterExit)
+            ]
+        );
+        assert_eq!(acc.log.ignored_events, 1);
     }
 
     #[test]

@@ -1,15 +1,21 @@
 //! What can go wrong opening or writing a recording, before any event flows.
 //!
 //! `Writer` returns these while writing; `Reader::new` returns them when the start of a file
-//! (magic, version, header) is unusable. Damage later in a file is not an error but how reading
-//! ends (`ReadEnd::Damaged`), so a report can still show everything before it. Each value keeps
-//! what was found and where; `into_error` turns it into the crate's `Error` once the path is known.
+//! (magic, version, header) is unusable, and `Reader::open` a [`FileError`], the same with the
+//! file's path. Damage later in a file is not an error but how reading ends
+//! (`ReadEnd::Damaged`), so a report can still show everything before it. Each value keeps what
+//! was found and where; the crate's `Error` is made from a `FileError` in src/error.rs, so that
+//! `format` names nothing of the commands that read it.
 
 use std::fmt;
-use std::path::Path;
+use std::path::PathBuf;
 
 use super::{FORMAT_VERSION, MAGIC, OLDEST_FORMAT_VERSION};
-use crate::error::Error;
+
+/// What `FormatError::StillBeingWritten` says: why `Reader::open` refuses a file whose recorder still writes it.
+pub const STILL_BEING_WRITTEN: &str = "the recording is still being written (memtrack record \
+     holds it and has not written its trailer yet); wait for memtrack record to finish, then \
+     run this again";
 
 /// A recording that cannot be opened, or an event or header that cannot be written.
 #[derive(Debug)]
@@ -34,20 +40,9 @@ pub enum FormatError {
     },
     /// postcard refused to encode a value (does not happen for the types written here).
     Encode { what: &'static str, message: String },
-}
-
-impl FormatError {
-    /// The crate error for this failure on the file at `path`: `Error::Io` for I/O failures,
-    /// `Error::BadFile` for everything else.
-    pub fn into_error(self, path: &Path) -> Error {
-        match self {
-            FormatError::Io(source) => Error::io(path, source),
-            other => Error::BadFile {
-                path: path.to_path_buf(),
-                message: other.to_string(),
-            },
-        }
-    }
+    /// The recorder still holds the file and has not written its trailer (`sys::lock`): the
+    /// file is not damaged, only unfinished.
+    StillBeingWritten,
 }
 
 impl fmt::Display for FormatError {
@@ -89,6 +84,7 @@ impl fmt::Display for FormatError {
                  shorten it"
             ),
             FormatError::Encode { what, message } => write!(f, "cannot encode {what}: {message}"),
+            FormatError::StillBeingWritten => f.write_str(STILL_BEING_WRITTEN),
         }
     }
 }
@@ -99,6 +95,26 @@ impl std::error::Error for FormatError {
             FormatError::Io(e) => Some(e),
             _ => None,
         }
+    }
+}
+
+/// A [`FormatError`] on the file at `path`, as `Reader::open` returns it.
+#[derive(Debug)]
+pub struct FileError {
+    pub path: PathBuf,
+    pub error: FormatError,
+}
+
+/// The path, then what is wrong: the line the user reads.
+impl fmt::Display for FileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.error)
+    }
+}
+
+impl std::error::Error for FileError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
     }
 }
 
@@ -142,29 +158,6 @@ mod tests {
     fn version_zero_names_both() {
         let s = FormatError::UnsupportedVersion { found: 0 }.to_string();
         assert!(s.contains("version 0") && s.contains("reads 1 to 6"), "{s}");
-    }
-
-    #[test]
-    fn io_becomes_io_error_with_path() {
-        let e = FormatError::Io(std::io::Error::other("boom")).into_error(Path::new("x.mt"));
-        assert!(matches!(e, Error::Io { .. }));
-        assert_eq!(e.to_string(), "x.mt: boom");
-    }
-
-    #[test]
-    fn others_become_bad_file_with_path() {
-        let e = FormatError::Truncated {
-            offset: 3,
-            what: "the magic",
-        }
-        .into_error(Path::new("run.mt"));
-        match e {
-            Error::BadFile { path, message } => {
-                assert_eq!(path, Path::new("run.mt"));
-                assert!(message.contains("byte 3"), "{message}");
-            }
-            other => panic!("expected BadFile, got {other:?}"),
-        }
     }
 
     #[test]

@@ -54,7 +54,7 @@ pub mod reader;
 pub mod wire;
 pub mod writer;
 
-pub use error::FormatError;
+pub use error::{FileError, FormatError};
 pub use event::*;
 pub use reader::{Reader, Skipped};
 pub use writer::{Writer, CHUNK_TARGET_BYTES};

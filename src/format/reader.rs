@@ -20,15 +20,10 @@ use super::chunk::{
     probe_frame, read_frame, read_full, FrameFault, FrameProbe, FRAME_HEAD_BYTES, TAG_CHUNK,
     TAG_HEADER, TAG_TRAILER,
 };
+use super::error::FileError;
 use super::event::{Event, Header, ReadEnd, Trailer};
 use super::wire::{ChunkDecoder, DecodeFault};
 use super::{FormatError, FORMAT_VERSION, MAGIC, OLDEST_FORMAT_VERSION};
-use crate::error::Error;
-
-/// Why `Reader::open` refuses a file whose recorder still writes it.
-pub const STILL_BEING_WRITTEN: &str = "the recording is still being written (memtrack record \
-     holds it and has not written its trailer yet); wait for memtrack record to finish, then \
-     run this again";
 
 /// The tags a frame after the header may carry.
 const BODY_TAGS: [u8; 2] = [TAG_CHUNK, TAG_TRAILER];
@@ -155,19 +150,21 @@ pub struct Reader<R: Read> {
 }
 
 impl Reader<BufReader<File>> {
-    /// Opens the recording at `path` and reads its header. Fails with `Error::Io` if the file
-    /// cannot be opened or read, and `Error::BadFile` if it is not a readable recording or is
-    /// still being written: `record` holds a lock on it until the trailer is written
-    /// (`sys::lock`), so a file without a trailer whose recorder still runs is not called damaged.
-    pub fn open(path: &Path) -> Result<Self, Error> {
-        let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    /// Opens the recording at `path` and reads its header. Fails with `FormatError::Io` if the
+    /// file cannot be opened or read, `FormatError::StillBeingWritten` if its recorder still
+    /// holds it (`record` locks it until the trailer is written, `sys::lock`, so a file without
+    /// a trailer whose recorder still runs is not called damaged), and another `FormatError` if
+    /// it is not a readable recording; each with the path.
+    pub fn open(path: &Path) -> Result<Self, FileError> {
+        let with_path = |error| FileError {
+            path: path.to_path_buf(),
+            error,
+        };
+        let file = File::open(path).map_err(|e| with_path(FormatError::Io(e)))?;
         if crate::sys::lock::is_locked_by_another(&file).unwrap_or(false) {
-            return Err(Error::BadFile {
-                path: path.to_path_buf(),
-                message: STILL_BEING_WRITTEN.to_string(),
-            });
+            return Err(with_path(FormatError::StillBeingWritten));
         }
-        Reader::new(BufReader::with_capacity(1 << 16, file)).map_err(|e| e.into_error(path))
+        Reader::new(BufReader::with_capacity(1 << 16, file)).map_err(with_path)
     }
 }
 
@@ -475,6 +472,7 @@ impl<R: Read> Iterator for Reader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::error::STILL_BEING_WRITTEN;
     use crate::format::event::{
         AllocFunc, Bench, ControlCommand, EventKind, Exec, Lost, LostCount, MarkerKind, Module,
         RssMember, StackWalks, Symbol,
@@ -1408,7 +1406,10 @@ mod tests {
     fn open_missing_file_is_io_error_with_path() {
         let path = Path::new("/nonexistent/memtrack-test.mt");
         match Reader::open(path) {
-            Err(Error::Io { path: p, .. }) => assert_eq!(p, path),
+            Err(FileError {
+                path: p,
+                error: FormatError::Io(_),
+            }) => assert_eq!(p, path),
             Err(e) => panic!("expected Io, got {e:?}"),
             Ok(_) => panic!("opened a missing file"),
         }
@@ -1421,11 +1422,14 @@ mod tests {
         let result = Reader::open(&path);
         std::fs::remove_file(&path).unwrap();
         match result {
-            Err(Error::BadFile { path: p, message }) => {
+            Err(FileError {
+                path: p,
+                error: error @ FormatError::NotMemtrack { .. },
+            }) => {
                 assert_eq!(p, path);
-                assert!(message.contains("not a memtrack recording"), "{message}");
+                assert!(error.to_string().contains("not a memtrack recording"));
             }
-            Err(e) => panic!("expected BadFile, got {e:?}"),
+            Err(e) => panic!("expected NotMemtrack, got {e:?}"),
             Ok(_) => panic!("opened a PNG"),
         }
     }
@@ -1438,8 +1442,13 @@ mod tests {
         let mut w = Writer::new(file, &full_header()).unwrap();
         w.flush_chunk().unwrap();
         match Reader::open(&path) {
-            Err(Error::BadFile { message, .. }) => assert_eq!(message, STILL_BEING_WRITTEN),
-            Err(e) => panic!("expected BadFile, got {e:?}"),
+            Err(e) => {
+                assert!(matches!(e.error, FormatError::StillBeingWritten), "{e:?}");
+                assert_eq!(
+                    e.to_string(),
+                    format!("{}: {STILL_BEING_WRITTEN}", path.display())
+                );
+            }
             Ok(_) => panic!("read a file still being written"),
         }
         // Once the recorder is gone (finished or killed), the same bytes read as cut short.

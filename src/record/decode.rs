@@ -177,24 +177,7 @@ pub fn decode(b: &[u8]) -> Result<Event, DecodeError> {
         EV_FORK => EventKind::Fork {
             child: u32_at(b, offset_of!(fork_event, child)),
         },
-        EV_EXEC => {
-            let flen = (u32_at(b, offset_of!(exec_event, filename_len)) as usize)
-                .min(crate::sys::raw::EXEC_FILENAME_MAX as usize);
-            let alen = (u32_at(b, offset_of!(exec_event, args_len)) as usize)
-                .min(crate::sys::raw::EXEC_ARGS_MAX as usize);
-            let fstart = offset_of!(exec_event, filename);
-            let astart = offset_of!(exec_event, args);
-            let filename = String::from_utf8_lossy(&b[fstart..fstart + flen]).into_owned();
-            let args = &b[astart..astart + alen];
-            let argv = args
-                .strip_suffix(&[0])
-                .unwrap_or(args)
-                .split(|&c| c == 0)
-                .filter(|_| alen > 0)
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect();
-            EventKind::Exec(Exec { filename, argv })
-        }
+        EV_EXEC => EventKind::Exec(exec(b)),
         EV_EXIT => EventKind::Exit {
             status: u32_at(b, offset_of!(exit_event, status)) as i32,
         },
@@ -222,24 +205,7 @@ pub fn decode(b: &[u8]) -> Result<Event, DecodeError> {
                 },
             }
         }
-        EV_RMAP_REGION => {
-            let len = (u32_at(b, offset_of!(rmap_region_event, name_len)) as usize)
-                .min(crate::sys::raw::RMAP_NAME_MAX as usize);
-            let at = offset_of!(rmap_region_event, name);
-            let what = match u32_at(b, offset_of!(rmap_region_event, region)) {
-                1 => "heap",
-                2 => "stack",
-                3 => "file",
-                4 => "shmem",
-                _ => "anon",
-            };
-            EventKind::RmapRegion(RmapRegion {
-                start: u64_at(b, offset_of!(rmap_region_event, start)),
-                end: u64_at(b, offset_of!(rmap_region_event, end)),
-                what: what.to_string(),
-                name: String::from_utf8_lossy(&b[at..at + len]).into_owned(),
-            })
-        }
+        EV_RMAP_REGION => EventKind::RmapRegion(rmap_region(b)),
         EV_RMAP => {
             let member = u8::try_from(u32_at(b, offset_of!(rmap_event, kind)))
                 .ok()
@@ -271,6 +237,48 @@ pub fn decode(b: &[u8]) -> Result<Event, DecodeError> {
         tid: u32_at(b, offset_of!(event_header, tid)),
         kind,
     })
+}
+
+/// The program and arguments of an `exec_event` of at least its size, each cut at the length
+/// the kernel side could copy.
+fn exec(b: &[u8]) -> Exec {
+    let flen = (u32_at(b, offset_of!(exec_event, filename_len)) as usize)
+        .min(crate::sys::raw::EXEC_FILENAME_MAX as usize);
+    let alen = (u32_at(b, offset_of!(exec_event, args_len)) as usize)
+        .min(crate::sys::raw::EXEC_ARGS_MAX as usize);
+    let fstart = offset_of!(exec_event, filename);
+    let astart = offset_of!(exec_event, args);
+    let filename = String::from_utf8_lossy(&b[fstart..fstart + flen]).into_owned();
+    let args = &b[astart..astart + alen];
+    let argv = args
+        .strip_suffix(&[0])
+        .unwrap_or(args)
+        .split(|&c| c == 0)
+        .filter(|_| alen > 0)
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    Exec { filename, argv }
+}
+
+/// The region of an `rmap_region_event` of at least its size; the file's path is completed
+/// later, while its process lives (`record::rmap::complete_path`).
+fn rmap_region(b: &[u8]) -> RmapRegion {
+    let len = (u32_at(b, offset_of!(rmap_region_event, name_len)) as usize)
+        .min(crate::sys::raw::RMAP_NAME_MAX as usize);
+    let at = offset_of!(rmap_region_event, name);
+    let what = match u32_at(b, offset_of!(rmap_region_event, region)) {
+        1 => "heap",
+        2 => "stack",
+        3 => "file",
+        4 => "shmem",
+        _ => "anon",
+    };
+    RmapRegion {
+        start: u64_at(b, offset_of!(rmap_region_event, start)),
+        end: u64_at(b, offset_of!(rmap_region_event, end)),
+        what: what.to_string(),
+        name: String::from_utf8_lossy(&b[at..at + len]).into_owned(),
+    }
 }
 
 /// The name of each loss cause of the kernel side, indexed like the `lost` map.

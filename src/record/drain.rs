@@ -23,8 +23,7 @@ use std::time::{Duration, Instant};
 use crate::control::Request;
 use crate::error::Error;
 use crate::format::{
-    map_bits, ControlCommand, Event, EventKind, Exec, FormatError, Header, Lost, LostCount,
-    Trailer, Writer,
+    ControlCommand, Event, EventKind, Exec, FormatError, Header, Lost, LostCount, Trailer, Writer,
 };
 use crate::record::decode::{self, Stop, LOST_CAUSES};
 use crate::record::discover::Discovery;
@@ -35,6 +34,7 @@ use crate::record::listen::Control;
 use crate::record::load::Loaded;
 use crate::record::progress::{Counts, Progress};
 use crate::record::stacks::{self, Interner};
+use crate::record::warnings::{Growth, Seen};
 use crate::sys::bpf::MapFd;
 use crate::sys::process::{self, Reaped, SignalSet};
 use crate::sys::ring::RingBuffer;
@@ -126,67 +126,6 @@ pub struct Session<'a> {
 /// (`Loaded::skipped_runs`).
 pub const SKIPPED_RUNS: &str = "skipped_runs";
 
-/// Growth of one process's memory outside any allocator event, to warn about an allocator
-/// memtrack did not find (stripped, or unknown to the catalogue). Growth is counted only while
-/// the gate is open (`--control`): while measuring is paused no allocator event is recorded at
-/// all, and a glibc program running then is not missing an allocator.
-#[derive(Debug, Default)]
-struct Growth {
-    allocator_events: u64,
-    brk_bytes: u64,
-    anon_bytes: u64,
-    exe: Option<String>,
-}
-
-/// Break growth from which a process with no allocator events is suspicious: glibc's malloc
-/// grows the break by at least 132 KiB at once, while a static program's start-up TLS takes a
-/// few KiB.
-const SUSPICIOUS_BRK_BYTES: u64 = 128 << 10;
-/// Anonymous private mapping growth from which a process with no allocator events is
-/// suspicious (the loader's own mappings stay far below).
-const SUSPICIOUS_ANON_BYTES: u64 = 1 << 20;
-
-impl Growth {
-    /// Counts `kind`; `measuring` says whether the gate is open, as far as the drain knows: it
-    /// is closed before the records up to a `stop` are drained, and opened after those up to a
-    /// `start`, so growth near a flip is rather left out than counted without its allocations.
-    fn note(&mut self, kind: &EventKind, measuring: bool) {
-        match kind {
-            EventKind::Alloc { .. }
-            | EventKind::Free { .. }
-            | EventKind::Realloc { .. }
-            | EventKind::AllocFailed { .. } => self.allocator_events += 1,
-            EventKind::Brk { from, to } if measuring && to > from => self.brk_bytes += to - from,
-            EventKind::Mmap { len, flags, .. }
-                if measuring
-                    && flags & map_bits::MAP_ANONYMOUS != 0
-                    && flags & map_bits::MAP_SHARED == 0 =>
-            {
-                self.anon_bytes = self.anon_bytes.saturating_add(*len)
-            }
-            EventKind::Exec(Exec { filename, .. }) => self.exe = Some(filename.clone()),
-            _ => {}
-        }
-    }
-
-    /// The warning for process `pid`, if its growth is unexplained.
-    fn warning(&self, pid: u32) -> Option<String> {
-        if self.allocator_events > 0
-            || (self.brk_bytes < SUSPICIOUS_BRK_BYTES && self.anon_bytes < SUSPICIOUS_ANON_BYTES)
-        {
-            return None;
-        }
-        Some(format!(
-            "pid {pid} ({}) grew its break by {} and its anonymous mappings by {} without a \
-             single allocator event: its allocator is stripped or unknown to memtrack, so its \
-             heap is not in the report (the mappings are)",
-            self.exe.as_deref().unwrap_or("?"),
-            crate::units::format_bytes(self.brk_bytes),
-            crate::units::format_bytes(self.anon_bytes)
-        ))
-    }
-}
-
 /// Where drained records go, and what the loop learns from them on the way: the loop's mutable
 /// state, in one place.
 struct Sink {
@@ -222,92 +161,6 @@ struct Sink {
     heaps: Option<Heaps>,
     /// Processes whose current image was scanned already (a second thread calling `_exit`).
     scanned: HashSet<u32>,
-}
-
-/// Counts of what a recording saw, enough to say when it saw nothing where it should have
-/// (issue 30; report/incomplete.rs's `unseen_reason` says it in the report).
-#[derive(Default)]
-struct Seen {
-    /// Exec events: every command's start is one.
-    execs: u64,
-    /// Allocator records (allocations, frees, reallocs, failures).
-    allocator_calls: u64,
-    /// Whether a process of the tree mapped a file with allocator probes.
-    probed_mapped: bool,
-    /// The first container client the tree ran to start a container (`docker run`).
-    container_client: Option<String>,
-}
-
-/// Clients that ask a container runtime to run a program, and the subcommands that do: the
-/// program then runs under the runtime's daemon (containerd-shim, conmon, the kubelet), not
-/// under the recorded command, and is not recorded.
-const CONTAINER_CLIENTS: &[(&str, &[&str])] = &[
-    ("docker", &["run", "exec", "start", "compose"]),
-    ("podman", &["run", "exec", "start", "compose"]),
-    ("nerdctl", &["run", "exec", "start", "compose"]),
-    ("kubectl", &["run", "exec", "debug", "apply", "create"]),
-];
-
-/// `docker run` (the client and its subcommand) when `exec` starts a container.
-fn container_client(exec: &Exec) -> Option<String> {
-    let name = exec.filename.rsplit('/').next()?;
-    let (client, subcommands) = CONTAINER_CLIENTS.iter().find(|(c, _)| *c == name)?;
-    // The subcommand comes first after the global options, some of which take a value
-    // (`docker --context ci run`): one of the first two words that are not options.
-    let sub = exec
-        .argv
-        .iter()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .take(2)
-        .find(|a| subcommands.contains(&a.as_str()))?;
-    Some(format!("{client} {sub}"))
-}
-
-impl Seen {
-    fn note(&mut self, kind: &EventKind) {
-        match kind {
-            EventKind::Exec(exec) => {
-                self.execs += 1;
-                if self.container_client.is_none() {
-                    self.container_client = container_client(exec);
-                }
-            }
-            EventKind::Alloc { .. }
-            | EventKind::Free { .. }
-            | EventKind::Realloc { .. }
-            | EventKind::AllocFailed { .. } => self.allocator_calls += 1,
-            EventKind::Coverage(c) if c.probes > 0 => self.probed_mapped = true,
-            _ => {}
-        }
-    }
-
-    /// The warning to print, if the recording saw nothing where it should have; `gated` when
-    /// `--control` may rightly have kept every allocator call out.
-    fn warning(&self, gated: bool) -> Option<String> {
-        if let Some(client) = &self.container_client {
-            return Some(format!(
-                "`{client}` runs the container's processes under the container runtime, not \
-                 under this command, so they were not recorded: run memtrack inside the \
-                 container instead (privileged, or with CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN; \
-                 README, \"In containers and CI runners\")"
-            ));
-        }
-        if self.execs == 0 {
-            return Some(
-                "not one process of the command was seen: every number is 0 and the report \
-                 says incomplete (the recorder's pids did not match the kernel's, or the \
-                 command could not be tracked); see `memtrack doctor`"
-                    .to_string(),
-            );
-        }
-        (self.allocator_calls == 0 && self.probed_mapped && !gated).then(|| {
-            "not one allocator call was recorded although the processes mapped probed \
-             allocators: the report says incomplete (a program that allocates nothing, or \
-             probes that never fired; -v shows what was probed)"
-                .to_string()
-        })
-    }
 }
 
 impl Sink {
@@ -397,12 +250,58 @@ impl fmt::Display for Summary {
     }
 }
 
+/// The cause of a failed write to the file, as the loop's error.
+fn write_failed(output: &Path, e: FormatError) -> Error {
+    Error::Internal(format!("cannot write {}: {e}", output.display()))
+}
+
+/// Says what the kernel's skipped runs of memtrack's programs (`Loaded::skipped_runs`) mean:
+/// `skipped` that nothing made up for, `by_program` each program's count.
+fn warn_skipped_runs(skipped: u64, by_program: &str) {
+    if skipped == 0 && !by_program.is_empty() {
+        log::info!(
+            "the kernel skipped runs of memtrack's programs ({by_program}): copies attached \
+             after them ran in their place, or the programs counted the tree's missed calls \
+             as lost"
+        );
+    }
+    if skipped > 0 {
+        log::warn!(
+            "the kernel skipped {skipped} runs of memtrack's programs that no copy ran in \
+             place of (a run already under way on that CPU had been preempted; each \
+             program's skips: {by_program}): events of the tree may be missing, and the \
+             report says so"
+        );
+    }
+}
+
+/// The trailer: the loss totals per cause that are not 0, and the command's exit code.
+fn trailer(lost_seen: [u64; LOST_CAUSES.len()], skipped: u64, exit_code: i32) -> Trailer {
+    Trailer {
+        end_monotonic_ns: process::monotonic_ns(),
+        events: 0,
+        chunks: 0,
+        lost: LOST_CAUSES
+            .iter()
+            .map(|(_, cause)| *cause)
+            .zip(lost_seen)
+            .chain([(SKIPPED_RUNS, skipped)])
+            .filter(|(_, n)| *n > 0)
+            .map(|(cause, count)| LostCount {
+                cause: cause.to_string(),
+                count,
+            })
+            .collect(),
+        exit_code,
+    }
+}
+
 impl<'a> Session<'a> {
     /// Run until the tree is gone; write the file; return what happened, and the discovery
     /// registry (its links keep the probes attached until the caller drops it).
     pub fn run(mut self, file: File, header: &Header) -> Result<(Summary, Discovery<'a>), Error> {
-        let out = self.output.to_path_buf();
-        let werr = |e: FormatError| Error::Internal(format!("cannot write {}: {e}", out.display()));
+        let output = self.output;
+        let werr = |e| write_failed(output, e);
         let mut sink = Sink {
             writer: Writer::new(file, header).map_err(werr)?,
             pids: HashSet::from([self.root_pid as u32]),
@@ -460,28 +359,7 @@ impl<'a> Session<'a> {
                     waiting: self.guardian.waiting(),
                 });
             }
-            let mut tree_gone = false;
-            loop {
-                match self.guardian.reap() {
-                    Reaped::Child { pid, status } => {
-                        if pid == self.root_pid {
-                            root_status = Some(status);
-                        }
-                    }
-                    Reaped::Stopped { pid, signal } => {
-                        if pid == self.root_pid {
-                            self.progress.clear();
-                            self.group.stopped(signal);
-                        }
-                    }
-                    Reaped::Running => break,
-                    Reaped::NoChildren => {
-                        tree_gone = true;
-                        break;
-                    }
-                }
-            }
-            if tree_gone {
+            if self.reap(&mut root_status) {
                 break;
             }
             let backlog = self.ring.unread_bytes() > self.ring.capacity() / BACKLOG_SHARE;
@@ -498,15 +376,55 @@ impl<'a> Session<'a> {
                 POLL_INTERVAL
             };
             if waiter.wait(sleep) & (1 << WAKE_SIGNAL) != 0 {
-                while let Some(got) = self.signals.take() {
-                    self.guardian.signalled(got.signal);
-                    if FORWARDED_SIGNALS.contains(&got.signal) {
-                        self.group.signal(got.signal);
-                    }
-                }
+                self.pass_signals_on();
             }
         }
+        self.finish(sink, root_status)
+    }
 
+    /// Reaps every child that changed state, noting the command's status in `root_status` and
+    /// passing a stop of the command on to the terminal's job control; true once no process of
+    /// the tree is left.
+    fn reap(&mut self, root_status: &mut Option<i32>) -> bool {
+        loop {
+            match self.guardian.reap() {
+                Reaped::Child { pid, status } => {
+                    if pid == self.root_pid {
+                        *root_status = Some(status);
+                    }
+                }
+                Reaped::Stopped { pid, signal } => {
+                    if pid == self.root_pid {
+                        self.progress.clear();
+                        self.group.stopped(signal);
+                    }
+                }
+                Reaped::Running => return false,
+                Reaped::NoChildren => return true,
+            }
+        }
+    }
+
+    /// Tells the guardian of every signal taken, and passes the forwarded ones on to the
+    /// command's group.
+    fn pass_signals_on(&self) {
+        while let Some(got) = self.signals.take() {
+            self.guardian.signalled(got.signal);
+            if FORWARDED_SIGNALS.contains(&got.signal) {
+                self.group.signal(got.signal);
+            }
+        }
+    }
+
+    /// Once the tree is gone: the last drain, the symbols, the trailer; what the recording
+    /// amounted to.
+    fn finish(
+        mut self,
+        mut sink: Sink,
+        root_status: Option<i32>,
+    ) -> Result<(Summary, Discovery<'a>), Error> {
+        let output = self.output;
+        let werr = |e| write_failed(output, e);
         // Every process of the tree has ended: whatever they produced is in the ring now
         // (drain_into pauses at each stop record, so drain until nothing is left). Processes
         // left running after --grace go on producing: drain only what the ring holds now, or
@@ -547,38 +465,8 @@ impl<'a> Session<'a> {
         let exit_code = root_status.map(process::exit_code_of).unwrap_or(128);
         // Read once everything is drained: a skipped run leaves no trace in the ring.
         let (skipped, by_program) = self.objects.skipped_runs();
-        if skipped == 0 && !by_program.is_empty() {
-            log::info!(
-                "the kernel skipped runs of memtrack's programs ({by_program}): copies attached \
-                 after them ran in their place, or the programs counted the tree's missed calls \
-                 as lost"
-            );
-        }
-        if skipped > 0 {
-            log::warn!(
-                "the kernel skipped {skipped} runs of memtrack's programs that no copy ran in \
-                 place of (a run already under way on that CPU had been preempted; each \
-                 program's skips: {by_program}): events of the tree may be missing, and the \
-                 report says so"
-            );
-        }
-        let trailer = Trailer {
-            end_monotonic_ns: process::monotonic_ns(),
-            events: 0,
-            chunks: 0,
-            lost: LOST_CAUSES
-                .iter()
-                .map(|(_, cause)| *cause)
-                .zip(lost_seen)
-                .chain([(SKIPPED_RUNS, skipped)])
-                .filter(|(_, n)| *n > 0)
-                .map(|(cause, count)| LostCount {
-                    cause: cause.to_string(),
-                    count,
-                })
-                .collect(),
-            exit_code,
-        };
+        warn_skipped_runs(skipped, &by_program);
+        let trailer = trailer(lost_seen, skipped, exit_code);
         let events = writer.events_written();
         let file = writer.finish(&trailer).map_err(werr)?;
         self.progress.clear();
@@ -877,135 +765,5 @@ impl<'a> Session<'a> {
                 });
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::format::AllocFunc;
-
-    #[test]
-    fn container_clients_that_start_containers_are_named() {
-        let exec = |filename: &str, argv: &[&str]| Exec {
-            filename: filename.into(),
-            argv: argv.iter().map(|a| a.to_string()).collect(),
-        };
-        let run = exec(
-            "/usr/bin/docker",
-            &["docker", "--context", "ci", "run", "img"],
-        );
-        assert_eq!(container_client(&run).as_deref(), Some("docker run"));
-        let kube = exec("kubectl", &["kubectl", "exec", "-it", "pod", "--", "make"]);
-        assert_eq!(container_client(&kube).as_deref(), Some("kubectl exec"));
-        assert_eq!(
-            container_client(&exec("/usr/bin/docker", &["docker", "ps"])),
-            None
-        );
-        assert_eq!(container_client(&exec("/bin/sh", &["sh", "run"])), None);
-        let mut seen = Seen::default();
-        seen.note(&EventKind::Exec(run));
-        let w = seen.warning(false).unwrap();
-        assert!(
-            w.starts_with("`docker run` runs the container's processes"),
-            "{w}"
-        );
-        assert!(w.contains("CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN"), "{w}");
-    }
-
-    fn anon(len: u64) -> EventKind {
-        EventKind::Mmap {
-            addr: 0x7f00_0000_0000,
-            len,
-            prot: 3,
-            flags: map_bits::MAP_ANONYMOUS | 0x2,
-        }
-    }
-
-    #[test]
-    fn growth_without_allocator_events_warns() {
-        let mut g = Growth::default();
-        g.note(
-            &EventKind::Exec(Exec {
-                filename: "/bin/stripped".into(),
-                argv: vec![],
-            }),
-            true,
-        );
-        g.note(&anon(8 << 20), true);
-        let w = g.warning(42).expect("a warning");
-        assert!(
-            w.contains("pid 42 (/bin/stripped)") && !w.contains('\n'),
-            "{w}"
-        );
-    }
-
-    #[test]
-    fn any_allocator_event_or_small_growth_is_no_warning() {
-        let mut g = Growth::default();
-        g.note(&anon(8 << 20), true);
-        g.note(
-            &EventKind::Free {
-                func: AllocFunc::Free,
-                addr: 1,
-            },
-            true,
-        );
-        assert!(g.warning(1).is_none());
-
-        let mut small = Growth::default();
-        small.note(
-            &EventKind::Brk {
-                from: 0x1000,
-                to: 0x3000,
-            },
-            true,
-        );
-        small.note(&anon(64 << 10), true);
-        assert!(
-            small.warning(1).is_none(),
-            "a static program's TLS, the loader's pages"
-        );
-
-        let mut shared = Growth::default();
-        shared.note(
-            &EventKind::Mmap {
-                addr: 0,
-                len: 64 << 20,
-                prot: 3,
-                flags: map_bits::MAP_ANONYMOUS | map_bits::MAP_SHARED,
-            },
-            true,
-        );
-        assert!(shared.warning(1).is_none(), "shared memory is not a heap");
-    }
-
-    #[test]
-    fn growth_while_paused_is_not_counted() {
-        let mut g = Growth::default();
-        g.note(&anon(8 << 20), false);
-        g.note(
-            &EventKind::Brk {
-                from: 0x1000,
-                to: 0x1000 + (1 << 20),
-            },
-            false,
-        );
-        assert!(g.warning(3).is_none(), "no allocator call is recorded then");
-        g.note(&anon(2 << 20), true);
-        assert!(g.warning(3).is_some(), "growth while measuring still warns");
-    }
-
-    #[test]
-    fn brk_growth_warns() {
-        let mut g = Growth::default();
-        g.note(
-            &EventKind::Brk {
-                from: 0x1000,
-                to: 0x1000 + (132 << 10),
-            },
-            true,
-        );
-        assert!(g.warning(7).is_some());
     }
 }

@@ -30,6 +30,7 @@ pub mod resolve;
 pub mod rmap;
 pub mod spawn;
 pub mod stacks;
+mod warnings;
 
 // `--allocator` specs are options of `record` (`RecordOptions::custom`); reading them against a
 // binary is `binary`'s.
