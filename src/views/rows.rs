@@ -20,6 +20,12 @@ pub enum Rows {
     Benchmarks,
 }
 
+impl Rows {
+    /// Every kind of row with its flag name, as `report --by` takes them.
+    pub const NAMES: [(&'static str, Rows); 2] =
+        [("process", Rows::Processes), ("bench", Rows::Benchmarks)];
+}
+
 /// Rows shown when `--top` is not given.
 pub const DEFAULT_TOP_ROWS: usize = 20;
 
