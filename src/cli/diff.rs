@@ -129,6 +129,7 @@ mod tests {
     use super::*;
     use crate::cli::tests::{cli, help_names, refused, usage};
     use crate::cli::Command;
+    use crate::model::measure;
 
     fn diff(args: &[&str]) -> Result<DiffOptions, Error> {
         match cli(&[&["diff", "a.mt", "b.mt"], args].concat()).command {
@@ -187,7 +188,7 @@ mod tests {
     #[test]
     fn the_help_names_every_choice() {
         help_names(&["diff"], "--format", DiffFormat::NAMES.map(|(n, _)| n));
-        help_names(&["diff"], "--view", View::ALL.map(|(n, _)| n));
+        help_names(&["diff"], "--view", measure::words(&View::MEASURES));
         help_names(&["diff"], "--weight", Weight::ALL.map(|(n, _)| n));
     }
 }

@@ -27,6 +27,7 @@ use argh::FromArgs;
 
 use crate::analyze::suppress::Suppressions;
 use crate::error::{Error, Subcommand};
+use crate::model::measure::{self, Measure};
 use crate::model::profile::{View, Weight};
 use crate::views::words;
 
@@ -120,9 +121,16 @@ fn named<T: Copy>(names: &[(&str, T)], value: &str) -> Result<T, String> {
         .ok_or_else(|| format!("give {}", words::either(names.iter().map(|(n, _)| *n))))
 }
 
+/// The value `table` gives the measure `value` names (by its word or an older one), else the
+/// table's words as the error ("give a, b or c").
+fn measured<T: Copy>(table: &[(Measure, T)], value: &str) -> Result<T, String> {
+    measure::pick(table, value)
+        .ok_or_else(|| format!("give {}", words::either(measure::words(table))))
+}
+
 /// `report --view`, `diff --view`.
 fn parse_view(value: &str) -> Result<View, String> {
-    named(&View::ALL, value)
+    measured(&View::MEASURES, value)
 }
 
 /// `report --weight`, `diff --weight`.
@@ -427,6 +435,18 @@ pub(crate) mod tests {
             refused(&[]).0,
             "memtrack: give a command: record, report, check, diff, dump, doctor or ctl; \
              `memtrack --help` lists what it takes"
+        );
+    }
+
+    #[test]
+    fn measured_takes_the_words_and_the_old_words() {
+        let table = [(Measure::Allocated, 'a'), (Measure::Count, 'c')];
+        assert_eq!(measured(&table, "allocated"), Ok('a'));
+        assert_eq!(measured(&table, "bytes"), Ok('a'));
+        assert_eq!(measured(&table, "allocs"), Ok('c'));
+        assert_eq!(
+            measured(&table, "peak"),
+            Err("give allocated or count".to_string())
         );
     }
 

@@ -15,7 +15,7 @@ use crate::views::rows::{RowOptions, Rows, SortKey, DEFAULT_TOP_ROWS};
 use crate::views::{self, Format, Sites};
 
 use super::{
-    bad_value, load_suppressions, named, parse_count, parse_pid, parse_view, parse_weight,
+    bad_value, load_suppressions, measured, named, parse_count, parse_pid, parse_view, parse_weight,
 };
 
 /// Summarise a recording: per run, per process tree and per process.
@@ -83,8 +83,8 @@ pub struct ReportArgs {
     /// every row of the process (or --by bench) table, none summed
     #[argh(switch)]
     pub all: bool,
-    /// sort the rows, biggest first, by peak (own peak heap), allocs, bytes (allocated),
-    /// leaked or rss (peak resident); default: see below
+    /// sort the rows, biggest first, by peak (own peak heap), allocated (bytes), count
+    /// (allocations), leaked or rss (peak resident); default: see below
     #[argh(option, from_str_fn(parse_sort))]
     pub sort: Option<SortKey>,
     /// what the stack formats weigh: peak (live at the scope's heap peak, default), allocated,
@@ -113,12 +113,12 @@ fn parse_rows(value: &str) -> Result<Rows, String> {
 
 /// `report --stacks-by`.
 fn parse_site_order(value: &str) -> Result<SiteOrder, String> {
-    named(&SiteOrder::NAMES, value)
+    measured(&SiteOrder::MEASURES, value)
 }
 
 /// `report --sort`.
 fn parse_sort(value: &str) -> Result<SortKey, String> {
-    named(&SortKey::NAMES, value)
+    measured(&SortKey::MEASURES, value)
 }
 
 impl TryFrom<ReportArgs> for ReportOptions {
@@ -247,6 +247,7 @@ mod tests {
     use super::*;
     use crate::cli::tests::{cli, help_names, refused, usage};
     use crate::cli::Command;
+    use crate::model::measure;
 
     fn report(args: &[&str]) -> Result<ReportOptions, Error> {
         match cli(&[&["report", "run.mt"], args].concat()).command {
@@ -305,8 +306,8 @@ mod tests {
         assert!(usage(report(&["--top", "0"])).contains("or --all for every row"));
         assert_eq!(
             report_refuses(&["--sort", "size"]),
-            "memtrack: --sort size: give peak, allocs, bytes, leaked or rss; `memtrack report \
-             --help` lists what it takes"
+            "memtrack: --sort size: give peak, allocated, count, leaked or rss; `memtrack \
+             report --help` lists what it takes"
         );
         for flags in [&["--top", "3"][..], &["--all"], &["--sort", "peak"]] {
             let mut args = vec!["--format", "json"];
@@ -429,13 +430,53 @@ mod tests {
     }
 
     #[test]
+    fn the_old_measure_words_choose_what_they_chose() {
+        let sort = |word| report(&["--sort", word]).unwrap().row_options.sort;
+        assert_eq!(sort("bytes"), Some(SortKey::Bytes));
+        assert_eq!(sort("allocated"), Some(SortKey::Bytes));
+        assert_eq!(sort("allocs"), Some(SortKey::Allocs));
+        assert_eq!(sort("count"), Some(SortKey::Allocs));
+        for (word, key) in [("peak", SortKey::Peak), ("leaked", SortKey::Leaked)] {
+            assert_eq!(sort(word), Some(key));
+        }
+        assert_eq!(sort("rss"), Some(SortKey::Rss));
+        let order = |word| {
+            report(&["--stacks-by", word])
+                .unwrap()
+                .stacks
+                .unwrap()
+                .order
+        };
+        for (m, o) in SiteOrder::MEASURES {
+            assert_eq!(order(m.word()), o);
+        }
+        assert_eq!(order("bytes"), SiteOrder::Allocated);
+        assert_eq!(order("allocs"), SiteOrder::Count);
+        let view = |word| {
+            report(&["--format", "folded", "--view", word])
+                .unwrap()
+                .view
+        };
+        for (m, v) in View::MEASURES {
+            assert_eq!(view(m.word()), v);
+        }
+        assert_eq!(view("bytes"), View::Allocated);
+        // A measure a flag does not offer is refused with the flag's own words.
+        assert_eq!(
+            report_refuses(&["--stacks-by", "rss"]),
+            "memtrack: --stacks-by rss: give peak, allocated, count, leaked or temporary; \
+             `memtrack report --help` lists what it takes"
+        );
+    }
+
+    #[test]
     fn the_help_names_every_choice() {
         let report = &["report"][..];
         help_names(report, "--format", views::FORMATS.iter().map(|f| f.name));
         help_names(report, "--by", Rows::NAMES.map(|(n, _)| n));
-        help_names(report, "--stacks-by", SiteOrder::NAMES.map(|(n, _)| n));
-        help_names(report, "--sort", SortKey::NAMES.map(|(n, _)| n));
-        help_names(report, "--view", View::ALL.map(|(n, _)| n));
+        help_names(report, "--stacks-by", measure::words(&SiteOrder::MEASURES));
+        help_names(report, "--sort", measure::words(&SortKey::MEASURES));
+        help_names(report, "--view", measure::words(&View::MEASURES));
         help_names(report, "--weight", Weight::ALL.map(|(n, _)| n));
     }
 }
