@@ -113,7 +113,7 @@ fn bad_typed_values_exit_2_naming_the_choices() {
         (
             &["report", s, "--sort", "size"],
             &[
-                "--sort size: give peak, allocs, bytes, leaked or rss",
+                "--sort size: give peak, allocated, count, leaked or rss",
                 report,
             ],
         ),

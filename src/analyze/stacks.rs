@@ -34,6 +34,7 @@ use super::bench::Benchmarks;
 use super::counters::Peak;
 use super::suppress::Suppressions;
 use super::tree::{ProcIdx, ProcessTable};
+use crate::model::measure::{self, Measure};
 use crate::model::metrics::SuppressionReport;
 use crate::model::metrics::{Blocks, Scope};
 use crate::model::profile::{Profile, ProfileModule, Sample, Stack, Values};
@@ -57,21 +58,18 @@ pub enum SiteOrder {
 }
 
 impl SiteOrder {
-    /// Every order with its flag name, as `--stacks-by` takes them.
-    pub const NAMES: [(&'static str, SiteOrder); 5] = [
-        ("peak", SiteOrder::Peak),
-        ("allocated", SiteOrder::Allocated),
-        ("count", SiteOrder::Count),
-        ("leaked", SiteOrder::Leaked),
-        ("temporary", SiteOrder::Temporary),
+    /// Every order with its measure, whose word `--stacks-by` takes.
+    pub const MEASURES: [(Measure, SiteOrder); 5] = [
+        (Measure::Peak, SiteOrder::Peak),
+        (Measure::Allocated, SiteOrder::Allocated),
+        (Measure::Count, SiteOrder::Count),
+        (Measure::Leaked, SiteOrder::Leaked),
+        (Measure::Temporary, SiteOrder::Temporary),
     ];
 
     /// The flag name of the order.
     pub fn name(self) -> &'static str {
-        SiteOrder::NAMES
-            .iter()
-            .find(|(_, o)| *o == self)
-            .map_or("peak", |(n, _)| n)
+        measure::word_of(&SiteOrder::MEASURES, &self, "peak")
     }
 
     /// The key a site is sorted by, largest first: the chosen cost, then bytes and count
@@ -1371,8 +1369,8 @@ mod tests {
 
     #[test]
     fn order_names_round_trip() {
-        for (name, order) in SiteOrder::NAMES {
-            assert_eq!(order.name(), name);
+        for (m, order) in SiteOrder::MEASURES {
+            assert_eq!(order.name(), m.word());
         }
     }
 

@@ -49,6 +49,24 @@ pub enum DiffFormat {
     Flamegraph,
 }
 
+impl DiffFormat {
+    /// Every format with its flag name, as `diff --format` takes them.
+    pub const NAMES: [(&'static str, DiffFormat); 4] = [
+        ("text", DiffFormat::Text),
+        ("json", DiffFormat::Json),
+        ("folded", DiffFormat::Folded),
+        ("flamegraph", DiffFormat::Flamegraph),
+    ];
+
+    /// The flag name.
+    pub fn name(self) -> &'static str {
+        DiffFormat::NAMES
+            .iter()
+            .find(|(_, f)| *f == self)
+            .map_or("text", |(n, _)| n)
+    }
+}
+
 /// What `memtrack diff` was asked for.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DiffOptions {

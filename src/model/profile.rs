@@ -13,6 +13,7 @@
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
+use super::measure::{self, Measure};
 use super::sites::SiteFrame;
 
 /// Which blocks a profile view weighs.
@@ -31,20 +32,17 @@ pub enum View {
 }
 
 impl View {
-    /// Every view with its flag name, as `--view` takes them.
-    pub const ALL: [(&'static str, View); 4] = [
-        ("peak", View::Peak),
-        ("allocated", View::Allocated),
-        ("leaked", View::Leaked),
-        ("temporary", View::Temporary),
+    /// Every view with its measure, whose word `--view` takes.
+    pub const MEASURES: [(Measure, View); 4] = [
+        (Measure::Peak, View::Peak),
+        (Measure::Allocated, View::Allocated),
+        (Measure::Leaked, View::Leaked),
+        (Measure::Temporary, View::Temporary),
     ];
 
     /// The flag name.
     pub fn name(self) -> &'static str {
-        View::ALL
-            .iter()
-            .find(|(_, v)| *v == self)
-            .map_or("peak", |(n, _)| n)
+        measure::word_of(&View::MEASURES, &self, "peak")
     }
 
     /// What it shows, for titles: "live at the heap peak", "allocated", ...
@@ -62,11 +60,7 @@ impl FromStr for View {
     type Err = ();
 
     fn from_str(s: &str) -> Result<View, ()> {
-        View::ALL
-            .iter()
-            .find(|(n, _)| *n == s)
-            .map(|&(_, v)| v)
-            .ok_or(())
+        measure::pick(&View::MEASURES, s).ok_or(())
     }
 }
 
@@ -81,16 +75,19 @@ pub enum Weight {
 }
 
 impl Weight {
-    /// Every weight with its flag name, as `--weight` takes them.
-    pub const ALL: [(&'static str, Weight); 2] =
-        [("bytes", Weight::Bytes), ("count", Weight::Count)];
+    /// Every weight with its flag name, as `--weight` takes them: a count of blocks is the
+    /// count measure's word.
+    pub const ALL: [(&'static str, Weight); 2] = [
+        ("bytes", Weight::Bytes),
+        (Measure::Count.word(), Weight::Count),
+    ];
 
     /// The flag name.
     pub fn name(self) -> &'static str {
-        match self {
-            Weight::Bytes => "bytes",
-            Weight::Count => "count",
-        }
+        Weight::ALL
+            .iter()
+            .find(|(_, w)| *w == self)
+            .map_or("bytes", |(n, _)| n)
     }
 
     /// The unit of a value, for titles and viewers: "bytes" or "allocations".
@@ -408,9 +405,9 @@ mod tests {
 
     #[test]
     fn views_and_weights_parse_their_names() {
-        for (n, v) in View::ALL {
-            assert_eq!(n.parse(), Ok(v));
-            assert_eq!(v.name(), n);
+        for (m, v) in View::MEASURES {
+            assert_eq!(m.word().parse(), Ok(v));
+            assert_eq!(v.name(), m.word());
         }
         for (n, w) in Weight::ALL {
             assert_eq!(n.parse(), Ok(w));

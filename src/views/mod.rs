@@ -236,12 +236,7 @@ pub fn format(name: &str) -> Option<&'static Format> {
 
 /// The names of `formats` for a sentence: "a, b or c".
 pub fn names<'a>(formats: impl IntoIterator<Item = &'a Format>) -> String {
-    let names: Vec<&str> = formats.into_iter().map(|f| f.name).collect();
-    match names.split_last() {
-        None => String::new(),
-        Some((last, [])) => last.to_string(),
-        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
-    }
+    words::either(formats.into_iter().map(|f| f.name))
 }
 
 /// The stack formats, in table order.

@@ -8,6 +8,7 @@
 //! them); as soon as rows are cut, the biggest first by peak heap, so that the rows left out
 //! are the small ones.
 
+use crate::model::measure::Measure;
 use crate::model::metrics::{BenchmarkMetrics, HeapMetrics, ProcessMetrics};
 
 /// What the rows of the text form are (`--by`).
@@ -18,6 +19,12 @@ pub enum Rows {
     Processes,
     /// One row per benchmark the harness named.
     Benchmarks,
+}
+
+impl Rows {
+    /// Every kind of row with its flag name, as `report --by` takes them.
+    pub const NAMES: [(&'static str, Rows); 2] =
+        [("process", Rows::Processes), ("bench", Rows::Benchmarks)];
 }
 
 /// Rows shown when `--top` is not given.
@@ -39,13 +46,14 @@ pub enum SortKey {
 }
 
 impl SortKey {
-    /// The flag values, as `--sort` takes them.
-    pub const NAMES: [(&'static str, SortKey); 5] = [
-        ("peak", SortKey::Peak),
-        ("allocs", SortKey::Allocs),
-        ("bytes", SortKey::Bytes),
-        ("leaked", SortKey::Leaked),
-        ("rss", SortKey::Rss),
+    /// Every key with its measure, whose word `--sort` takes (`allocs` and `bytes`, its
+    /// words before the measures had one vocabulary, still parse: `Measure::aliases`).
+    pub const MEASURES: [(Measure, SortKey); 5] = [
+        (Measure::Peak, SortKey::Peak),
+        (Measure::Allocated, SortKey::Bytes),
+        (Measure::Count, SortKey::Allocs),
+        (Measure::Leaked, SortKey::Leaked),
+        (Measure::Rss, SortKey::Rss),
     ];
 
     /// The words for the order in a table's title: "by peak heap".

@@ -104,6 +104,16 @@ pub fn lost_causes(lost: &LostEvents) -> String {
     causes.join(", ")
 }
 
+/// Names for a sentence: "a, b or c" (a flag's choices, as its errors list them).
+pub fn either<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
+    let names: Vec<&str> = names.into_iter().collect();
+    match names.split_last() {
+        None => String::new(),
+        Some((last, [])) => last.to_string(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+    }
+}
+
 /// The words for a `--stacks-by` order in the sites' title line.
 pub fn order_label(order: &str) -> &str {
     match order {
