@@ -6,12 +6,17 @@
 use std::io::{self, Write};
 
 use crate::preflight::{self, Check, FeatureProbe, Status};
+use crate::record::private::PrivateLibs;
 use crate::table::{Column, Table};
 
 /// Run the checks and print the tables to `out`; returns whether `record` can work here.
 pub fn run(out: &mut impl Write) -> io::Result<bool> {
     crate::sys::bpf::route_libbpf_logs();
     let (mut checks, facts) = preflight::run();
+    let privileged = checks
+        .iter()
+        .any(|c| c.name == "privileges" && c.status == Status::Ok);
+    checks.push(private_libraries(privileged));
     let ready = !checks.iter().any(Check::blocks_recording);
     // The real objects load only where the checks before them pass: elsewhere their failure
     // would repeat the cause the table already names.
@@ -26,15 +31,49 @@ pub fn run(out: &mut impl Write) -> io::Result<bool> {
             _ => Err(c.found.clone()),
         });
     let vmlinux = crate::sys::probe::VmlinuxBtf::load().ok();
-    let privileged = checks
-        .iter()
-        .any(|c| c.name == "privileges" && c.status == Status::Ok);
     let features = preflight::kernel_features(vmlinux.as_ref(), private, privileged);
     render_table(&checks, out)?;
     render_features(&features, out)?;
     writeln!(out)?;
     render_verdict(&checks, out)?;
     Ok(!checks.iter().any(Check::blocks_recording))
+}
+
+/// Whether `record` can give the command private copies of the allocator libraries (issue 19):
+/// the copies are made and a forked child enters a namespace with them bound over the real
+/// files, exactly as the command's child will (`record::private`). `record` runs the same
+/// check itself and falls back to the shared files with a warning.
+fn private_libraries(privileged: bool) -> Check {
+    const NAME: &str = "private libraries";
+    const DISABLES: &str =
+        "sparing other processes the probes (they run the probed shared files instead)";
+    const FIX: &str = "allow unshare(CLONE_NEWNS) and mount (CAP_SYS_ADMIN; in a container, a \
+                       seccomp profile that permits them), or record with --no-private-libs";
+    if !privileged {
+        return preflight::not_checked(NAME, false, DISABLES, "it needs the privileges above");
+    }
+    let libraries = crate::binary::allocator_libraries();
+    if libraries.is_empty() {
+        return Check::ok(
+            NAME,
+            false,
+            "no allocator library found to copy".into(),
+            DISABLES,
+        );
+    }
+    match PrivateLibs::make_checked(&libraries) {
+        Ok(libs) => Check::ok(
+            NAME,
+            false,
+            format!(
+                "{} allocator libraries copied ({}); the command's mount namespace works",
+                libs.copies().len(),
+                crate::units::format_bytes(libs.bytes())
+            ),
+            DISABLES,
+        ),
+        Err(why) => Check::missing(NAME, false, why, DISABLES, FIX),
+    }
 }
 
 /// The row of the real objects: each of bpf/ loaded as `record` loads it (stacks included) and

@@ -76,14 +76,6 @@ const FORBIDDEN: &[(&str, &str, &str)] = &[
     ("report", "record", "both use format, never each other"),
 ];
 
-/// Forbidden names still in the code, each an open part of #33: (file, module it names).
-/// Fixing one fails `known_exceptions_are_still_there` until its line here goes too.
-const KNOWN: &[(&str, &str)] = &[
-    // The rmap hooks and the private copies are record's; doctor asks preflight about both.
-    // Another change is under way in preflight.rs, so they move after it lands.
-    ("src/preflight.rs", "record"),
-];
-
 /// A source file: its path, its module path (`views::text`), and the code that counts.
 struct Source {
     path: String,
@@ -285,9 +277,7 @@ fn no_forbidden_import_between_folders() {
             let to = p[0].as_str();
             let rule = FORBIDDEN.iter().find(|(f, t, _)| *f == from && *t == to);
             if let Some((_, _, why)) = rule {
-                if !KNOWN.contains(&(s.path.as_str(), to)) {
-                    found.push(format!("{} names crate::{}: {why}", s.path, p.join("::")));
-                }
+                found.push(format!("{} names crate::{}: {why}", s.path, p.join("::")));
             }
         }
     }
@@ -300,30 +290,13 @@ fn no_forbidden_import_between_folders() {
 }
 
 #[test]
-fn known_exceptions_are_still_there() {
-    let sources = sources();
-    for (path, to) in KNOWN {
-        let s = sources.iter().find(|s| s.path == *path).expect(path);
-        assert!(
-            paths(&s.code, "crate::").iter().any(|p| p[0] == *to),
-            "{path} no longer names crate::{to}: remove it from KNOWN in tests/layers.rs"
-        );
-    }
-}
-
-#[test]
 fn no_circle_between_top_level_modules() {
     let top = top_graph(&sources());
     let graph: BTreeMap<String, BTreeSet<String>> = top
         .iter()
         .map(|(v, ws)| (v.clone(), ws.keys().cloned().collect()))
         .collect();
-    // The one circle left runs through a known exception: preflight -> record.
-    let known: Vec<Vec<String>> = vec![vec!["preflight".into(), "record".into()]];
-    let left: Vec<_> = circles(&graph)
-        .into_iter()
-        .filter(|c| !known.contains(c))
-        .collect();
+    let left = circles(&graph);
     let explain = |c: &Vec<String>| {
         c.iter()
             .flat_map(|v| {

@@ -25,7 +25,7 @@ fn has_rmap(test: &str, rec: &Recording) -> bool {
         .unwrap_or("the recording has no rmap feature")
         .to_string();
     let guest = std::fs::read_to_string("/proc/cmdline").is_ok_and(|c| c.contains("virtme"));
-    if guest && memtrack::record::rmap::choose_here().is_ok() {
+    if guest && memtrack::preflight::rmap_hooks::choose_here().is_ok() {
         panic!("{test}: this guest's kernel has the rmap functions, yet: {why}");
     }
     eprintln!("skipped {test}: {why}");
@@ -176,8 +176,8 @@ fn rmap_resident_equals_rss_stat() {
     skip_unless_recording!("rmap_resident_equals_rss_stat");
     let target = fixture("malloc_free");
     let example = fixture("example");
-    // A few pages; before 6.2 up to a task's rss batch (memtrack::record::rmap::rss_counters_lag).
-    let within = if memtrack::record::rmap::rss_counters_lag() {
+    // A few pages; before 6.2 up to a task's rss batch (memtrack::preflight::rmap_hooks::rss_counters_lag).
+    let within = if memtrack::preflight::rmap_hooks::rss_counters_lag() {
         64
     } else {
         8

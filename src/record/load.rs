@@ -10,7 +10,7 @@ use std::cell::{OnceCell, RefCell};
 use std::thread::JoinHandle;
 
 use crate::error::Error;
-use crate::preflight::{Capabilities, UprobeLinks};
+use crate::preflight::{rmap_hooks, Capabilities, UprobeLinks};
 use crate::record::pidns::{self, PidNamespace};
 use crate::record::{attach, core_btf, discover, kernel_error, rmap, RecordOptions};
 use crate::sys::bpf::{BpfError, CustomBtf, Link, LoadedObject, OpenObject, SharedMap};
@@ -620,7 +620,7 @@ impl Loaded {
                 }
             }
             if let Programs::Rmap = object.programs {
-                for prog in rmap::all_programs().filter(|p| loaded.has_loaded(p)) {
+                for prog in rmap_hooks::all_programs().filter(|p| loaded.has_loaded(p)) {
                     links.push(loaded.attach(prog).map_err(kernel_error)?);
                 }
             }
@@ -689,7 +689,7 @@ impl Drop for Loaded {
 /// here, in words.
 fn rmap_configure(
     object: &Object,
-    hooks: &[&'static rmap::Hook],
+    hooks: &[&'static rmap_hooks::Hook],
     shared: &[SharedMap],
     core: Option<&CustomBtf>,
     pidns: &PidNamespace,
@@ -704,8 +704,8 @@ fn rmap_configure(
 }
 
 /// Leave out every program of rmap.bpf.c but `hooks`.
-fn rmap_autoload(open: &mut OpenObject, hooks: &[&rmap::Hook]) -> Result<(), String> {
-    for prog in rmap::all_programs() {
+fn rmap_autoload(open: &mut OpenObject, hooks: &[&rmap_hooks::Hook]) -> Result<(), String> {
+    for prog in rmap_hooks::all_programs() {
         let on = hooks.iter().any(|h| h.program == prog);
         open.set_autoload(prog, on).map_err(|e| e.to_string())?;
     }
