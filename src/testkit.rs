@@ -145,6 +145,19 @@ pub fn stack_stats(counts: [u64; 6]) -> EventKind {
     })
 }
 
+/// A trie of two stacks below main: leaf 2 is malloc called by make_a, leaf 4 malloc called by
+/// make_b, inlined into main; libc is module 1, the program module 2.
+pub fn two_sites_trie() -> Vec<EventKind> {
+    vec![
+        module(1, "/usr/lib/x86_64-linux-gnu/libc.so.6"),
+        module(2, "/work/app"),
+        stack_node(1, 0, 2, 0x1100),
+        stack_node(2, 1, 1, 0x9a1b0),
+        stack_node(3, 0, 2, 0x1200),
+        stack_node(4, 3, 1, 0x9a1b0),
+    ]
+}
+
 /// Stack events at the start of a recording (pid/tid 0, as the recorder writes them).
 pub fn stack_prelude(kinds: Vec<EventKind>) -> Vec<Event> {
     kinds.into_iter().map(|k| at(0, 0, 0, k)).collect()
