@@ -15,7 +15,6 @@ use serde::Serialize;
 use crate::units::{format_bytes, format_duration_ns};
 
 use super::flamegraph;
-use super::text;
 use super::words;
 use crate::model::metrics::{Blocks, ProcessMetrics, Report, Scope};
 use crate::model::profile::{View, Weight};
@@ -352,7 +351,7 @@ fn write_rmap(rmap: &crate::model::rmap::RmapReport, out: &mut dyn Write) -> io:
     writeln!(out, "</tbody></table>")
 }
 
-/// One process's row: the cells of the text report's process table (`text::process_row`),
+/// One process's row: the cells of the text report's process table (`words::process_row`),
 /// with the pid indented by its depth and the whole command as the cell's title.
 fn write_process_row(
     p: &ProcessMetrics,
@@ -372,7 +371,7 @@ fn write_process_row(
         p.pid, p.own.heap.peak_live_bytes, p.pid,
     )?;
     // Between the text row's pid and its command (shortened to the terminal's width).
-    let cells = text::process_row(p, with_resident, None);
+    let cells = words::process_row(p, with_resident, None);
     for cell in &cells[1..cells.len() - 1] {
         write!(out, "<td>{}</td>", escape(cell))?;
     }

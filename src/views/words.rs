@@ -138,6 +138,46 @@ pub fn processes(n: u64) -> String {
     counted(n, "process", "processes")
 }
 
+/// The cells of one process's row, as the text table and the html page show them: its pid
+/// indented by its depth in the tree up to `indent` levels (`None`: not indented, the rows are
+/// not in tree order), its numbers, its exit and its command.
+pub fn process_row(p: &ProcessMetrics, with_resident: bool, indent: Option<u32>) -> Vec<String> {
+    let h = &p.own.heap;
+    let indent = "  ".repeat(indent.map_or(0, |max| p.depth.min(max)) as usize);
+    let leaked = match p.exit {
+        Some(_) => format_bytes(h.leaked.bytes),
+        None => format!("{}*", format_bytes(h.live_at_end.bytes)),
+    };
+    let tree_peak = if p.tree.processes > 1 {
+        format_bytes(p.tree.heap.peak_live_bytes)
+    } else {
+        "-".to_string()
+    };
+    let mut row = vec![
+        format!("{indent}{}", p.pid),
+        h.allocs.to_string(),
+        h.frees.to_string(),
+        format_bytes(h.bytes_allocated),
+        format_bytes(h.peak_live_bytes),
+        h.peak_live_at_ns
+            .map_or_else(|| "-".to_string(), format_duration_ns),
+        tree_peak,
+        leaked,
+        h.failed_allocs.to_string(),
+    ];
+    if with_resident {
+        row.push(
+            p.own
+                .resident
+                .as_ref()
+                .map_or_else(|| "-".to_string(), |r| format_bytes(r.peak_bytes)),
+        );
+    }
+    row.push(exit_text(p));
+    row.push(command(p));
+    row
+}
+
 /// The text cell of a summed row: "980 more processes".
 pub fn rest_label(rest: &Rest, one: &str, many: &str) -> String {
     format!("{} more {}", rest.rows, plural(rest.rows, one, many))
