@@ -175,26 +175,8 @@ impl Accounting {
                 }
                 self.insert_block(i, tid, *addr, *size, ts, bench, *stack_id);
             }
-            EventKind::Free { addr, .. } => {
-                // Frees are recorded while measuring is paused too (bpf/alloc.bpf.c), for the
-                // blocks allocated while measuring; one of a block never seen allocated then is
-                // the harness's own, not an unknown free.
-                let paused = !self.benches.measuring();
-                let i = match self.table.lookup(pid) {
-                    Lookup::Alive(i) if paused && !self.table[i].live.contains_key(addr) => return,
-                    Lookup::Alive(i) => i,
-                    Lookup::Exited | Lookup::Absent if paused => return,
-                    Lookup::Exited => {
-                        self.log.ignored_events += 1;
-                        return;
-                    }
-                    Lookup::Absent => self.table.active(pid, ts),
-                };
-                self.table[i].acted = true;
-                let measured = self.benches.measured_in(&self.table, i);
-                self.release(i, *addr, Some(tid), measured);
-            }
-            EventKind::Realloc {
+            &EventKind::Free { addr, .. } => self.free(pid, tid, addr, ts),
+            &EventKind::Realloc {
                 old_addr,
                 addr,
                 size,
@@ -202,19 +184,7 @@ impl Accounting {
                 ..
             } => {
                 let i = self.table.active(pid, ts);
-                let bench = self.benches.measured_in(&self.table, i);
-                let counters = std::iter::once(&mut self.table[i].heap)
-                    .chain(bench.map(|b| self.benches.heap(b)));
-                for heap in counters {
-                    heap.count_alloc(*size);
-                    heap.reallocs += 1;
-                    if addr != old_addr {
-                        heap.realloc_moves += 1;
-                    }
-                }
-                // The old block goes first, so a realloc never counts both blocks at once.
-                self.release(i, *old_addr, None, bench);
-                self.insert_block(i, tid, *addr, *size, ts, bench, *stack_id);
+                self.realloc(i, tid, old_addr, addr, size, stack_id, ts);
             }
             EventKind::AllocFailed { .. } => {
                 let i = self.table.active(pid, ts);
@@ -241,46 +211,19 @@ impl Accounting {
                     self.exit(i, *status, ts);
                 }
             },
-            EventKind::Rss {
+            &EventKind::Rss {
                 member,
                 delta_pages,
                 value_pages,
                 by_owner,
-            } => {
-                let i = match self.table.lookup(pid) {
-                    Lookup::Alive(i) => i,
-                    // Growth made by another task for a pid that exited is the kernel filling
-                    // a new child that reuses the pid; anything else is the teardown of the
-                    // exited process's memory.
-                    Lookup::Exited if !*by_owner && *delta_pages > 0 => {
-                        self.table.spawn(pid, None, ts)
-                    }
-                    Lookup::Exited => {
-                        self.log.ignored_events += 1;
-                        return;
-                    }
-                    Lookup::Absent => self.table.spawn(pid, None, ts),
-                };
-                if *by_owner {
-                    self.table[i].acted = true;
-                }
-                self.resident_change(i, *member as usize, *delta_pages, *value_pages, ts);
-                if self.benches.window().is_some() {
-                    self.benches.follow_resident(&self.table, ts);
-                }
-            }
+            } => self.rss(pid, ts, member as usize, delta_pages, value_pages, by_owner),
             &EventKind::Rmap {
                 member,
                 pages,
                 addr,
             } => {
-                let i = match self.table.lookup(pid) {
-                    Lookup::Alive(i) => i,
-                    Lookup::Exited => {
-                        self.log.ignored_events += 1;
-                        return;
-                    }
-                    Lookup::Absent => self.table.spawn(pid, None, ts),
+                let Some(i) = self.alive_or_spawned(pid, ts, false) else {
+                    return;
                 };
                 let page = self.page_bytes;
                 let p = &mut self.table[i];
@@ -290,13 +233,8 @@ impl Accounting {
                 r.apply(member, pages, addr, page, ts);
             }
             EventKind::RmapRegion(region) => {
-                let i = match self.table.lookup(pid) {
-                    Lookup::Alive(i) => i,
-                    Lookup::Exited => {
-                        self.log.ignored_events += 1;
-                        return;
-                    }
-                    Lookup::Absent => self.table.spawn(pid, None, ts),
+                let Some(i) = self.alive_or_spawned(pid, ts, false) else {
+                    return;
                 };
                 let r = self.table[i].rmap.get_or_insert_with(Box::default);
                 r.note_region(region.start, region.end, &region.what, &region.name);
@@ -305,14 +243,7 @@ impl Accounting {
             EventKind::Mmap { .. }
             | EventKind::Munmap { .. }
             | EventKind::Mremap { .. }
-            | EventKind::Brk { .. } => {
-                let i = self.table.active(pid, ts);
-                let m = self.table[i].mapped.get_or_insert_with(Box::default);
-                let old = m.live;
-                m.apply(&event.kind, self.page_bytes, ts);
-                let new = m.live;
-                self.set_mapped(i, old, new, ts);
-            }
+            | EventKind::Brk { .. } => self.mapping_call(pid, ts, &event.kind),
             EventKind::Coverage(file) => {
                 if !self.log.files.iter().any(|f| f.path == file.path) {
                     self.log.files.push(file.clone());
@@ -341,6 +272,108 @@ impl Accounting {
                 }
             }
         }
+    }
+
+    /// Process `pid` called mmap, munmap, mremap or brk (`kind`): its raw mappings follow.
+    fn mapping_call(&mut self, pid: u32, ts: u64, kind: &EventKind) {
+        let i = self.table.active(pid, ts);
+        let m = self.table[i].mapped.get_or_insert_with(Box::default);
+        let old = m.live;
+        m.apply(kind, self.page_bytes, ts);
+        let new = m.live;
+        self.set_mapped(i, old, new, ts);
+    }
+
+    /// The process `pid` names: the living one, else a new one when none was seen (or when
+    /// `refill`: the pid's process exited and the event starts its successor); `None` for an
+    /// event naming an exited process, which is counted as ignored.
+    fn alive_or_spawned(&mut self, pid: u32, ts: u64, refill: bool) -> Option<ProcIdx> {
+        match self.table.lookup(pid) {
+            Lookup::Alive(i) => Some(i),
+            Lookup::Exited if !refill => {
+                self.log.ignored_events += 1;
+                None
+            }
+            Lookup::Exited | Lookup::Absent => Some(self.table.spawn(pid, None, ts)),
+        }
+    }
+
+    /// Process `pid`'s resident `member` changed by `delta_pages` to `value_pages`, a change
+    /// made by the process itself when `by_owner`.
+    fn rss(
+        &mut self,
+        pid: u32,
+        ts: u64,
+        member: usize,
+        delta_pages: i64,
+        value_pages: u64,
+        by_owner: bool,
+    ) {
+        // Growth made by another task for a pid that exited is the kernel filling a new child
+        // that reuses the pid; anything else is the teardown of the exited process's memory.
+        let refill = !by_owner && delta_pages > 0;
+        let Some(i) = self.alive_or_spawned(pid, ts, refill) else {
+            return;
+        };
+        if by_owner {
+            self.table[i].acted = true;
+        }
+        self.resident_change(i, member, delta_pages, value_pages, ts);
+        if self.benches.window().is_some() {
+            self.benches.follow_resident(&self.table, ts);
+        }
+    }
+
+    /// Process `pid`'s thread `tid` freed the block at `addr`. Inlined: the hot path of every
+    /// free, as [`Self::insert_block`] is of every allocation.
+    #[inline(always)]
+    fn free(&mut self, pid: u32, tid: u32, addr: u64, ts: u64) {
+        // Frees are recorded while measuring is paused too (bpf/alloc.bpf.c), for the blocks
+        // allocated while measuring; one of a block never seen allocated then is the harness's
+        // own, not an unknown free.
+        let paused = !self.benches.measuring();
+        let i = match self.table.lookup(pid) {
+            Lookup::Alive(i) if paused && !self.table[i].live.contains_key(&addr) => return,
+            Lookup::Alive(i) => i,
+            Lookup::Exited | Lookup::Absent if paused => return,
+            Lookup::Exited => {
+                self.log.ignored_events += 1;
+                return;
+            }
+            Lookup::Absent => self.table.active(pid, ts),
+        };
+        self.table[i].acted = true;
+        let measured = self.benches.measured_in(&self.table, i);
+        self.release(i, addr, Some(tid), measured);
+    }
+
+    /// Process `i`'s thread `tid` moved its block at `old_addr` to `addr`, now `size` bytes,
+    /// with stack `stack_id`. Inlined, as [`Self::free`] is.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn realloc(
+        &mut self,
+        i: ProcIdx,
+        tid: u32,
+        old_addr: u64,
+        addr: u64,
+        size: u64,
+        stack_id: u32,
+        ts: u64,
+    ) {
+        let bench = self.benches.measured_in(&self.table, i);
+        let counters =
+            std::iter::once(&mut self.table[i].heap).chain(bench.map(|b| self.benches.heap(b)));
+        for heap in counters {
+            heap.count_alloc(size);
+            heap.reallocs += 1;
+            if addr != old_addr {
+                heap.realloc_moves += 1;
+            }
+        }
+        // The old block goes first, so a realloc never counts both blocks at once.
+        self.release(i, old_addr, None, bench);
+        self.insert_block(i, tid, addr, size, ts, bench, stack_id);
     }
 
     /// Adds a block at `addr` to process `i` as the thread's latest allocation, in benchmark
