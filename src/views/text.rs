@@ -430,10 +430,11 @@ fn write_processes(report: &Report, layout: &TextLayout, out: &mut dyn Write) ->
         .sorted_by
         .is_none()
         .then_some(MAX_INDENT.min((layout.width / 8) as u32));
+    let names = ProcessNames::new(&report.processes);
     let mut body: Vec<Vec<String>> = selection
         .shown
         .iter()
-        .map(|p| process_row(p, with_resident, indent))
+        .map(|p| process_row(p, &names, with_resident, indent))
         .collect();
     if let Some(rest) = &selection.rest {
         body.push(process_rest_row(rest, with_resident));
@@ -874,7 +875,9 @@ mod tests {
         let report = sample().narrow(Scope::Process { pid: 10 }).unwrap();
         let text = render(&report);
         assert!(text.contains("\nprocess 10\n"), "{text}");
-        assert_eq!(text.matches("./bench --fast").count(), 2, "{text}");
+        // The run's command as given, the row's name without the directory.
+        assert_eq!(text.matches("./bench --fast").count(), 1, "{text}");
+        assert_eq!(text.matches("bench --fast").count(), 2, "{text}");
     }
 
     /// Root 10 runs benchmark "parse small" in child 11, with noise from child 12.
@@ -1041,7 +1044,7 @@ mod tests {
         );
         // Every row keeps its pid and its peak on one line.
         assert!(
-            narrow.contains("\n    11    2.9 KiB  2.9 KiB  ./bench --f…\n"),
+            narrow.contains("\n    11    2.9 KiB  2.9 KiB  bench --fast\n"),
             "{narrow}"
         );
     }
@@ -1051,7 +1054,7 @@ mod tests {
         let text = render_with(&many(3), &at_width(60));
         let row = text.lines().find(|l| l.starts_with("    2 ")).unwrap();
         assert_eq!(row.chars().count(), 60, "{text}");
-        assert!(row.ends_with("  ./worker --inp…"), "{row}");
+        assert!(row.ends_with("  worker --input…"), "{row}");
     }
 
     #[test]
