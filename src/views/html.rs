@@ -72,10 +72,7 @@ fn series_names(report: &Report, timeline: &Timeline) -> BTreeMap<u32, String> {
         .series
         .iter()
         .filter_map(|s| s.pid)
-        .filter_map(|pid| {
-            let p = report.processes.iter().find(|p| p.pid == pid)?;
-            Some((pid, names.name(p)))
-        })
+        .filter_map(|pid| Some((pid, names.name_of_pid(pid)?)))
         .collect()
 }
 

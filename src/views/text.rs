@@ -60,7 +60,7 @@ fn write_text_lines(report: &Report, layout: &TextLayout, out: &mut dyn Write) -
     write_histogram(&report.totals.heap, layout.width, out)?;
     write_processes(report, layout, out)?;
     if let Some(rmap) = &report.rmap {
-        write_rmap(rmap, out)?;
+        write_rmap(rmap, &ProcessNames::new(&report.processes), out)?;
     }
     if !report.benchmarks.is_empty() {
         writeln!(out)?;
@@ -300,7 +300,11 @@ fn write_resident(r: &ResidentMetrics, out: &mut dyn Write) -> io::Result<()> {
 
 /// The signed per-process rmap accounting (pages), each kind's rmap-derived resident figure
 /// next to rss_stat's, and what held the process's own pages at its rmap peak.
-fn write_rmap(rmap: &crate::model::rmap::RmapReport, out: &mut dyn Write) -> io::Result<()> {
+fn write_rmap(
+    rmap: &crate::model::rmap::RmapReport,
+    names: &ProcessNames,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     let opt = |v: Option<i64>| v.map_or_else(|| "?".to_string(), |v| v.to_string());
     writeln!(out)?;
     writeln!(
@@ -309,7 +313,10 @@ fn write_rmap(rmap: &crate::model::rmap::RmapReport, out: &mut dyn Write) -> io:
          against rss_stat):"
     )?;
     for p in &rmap.processes {
-        writeln!(out, "  pid {} {}", p.pid, p.command)?;
+        let name = names
+            .name_of_pid(p.pid)
+            .unwrap_or_else(|| clean(&p.command));
+        writeln!(out, "  pid {} {name}", p.pid)?;
         for k in p
             .kinds
             .iter()

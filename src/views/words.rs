@@ -173,6 +173,7 @@ const SOURCE_ENDINGS: &[&str] = &[
 ///   (a path by its base name), else all its arguments as given (`cargo build --release`).
 /// - Control characters are shown as `?`, and the name is cut to [`NAME_WIDTH`] characters.
 pub struct ProcessNames<'a> {
+    processes: &'a [ProcessMetrics],
     /// Per program: how many processes ran it, and at each place of their arguments the one
     /// every one of them has there (`None` where two differ or one has none).
     programs: HashMap<&'a str, (usize, Vec<Option<&'a str>>)>,
@@ -194,12 +195,22 @@ impl<'a> ProcessNames<'a> {
                 }
             }
         }
-        ProcessNames { programs }
+        ProcessNames {
+            processes,
+            programs,
+        }
     }
 
     /// The name of `p`, one of the processes the names were made of.
     pub fn name(&self, p: &ProcessMetrics) -> String {
         process_name(p, self.programs.get(program(p)))
+    }
+
+    /// The name of the first of the processes with `pid`, if there is one (where a view has
+    /// only a pid, as the timeline's series and the rmap section have).
+    pub fn name_of_pid(&self, pid: u32) -> Option<String> {
+        let p = self.processes.iter().find(|p| p.pid == pid)?;
+        Some(self.name(p))
     }
 }
 
