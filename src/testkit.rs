@@ -10,7 +10,7 @@ use crate::format::{
 };
 
 pub use crate::analyze::accounting::analyze;
-use crate::model::metrics::{HeapMetrics, ProcessMetrics, Report};
+use crate::model::metrics::{HeapMetrics, Metrics, ProcessMetrics, Report};
 
 /// Start of the synthetic recordings (CLOCK_MONOTONIC ns); event times are relative to it.
 pub const START: u64 = 1_000_000;
@@ -143,6 +143,35 @@ pub fn stack_stats(counts: [u64; 6]) -> EventKind {
         collisions,
         uncached,
     })
+}
+
+/// A process at `depth` running `argv`, its executable argv[0], with no metrics.
+pub fn process_running(pid: u32, depth: u32, argv: &[&str]) -> ProcessMetrics {
+    ProcessMetrics {
+        pid,
+        parent_pid: None,
+        depth,
+        executable: argv.first().map(|a| a.to_string()),
+        argv: argv.iter().map(|a| a.to_string()).collect(),
+        execs: 1,
+        started_at_ns: 0,
+        exit: None,
+        own: Metrics::default(),
+        tree: Metrics::default(),
+    }
+}
+
+/// A trie of two stacks below main: leaf 2 is malloc called by make_a, leaf 4 malloc called by
+/// make_b, inlined into main; libc is module 1, the program module 2.
+pub fn two_sites_trie() -> Vec<EventKind> {
+    vec![
+        module(1, "/usr/lib/x86_64-linux-gnu/libc.so.6"),
+        module(2, "/work/app"),
+        stack_node(1, 0, 2, 0x1100),
+        stack_node(2, 1, 1, 0x9a1b0),
+        stack_node(3, 0, 2, 0x1200),
+        stack_node(4, 3, 1, 0x9a1b0),
+    ]
 }
 
 /// Stack events at the start of a recording (pid/tid 0, as the recorder writes them).

@@ -1,8 +1,8 @@
 //! The one streaming pass over a recording: every event goes through `accounting` (the one
 //! dispatcher), which feeds the process `tree`, the heap `counters`, `resident` and `mapped`
-//! memory, benchmark windows (`bench`), the sites pass (`stacks`, with `suppress`), the
-//! `timeline` pass and `rmap`, then `assemble` builds the model's `Report` and `incomplete`
-//! says what could not be counted.
+//! memory, benchmark windows (`bench`), the sites pass (`stacks`, with `suppress`, and
+//! `stack_frames` naming each site's frames), the `timeline` pass and `rmap`, then `assemble`
+//! builds the model's `Report` and `incomplete` says what could not be counted.
 //!
 //! Flow: [`read_report`] and its variants read a file (a second thread decodes while this one
 //! accounts) into a `model::metrics::Report`; [`narrow`] cuts it to the scope the command asked
@@ -16,6 +16,7 @@ pub mod incomplete;
 mod mapped;
 mod resident;
 pub mod rmap;
+mod stack_frames;
 pub mod stacks;
 pub mod suppress;
 pub mod timeline;

@@ -1,6 +1,6 @@
-//! Allocation sites, part of the accounting pass (`report --stacks`): the call-stack trie,
-//! modules and symbols the recording carries, and per site (one distinct call stack, one trie
-//! leaf) what its blocks did in the report's scope.
+//! Allocation sites, part of the accounting pass (`report --stacks`): per site (one distinct
+//! call stack, one trie leaf) what its blocks did in the report's scope. The trie, modules and
+//! symbols the recording carries, which name a site's frames, are `stack_frames`'s.
 //!
 //! Flow: `accounting` creates a [`StackPass`] only when the report asks for sites, so a report
 //! without `--stacks` pays one branch per allocator event. It hands the pass the stack events
@@ -22,23 +22,19 @@
 //!   of that thread in between (heaptrack's definition, the heap accounting's `temporary`);
 //! - leaked: live when its process exited; live at end: its process was still running.
 
-use std::collections::HashMap;
-
-use crate::format::MODULE_MARK;
-use crate::format::{
-    self, EventKind, Symbol, SymbolFrame, MARK_TRUNCATED, MARK_UNKNOWN, MARK_UNSUPPORTED,
-};
+use crate::format::EventKind;
 use crate::intmap::IntMap;
 
 use super::bench::Benchmarks;
 use super::counters::Peak;
+use super::stack_frames::{FrameTable, StackFrames};
 use super::suppress::Suppressions;
 use super::tree::{ProcIdx, ProcessTable};
 use crate::model::measure::{self, Measure};
 use crate::model::metrics::SuppressionReport;
 use crate::model::metrics::{Blocks, Scope};
-use crate::model::profile::{Profile, ProfileModule, Sample, Stack, Values};
-use crate::model::sites::{SiteFrame, SiteMetrics, StackReport, StackWalks};
+use crate::model::profile::{Profile, Sample, Stack, Values};
+use crate::model::sites::{SiteMetrics, StackReport, StackWalks};
 
 /// How `report --stacks` orders its sites (`--stacks-by`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -238,14 +234,6 @@ impl SiteTable {
     }
 }
 
-/// One node of the stack trie.
-#[derive(Clone, Copy, Debug)]
-struct Node {
-    parent: u32,
-    module: u32,
-    offset: u64,
-}
-
 /// Which allocations the scope takes, resolved as the stream names its processes.
 #[derive(Debug)]
 enum Filter {
@@ -325,25 +313,14 @@ fn first_of(table: &ProcessTable, pid: u32) -> ProcIdx {
     ProcIdx::new(i)
 }
 
-/// A module the recording names.
-#[derive(Clone, Debug)]
-struct Module {
-    path: String,
-    build_id: Vec<u8>,
-}
-
-/// Stack walks deeper than this many nodes are cut (a damaged trie could loop).
-const MAX_FRAMES: usize = 4096;
-
 /// The call-stack state of the pass: the trie and its names, the scope's sites, and the site
 /// of each live block in the scope.
 #[derive(Debug)]
 pub(super) struct StackPass {
     options: SiteOptions,
     filter: Filter,
-    nodes: IntMap<u32, Node>,
-    modules: IntMap<u32, Module>,
-    symbols: HashMap<(u32, u64), Vec<SymbolFrame>>,
+    /// The trie and its names, which give a site its frames.
+    names: StackFrames,
     walks: Option<StackWalks>,
     /// Whether the recording has call stacks at all: a stack node, walk counters, or an
     /// allocation naming a stack.
@@ -364,9 +341,7 @@ impl StackPass {
         StackPass {
             filter: Filter::new(scope),
             options,
-            nodes: IntMap::default(),
-            modules: IntMap::default(),
-            symbols: HashMap::new(),
+            names: StackFrames::default(),
             walks: None,
             recorded: false,
             blocks: IntMap::default(),
@@ -378,46 +353,11 @@ impl StackPass {
 
     /// Takes in a stack event (module, trie node, symbol, walk counters); others are ignored.
     pub(super) fn note(&mut self, kind: &EventKind) {
-        match kind {
-            EventKind::Module(format::Module {
-                id, path, build_id, ..
-            }) => {
-                self.modules.insert(
-                    *id,
-                    Module {
-                        path: path.clone(),
-                        build_id: build_id.clone(),
-                    },
-                );
-            }
-            EventKind::StackNode {
-                id,
-                parent,
-                module,
-                offset,
-            } => {
-                self.recorded = true;
-                self.nodes.insert(
-                    *id,
-                    Node {
-                        parent: *parent,
-                        module: *module,
-                        offset: *offset,
-                    },
-                );
-            }
-            EventKind::Symbol(Symbol {
-                module,
-                offset,
-                frames,
-            }) => {
-                self.symbols.insert((*module, *offset), frames.clone());
-            }
-            &EventKind::StackStats(walks) => {
-                self.recorded = true;
-                self.walks = Some(walks);
-            }
-            _ => {}
+        if let &EventKind::StackStats(walks) = kind {
+            self.recorded = true;
+            self.walks = Some(walks);
+        } else {
+            self.recorded |= self.names.note(kind);
         }
     }
 
@@ -532,7 +472,7 @@ impl StackPass {
             }
             let rule = *by_leaf
                 .entry(key.leaf)
-                .or_insert_with(|| s.matching(&self.frames(key.leaf)));
+                .or_insert_with(|| s.matching(&self.names.frames(key.leaf)));
             let Some(rule) = rule else { continue };
             let site = self.sites.sites.get_mut(&key).expect("a key of the table");
             site.suppressed = site.suppressed.plus(lost);
@@ -642,7 +582,7 @@ impl StackPass {
             sites.truncate(self.options.top);
         }
         for s in &mut sites {
-            s.frames = self.frames(s.stack_id);
+            s.frames = self.names.frames(s.stack_id);
         }
         StackReport {
             recorded: self.recorded,
@@ -671,7 +611,7 @@ impl StackPass {
             if stacks.last().is_none_or(|st| st.id != key.leaf) {
                 stacks.push(Stack {
                     id: key.leaf,
-                    frames: self.interned_frames(key.leaf, &mut frames),
+                    frames: self.names.interned_frames(key.leaf, &mut frames),
                 });
             }
             let p = table.procs().get(key.proc);
@@ -693,120 +633,14 @@ impl StackPass {
                 },
             });
         }
-        let mut modules: Vec<ProfileModule> = self
-            .modules
-            .values()
-            .map(|m| ProfileModule {
-                path: m.path.clone(),
-                build_id: m.build_id.iter().map(|b| format!("{b:02x}")).collect(),
-            })
-            .collect();
-        modules.sort_by(|a, b| a.path.cmp(&b.path));
-        modules.dedup_by(|a, b| a.path == b.path);
         Profile {
             recorded: self.recorded,
             peak_live_bytes: sites.peak.value,
-            modules,
+            modules: self.names.profile_modules(),
             frames: frames.frames,
             stacks,
             samples,
         }
-    }
-
-    /// The frames of the stack whose leaf is `leaf`, innermost first, inlined functions before
-    /// the function they were inlined into.
-    fn frames(&self, leaf: u32) -> Vec<SiteFrame> {
-        let mut table = FrameTable::default();
-        let ids = self.interned_frames(leaf, &mut table);
-        ids.into_iter()
-            .map(|i| table.frames[i as usize].clone())
-            .collect()
-    }
-
-    /// The frames of the stack whose leaf is `leaf`, as indices into `table`, which gets each
-    /// trie node's frames the first time a stack runs through it.
-    fn interned_frames(&self, leaf: u32, table: &mut FrameTable) -> Vec<u32> {
-        let mut ids = Vec::new();
-        let mut id = leaf;
-        while id != 0 {
-            if ids.len() >= MAX_FRAMES {
-                ids.push(table.mark("[cut: stack too deep or looping]", 0));
-                break;
-            }
-            let Some(node) = self.nodes.get(&id) else {
-                ids.push(table.mark("[stack not in the recording]", u64::from(id)));
-                break;
-            };
-            let code = (node.module, node.offset);
-            let (first, end) = *table.of_code.entry(code).or_insert_with(|| {
-                let first = table.frames.len() as u32;
-                self.push_frames(node, &mut table.frames);
-                (first, table.frames.len() as u32)
-            });
-            ids.extend(first..end);
-            id = node.parent;
-        }
-        ids
-    }
-
-    /// The frames one trie node stands for: its inline chain, or one frame without a name.
-    fn push_frames(&self, node: &Node, frames: &mut Vec<SiteFrame>) {
-        if node.module == MODULE_MARK {
-            let what = match node.offset {
-                MARK_TRUNCATED => "[truncated]",
-                MARK_UNKNOWN => "[unknown]",
-                MARK_UNSUPPORTED => "[unsupported]",
-                _ => "[stopped]",
-            };
-            frames.push(SiteFrame::mark(what, node.offset));
-            return;
-        }
-        let module = self
-            .modules
-            .get(&node.module)
-            .map_or_else(|| format!("[module {}]", node.module), |m| m.path.clone());
-        match self.symbols.get(&(node.module, node.offset)) {
-            Some(chain) if !chain.is_empty() => {
-                let last = chain.len() - 1;
-                frames.extend(chain.iter().enumerate().map(|(k, f)| SiteFrame {
-                    function: f.function.clone(),
-                    file: f.file.clone(),
-                    line: f.line,
-                    module: module.clone(),
-                    offset: node.offset,
-                    inlined: k < last,
-                }));
-            }
-            _ => frames.push(SiteFrame {
-                function: String::new(),
-                file: String::new(),
-                line: 0,
-                module,
-                offset: node.offset,
-                inlined: false,
-            }),
-        }
-    }
-}
-
-/// The frames of a profile, each once: the frames of a (module, offset) (its inline chain) are
-/// made the first time a stack runs through it, and every stack through it, in whatever
-/// process or call path, lists the same indices.
-#[derive(Default)]
-struct FrameTable {
-    frames: Vec<SiteFrame>,
-    /// The frames of a trie node's (module, offset): `frames[first..end]`.
-    of_code: HashMap<(u32, u64), (u32, u32)>,
-    /// The marks that end a stack early, by name and value.
-    marks: HashMap<(&'static str, u64), u32>,
-}
-
-impl FrameTable {
-    fn mark(&mut self, what: &'static str, value: u64) -> u32 {
-        *self.marks.entry((what, value)).or_insert_with(|| {
-            self.frames.push(SiteFrame::mark(what, value));
-            self.frames.len() as u32 - 1
-        })
     }
 }
 
@@ -815,27 +649,16 @@ mod tests {
     use super::*;
     use crate::format::Event;
     use crate::model::metrics::Report;
+    use crate::model::sites::SiteFrame;
     use crate::testkit::*;
 
-    /// Sites A (leaf 2: malloc called by make_a) and B (leaf 4: malloc called by make_b, inlined
-    /// into main), both below main; libc is module 1, the program module 2.
-    fn trie() -> Vec<EventKind> {
-        vec![
-            module(1, "/usr/lib/x86_64-linux-gnu/libc.so.6"),
-            module(2, "/work/app"),
-            stack_node(1, 0, 2, 0x1100),
-            stack_node(2, 1, 1, 0x9a1b0),
-            stack_node(3, 0, 2, 0x1200),
-            stack_node(4, 3, 1, 0x9a1b0),
-        ]
-    }
-
+    /// Sites A and B of `two_sites_trie`.
     const A: u32 = 2;
     const B: u32 = 4;
 
     /// The sites report of `events` (after the trie) for `scope`, every site kept.
     fn sites_of(scope: Scope, order: SiteOrder, events: Vec<Event>) -> Report {
-        let mut all = stack_prelude(trie());
+        let mut all = stack_prelude(two_sites_trie());
         all.extend(events);
         let options = SiteOptions {
             order,
@@ -974,7 +797,7 @@ mod tests {
 
     #[test]
     fn top_keeps_the_first_sites_and_counts_all() {
-        let mut all = stack_prelude(trie());
+        let mut all = stack_prelude(two_sites_trie());
         all.extend(story());
         let options = SiteOptions {
             order: SiteOrder::Peak,
@@ -1246,81 +1069,13 @@ mod tests {
 
     #[test]
     fn benchmarks_have_no_sites_without_the_request() {
-        let mut events = stack_prelude(trie());
+        let mut events = stack_prelude(two_sites_trie());
         events.extend([
             bench(1, "a", 0),
             start(2),
             at(3, 1, 1, malloc_from(A, 1, 10)),
         ]);
         assert_eq!(run(events).benchmarks[0].stacks, None);
-    }
-
-    // --- frames ----------------------------------------------------------------------------
-
-    fn frame_names(s: &SiteMetrics) -> Vec<String> {
-        s.frames
-            .iter()
-            .map(|f| {
-                format!(
-                    "{}|{}:{}|{}+{:#x}|{}",
-                    f.function, f.file, f.line, f.module, f.offset, f.inlined
-                )
-            })
-            .collect()
-    }
-
-    #[test]
-    fn frames_innermost_first_with_inline_chains() {
-        let mut events = stack_prelude(vec![
-            symbol(1, 0x9a1b0, &[("malloc", "malloc.c", 3287)]),
-            symbol(2, 0x1200, &[("make_b", "app.c", 7), ("main", "app.c", 20)]),
-        ]);
-        events.extend(seq(vec![malloc_from(B, 1, 5), malloc_from(A, 2, 1)]));
-        let r = sites_of(Scope::Run, SiteOrder::Peak, events);
-        assert_eq!(
-            frame_names(site(&r, B)),
-            vec![
-                "malloc|malloc.c:3287|/usr/lib/x86_64-linux-gnu/libc.so.6+0x9a1b0|false",
-                "make_b|app.c:7|/work/app+0x1200|true",
-                "main|app.c:20|/work/app+0x1200|false",
-            ]
-        );
-        // No symbol for A's caller: module and offset only.
-        assert_eq!(frame_names(site(&r, A))[1], "|:0|/work/app+0x1100|false");
-    }
-
-    #[test]
-    fn marks_end_a_stack_on_top() {
-        let mut events = stack_prelude(vec![
-            stack_node(10, 0, crate::format::MODULE_MARK, MARK_TRUNCATED),
-            stack_node(11, 10, 2, 0x1300),
-            stack_node(12, 11, 1, 0x9a1b0),
-            stack_node(13, 0, crate::format::MODULE_MARK, MARK_UNKNOWN),
-            stack_node(14, 13, 1, 0x9a1b0),
-            stack_node(15, 0, crate::format::MODULE_MARK, MARK_UNSUPPORTED),
-            stack_node(16, 15, 1, 0x9a1b0),
-        ]);
-        events.extend(seq(vec![
-            malloc_from(12, 1, 1),
-            malloc_from(14, 2, 1),
-            malloc_from(16, 3, 1),
-            malloc_from(99, 4, 1),
-        ]));
-        let r = sites_of(Scope::Run, SiteOrder::Peak, events);
-        let last = |leaf| site(&r, leaf).frames.last().unwrap().function.clone();
-        assert_eq!(last(12), "[truncated]");
-        assert_eq!(last(14), "[unknown]");
-        assert_eq!(last(16), "[unsupported]");
-        assert_eq!(last(99), "[stack not in the recording]");
-        assert_eq!(site(&r, 12).frames.len(), 3);
-    }
-
-    #[test]
-    fn a_looping_trie_is_cut() {
-        let mut events = stack_prelude(vec![stack_node(20, 21, 1, 1), stack_node(21, 20, 1, 2)]);
-        events.extend(seq(vec![malloc_from(20, 1, 1)]));
-        let r = sites_of(Scope::Run, SiteOrder::Peak, events);
-        assert_eq!(site(&r, 20).frames.len(), MAX_FRAMES + 1);
     }
 
     #[test]
@@ -1362,7 +1117,7 @@ mod tests {
 
     #[test]
     fn without_the_request_there_is_no_stacks_section() {
-        let mut events = stack_prelude(trie());
+        let mut events = stack_prelude(two_sites_trie());
         events.extend(story());
         assert_eq!(run(events).stacks, None);
     }
@@ -1378,7 +1133,7 @@ mod tests {
 
     /// The profile of `events` (after the trie) for `scope`.
     fn profile_of(scope: Scope, events: Vec<Event>) -> (Report, Profile) {
-        let mut all = stack_prelude(trie());
+        let mut all = stack_prelude(two_sites_trie());
         all.extend(events);
         let options = SiteOptions {
             order: SiteOrder::Peak,
@@ -1461,7 +1216,7 @@ mod tests {
 
     #[test]
     fn no_profile_without_the_request() {
-        let mut events = stack_prelude(trie());
+        let mut events = stack_prelude(two_sites_trie());
         events.extend(story());
         let options = SiteOptions::default();
         let r = crate::analyze::accounting::analyze_sites(
@@ -1482,7 +1237,7 @@ mod tests {
     fn random_streams_add_up_to_the_heap_totals() {
         for seed in 1..300u64 {
             let mut rng = Random(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
-            let mut events = stack_prelude(trie());
+            let mut events = stack_prelude(two_sites_trie());
             for t in 0..300 {
                 let pid = 1 + rng.below(3) as u32;
                 let addr = rng.below(12) * 16;
@@ -1508,7 +1263,10 @@ mod tests {
                 };
                 events.push(at(t, pid, pid + rng.below(2) as u32, kind));
             }
-            let (r, p) = profile_of(Scope::Run, events[stack_prelude(trie()).len()..].to_vec());
+            let (r, p) = profile_of(
+                Scope::Run,
+                events[stack_prelude(two_sites_trie()).len()..].to_vec(),
+            );
             let s = stacks(&r);
             let h = &r.totals.heap;
             let total = |view| p.total(view, crate::model::profile::Weight::Bytes);

@@ -207,22 +207,10 @@ pub fn position_text(position: &Position) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::metrics::Metrics;
 
     /// A process at `depth` running `argv` (its executable is argv[0]).
     fn p(pid: u32, depth: u32, argv: &[&str]) -> ProcessMetrics {
-        ProcessMetrics {
-            pid,
-            parent_pid: None,
-            depth,
-            executable: argv.first().map(|a| a.to_string()),
-            argv: argv.iter().map(|a| a.to_string()).collect(),
-            execs: 1,
-            started_at_ns: 0,
-            exit: None,
-            own: Metrics::default(),
-            tree: Metrics::default(),
-        }
+        crate::testkit::process_running(pid, depth, argv)
     }
 
     /// (base pid, new pid, rule) of each pairing.

@@ -8,6 +8,7 @@
 //! document `--format timeline-json` prints, with `<` escaped so no string can end the script
 //! element); everything else is written here, every string from the recording escaped.
 
+use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use serde::Serialize;
@@ -15,7 +16,6 @@ use serde::Serialize;
 use crate::units::{format_bytes, format_duration_ns};
 
 use super::flamegraph;
-use super::text;
 use super::words;
 use crate::model::metrics::{Blocks, ProcessMetrics, Report, Scope};
 use crate::model::profile::{View, Weight};
@@ -60,6 +60,20 @@ fn script_json(value: &impl Serialize) -> io::Result<String> {
 #[derive(Serialize)]
 struct PageData<'a> {
     timeline: &'a Timeline,
+    /// The name of each process series' pid as the tables name it (`words::ProcessNames`):
+    /// the legend shows it, with the whole command as its title.
+    names: BTreeMap<u32, String>,
+}
+
+/// The names of the processes `timeline` draws, by pid (a reused pid: its first process).
+fn series_names(report: &Report, timeline: &Timeline) -> BTreeMap<u32, String> {
+    let names = words::ProcessNames::new(&report.processes);
+    timeline
+        .series
+        .iter()
+        .filter_map(|s| s.pid)
+        .filter_map(|pid| Some((pid, names.name_of_pid(pid)?)))
+        .collect()
 }
 
 /// Writes the page for `report`, which must carry its timeline.
@@ -70,7 +84,10 @@ pub fn write_html(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         .ok_or_else(|| io::Error::other("the report was read without its timeline"))?;
     let command = report.run.command.join(" ");
     let title = format!("memtrack: {}", shorten(&command, 80));
-    let data = script_json(&PageData { timeline })?;
+    let data = script_json(&PageData {
+        timeline,
+        names: series_names(report, timeline),
+    })?;
     let decimation = format!(
         "Each curve is decimated into buckets ({} wide for the run, {} for processes) that keep \
          their largest and smallest value, so a peak is never drawn lower than it was. Drawn: \
@@ -271,8 +288,9 @@ fn write_tree(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         )?;
     }
     writeln!(out, "<th class=\"cmd\">COMMAND</th></tr></thead><tbody>")?;
+    let names = words::ProcessNames::new(&report.processes);
     for p in &report.processes {
-        write_process_row(p, with_resident, with_leaks, out)?;
+        write_process_row(p, &names, with_resident, with_leaks, out)?;
     }
     writeln!(out, "</tbody></table>")?;
     if with_leaks {
@@ -352,10 +370,12 @@ fn write_rmap(rmap: &crate::model::rmap::RmapReport, out: &mut dyn Write) -> io:
     writeln!(out, "</tbody></table>")
 }
 
-/// One process's row: the cells of the text report's process table (`text::process_row`),
-/// with the pid indented by its depth and the whole command as the cell's title.
+/// One process's row: the cells of the text report's process table (`words::process_row`),
+/// with the pid indented by its depth, and the process's name with its whole command as the
+/// cell's title.
 fn write_process_row(
     p: &ProcessMetrics,
+    names: &words::ProcessNames,
     with_resident: bool,
     with_leaks: bool,
     out: &mut dyn Write,
@@ -372,7 +392,7 @@ fn write_process_row(
         p.pid, p.own.heap.peak_live_bytes, p.pid,
     )?;
     // Between the text row's pid and its command (shortened to the terminal's width).
-    let cells = text::process_row(p, with_resident, None);
+    let cells = words::process_row(p, names, with_resident, None);
     for cell in &cells[1..cells.len() - 1] {
         write!(out, "<td>{}</td>", escape(cell))?;
     }
@@ -391,7 +411,7 @@ fn write_process_row(
         out,
         "<td class=\"cmd\" title=\"{}\">{}</td></tr>",
         escape(&command),
-        escape(&shorten(&command, 100))
+        escape(&names.name(p))
     )
 }
 

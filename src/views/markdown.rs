@@ -17,9 +17,9 @@ use super::frames;
 use super::rows::Rows;
 use super::rows::{self, Measures, Rest, RowOptions, Selection};
 use super::words::{
-    blocks, clean, command, counted, exit_code, exit_text, frame_text, live_at_end, lost_causes,
+    blocks, clean, counted, exit_code, exit_text, frame_text, live_at_end, lost_causes,
     order_label, peak, plural, processes, rest_label, scope_title, sites_shown, temporary,
-    NO_STACKS,
+    ProcessNames, NO_STACKS,
 };
 use crate::model::metrics::{BenchmarkMetrics, ProcessMetrics, Report};
 use crate::model::sites::{SiteFrame, SiteMetrics, StackReport};
@@ -182,7 +182,7 @@ fn write_row(cells: &[String], out: &mut dyn Write) -> io::Result<()> {
 }
 
 /// What the processes' and the benchmarks' tables do not share; `write_table` is the rest.
-struct Table<T> {
+struct Table<'f, T> {
     /// The rows' noun, one and many ("process", "processes").
     noun: (&'static str, &'static str),
     /// The headers of the two text columns after the numbers.
@@ -192,13 +192,13 @@ struct Table<T> {
     /// The PID cell.
     pids: fn(&T) -> String,
     /// The cells of the two text columns, escaped.
-    tail: fn(&T) -> [String; 2],
+    tail: &'f dyn Fn(&T) -> [String; 2],
 }
 
 /// Writes the heading, the header and the rows `options` selects of `items` (the rest summed in
 /// one row); returns the selection, for the notes under the table.
 fn write_table<'a, T>(
-    table: &Table<T>,
+    table: &Table<'_, T>,
     items: &'a [T],
     options: RowOptions,
     out: &mut dyn Write,
@@ -250,14 +250,15 @@ fn write_processes(report: &Report, options: RowOptions, out: &mut dyn Write) ->
     if report.processes.is_empty() {
         return Ok(());
     }
+    let names = ProcessNames::new(&report.processes);
     let table = Table {
         noun: ("process", "processes"),
         last: ["EXIT", "COMMAND"],
         measures: rows::process_measures,
         pids: |p: &ProcessMetrics| p.pid.to_string(),
-        tail: |p: &ProcessMetrics| {
-            let command = super::screen::shorten_to(&command(p), COMMAND_CHARS);
-            [exit_text(p), escape(&command)]
+        tail: &|p: &ProcessMetrics| {
+            let name = super::screen::shorten_to(&names.name(p), COMMAND_CHARS);
+            [exit_text(p), escape(&name)]
         },
     };
     let selection = write_table(&table, &report.processes, options, out)?;
@@ -288,7 +289,7 @@ fn write_benchmarks(report: &Report, options: RowOptions, out: &mut dyn Write) -
             let pids: Vec<String> = b.pids.iter().map(u32::to_string).collect();
             pids.join(", ")
         },
-        tail: |b: &BenchmarkMetrics| [format_duration_ns(b.measured_ns), escape(&b.uri)],
+        tail: &|b: &BenchmarkMetrics| [format_duration_ns(b.measured_ns), escape(&b.uri)],
     };
     let selection = write_table(&table, &report.benchmarks, options, out)?;
     writeln!(out)?;
@@ -493,8 +494,8 @@ mod tests {
             md.contains(
                 "\n| PID | ALLOCS | ALLOCATED | PEAK HEAP | LEAKED | EXIT | COMMAND |\n\
                  |--:|--:|--:|--:|--:|--:|:--|\n\
-                 | 10 | 1 | 100 B | 100 B | 0 B | 0 | ./app |\n\
-                 | 11 | 1 | 2.9 KiB | 2.9 KiB | 2.9 KiB | 0 | ./app |\n"
+                 | 10 | 1 | 100 B | 100 B | 0 B | 0 | app |\n\
+                 | 11 | 1 | 2.9 KiB | 2.9 KiB | 2.9 KiB | 0 | app |\n"
             ),
             "{md}"
         );

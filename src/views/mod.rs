@@ -18,6 +18,7 @@ pub mod markdown;
 pub mod pprof;
 pub mod rows;
 pub mod screen;
+mod sites;
 pub mod speedscope;
 pub mod text;
 pub mod timeline_data;

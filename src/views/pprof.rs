@@ -201,143 +201,177 @@ pub fn build(model: &Model, report: &Report, view: View, weight: Weight) -> Prof
     let command = format!("memtrack recording of: {}", report.run.command.join(" "));
     p.comment.push(strings.get(&command));
 
-    let mut mapping_of: HashMap<&str, u64> = HashMap::new();
-    // pprof names the profile after its first mapping: the recorded command's, when known.
-    let mut modules: Vec<_> = model.modules.iter().collect();
-    let main = report.run.command.first().map(String::as_str);
-    modules.sort_by_key(|m| Some(m.path.as_str()) != main);
-    for (k, m) in modules.into_iter().enumerate() {
-        let id = k as u64 + 1;
-        mapping_of.insert(&m.path, id);
-        p.mapping.push(Mapping {
-            id,
-            memory_start: id * MODULE_SPAN,
-            memory_limit: (id + 1) * MODULE_SPAN,
-            file_offset: 0,
-            filename: strings.get(&m.path),
-            build_id: strings.get(&m.build_id),
-            has_functions: true,
-            has_filenames: true,
-            has_line_numbers: true,
-            has_inline_frames: true,
-        });
+    let mut tables = Tables {
+        p,
+        strings,
+        mapping_of: HashMap::new(),
+        functions: HashMap::new(),
+        locations: HashMap::new(),
+    };
+    tables.add_mappings(model, report.run.command.first().map(String::as_str));
+    let stack_locations: Vec<Vec<u64>> = model
+        .stacks
+        .iter()
+        .map(|stack| tables.stack_locations(model.frames_of(stack)))
+        .collect();
+    tables.add_samples(model, &stack_locations);
+    let Tables { mut p, strings, .. } = tables;
+    p.string_table = strings.table;
+    p
+}
+
+/// The message being built with the tables that give each mapping, function and location its
+/// id once. The order of the calls is the order of the string table.
+struct Tables<'a> {
+    p: Profile,
+    strings: Strings,
+    mapping_of: HashMap<&'a str, u64>,
+    functions: HashMap<(String, String), u64>,
+    /// A location per (module, offset), or per mark name for frames that are no code.
+    locations: HashMap<(String, u64), u64>,
+}
+
+impl<'a> Tables<'a> {
+    /// A mapping per module of `model`; pprof names the profile after its first mapping: the
+    /// recorded command's (`main`), when known.
+    fn add_mappings(&mut self, model: &'a Model, main: Option<&str>) {
+        let mut modules: Vec<_> = model.modules.iter().collect();
+        modules.sort_by_key(|m| Some(m.path.as_str()) != main);
+        for (k, m) in modules.into_iter().enumerate() {
+            let id = k as u64 + 1;
+            self.mapping_of.insert(&m.path, id);
+            self.p.mapping.push(Mapping {
+                id,
+                memory_start: id * MODULE_SPAN,
+                memory_limit: (id + 1) * MODULE_SPAN,
+                file_offset: 0,
+                filename: self.strings.get(&m.path),
+                build_id: self.strings.get(&m.build_id),
+                has_functions: true,
+                has_filenames: true,
+                has_line_numbers: true,
+                has_inline_frames: true,
+            });
+        }
     }
 
-    let mut functions: HashMap<(String, String), u64> = HashMap::new();
-    let mut function_id = |p: &mut Profile, strings: &mut Strings, name: &str, file: &str| {
+    /// The id of the function `name` in `file`, added the first time.
+    fn function_id(&mut self, name: &str, file: &str) -> u64 {
         let key = (name.to_string(), file.to_string());
-        if let Some(&id) = functions.get(&key) {
+        if let Some(&id) = self.functions.get(&key) {
             return id;
         }
-        let id = p.function.len() as u64 + 1;
-        let name = strings.get(name);
-        p.function.push(Function {
+        let id = self.p.function.len() as u64 + 1;
+        let name = self.strings.get(name);
+        self.p.function.push(Function {
             id,
             name,
             system_name: name,
-            filename: strings.get(file),
+            filename: self.strings.get(file),
         });
-        functions.insert(key, id);
+        self.functions.insert(key, id);
         id
-    };
-    // A location per (module, offset), or per mark name for frames that are no code.
-    let mut locations: HashMap<(String, u64), u64> = HashMap::new();
-    let mut stack_locations: Vec<Vec<u64>> = Vec::with_capacity(model.stacks.len());
-    for stack in &model.stacks {
-        let mut ids = Vec::new();
-        let mut chain: Vec<&SiteFrame> = Vec::new();
-        let mut frames: Vec<&SiteFrame> = model.frames_of(stack).collect();
+    }
+
+    /// The location ids of a stack's `frames`, innermost first: one per frame that is not
+    /// inlined, its lines the inline chain that ends with it.
+    fn stack_locations<'f>(&mut self, frames: impl Iterator<Item = &'f SiteFrame>) -> Vec<u64> {
         let empty = SiteFrame::mark(NO_STACK, 0);
+        let mut frames: Vec<&SiteFrame> = frames.collect();
         if frames.is_empty() {
             frames.push(&empty);
         }
+        let mut ids = Vec::new();
+        let mut chain: Vec<&SiteFrame> = Vec::new();
         for f in frames {
             chain.push(f);
             if f.inlined {
                 continue; // its caller ends the chain
             }
-            let key = if f.is_mark() {
-                (f.function.clone(), u64::MAX)
-            } else {
-                (f.module.clone(), f.offset)
-            };
-            let id = match locations.get(&key) {
-                Some(&id) => id,
-                None => {
-                    let id = p.location.len() as u64 + 1;
-                    let mapping_id = if f.is_mark() {
-                        0
-                    } else {
-                        mapping_of.get(f.module.as_str()).copied().unwrap_or(0)
-                    };
-                    let line = chain
-                        .iter()
-                        .map(|c| Line {
-                            function_id: function_id(
-                                &mut p,
-                                &mut strings,
-                                &frame_name(c, Naming::Function),
-                                &c.file,
-                            ),
-                            line: i64::from(c.line),
-                        })
-                        .collect();
-                    p.location.push(Location {
-                        id,
-                        mapping_id,
-                        address: if mapping_id == 0 {
-                            0
-                        } else {
-                            mapping_id * MODULE_SPAN + f.offset.min(MODULE_SPAN - 1)
-                        },
-                        line,
-                    });
-                    locations.insert(key, id);
-                    id
-                }
-            };
-            ids.push(id);
+            ids.push(self.location_id(&chain));
             chain.clear();
         }
-        stack_locations.push(ids);
+        ids
     }
 
-    let (pid, command, benchmark) = (
-        strings.get("pid"),
-        strings.get("command"),
-        strings.get("benchmark"),
-    );
-    for s in &model.samples {
-        let mut label = vec![
-            Label {
-                key: pid,
-                str: 0,
-                num: i64::from(s.pid),
+    /// The id of the location of `chain`'s last frame, added (with the lines of the whole
+    /// chain) the first time.
+    fn location_id(&mut self, chain: &[&SiteFrame]) -> u64 {
+        let f = chain[chain.len() - 1];
+        let key = if f.is_mark() {
+            (f.function.clone(), u64::MAX)
+        } else {
+            (f.module.clone(), f.offset)
+        };
+        if let Some(&id) = self.locations.get(&key) {
+            return id;
+        }
+        let id = self.p.location.len() as u64 + 1;
+        let mapping_id = if f.is_mark() {
+            0
+        } else {
+            self.mapping_of.get(f.module.as_str()).copied().unwrap_or(0)
+        };
+        let line = chain
+            .iter()
+            .map(|c| Line {
+                function_id: self.function_id(&frame_name(c, Naming::Function), &c.file),
+                line: i64::from(c.line),
+            })
+            .collect();
+        self.p.location.push(Location {
+            id,
+            mapping_id,
+            address: if mapping_id == 0 {
+                0
+            } else {
+                mapping_id * MODULE_SPAN + f.offset.min(MODULE_SPAN - 1)
             },
-            Label {
-                key: command,
-                str: strings.get(&s.command),
-                num: 0,
-            },
-        ];
-        if let Some(b) = &s.benchmark {
-            label.push(Label {
-                key: benchmark,
-                str: strings.get(b),
-                num: 0,
+            line,
+        });
+        self.locations.insert(key, id);
+        id
+    }
+
+    /// A sample per sample of `model`, on its stack's locations, labelled with its pid, command
+    /// and benchmark.
+    fn add_samples(&mut self, model: &Model, stack_locations: &[Vec<u64>]) {
+        let strings = &mut self.strings;
+        let (pid, command, benchmark) = (
+            strings.get("pid"),
+            strings.get("command"),
+            strings.get("benchmark"),
+        );
+        for s in &model.samples {
+            let mut label = vec![
+                Label {
+                    key: pid,
+                    str: 0,
+                    num: i64::from(s.pid),
+                },
+                Label {
+                    key: command,
+                    str: strings.get(&s.command),
+                    num: 0,
+                },
+            ];
+            if let Some(b) = &s.benchmark {
+                label.push(Label {
+                    key: benchmark,
+                    str: strings.get(b),
+                    num: 0,
+                });
+            }
+            self.p.sample.push(Sample {
+                location_id: stack_locations.get(s.stack).cloned().unwrap_or_default(),
+                value: SAMPLE_TYPES
+                    .iter()
+                    .map(|&(_, v, w)| i64::try_from(s.values.get(v, w)).unwrap_or(i64::MAX))
+                    .collect(),
+                label,
             });
         }
-        p.sample.push(Sample {
-            location_id: stack_locations.get(s.stack).cloned().unwrap_or_default(),
-            value: SAMPLE_TYPES
-                .iter()
-                .map(|&(_, v, w)| i64::try_from(s.values.get(v, w)).unwrap_or(i64::MAX))
-                .collect(),
-            label,
-        });
     }
-    p.string_table = strings.table;
-    p
 }
 
 /// Writes the profile of `model` as gzipped profile.proto to `out`.

@@ -265,6 +265,18 @@ fn wrap_line(line: &str, width: usize) -> Vec<String> {
     }
 }
 
+/// Which columns a narrow screen dropped, and how to see them.
+pub fn write_dropped(fitted: &Fitted, out: &mut dyn Write) -> io::Result<()> {
+    if fitted.dropped.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "  (left out to fit the width: {}; widen the terminal or set COLUMNS)",
+        fitted.dropped.join(", ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,7 +4,8 @@
 //!
 //! Flow: `run_report` builds a narrowed [`Report`] and hands it here with `--format text` (the
 //! default), with a [`TextLayout`]: the width to fit (`screen`) and which rows to show (`rows`:
-//! `--top`, `--all`, `--sort`). This module only reads the report; every number it shows is in
+//! `--top`, `--all`, `--sort`); the allocation sites (`--stacks`) are `sites`'s, a process's
+//! cells `words::process_row`. This module only reads the report; every number it shows is in
 //! the JSON form too. Sizes are 1024-based (KiB, MiB, GiB) and times are relative to the start
 //! of the recording.
 
@@ -13,14 +14,11 @@ use std::io::{self, Write};
 use crate::table::{Column, Table};
 use crate::units::{format_bytes, format_duration_ns};
 
-use super::frames;
 use super::rows::{self, Rest, RowOptions, Selection};
 use super::screen::{self, FitColumn, Fitted, Wrap};
+use super::sites;
 use super::words::*;
-use crate::model::metrics::{
-    HeapMetrics, Metrics, ProcessMetrics, Report, ResidentMetrics, RunInfo,
-};
-use crate::model::sites::{SiteFrame, SiteMetrics, StackReport};
+use crate::model::metrics::{HeapMetrics, Metrics, Report, ResidentMetrics, RunInfo};
 
 /// Width of the label column of the summary.
 const LABEL_WIDTH: usize = 18;
@@ -29,10 +27,6 @@ const BAR_WIDTH: usize = 40;
 
 /// Deepest indentation shown; deeper processes are listed at this level (depth is in the JSON).
 const MAX_INDENT: u32 = 24;
-/// Lines of frames shown per allocation site; the JSON has them all. The innermost ones say
-/// where the allocation was made; a deep stack's outer frames (main, the runtime) would push
-/// the next site off the screen.
-const SITE_FRAMES: usize = 12;
 
 /// How the text form is laid out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,7 +60,7 @@ fn write_text_lines(report: &Report, layout: &TextLayout, out: &mut dyn Write) -
     write_histogram(&report.totals.heap, layout.width, out)?;
     write_processes(report, layout, out)?;
     if let Some(rmap) = &report.rmap {
-        write_rmap(rmap, out)?;
+        write_rmap(rmap, &ProcessNames::new(&report.processes), out)?;
     }
     if !report.benchmarks.is_empty() {
         writeln!(out)?;
@@ -77,7 +71,7 @@ fn write_text_lines(report: &Report, layout: &TextLayout, out: &mut dyn Write) -
         )?;
     }
     write_suppressions(report, out)?;
-    write_stacks(report, layout.width, out)
+    sites::write_stacks(report, layout.width, out)
 }
 
 /// What `--suppress` did: the suppressed blocks by how many rules, each unused rule.
@@ -264,95 +258,6 @@ fn write_summary(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
-/// The top allocation sites of the scope (`--stacks`).
-fn write_stacks(report: &Report, width: usize, out: &mut dyn Write) -> io::Result<()> {
-    match &report.stacks {
-        Some(stacks) => write_sites(&scope_title(report), stacks, width, out),
-        None => Ok(()),
-    }
-}
-
-/// The top allocation sites of each benchmark (`--by bench --stacks`), or the one note of a
-/// recording without call stacks.
-fn write_benchmark_stacks(report: &Report, width: usize, out: &mut dyn Write) -> io::Result<()> {
-    match &report.stacks {
-        None => return Ok(()),
-        Some(stacks) if !stacks.recorded => return write_sites("", stacks, width, out),
-        Some(_) => {}
-    }
-    for b in &report.benchmarks {
-        if let Some(stacks) = &b.stacks {
-            write_sites(&format!("benchmark {}", clean(&b.uri)), stacks, width, out)?;
-        }
-    }
-    Ok(())
-}
-
-/// The top allocation sites of the scope called `title`: a line of stack-walk counters, then
-/// one aligned row per site with its frames indented under it, innermost first. A narrow
-/// screen drops the allocation count first, then the temporaries.
-fn write_sites(
-    title: &str,
-    stacks: &StackReport,
-    width: usize,
-    out: &mut dyn Write,
-) -> io::Result<()> {
-    writeln!(out)?;
-    if !stacks.recorded {
-        return writeln!(out, "{NO_STACKS}");
-    }
-    let shown = sites_shown(stacks);
-    writeln!(
-        out,
-        "allocation sites by {}: {shown} ({title}: peak heap {})",
-        order_label(&stacks.order),
-        peak(stacks.peak_live_bytes, stacks.peak_live_at_ns)
-    )?;
-    write_walks(stacks, out)?;
-    if stacks.sites.is_empty() {
-        return Ok(());
-    }
-    let with_end = stacks.sites.iter().any(|s| s.live_at_end_blocks > 0);
-    let mut columns = vec![
-        FitColumn::right("#"),
-        FitColumn::right("AT PEAK"),
-        FitColumn::right("ALLOCATED"),
-        FitColumn::right("ALLOCS"),
-        FitColumn::right("LEAKED"),
-    ];
-    if with_end {
-        columns.push(FitColumn::right("LIVE AT END"));
-    }
-    columns.push(FitColumn::right("TEMPORARY"));
-    let rows = stacks
-        .sites
-        .iter()
-        .enumerate()
-        .map(|(n, site)| site_row(n + 1, site, with_end))
-        .collect();
-    let fitted = screen::fit_table(
-        &columns,
-        rows,
-        &["ALLOCS", "TEMPORARY", "LIVE AT END", "ALLOCATED"],
-        width,
-    );
-    writeln!(out)?;
-    writeln!(out, "{}", fitted.lines[0])?;
-    for (line, site) in fitted.lines[1..].iter().zip(&stacks.sites) {
-        writeln!(out, "{line}")?;
-        write_frames(&site.frames, width, out)?;
-    }
-    write_dropped(&fitted, out)?;
-    if with_end {
-        writeln!(out)?;
-        writeln!(
-            out,
-            "  LIVE AT END: in processes still running when the recording ended (not leaks)"
-        )?;
-    }
-    Ok(())
-}
-
 /// A benchmark's LEAKED cell: with leak scans, how much of it was definitely lost (and not
 /// scanned), by the scan of each process at its exit: "3.3 KiB (1.1 KiB lost)".
 fn bench_leaked(h: &crate::model::metrics::HeapMetrics) -> String {
@@ -366,94 +271,6 @@ fn bench_leaked(h: &crate::model::metrics::HeapMetrics) -> String {
         Some(l) => format!("{leaked} ({} lost)", format_bytes(l.definitely_lost.bytes)),
         None => leaked,
     }
-}
-
-/// The kernel's stack-walk counters, every cause shown as lost events are.
-fn write_walks(stacks: &StackReport, out: &mut dyn Write) -> io::Result<()> {
-    match &stacks.walks {
-        Some(w) => writeln!(
-            out,
-            "  stack walks: {}, {} truncated, {} unknown, {} unsupported, {} hash collisions, {} \
-             sent uncached",
-            w.walks, w.truncated, w.unknown, w.unsupported, w.collisions, w.uncached
-        ),
-        None => writeln!(
-            out,
-            "  stack walks: the file has no walk counters (they are written at the end of \
-             record: it was cut short)"
-        ),
-    }
-}
-
-/// The cells of one site's row.
-fn site_row(n: usize, s: &SiteMetrics, with_end: bool) -> Vec<String> {
-    let leaked = if s.leaked_blocks == 0 {
-        "0 B".to_string()
-    } else {
-        format!(
-            "{} in {}",
-            format_bytes(s.leaked_bytes),
-            counted(s.leaked_blocks, "block", "blocks")
-        )
-    };
-    let mut row = vec![
-        n.to_string(),
-        format_bytes(s.peak_live_bytes),
-        format_bytes(s.allocated_bytes),
-        s.allocations.to_string(),
-        leaked,
-    ];
-    if with_end {
-        row.push(format_bytes(s.live_at_end_bytes));
-    }
-    row.push(s.temporary.to_string());
-    row
-}
-
-/// A site's frames, indented under its row, at most [`SITE_FRAMES`] lines (the standard
-/// library's runs folded, `frames::for_people`), each cut to `width`.
-fn write_frames(frames: &[SiteFrame], width: usize, out: &mut dyn Write) -> io::Result<()> {
-    if frames.is_empty() {
-        return writeln!(out, "       [no call stack recorded for these allocations]");
-    }
-    let room = width.saturating_sub(7).min(COMMAND_WIDTH);
-    let (lines, more) = frames::for_people(frames, SITE_FRAMES);
-    for line in lines {
-        let text = match line {
-            frames::Line::Frame(f) => frame_within(f, room),
-            frames::Line::Library(n) => screen::shorten_to(&frames::library_text(n), room),
-        };
-        writeln!(out, "       {text}")?;
-    }
-    if more > 0 {
-        let noun = if more == 1 { "frame" } else { "frames" };
-        writeln!(
-            out,
-            "       … {more} more {noun} (--format json lists every frame)"
-        )?;
-    }
-    Ok(())
-}
-
-/// [`frame_text`] in at most `width` characters. A frame too wide loses the start of its file's
-/// path, not its end: the file name and line say more than the directories (Rust's standard
-/// library is at `/rustc/<40 hex digits>/library/…`). A function name too wide is cut at its end.
-fn frame_within(f: &SiteFrame, width: usize) -> String {
-    let whole = clean(&frame_text(f));
-    let chars = whole.chars().count();
-    if chars <= width || f.is_mark() || f.function.is_empty() || f.file.is_empty() {
-        return screen::shorten_to(&whole, width);
-    }
-    // `whole` ends with the place, "file:line" (`clean` keeps every character where it is).
-    let head = chars - frame_place(f).chars().count();
-    // Room for "…" and at least the file name's last few characters.
-    if head + 8 > width {
-        return screen::shorten_to(&whole, width);
-    }
-    let tail_from = chars - (width - head - 1);
-    let head: String = whole.chars().take(head).collect();
-    let tail: String = whole.chars().skip(tail_from).collect();
-    format!("{head}…{tail}")
 }
 
 /// Peak resident memory of the scope, with its members.
@@ -483,7 +300,11 @@ fn write_resident(r: &ResidentMetrics, out: &mut dyn Write) -> io::Result<()> {
 
 /// The signed per-process rmap accounting (pages), each kind's rmap-derived resident figure
 /// next to rss_stat's, and what held the process's own pages at its rmap peak.
-fn write_rmap(rmap: &crate::model::rmap::RmapReport, out: &mut dyn Write) -> io::Result<()> {
+fn write_rmap(
+    rmap: &crate::model::rmap::RmapReport,
+    names: &ProcessNames,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     let opt = |v: Option<i64>| v.map_or_else(|| "?".to_string(), |v| v.to_string());
     writeln!(out)?;
     writeln!(
@@ -492,7 +313,10 @@ fn write_rmap(rmap: &crate::model::rmap::RmapReport, out: &mut dyn Write) -> io:
          against rss_stat):"
     )?;
     for p in &rmap.processes {
-        writeln!(out, "  pid {} {}", p.pid, p.command)?;
+        let name = names
+            .name_of_pid(p.pid)
+            .unwrap_or_else(|| clean(&p.command));
+        writeln!(out, "  pid {} {name}", p.pid)?;
         for k in p
             .kinds
             .iter()
@@ -613,10 +437,11 @@ fn write_processes(report: &Report, layout: &TextLayout, out: &mut dyn Write) ->
         .sorted_by
         .is_none()
         .then_some(MAX_INDENT.min((layout.width / 8) as u32));
+    let names = ProcessNames::new(&report.processes);
     let mut body: Vec<Vec<String>> = selection
         .shown
         .iter()
-        .map(|p| process_row(p, with_resident, indent))
+        .map(|p| process_row(p, &names, with_resident, indent))
         .collect();
     if let Some(rest) = &selection.rest {
         body.push(process_rest_row(rest, with_resident));
@@ -729,19 +554,7 @@ fn write_fitted(title: &str, fitted: &Fitted, out: &mut dyn Write) -> io::Result
     for line in &fitted.lines {
         writeln!(out, "{line}")?;
     }
-    write_dropped(fitted, out)
-}
-
-/// Which columns a narrow screen dropped, and how to see them.
-fn write_dropped(fitted: &Fitted, out: &mut dyn Write) -> io::Result<()> {
-    if fitted.dropped.is_empty() {
-        return Ok(());
-    }
-    writeln!(
-        out,
-        "  (left out to fit the width: {}; widen the terminal or set COLUMNS)",
-        fitted.dropped.join(", ")
-    )
+    screen::write_dropped(fitted, out)
 }
 
 /// Writes `report` for people with one row per benchmark (`report --by bench`), laid out as
@@ -770,7 +583,7 @@ fn write_benchmark_lines(
             "no benchmarks: the harness named none (record it with --control PATH and have it \
              send `bench URI PID`; see docs/control-protocol.md)"
         )?;
-        return write_stacks(report, layout.width, out);
+        return sites::write_stacks(report, layout.width, out);
     }
     let with_resident = report
         .benchmarks
@@ -860,50 +673,7 @@ fn write_benchmark_lines(
     writeln!(out)?;
     writeln!(out, "  {BENCH_FOOTER}")?;
     write_rest_note(&selection, "benchmarks", out)?;
-    write_benchmark_stacks(report, layout.width, out)
-}
-
-/// The cells of one process's row, its pid indented by its depth in the tree up to `indent`
-/// levels (`None`: not indented, the rows are not in tree order).
-pub(super) fn process_row(
-    p: &ProcessMetrics,
-    with_resident: bool,
-    indent: Option<u32>,
-) -> Vec<String> {
-    let h = &p.own.heap;
-    let indent = "  ".repeat(indent.map_or(0, |max| p.depth.min(max)) as usize);
-    let leaked = match p.exit {
-        Some(_) => format_bytes(h.leaked.bytes),
-        None => format!("{}*", format_bytes(h.live_at_end.bytes)),
-    };
-    let tree_peak = if p.tree.processes > 1 {
-        format_bytes(p.tree.heap.peak_live_bytes)
-    } else {
-        "-".to_string()
-    };
-    let mut row = vec![
-        format!("{indent}{}", p.pid),
-        h.allocs.to_string(),
-        h.frees.to_string(),
-        format_bytes(h.bytes_allocated),
-        format_bytes(h.peak_live_bytes),
-        h.peak_live_at_ns
-            .map_or_else(|| "-".to_string(), format_duration_ns),
-        tree_peak,
-        leaked,
-        h.failed_allocs.to_string(),
-    ];
-    if with_resident {
-        row.push(
-            p.own
-                .resident
-                .as_ref()
-                .map_or_else(|| "-".to_string(), |r| format_bytes(r.peak_bytes)),
-        );
-    }
-    row.push(exit_text(p));
-    row.push(command(p));
-    row
+    sites::write_benchmark_stacks(report, layout.width, out)
 }
 
 #[cfg(test)]
@@ -1112,7 +882,9 @@ mod tests {
         let report = sample().narrow(Scope::Process { pid: 10 }).unwrap();
         let text = render(&report);
         assert!(text.contains("\nprocess 10\n"), "{text}");
-        assert_eq!(text.matches("./bench --fast").count(), 2, "{text}");
+        // The run's command as given, the row's name without the directory.
+        assert_eq!(text.matches("./bench --fast").count(), 1, "{text}");
+        assert_eq!(text.matches("bench --fast").count(), 2, "{text}");
     }
 
     /// Root 10 runs benchmark "parse small" in child 11, with noise from child 12.
@@ -1279,7 +1051,7 @@ mod tests {
         );
         // Every row keeps its pid and its peak on one line.
         assert!(
-            narrow.contains("\n    11    2.9 KiB  2.9 KiB  ./bench --f…\n"),
+            narrow.contains("\n    11    2.9 KiB  2.9 KiB  bench --fast\n"),
             "{narrow}"
         );
     }
@@ -1289,7 +1061,7 @@ mod tests {
         let text = render_with(&many(3), &at_width(60));
         let row = text.lines().find(|l| l.starts_with("    2 ")).unwrap();
         assert_eq!(row.chars().count(), 60, "{text}");
-        assert!(row.ends_with("  ./worker --inp…"), "{row}");
+        assert!(row.ends_with("  worker --input…"), "{row}");
     }
 
     #[test]
@@ -1366,188 +1138,5 @@ mod tests {
             .max()
             .unwrap();
         assert!(widest <= 2 + 2 * MAX_INDENT as usize, "{widest}");
-    }
-}
-
-#[cfg(test)]
-mod stacks_tests {
-    use super::*;
-    use crate::analyze::accounting::analyze_sites;
-    use crate::analyze::stacks::{SiteOptions, SiteOrder};
-    use crate::format::{Event, MODULE_MARK};
-    use crate::model::metrics::Scope;
-    use crate::testkit::*;
-
-    /// Two sites under main: make_a's (symbolized, one frame inlined) and a stack whose caller
-    /// has no symbol and whose walk was truncated. A's block is leaked, B's is freed at once.
-    fn events() -> Vec<Event> {
-        let mut events = stack_prelude(vec![
-            module(1, "/usr/lib/x86_64-linux-gnu/libc.so.6"),
-            module(2, "/work/app"),
-            stack_node(1, 0, 2, 0x1100),
-            stack_node(2, 1, 1, 0x9a1b0),
-            stack_node(3, 0, MODULE_MARK, 1),
-            stack_node(4, 3, 2, 0x1234),
-            stack_node(5, 4, 1, 0x9a1b0),
-            symbol(1, 0x9a1b0, &[("malloc", "", 0)]),
-            symbol(2, 0x1100, &[("make_a", "app.c", 7), ("main", "app.c", 20)]),
-            stack_stats([3, 1, 0, 0, 0, 0]),
-        ]);
-        events.extend(seq(vec![
-            malloc_from(2, 0x10, 4096),
-            malloc_from(5, 0x20, 100),
-            free(0x20),
-            exit(0),
-        ]));
-        events
-    }
-
-    fn render_sites(events: Vec<Event>, top: usize) -> String {
-        let options = SiteOptions {
-            order: SiteOrder::Peak,
-            top,
-            profile: false,
-        };
-        let report = analyze_sites(&header(), events, None, &Scope::Run, options);
-        let layout = TextLayout {
-            width: 200,
-            ..TextLayout::default()
-        };
-        let mut out = Vec::new();
-        write_text(&report, &layout, &mut out).unwrap();
-        let text = String::from_utf8(out).unwrap();
-        let at = text.find("allocation sites").expect("a sites section");
-        text[at..].to_string()
-    }
-
-    #[test]
-    fn sites_with_frames_under_them() {
-        assert_eq!(
-            render_sites(events(), 10),
-            "allocation sites by live bytes at the peak: 2 sites (whole run (1 process): peak heap \
-             4.1 KiB at 1 ns)
-  stack walks: 3, 1 truncated, 0 unknown, 0 unsupported, 0 hash collisions, 0 sent uncached
-
-  #  AT PEAK  ALLOCATED  ALLOCS              LEAKED  TEMPORARY
-  1  4.0 KiB    4.0 KiB       1  4.0 KiB in 1 block          0
-       malloc  libc.so.6+0x9a1b0
-       make_a (inlined)  app.c:7
-       main  app.c:20
-  2    100 B      100 B       1                 0 B          1
-       malloc  libc.so.6+0x9a1b0
-       app+0x1234
-       [truncated]
-"
-        );
-    }
-
-    #[test]
-    fn top_says_how_many_there_are() {
-        let text = render_sites(events(), 1);
-        assert!(text.starts_with("allocation sites by live bytes at the peak: top 1 of 2 sites"));
-        assert!(!text.contains("[truncated]"), "{text}");
-    }
-
-    #[test]
-    fn long_stacks_are_cut_in_text() {
-        let mut kinds = vec![module(1, "/a")];
-        for id in 1..=20 {
-            kinds.push(stack_node(id, id - 1, 1, u64::from(id)));
-        }
-        let mut events = stack_prelude(kinds);
-        events.extend(seq(vec![malloc_from(20, 1, 1), exit(0)]));
-        let text = render_sites(events, 10);
-        assert!(text.contains("a+0x9\n"), "{text}");
-        assert!(!text.contains("a+0x8\n"), "{text}");
-        assert!(
-            text.ends_with("       … 8 more frames (--format json lists every frame)\n"),
-            "{text}"
-        );
-    }
-
-    #[test]
-    fn a_frame_too_wide_loses_the_start_of_its_path_not_its_line() {
-        let f = SiteFrame {
-            function: "alloc::vec::Vec<T>::with_capacity".into(),
-            file: "/rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library/alloc/src/vec/mod.rs"
-                .into(),
-            line: 524,
-            module: "/bin/p".into(),
-            offset: 0x10,
-            inlined: true,
-        };
-        let whole = frame_text(&f);
-        assert_eq!(frame_within(&f, 200), whole);
-        let cut = frame_within(&f, 80);
-        assert_eq!(cut.chars().count(), 80, "{cut}");
-        assert!(
-            cut.starts_with("alloc::vec::Vec<T>::with_capacity (inlined)  …")
-                && cut.ends_with("/library/alloc/src/vec/mod.rs:524"),
-            "{cut}"
-        );
-        // No room for the path's end beside the name: cut at the end, as any line.
-        let narrow = frame_within(&f, 40);
-        assert_eq!(narrow, screen::shorten_to(&whole, 40));
-        // A frame without a file has no path to cut.
-        let bare = SiteFrame {
-            file: String::new(),
-            line: 0,
-            ..f
-        };
-        assert_eq!(
-            frame_within(&bare, 30),
-            screen::shorten_to(&frame_text(&bare), 30)
-        );
-    }
-
-    #[test]
-    fn a_recording_without_stacks_gets_one_note() {
-        let events = seq(vec![malloc(1, 10), exit(0)]);
-        let text = render_sites(events, 10);
-        assert_eq!(
-            text,
-            "allocation sites: this recording has no call stacks (record takes them only when \
-             asked); record again with --stacks to see where the allocations come from\n"
-        );
-    }
-
-    #[test]
-    fn by_bench_lists_each_benchmarks_sites() {
-        let mut events = stack_prelude(vec![module(1, "/a"), stack_node(1, 0, 1, 5)]);
-        events.extend([
-            bench(1, "parse::small", 0),
-            start(2),
-            at(3, 1, 1, malloc_from(1, 1, 10)),
-            stop(4),
-            at(5, 1, 1, exit(0)),
-        ]);
-        let report = analyze_sites(&header(), events, None, &Scope::Run, SiteOptions::default());
-        let mut out = Vec::new();
-        let layout = TextLayout {
-            width: 200,
-            ..TextLayout::default()
-        };
-        write_benchmarks_text(&report, &layout, &mut out).unwrap();
-        let text = String::from_utf8(out).unwrap();
-        assert!(
-            text.contains(
-                "allocation sites by live bytes at the peak: 1 site (benchmark parse::small: \
-                 peak heap 10 B at 3 ns)"
-            ),
-            "{text}"
-        );
-        assert_eq!(text.matches("allocation sites").count(), 1, "{text}");
-    }
-
-    #[test]
-    fn live_at_end_gets_a_column_and_a_note() {
-        let mut events = stack_prelude(vec![module(1, "/a"), stack_node(1, 0, 1, 5)]);
-        events.extend(seq(vec![malloc_from(1, 1, 10)]));
-        let text = render_sites(events, 10);
-        assert!(text.contains("LIVE AT END"), "{text}");
-        assert!(
-            text.contains("still running when the recording ended"),
-            "{text}"
-        );
     }
 }

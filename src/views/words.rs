@@ -6,9 +6,12 @@ use crate::model::metrics::{
     SuppressionReport,
 };
 use crate::model::sites::{SiteFrame, StackReport};
+use std::collections::HashMap;
+
 use crate::units::{format_bytes, format_duration_ns};
 
 use super::rows::Rest;
+use super::screen::shorten_to;
 
 /// Longest command shown in a row, in characters; longer ones end with "…".
 pub const COMMAND_WIDTH: usize = 100;
@@ -146,6 +149,242 @@ pub fn plural<'a>(n: u64, one: &'a str, many: &'a str) -> &'a str {
 /// "1 process", "3 processes".
 pub fn processes(n: u64) -> String {
     counted(n, "process", "processes")
+}
+
+/// Longest process name, in characters; a longer one ends with "…". The whole command is in
+/// the JSON, and on hover in the html page.
+pub const NAME_WIDTH: usize = 60;
+
+/// Most arguments a name keeps after its program when it names a process by what sets it
+/// apart from the other processes of its program.
+const NAME_ARGS: usize = 2;
+
+/// Endings of the source files a compiler driver is given: the file names the process.
+const SOURCE_ENDINGS: &[&str] = &[
+    ".c", ".cc", ".cpp", ".cxx", ".c++", ".C", ".i", ".ii", ".s", ".S", ".m", ".mm", ".f", ".f90",
+    ".rs",
+];
+
+/// How every view names a process in its rows: its program, then the arguments that tell it
+/// apart from its siblings (#33: a `cargo build`'s rustc rows all read
+/// `/root/.rustup/toolchains/stable-x86_64-…` at 80 columns).
+///
+/// - The program is the base name of `argv[0]` (of the executable without an argv, `?`
+///   without either), without its directories.
+/// - Known drivers are named by what they work on: `rustc --crate-name serde_json`;
+///   `cc1plus prog.cpp` (cc1, cc1plus, cc, c++, gcc, g++, clang, clang++ and as, with a
+///   target prefix or version suffix such as `x86_64-linux-gnu-gcc-12`: the first source
+///   file, by its base name); `python3 -m pytest`, `python3 -c CODE` or `python3 run.py` (the
+///   script's base name); `java -jar app.jar` or `java com.example.Main` (the main class);
+///   `sh -c SCRIPT` or `bash build.sh` for the shells.
+/// - Any other program, or a driver without what it is named by (`rustc -vV`, `gcc -o prog
+///   a.o`): when the recording has other processes of the same program, the first
+///   [`NAME_ARGS`] arguments that are not flags and differ from a sibling's at the same place
+///   (a path by its base name), else all its arguments as given (`cargo build --release`).
+/// - Control characters are shown as `?`, and the name is cut to [`NAME_WIDTH`] characters.
+pub struct ProcessNames<'a> {
+    processes: &'a [ProcessMetrics],
+    /// Per program: how many processes ran it, and at each place of their arguments the one
+    /// every one of them has there (`None` where two differ or one has none).
+    programs: HashMap<&'a str, (usize, Vec<Option<&'a str>>)>,
+}
+
+impl<'a> ProcessNames<'a> {
+    /// The names of `processes`: each is told apart from the others of its program.
+    pub fn new(processes: &'a [ProcessMetrics]) -> ProcessNames<'a> {
+        let mut programs: HashMap<&str, (usize, Vec<Option<&str>>)> = HashMap::new();
+        for p in processes {
+            let args = arguments(p);
+            let (count, shared) = programs
+                .entry(program(p))
+                .or_insert_with(|| (0, args.iter().map(|a| Some(a.as_str())).collect()));
+            *count += 1;
+            for (k, place) in shared.iter_mut().enumerate() {
+                if args.get(k).map(String::as_str) != *place {
+                    *place = None;
+                }
+            }
+        }
+        ProcessNames {
+            processes,
+            programs,
+        }
+    }
+
+    /// The name of `p`, one of the processes the names were made of.
+    pub fn name(&self, p: &ProcessMetrics) -> String {
+        process_name(p, self.programs.get(program(p)))
+    }
+
+    /// The name of the first of the processes with `pid`, if there is one (where a view has
+    /// only a pid, as the timeline's series and the rmap section have).
+    pub fn name_of_pid(&self, pid: u32) -> Option<String> {
+        let p = self.processes.iter().find(|p| p.pid == pid)?;
+        Some(self.name(p))
+    }
+}
+
+/// The name of `p` (see [`ProcessNames`]); `siblings` is its program's entry, if any.
+fn process_name(p: &ProcessMetrics, siblings: Option<&(usize, Vec<Option<&str>>)>) -> String {
+    let program = program(p);
+    let args = arguments(p);
+    let told = driver_arguments(program, args).unwrap_or_else(|| match siblings {
+        Some((count, shared)) if *count > 1 => {
+            let differing: Vec<&str> = args
+                .iter()
+                .enumerate()
+                .filter(|(k, a)| {
+                    !a.starts_with('-') && shared.get(*k).copied().flatten() != Some(a.as_str())
+                })
+                .take(NAME_ARGS)
+                .map(|(_, a)| base_name(a))
+                .collect();
+            if differing.is_empty() {
+                args.join(" ")
+            } else {
+                differing.join(" ")
+            }
+        }
+        _ => args.join(" "),
+    });
+    let name = if told.is_empty() {
+        program.to_string()
+    } else {
+        format!("{program} {told}")
+    };
+    shorten_to(&clean(&name), NAME_WIDTH)
+}
+
+/// The base name of the program `p` ran.
+fn program(p: &ProcessMetrics) -> &str {
+    match (p.argv.first(), &p.executable) {
+        (Some(arg0), _) => base_name(arg0),
+        (None, Some(exe)) => base_name(exe),
+        (None, None) => "?",
+    }
+}
+
+/// The arguments of `p` after its program.
+fn arguments(p: &ProcessMetrics) -> &[String] {
+    p.argv.get(1..).unwrap_or(&[])
+}
+
+/// The last part of a path, or all of `path` when it has no other ("/" stays "/").
+fn base_name(path: &str) -> &str {
+    match path.trim_end_matches('/').rsplit('/').next() {
+        Some(name) if !name.is_empty() => name,
+        _ => path,
+    }
+}
+
+/// The driver family of a program: `x86_64-linux-gnu-gcc-12` is `gcc`, `clang++-17` is
+/// `clang++`, `python3.12` is `python`.
+fn family(program: &str) -> &str {
+    if program.starts_with("python") {
+        return "python";
+    }
+    // A version suffix ("-12"), then a target prefix ("x86_64-linux-gnu-").
+    let unversioned = match program.rsplit_once('-') {
+        Some((head, tail)) if tail.chars().all(|c| c.is_ascii_digit() || c == '.') => head,
+        _ => program,
+    };
+    unversioned.rsplit('-').next().unwrap_or(unversioned)
+}
+
+/// What a known driver is named by, after its program (see [`ProcessNames`]); `None` for
+/// another program, or a driver without it.
+fn driver_arguments(program: &str, args: &[String]) -> Option<String> {
+    let value_of = |flag: &str| {
+        let at = args.iter().position(|a| a == flag)?;
+        args.get(at + 1).map(String::as_str)
+    };
+    match family(program) {
+        "rustc" => value_of("--crate-name")
+            .or_else(|| args.iter().find_map(|a| a.strip_prefix("--crate-name=")))
+            .map(|c| format!("--crate-name {c}")),
+        "cc1" | "cc1plus" | "cc" | "c++" | "gcc" | "g++" | "clang" | "clang++" | "as" => args
+            .iter()
+            .enumerate()
+            .find(|(k, a)| {
+                !a.starts_with('-')
+                    && (*k == 0 || args[k - 1] != "-o")
+                    && SOURCE_ENDINGS.iter().any(|e| a.ends_with(e))
+            })
+            .map(|(_, a)| base_name(a).to_string()),
+        "python" => first_operand(args, &["-m", "-c"], &["-X", "-W", "-Q"]),
+        "java" => first_operand(
+            args,
+            &["-jar", "-m", "--module"],
+            &["-cp", "-classpath", "--class-path", "-p", "--module-path"],
+        ),
+        "sh" | "bash" | "dash" | "zsh" | "ksh" => first_operand(args, &["-c"], &["-o"]),
+        _ => None,
+    }
+}
+
+/// An interpreter's first operand, after flags: a flag of `naming` with its value ("-m pytest"),
+/// or the first argument that is no flag (the script or class, by its base name); the flags of
+/// `valued` take a value that is skipped.
+fn first_operand(args: &[String], naming: &[&str], valued: &[&str]) -> Option<String> {
+    let mut k = 0;
+    while k < args.len() {
+        let a = args[k].as_str();
+        if naming.contains(&a) {
+            let value = args.get(k + 1)?;
+            let value = if a == "-jar" { base_name(value) } else { value };
+            return Some(format!("{a} {value}"));
+        }
+        if !a.starts_with('-') {
+            return Some(base_name(a).to_string());
+        }
+        k += if valued.contains(&a) { 2 } else { 1 };
+    }
+    None
+}
+
+/// The cells of one process's row, as the text table and the html page show them: its pid
+/// indented by its depth in the tree up to `indent` levels (`None`: not indented, the rows are
+/// not in tree order), its numbers, its exit and its name in `names`.
+pub fn process_row(
+    p: &ProcessMetrics,
+    names: &ProcessNames,
+    with_resident: bool,
+    indent: Option<u32>,
+) -> Vec<String> {
+    let h = &p.own.heap;
+    let indent = "  ".repeat(indent.map_or(0, |max| p.depth.min(max)) as usize);
+    let leaked = match p.exit {
+        Some(_) => format_bytes(h.leaked.bytes),
+        None => format!("{}*", format_bytes(h.live_at_end.bytes)),
+    };
+    let tree_peak = if p.tree.processes > 1 {
+        format_bytes(p.tree.heap.peak_live_bytes)
+    } else {
+        "-".to_string()
+    };
+    let mut row = vec![
+        format!("{indent}{}", p.pid),
+        h.allocs.to_string(),
+        h.frees.to_string(),
+        format_bytes(h.bytes_allocated),
+        format_bytes(h.peak_live_bytes),
+        h.peak_live_at_ns
+            .map_or_else(|| "-".to_string(), format_duration_ns),
+        tree_peak,
+        leaked,
+        h.failed_allocs.to_string(),
+    ];
+    if with_resident {
+        row.push(
+            p.own
+                .resident
+                .as_ref()
+                .map_or_else(|| "-".to_string(), |r| format_bytes(r.peak_bytes)),
+        );
+    }
+    row.push(exit_text(p));
+    row.push(names.name(p));
+    row
 }
 
 /// The text cell of a summed row: "980 more processes".
@@ -288,4 +527,184 @@ pub fn percent(part: u64, whole: u64) -> String {
         return "0.0%".to_string();
     }
     format!("{:.1}%", part as f64 * 100.0 / whole as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn process(argv: &[&str]) -> ProcessMetrics {
+        crate::testkit::process_running(1, 0, argv)
+    }
+
+    /// The names of processes running `argvs`, in order.
+    fn names(argvs: &[&[&str]]) -> Vec<String> {
+        let processes: Vec<ProcessMetrics> = argvs.iter().map(|a| process(a)).collect();
+        let names = ProcessNames::new(&processes);
+        processes.iter().map(|p| names.name(p)).collect()
+    }
+
+    fn name(argv: &[&str]) -> String {
+        names(&[argv]).remove(0)
+    }
+
+    const RUSTC: &str = "/root/.rustup/toolchains/stable-x86_64-unknown-linux-gnu/bin/rustc";
+
+    #[test]
+    fn rustc_by_its_crate() {
+        let argv = [
+            RUSTC,
+            "--crate-name",
+            "serde_json",
+            "--edition=2021",
+            "/root/.cargo/registry/src/index.crates.io-6f17d22bba15001f/serde_json-1.0.128/src/lib.rs",
+            "--crate-type",
+            "lib",
+        ];
+        assert_eq!(name(&argv), "rustc --crate-name serde_json");
+        assert_eq!(
+            name(&[RUSTC, "--crate-name=build_script_build", "build.rs"]),
+            "rustc --crate-name build_script_build"
+        );
+    }
+
+    #[test]
+    fn rustc_without_a_crate_shows_its_arguments() {
+        assert_eq!(name(&[RUSTC, "-vV"]), "rustc -vV");
+    }
+
+    #[test]
+    fn compilers_by_their_source_file() {
+        let cc1plus = [
+            "/usr/libexec/gcc/x86_64-linux-gnu/12/cc1plus",
+            "-quiet",
+            "-imultiarch",
+            "x86_64-linux-gnu",
+            "/work/testdata/prog.cpp",
+            "-quiet",
+            "-dumpbase",
+            "prog.cpp",
+            "-o",
+            "/tmp/ccAbCd.s",
+        ];
+        assert_eq!(name(&cc1plus), "cc1plus prog.cpp");
+        assert_eq!(
+            name(&[
+                "x86_64-linux-gnu-gcc-12",
+                "-O2",
+                "-c",
+                "-o",
+                "x.o",
+                "src/x.c"
+            ]),
+            "x86_64-linux-gnu-gcc-12 x.c"
+        );
+        assert_eq!(
+            name(&["as", "--64", "-o", "/tmp/cc1.o", "/tmp/ccAbCd.s"]),
+            "as ccAbCd.s"
+        );
+    }
+
+    #[test]
+    fn a_link_has_no_source_and_shows_its_arguments() {
+        assert_eq!(name(&["gcc", "-o", "prog", "a.o"]), "gcc -o prog a.o");
+    }
+
+    #[test]
+    fn python_by_its_module_or_script() {
+        assert_eq!(
+            name(&["/usr/bin/python3", "-m", "pytest", "-q", "tests/"]),
+            "python3 -m pytest"
+        );
+        assert_eq!(
+            name(&[
+                "python3.12",
+                "-u",
+                "-X",
+                "dev",
+                "/work/scripts/run.py",
+                "--fast"
+            ]),
+            "python3.12 run.py"
+        );
+        assert_eq!(name(&["python3", "-c", "print(1)"]), "python3 -c print(1)");
+    }
+
+    #[test]
+    fn java_by_its_main_class_or_jar() {
+        assert_eq!(
+            name(&[
+                "java",
+                "-cp",
+                "a.jar:b.jar",
+                "-Xmx1g",
+                "com.example.Main",
+                "x"
+            ]),
+            "java com.example.Main"
+        );
+        assert_eq!(
+            name(&["/usr/bin/java", "-jar", "/opt/app/app.jar"]),
+            "java -jar app.jar"
+        );
+    }
+
+    #[test]
+    fn shells_by_their_script() {
+        assert_eq!(
+            name(&["/bin/sh", "-c", "cc -O2 x.c && ./a.out"]),
+            "sh -c cc -O2 x.c && ./a.out"
+        );
+        assert_eq!(name(&["bash", "-e", "./build.sh"]), "bash build.sh");
+    }
+
+    #[test]
+    fn another_program_alone_shows_its_arguments() {
+        assert_eq!(
+            name(&["/root/.cargo/bin/cargo", "build", "--release"]),
+            "cargo build --release"
+        );
+    }
+
+    #[test]
+    fn siblings_are_told_apart_by_what_differs() {
+        let worker = "/opt/tools/bin/worker";
+        assert_eq!(
+            names(&[
+                &[worker, "--threads", "4", "run", "/data/in/a.json"],
+                &[worker, "--threads", "4", "run", "/data/in/b.json"],
+                &["/bin/true"],
+            ]),
+            vec!["worker a.json", "worker b.json", "true"]
+        );
+        // Nothing differs: all the arguments.
+        assert_eq!(
+            names(&[&[worker, "run"], &[worker, "run"]]),
+            vec!["worker run", "worker run"]
+        );
+    }
+
+    #[test]
+    fn a_long_argument_is_cut_to_the_width() {
+        let long = "x".repeat(500);
+        let n = name(&["./bench", &long]);
+        assert_eq!(n.chars().count(), NAME_WIDTH);
+        assert!(n.starts_with("bench xxx"));
+        assert!(n.ends_with('…'));
+    }
+
+    #[test]
+    fn control_characters_do_not_reach_the_name() {
+        assert_eq!(name(&["sh", "-c", "echo\u{1b}[2J"]), "sh -c echo?[2J");
+    }
+
+    #[test]
+    fn without_argv_the_executable_names_it() {
+        let mut p = process(&[]);
+        p.executable = Some("/usr/bin/make".to_string());
+        let all = [p];
+        assert_eq!(ProcessNames::new(&all).name(&all[0]), "make");
+        let all = [process(&[])];
+        assert_eq!(ProcessNames::new(&all).name(&all[0]), "?");
+    }
 }

@@ -209,11 +209,19 @@
       sw.className = "swatch";
       sw.style.background = color(i, s);
       li.appendChild(sw);
-      var text = s.name;
-      if (s.command) text += ": " + s.command;
-      if (s.name === "others") text += " (" + s.processes + " processes summed)";
+      // The process's name, as the table names it; its whole command on hover.
+      var name = s.pid !== null && s.pid !== undefined ? data.names[s.pid] : undefined;
+      var text = s.name, whole = s.name;
+      if (s.command) {
+        text += ": " + (name || s.command);
+        whole += ": " + s.command;
+      }
+      if (s.name === "others") {
+        text += " (" + s.processes + " processes summed)";
+        whole = text;
+      }
       li.appendChild(document.createTextNode(text));
-      li.title = text;
+      li.title = whole;
       ul.appendChild(li);
     });
   }
