@@ -29,6 +29,7 @@ use crate::analyze::suppress::Suppressions;
 use crate::error::{Error, Subcommand};
 use crate::model::measure::{self, Measure};
 use crate::model::profile::{View, Weight};
+use crate::views::rows::By;
 use crate::views::words;
 
 pub use check::CheckArgs;
@@ -126,6 +127,23 @@ fn named<T: Copy>(names: &[(&str, T)], value: &str) -> Result<T, String> {
 fn measured<T: Copy>(table: &[(Measure, T)], value: &str) -> Result<T, String> {
     measure::pick(table, value)
         .ok_or_else(|| format!("give {}", words::either(measure::words(table))))
+}
+
+/// `--by` of `report` and `check`: the value `offered` (the command's table) gives the word
+/// `value` of `By::NAMES`, else the words it offers ("give run or bench"), so a word of the
+/// other command is refused the same way as a word of neither.
+fn by<T: Copy>(offered: &[(By, T)], value: &str) -> Result<T, String> {
+    let by = named(&By::NAMES, value).ok();
+    offered
+        .iter()
+        .find(|(b, _)| Some(*b) == by)
+        .map(|&(_, v)| v)
+        .ok_or_else(|| {
+            format!(
+                "give {}",
+                words::either(offered.iter().map(|(b, _)| b.word()))
+            )
+        })
 }
 
 /// `report --view`, `diff --view`.
