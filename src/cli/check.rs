@@ -281,7 +281,7 @@ mod tests {
         let opts = check(&[
             "--max-peak-heap",
             "64MiB",
-            "--max-allocs",
+            "--max-count",
             "5",
             "--bench",
             "b",
@@ -372,7 +372,7 @@ mod tests {
 
     #[test]
     fn tree_and_bench_together_is_usage() {
-        let e = usage(check(&["--tree", "1", "--bench", "x", "--max-allocs", "1"]));
+        let e = usage(check(&["--tree", "1", "--bench", "x", "--max-count", "1"]));
         assert!(
             e.starts_with("--tree and --bench cannot be used together"),
             "{e}"
@@ -436,7 +436,7 @@ mod tests {
             e.starts_with("the --max-*-increase limits need --baseline"),
             "{e}"
         );
-        let e = usage(check(&["--baseline", "b.mt", "--max-allocs", "3"]));
+        let e = usage(check(&["--baseline", "b.mt", "--max-count", "3"]));
         assert!(
             e.starts_with("--baseline needs a limit on the increase"),
             "{e}"
@@ -454,7 +454,7 @@ mod tests {
             "{e}"
         );
         let e = usage(check(&[
-            "--max-allocs",
+            "--max-count",
             "3",
             "--by",
             "bench",
@@ -496,7 +496,7 @@ mod tests {
             e.starts_with("memtrack: --max-leaked-increase x: give a per cent"),
             "{e}"
         );
-        let (e, _) = refused(&["check", "run.mt", "--max-allocs", "1", "--by", "tree"]);
+        let (e, _) = refused(&["check", "run.mt", "--max-count", "1", "--by", "tree"]);
         assert!(
             e.starts_with("memtrack: --by tree: give run or bench;"),
             "{e}"

@@ -99,7 +99,7 @@ impl Command {
 /// `Command`'s, which --help lists in its own order).
 const SUBCOMMANDS: [&str; 7] = ["record", "report", "check", "diff", "dump", "doctor", "ctl"];
 
-/// `--max-allocs N`: a plain count.
+/// `--max-count N`: a plain count.
 fn parse_count(value: &str) -> Result<u64, String> {
     value.parse().map_err(|_| {
         "give a whole number, e.g. 1500 (unit suffixes such as 1.5k are for the SIZE flags)".into()
@@ -290,7 +290,7 @@ fn argh_message(output: &str) -> String {
         .collect();
     let first = lines.first().copied().unwrap_or("bad arguments");
     if let Some(rest) = first.strip_prefix("Error parsing option '") {
-        // "Error parsing option '--max-allocs' with value '1.5k': invalid digit found in string"
+        // "Error parsing option '--max-count' with value '1.5k': invalid digit found in string"
         if let Some((flag, rest)) = rest.split_once("' with value '") {
             if let Some((value, why)) = rest.split_once("': ") {
                 if why == "duplicate values provided" {
