@@ -111,15 +111,16 @@ pub const INCREASE_FLAGS: &str =
     "--max-increase P%, --max-METRIC-increase P%, --max-increase-bytes SIZE";
 
 /// Each metric's own relative-increase flag, in `Metric::ALL` order: the stem of its absolute
-/// limit where it has one (`--max-peak-heap`, `--max-count`, ...).
+/// limit where it has one (`--max-peak-heap`, `--max-count`, ...). A metric that is a measure
+/// is named by it, so that every measure has one (a test says so).
 pub const METRIC_INCREASE_FLAGS: [(Metric, &str); 8] = [
-    (Metric::PeakHeap, "--max-peak-heap-increase"),
-    (Metric::Allocations, "--max-count-increase"),
-    (Metric::BytesAllocated, "--max-allocated-increase"),
-    (Metric::LeakedBytes, "--max-leaked-increase"),
+    (Measure::Peak.metric(), "--max-peak-heap-increase"),
+    (Measure::Count.metric(), "--max-count-increase"),
+    (Measure::Allocated.metric(), "--max-allocated-increase"),
+    (Measure::Leaked.metric(), "--max-leaked-increase"),
     (Metric::LeakedBlocks, "--max-leaked-blocks-increase"),
-    (Metric::Temporary, "--max-temporary-increase"),
-    (Metric::PeakResident, "--max-peak-rss-increase"),
+    (Measure::Temporary.metric(), "--max-temporary-increase"),
+    (Measure::Rss.metric(), "--max-peak-rss-increase"),
     (Metric::PeakMapped, "--max-peak-mapped-increase"),
 ];
 
@@ -771,6 +772,19 @@ mod tests {
 
     fn increase(opts: &CheckOptions, new: &Report, base: &Report) -> Vec<LimitResult> {
         evaluate_increase(&new.totals, &base.totals, opts, None, &mut Vec::new())
+    }
+
+    #[test]
+    fn every_measure_has_an_increase_limit_in_metric_order() {
+        for m in Measure::ALL {
+            assert_ne!(increase_flag(m.metric()), "--max-increase", "{m:?}");
+        }
+        let order: Vec<Metric> = METRIC_INCREASE_FLAGS.iter().map(|(m, _)| *m).collect();
+        let all: Vec<Metric> = Metric::ALL
+            .into_iter()
+            .filter(|m| order.contains(m))
+            .collect();
+        assert_eq!(order, all);
     }
 
     #[test]
