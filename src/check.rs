@@ -9,6 +9,7 @@
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use crate::model::measure::Measure;
 use crate::model::metric::{percent_text, signed, Metric, Unit};
 use crate::table::{Column, Table};
 use crate::units::format_bytes;
@@ -35,10 +36,10 @@ pub struct CheckOptions {
     pub scope: Scope,
     /// Highest live heap, bytes (`--max-peak-heap`).
     pub max_peak_heap: Option<u64>,
-    /// Successful allocations, reallocs included (`--max-allocs`).
-    pub max_allocs: Option<u64>,
-    /// Bytes allocated (`--max-bytes`).
-    pub max_bytes: Option<u64>,
+    /// Successful allocations, reallocs included (`--max-count`).
+    pub max_count: Option<u64>,
+    /// Bytes allocated (`--max-allocated`).
+    pub max_allocated: Option<u64>,
     /// Bytes live when their process exited (`--max-leaked`); the heap of processes still
     /// running at the end of the recording is not a leak. In a recording with leak scans, only
     /// the definitely lost bytes, plus the leaked bytes of processes that were not scanned.
@@ -73,8 +74,8 @@ impl CheckOptions {
     /// Whether no limit was given.
     pub fn has_no_limit(&self) -> bool {
         self.max_peak_heap.is_none()
-            && self.max_allocs.is_none()
-            && self.max_bytes.is_none()
+            && self.max_count.is_none()
+            && self.max_allocated.is_none()
             && self.max_leaked.is_none()
             && self.max_reachable.is_none()
             && self.max_peak_rss.is_none()
@@ -102,7 +103,7 @@ impl CheckOptions {
 
 /// The flags that set limits, for the message when none is given.
 pub const LIMIT_FLAGS: &str =
-    "--max-peak-heap SIZE, --max-allocs N, --max-bytes SIZE, --max-leaked SIZE, --max-reachable SIZE, \
+    "--max-peak-heap SIZE, --max-count N, --max-allocated SIZE, --max-leaked SIZE, --max-reachable SIZE, \
      --max-peak-rss SIZE";
 
 /// The flags that set limits on the increase over `--baseline`.
@@ -110,15 +111,16 @@ pub const INCREASE_FLAGS: &str =
     "--max-increase P%, --max-METRIC-increase P%, --max-increase-bytes SIZE";
 
 /// Each metric's own relative-increase flag, in `Metric::ALL` order: the stem of its absolute
-/// limit where it has one (`--max-peak-heap`, `--max-allocs`, ...).
+/// limit where it has one (`--max-peak-heap`, `--max-count`, ...). A metric that is a measure
+/// is named by it, so that every measure has one (a test says so).
 pub const METRIC_INCREASE_FLAGS: [(Metric, &str); 8] = [
-    (Metric::PeakHeap, "--max-peak-heap-increase"),
-    (Metric::Allocations, "--max-allocs-increase"),
-    (Metric::BytesAllocated, "--max-bytes-increase"),
-    (Metric::LeakedBytes, "--max-leaked-increase"),
+    (Measure::Peak.metric(), "--max-peak-heap-increase"),
+    (Measure::Count.metric(), "--max-count-increase"),
+    (Measure::Allocated.metric(), "--max-allocated-increase"),
+    (Measure::Leaked.metric(), "--max-leaked-increase"),
     (Metric::LeakedBlocks, "--max-leaked-blocks-increase"),
-    (Metric::Temporary, "--max-temporary-increase"),
-    (Metric::PeakResident, "--max-peak-rss-increase"),
+    (Measure::Temporary.metric(), "--max-temporary-increase"),
+    (Measure::Rss.metric(), "--max-peak-rss-increase"),
     (Metric::PeakMapped, "--max-peak-mapped-increase"),
 ];
 
@@ -130,15 +132,6 @@ pub fn increase_flag(metric: Metric) -> &'static str {
         .map_or("--max-increase", |(_, f)| f)
 }
 
-/// What a limit measures, which decides how its numbers are shown.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Quantity {
-    /// A size in bytes.
-    Bytes,
-    /// A count.
-    Count,
-}
-
 /// One limit compared with the recording.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LimitResult {
@@ -146,8 +139,8 @@ pub struct LimitResult {
     pub name: &'static str,
     /// The flag that set the limit.
     pub flag: &'static str,
-    /// Bytes or a count.
-    pub quantity: Quantity,
+    /// Bytes or a count, which decides how its numbers are shown.
+    pub quantity: Unit,
     /// The recording's value.
     pub value: u64,
     /// The limit.
@@ -196,49 +189,31 @@ pub fn evaluate(report: &Report, opts: &CheckOptions) -> Vec<LimitResult> {
             heap.leaked.bytes,
         ),
     };
+    // The limits named by a measure take its label, unit and value from the measure's metric.
+    let measured = |measure: Measure, flag, limit| {
+        let metric = measure.metric();
+        let value = metric.value(&report.totals).unwrap_or(0);
+        (measure.label(), flag, measure.unit(), value, limit)
+    };
     let candidates = [
-        (
-            "peak heap",
-            "--max-peak-heap",
-            Quantity::Bytes,
-            heap.peak_live_bytes,
-            opts.max_peak_heap,
-        ),
-        (
-            "allocations",
-            "--max-allocs",
-            Quantity::Count,
-            heap.allocs,
-            opts.max_allocs,
-        ),
-        (
-            "bytes allocated",
-            "--max-bytes",
-            Quantity::Bytes,
-            heap.bytes_allocated,
-            opts.max_bytes,
-        ),
+        measured(Measure::Peak, "--max-peak-heap", opts.max_peak_heap),
+        measured(Measure::Count, "--max-count", opts.max_count),
+        measured(Measure::Allocated, "--max-allocated", opts.max_allocated),
         (
             leaked_name,
             "--max-leaked",
-            Quantity::Bytes,
+            Unit::Bytes,
             leaked_value,
             opts.max_leaked,
         ),
         (
             reachable_name,
             "--max-reachable",
-            Quantity::Bytes,
+            Unit::Bytes,
             reachable_value,
             opts.max_reachable,
         ),
-        (
-            "peak resident",
-            "--max-peak-rss",
-            Quantity::Bytes,
-            report.totals.resident.as_ref().map_or(0, |r| r.peak_bytes),
-            opts.max_peak_rss,
-        ),
+        measured(Measure::Rss, "--max-peak-rss", opts.max_peak_rss),
     ];
     candidates
         .into_iter()
@@ -301,10 +276,7 @@ pub fn evaluate_increase(
             ));
             continue;
         };
-        let quantity = match metric.unit() {
-            Unit::Bytes => Quantity::Bytes,
-            Unit::Count => Quantity::Count,
-        };
+        let quantity = metric.unit();
         let line = |flag, limit, relative, pass| LimitResult {
             name: metric.label(),
             flag,
@@ -332,10 +304,7 @@ pub fn evaluate_increase(
 /// The value cell of an increase line: the change and its relative change ("+6.8 KiB
 /// (+50.0%)", "+3 (new)" from 0).
 fn show_increase(r: &LimitResult, inc: Increase) -> String {
-    let unit = match r.quantity {
-        Quantity::Bytes => Unit::Bytes,
-        Quantity::Count => Unit::Count,
-    };
+    let unit = r.quantity;
     let change = crate::model::metric::difference(inc.base, r.value);
     let relative = match (inc.base, r.value) {
         (0, 0) => "0.0%".to_string(),
@@ -350,16 +319,16 @@ fn show_increase_limit(r: &LimitResult, inc: Increase) -> String {
     if inc.relative {
         format!("+{}.{:02}%", r.limit / 100, r.limit % 100)
     } else {
-        format!("+{}", show(Quantity::Bytes, r.limit))
+        format!("+{}", show(Unit::Bytes, r.limit))
     }
 }
 
 /// A number as the check line shows it: sizes both rounded and exact, so a failure by a few
 /// bytes is visible.
-fn show(quantity: Quantity, n: u64) -> String {
+fn show(quantity: Unit, n: u64) -> String {
     match quantity {
-        Quantity::Bytes => format!("{} ({n} bytes)", format_bytes(n)),
-        Quantity::Count => n.to_string(),
+        Unit::Bytes => format!("{} ({n} bytes)", format_bytes(n)),
+        Unit::Count => n.to_string(),
     }
 }
 
@@ -431,7 +400,7 @@ fn write_lost_site(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     writeln!(
         out,
         "top lost site: {} in {}: {}",
-        show(Quantity::Bytes, site.lost_bytes),
+        show(Unit::Bytes, site.lost_bytes),
         crate::views::words::counted(site.lost_blocks, "block", "blocks"),
         frames::site_name(&site.frames)
     )
@@ -675,8 +644,8 @@ mod tests {
             file: PathBuf::new(),
             scope: Scope::Run,
             max_peak_heap: Some(limit),
-            max_allocs: Some(limit),
-            max_bytes: Some(limit),
+            max_count: Some(limit),
+            max_allocated: Some(limit),
             max_leaked: Some(limit),
             max_peak_rss: None,
             allow_incomplete: false,
@@ -716,12 +685,12 @@ mod tests {
     #[test]
     fn only_given_limits_are_checked() {
         let opts = CheckOptions {
-            max_allocs: Some(3),
+            max_count: Some(3),
             ..CheckOptions::default()
         };
         let r = evaluate(&report(), &opts);
         assert_eq!(r.len(), 1);
-        assert_eq!(r[0].flag, "--max-allocs");
+        assert_eq!(r[0].flag, "--max-count");
     }
 
     #[test]
@@ -806,6 +775,19 @@ mod tests {
     }
 
     #[test]
+    fn every_measure_has_an_increase_limit_in_metric_order() {
+        for m in Measure::ALL {
+            assert_ne!(increase_flag(m.metric()), "--max-increase", "{m:?}");
+        }
+        let order: Vec<Metric> = METRIC_INCREASE_FLAGS.iter().map(|(m, _)| *m).collect();
+        let all: Vec<Metric> = Metric::ALL
+            .into_iter()
+            .filter(|m| order.contains(m))
+            .collect();
+        assert_eq!(order, all);
+    }
+
+    #[test]
     fn relative_increase_is_exact_at_the_limit() {
         // 3 -> 4 allocations: +33.33...%.
         let (base, new) = (grown(0), grown(1));
@@ -817,7 +799,7 @@ mod tests {
         assert_eq!(r.len(), 1);
         assert_eq!(
             (r[0].flag, r[0].value, r[0].pass),
-            ("--max-allocs-increase", 4, true)
+            ("--max-count-increase", 4, true)
         );
         assert!(!increase(&limit(3333), &new, &base)[0].pass);
     }

@@ -10,8 +10,9 @@ use crate::check::{self, CheckOptions};
 use crate::error::Error;
 use crate::model::metrics::Scope;
 use crate::units;
+use crate::views::rows::By;
 
-use super::{load_suppressions, named, parse_count, parse_pid};
+use super::{by, load_suppressions, parse_count, parse_pid};
 
 /// Fail (exit 1) when a recording exceeds memory limits; exit 0 when all hold, 2 on a bad file
 /// or flag, and 2 on a recording that lost events or is damaged (its numbers may be wrong
@@ -37,11 +38,17 @@ pub struct CheckArgs {
     /// highest allowed peak of live heap (SIZE)
     #[argh(option, from_str_fn(parse_size))]
     pub max_peak_heap: Option<u64>,
-    /// highest allowed number of allocations
+    /// highest allowed count of allocations
     #[argh(option, from_str_fn(parse_count))]
+    pub max_count: Option<u64>,
+    /// the older name of --max-count, kept for scripts
+    #[argh(option, hidden_help, from_str_fn(parse_count))]
     pub max_allocs: Option<u64>,
     /// highest allowed total of bytes allocated (SIZE)
     #[argh(option, from_str_fn(parse_size))]
+    pub max_allocated: Option<u64>,
+    /// the older name of --max-allocated, kept for scripts
+    #[argh(option, hidden_help, from_str_fn(parse_size))]
     pub max_bytes: Option<u64>,
     /// highest allowed heap leaked when processes exit (SIZE): with the leak scan (recordings
     /// since format version 5), the bytes definitely lost, plus all the leaked bytes of
@@ -74,11 +81,17 @@ pub struct CheckArgs {
     /// --max-increase for it; likewise the flags below)
     #[argh(option, from_str_fn(parse_percent))]
     pub max_peak_heap_increase: Option<u64>,
-    /// highest allowed increase of the number of allocations, in per cent
+    /// highest allowed increase of the count of allocations, in per cent
     #[argh(option, from_str_fn(parse_percent))]
+    pub max_count_increase: Option<u64>,
+    /// the older name of --max-count-increase, kept for scripts
+    #[argh(option, hidden_help, from_str_fn(parse_percent))]
     pub max_allocs_increase: Option<u64>,
     /// highest allowed increase of the bytes allocated, in per cent
     #[argh(option, from_str_fn(parse_percent))]
+    pub max_allocated_increase: Option<u64>,
+    /// the older name of --max-allocated-increase, kept for scripts
+    #[argh(option, hidden_help, from_str_fn(parse_percent))]
     pub max_bytes_increase: Option<u64>,
     /// highest allowed increase of the leaked bytes, in per cent
     #[argh(option, from_str_fn(parse_percent))]
@@ -106,12 +119,26 @@ pub struct CheckArgs {
     pub suppress: Option<PathBuf>,
 }
 
-/// `check --by`'s names: whether the limits apply to each benchmark.
-const BY_BENCH: [(&str, bool); 2] = [("run", false), ("bench", true)];
+/// What `check --by` offers of `report`'s words: whether the limits apply to each benchmark.
+const BY_BENCH: [(By, bool); 2] = [(By::Run, false), (By::Bench, true)];
 
 /// `check --by`.
 fn parse_check_by(value: &str) -> Result<bool, String> {
-    named(&BY_BENCH, value)
+    by(&BY_BENCH, value)
+}
+
+/// The limit of a flag renamed to a measure's word (`--max-count`, once `--max-allocs`): the
+/// one given, by either name; both is refused, since they could disagree.
+fn renamed(
+    (new, new_flag): (Option<u64>, &str),
+    (old, old_flag): (Option<u64>, &str),
+) -> Result<Option<u64>, Error> {
+    match (new, old) {
+        (Some(_), Some(_)) => Err(Error::Usage(format!(
+            "{old_flag} is the older name of {new_flag}: give one of them"
+        ))),
+        _ => Ok(new.or(old)),
+    }
 }
 
 /// The SIZE flags of `check` (`--max-peak-heap 64MiB`), in bytes.
@@ -149,8 +176,11 @@ impl TryFrom<CheckArgs> for CheckOptions {
             file: a.file,
             scope: Scope::Run,
             max_peak_heap: a.max_peak_heap,
-            max_allocs: a.max_allocs,
-            max_bytes: a.max_bytes,
+            max_count: renamed((a.max_count, "--max-count"), (a.max_allocs, "--max-allocs"))?,
+            max_allocated: renamed(
+                (a.max_allocated, "--max-allocated"),
+                (a.max_bytes, "--max-bytes"),
+            )?,
             max_leaked: a.max_leaked,
             max_reachable: a.max_reachable,
             max_peak_rss: a.max_peak_rss,
@@ -164,8 +194,14 @@ impl TryFrom<CheckArgs> for CheckOptions {
         };
         let per_metric = [
             a.max_peak_heap_increase,
-            a.max_allocs_increase,
-            a.max_bytes_increase,
+            renamed(
+                (a.max_count_increase, "--max-count-increase"),
+                (a.max_allocs_increase, "--max-allocs-increase"),
+            )?,
+            renamed(
+                (a.max_allocated_increase, "--max-allocated-increase"),
+                (a.max_bytes_increase, "--max-bytes-increase"),
+            )?,
             a.max_leaked_increase,
             a.max_leaked_blocks_increase,
             a.max_temporary_increase,
@@ -245,16 +281,87 @@ mod tests {
         let opts = check(&[
             "--max-peak-heap",
             "64MiB",
-            "--max-allocs",
+            "--max-count",
             "5",
             "--bench",
             "b",
         ]);
         let opts = opts.unwrap();
         assert_eq!(opts.max_peak_heap, Some(64 << 20));
-        assert_eq!(opts.max_allocs, Some(5));
+        assert_eq!(opts.max_count, Some(5));
         assert_eq!(opts.scope, Scope::Benchmark { uri: "b".into() });
         assert!(!opts.allow_incomplete);
+    }
+
+    #[test]
+    fn the_older_limit_flags_set_the_same_limits() {
+        let old = check(&[
+            "--baseline",
+            "b",
+            "--max-allocs",
+            "5",
+            "--max-bytes",
+            "1k",
+            "--max-allocs-increase",
+            "1%",
+            "--max-bytes-increase",
+            "2%",
+        ])
+        .unwrap();
+        let new = check(&[
+            "--baseline",
+            "b",
+            "--max-count",
+            "5",
+            "--max-allocated",
+            "1k",
+            "--max-count-increase",
+            "1%",
+            "--max-allocated-increase",
+            "2%",
+        ])
+        .unwrap();
+        assert_eq!(old, new);
+        assert_eq!(new.max_count, Some(5));
+        assert_eq!(new.max_allocated, Some(1024));
+        use crate::model::metric::Metric;
+        assert_eq!(
+            new.metric_increases,
+            [(Metric::Allocations, 100), (Metric::BytesAllocated, 200)]
+        );
+        for (old, new, value) in [
+            ("--max-allocs", "--max-count", "1"),
+            ("--max-bytes", "--max-allocated", "1"),
+        ] {
+            let e = usage(check(&[old, value, new, value]));
+            assert_eq!(
+                e,
+                format!("{old} is the older name of {new}: give one of them")
+            );
+        }
+        let e = usage(check(&[
+            "--baseline",
+            "b",
+            "--max-count-increase",
+            "1%",
+            "--max-allocs-increase",
+            "1%",
+        ]));
+        assert!(
+            e.starts_with("--max-allocs-increase is the older name"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_older_limit_flags_are_not_in_the_help() {
+        let text = crate::cli::tests::help(&["check"]);
+        for old in ["--max-allocs", "--max-bytes"] {
+            assert!(!text.contains(old), "{old} in\n{text}");
+        }
+        for new in ["--max-count ", "--max-allocated ", "--max-count-increase"] {
+            assert!(text.contains(new), "{new} not in\n{text}");
+        }
     }
 
     #[test]
@@ -265,7 +372,7 @@ mod tests {
 
     #[test]
     fn tree_and_bench_together_is_usage() {
-        let e = usage(check(&["--tree", "1", "--bench", "x", "--max-allocs", "1"]));
+        let e = usage(check(&["--tree", "1", "--bench", "x", "--max-count", "1"]));
         assert!(
             e.starts_with("--tree and --bench cannot be used together"),
             "{e}"
@@ -329,7 +436,7 @@ mod tests {
             e.starts_with("the --max-*-increase limits need --baseline"),
             "{e}"
         );
-        let e = usage(check(&["--baseline", "b.mt", "--max-allocs", "3"]));
+        let e = usage(check(&["--baseline", "b.mt", "--max-count", "3"]));
         assert!(
             e.starts_with("--baseline needs a limit on the increase"),
             "{e}"
@@ -347,7 +454,7 @@ mod tests {
             "{e}"
         );
         let e = usage(check(&[
-            "--max-allocs",
+            "--max-count",
             "3",
             "--by",
             "bench",
@@ -389,15 +496,21 @@ mod tests {
             e.starts_with("memtrack: --max-leaked-increase x: give a per cent"),
             "{e}"
         );
-        let (e, _) = refused(&["check", "run.mt", "--max-allocs", "1", "--by", "tree"]);
+        let (e, _) = refused(&["check", "run.mt", "--max-count", "1", "--by", "tree"]);
         assert!(
             e.starts_with("memtrack: --by tree: give run or bench;"),
+            "{e}"
+        );
+        // report's word that check does not offer is refused naming the ones it does.
+        let (e, _) = refused(&["check", "run.mt", "--max-count", "1", "--by", "process"]);
+        assert!(
+            e.starts_with("memtrack: --by process: give run or bench;"),
             "{e}"
         );
     }
 
     #[test]
     fn the_help_names_every_choice() {
-        help_names(&["check"], "--by", BY_BENCH.map(|(n, _)| n));
+        help_names(&["check"], "--by", BY_BENCH.map(|(b, _)| b.word()));
     }
 }

@@ -29,6 +29,7 @@ use crate::analyze::suppress::Suppressions;
 use crate::error::{Error, Subcommand};
 use crate::model::measure::{self, Measure};
 use crate::model::profile::{View, Weight};
+use crate::views::rows::By;
 use crate::views::words;
 
 pub use check::CheckArgs;
@@ -98,7 +99,7 @@ impl Command {
 /// `Command`'s, which --help lists in its own order).
 const SUBCOMMANDS: [&str; 7] = ["record", "report", "check", "diff", "dump", "doctor", "ctl"];
 
-/// `--max-allocs N`: a plain count.
+/// `--max-count N`: a plain count.
 fn parse_count(value: &str) -> Result<u64, String> {
     value.parse().map_err(|_| {
         "give a whole number, e.g. 1500 (unit suffixes such as 1.5k are for the SIZE flags)".into()
@@ -126,6 +127,23 @@ fn named<T: Copy>(names: &[(&str, T)], value: &str) -> Result<T, String> {
 fn measured<T: Copy>(table: &[(Measure, T)], value: &str) -> Result<T, String> {
     measure::pick(table, value)
         .ok_or_else(|| format!("give {}", words::either(measure::words(table))))
+}
+
+/// `--by` of `report` and `check`: the value `offered` (the command's table) gives the word
+/// `value` of `By::NAMES`, else the words it offers ("give run or bench"), so a word of the
+/// other command is refused the same way as a word of neither.
+fn by<T: Copy>(offered: &[(By, T)], value: &str) -> Result<T, String> {
+    let by = named(&By::NAMES, value).ok();
+    offered
+        .iter()
+        .find(|(b, _)| Some(*b) == by)
+        .map(|&(_, v)| v)
+        .ok_or_else(|| {
+            format!(
+                "give {}",
+                words::either(offered.iter().map(|(b, _)| b.word()))
+            )
+        })
 }
 
 /// `report --view`, `diff --view`.
@@ -272,7 +290,7 @@ fn argh_message(output: &str) -> String {
         .collect();
     let first = lines.first().copied().unwrap_or("bad arguments");
     if let Some(rest) = first.strip_prefix("Error parsing option '") {
-        // "Error parsing option '--max-allocs' with value '1.5k': invalid digit found in string"
+        // "Error parsing option '--max-count' with value '1.5k': invalid digit found in string"
         if let Some((flag, rest)) = rest.split_once("' with value '") {
             if let Some((value, why)) = rest.split_once("': ") {
                 if why == "duplicate values provided" {

@@ -15,7 +15,7 @@ use crate::views::rows::{RowOptions, Rows, SortKey, DEFAULT_TOP_ROWS};
 use crate::views::{self, Format, Sites};
 
 use super::{
-    bad_value, load_suppressions, measured, named, parse_count, parse_pid, parse_view, parse_weight,
+    bad_value, by, load_suppressions, measured, parse_count, parse_pid, parse_view, parse_weight,
 };
 
 /// Summarise a recording: per run, per process tree and per process.
@@ -108,7 +108,7 @@ fn parse_format(value: &str) -> Result<&'static Format, String> {
 
 /// `report --by`.
 fn parse_rows(value: &str) -> Result<Rows, String> {
-    named(&Rows::NAMES, value)
+    by(&Rows::BY, value)
 }
 
 /// `report --stacks-by`.
@@ -270,6 +270,12 @@ mod tests {
         assert_eq!(opts.format.name, "json");
         assert_eq!(opts.scope, Scope::Tree { pid: 7 });
         assert_eq!(opts.rows, Rows::Benchmarks);
+        // check's --by run is one of the words, but not one report offers.
+        let e = report_refuses(&["--by", "run"]);
+        assert!(
+            e.starts_with("memtrack: --by run: give process or bench;"),
+            "{e}"
+        );
         assert_eq!(
             report(&["--pid", "3"]).unwrap().scope,
             Scope::Process { pid: 3 }
@@ -473,7 +479,7 @@ mod tests {
     fn the_help_names_every_choice() {
         let report = &["report"][..];
         help_names(report, "--format", views::FORMATS.iter().map(|f| f.name));
-        help_names(report, "--by", Rows::NAMES.map(|(n, _)| n));
+        help_names(report, "--by", Rows::BY.map(|(b, _)| b.word()));
         help_names(report, "--stacks-by", measure::words(&SiteOrder::MEASURES));
         help_names(report, "--sort", measure::words(&SortKey::MEASURES));
         help_names(report, "--view", measure::words(&View::MEASURES));

@@ -4,7 +4,11 @@
 //! of the measures it offers (`views::rows::SortKey`, `analyze::stacks::SiteOrder`,
 //! `model::profile::View`), the command line parses through that table, and its errors, the
 //! --help and the docs name the word. Plain values, in the model the views and the pass read;
-//! the JSON keys keep their own names (the schema does not change with a flag's word).
+//! the JSON keys keep their own names (the schema does not change with a flag's word). Each
+//! measure also is one `model::metric::Metric`, which `diff` compares and `check` limits, and
+//! through it has its label, unit and JSON key, so those are not kept in lists of their own:
+//! `Measure::metric` is written in `model::metric`, since that file reads the metrics whose
+//! views read this table.
 
 /// One thing memtrack measures, as a flag chooses it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -5,6 +5,7 @@
 
 use serde::Serialize;
 
+use crate::model::measure::Measure;
 use crate::model::metrics::Metrics;
 use crate::units::format_bytes;
 
@@ -134,6 +135,38 @@ impl Metric {
                 return heap.leaks.as_ref().map(|l| l.still_reachable.blocks)
             }
         })
+    }
+}
+
+/// Each measure's metric, here rather than in `model::measure` so that the measures, which the
+/// views' tables read, import nothing of the metrics.
+impl Measure {
+    /// The metric `diff` compares and `check` limits for it.
+    pub const fn metric(self) -> Metric {
+        match self {
+            Measure::Peak => Metric::PeakHeap,
+            Measure::Allocated => Metric::BytesAllocated,
+            Measure::Count => Metric::Allocations,
+            Measure::Leaked => Metric::LeakedBytes,
+            Measure::Temporary => Metric::Temporary,
+            Measure::Rss => Metric::PeakResident,
+        }
+    }
+
+    /// Its name for people, as `report`'s totals and `check`'s lines say it ("bytes
+    /// allocated"); a view with a label of its own keeps it.
+    pub fn label(self) -> &'static str {
+        self.metric().label()
+    }
+
+    /// Bytes or a count.
+    pub fn unit(self) -> Unit {
+        self.metric().unit()
+    }
+
+    /// Its key in JSON (`bytes_allocated`).
+    pub fn key(self) -> &'static str {
+        self.metric().key()
     }
 }
 
@@ -288,7 +321,20 @@ pub fn signed(unit: Unit, c: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
     use crate::model::metrics::{Blocks, HeapMetrics};
+
+    #[test]
+    fn each_measure_is_one_metric() {
+        let mut seen = std::collections::HashSet::new();
+        for m in Measure::ALL {
+            assert!(seen.insert(m.metric()), "{m:?}");
+        }
+        assert_eq!(Measure::Allocated.key(), "bytes_allocated");
+        assert_eq!(Measure::Allocated.label(), "bytes allocated");
+        assert_eq!(Measure::Count.unit(), Unit::Count);
+        assert_eq!(Measure::Rss.unit(), Unit::Bytes);
+    }
 
     fn heap(allocs: u64, leaked: u64) -> Metrics {
         Metrics {

@@ -22,9 +22,42 @@ pub enum Rows {
 }
 
 impl Rows {
-    /// Every kind of row with its flag name, as `report --by` takes them.
-    pub const NAMES: [(&'static str, Rows); 2] =
-        [("process", Rows::Processes), ("bench", Rows::Benchmarks)];
+    /// Every kind of row, by the `--by` word that asks for it (`report --by`).
+    pub const BY: [(By, Rows); 2] = [
+        (By::Process, Rows::Processes),
+        (By::Bench, Rows::Benchmarks),
+    ];
+}
+
+/// What a command's output is split by, as `--by` says it: `report` and `check` read the word
+/// through one table (`By::NAMES`) and each keeps the ones it offers as `(By, T)` pairs
+/// (`Rows::BY`, check's), so one word means one thing in both and a command refuses what it
+/// does not offer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum By {
+    /// The run, or the scope it is narrowed to (`check`'s default).
+    Run,
+    /// One row per process (`report`'s default).
+    Process,
+    /// One row, or one line per limit, per benchmark the harness named.
+    Bench,
+}
+
+impl By {
+    /// Every word of `--by`.
+    pub const NAMES: [(&'static str, By); 3] = [
+        ("run", By::Run),
+        ("process", By::Process),
+        ("bench", By::Bench),
+    ];
+
+    /// Its word.
+    pub fn word(self) -> &'static str {
+        By::NAMES
+            .iter()
+            .find(|(_, b)| *b == self)
+            .map_or("", |(n, _)| n)
+    }
 }
 
 /// Rows shown when `--top` is not given.
