@@ -336,3 +336,117 @@ fn paths_are_read() {
     assert!(graph["report"].contains("views"), "{:?}", graph["report"]);
     assert!(graph["views::markdown"].contains("views::rows"));
 }
+
+/// The most lines a file's code part (before its `#[cfg(test)]`) may have (#33).
+const MOST_FILE_LINES: usize = 800;
+
+/// The most lines a function may have, from `fn` to its closing brace (#33).
+const MOST_FN_LINES: usize = 120;
+
+/// Functions allowed to be longer: one arm per variant of the wire format, which reads best
+/// whole. (file, function)
+const LONG_CODEC_MATCHES: &[(&str, &str)] = &[
+    ("src/format/wire/decoder.rs", "event_kind"),
+    ("src/format/wire/encoder.rs", "encode"),
+];
+
+/// Every file of src/ with its code part's lines, comments included.
+fn code_parts() -> Vec<(String, Vec<String>)> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    walk(&src, &mut files);
+    files.sort();
+    files
+        .into_iter()
+        .map(|file| {
+            let rel = file.strip_prefix(&src).unwrap().to_string_lossy();
+            let text = std::fs::read_to_string(&file).unwrap();
+            let code = (text.lines())
+                .take_while(|l| *l != "#[cfg(test)]")
+                .map(str::to_string)
+                .collect();
+            (format!("src/{rel}"), code)
+        })
+        .collect()
+}
+
+/// The functions of `code`: (name, lines from its `fn` line to the brace that closes it at
+/// the same indentation). A one-line or bodiless fn is not counted.
+fn functions(code: &[String]) -> Vec<(String, usize)> {
+    let mut out = Vec::new();
+    for (i, line) in code.iter().enumerate() {
+        let trimmed = line.trim_start();
+        let indent = &line[..line.len() - trimmed.len()];
+        let mut rest = trimmed;
+        for prefix in [
+            "pub(crate) ",
+            "pub(super) ",
+            "pub ",
+            "const ",
+            "unsafe ",
+            "extern \"C\" ",
+        ] {
+            rest = rest.strip_prefix(prefix).unwrap_or(rest);
+        }
+        let Some(after) = rest.strip_prefix("fn ") else {
+            continue;
+        };
+        let name: String = after.chars().take_while(|&c| is_ident(c)).collect();
+        let close = format!("{indent}}}");
+        if let Some(end) = code[i + 1..].iter().position(|l| *l == close) {
+            out.push((name, end + 2));
+        }
+    }
+    out
+}
+
+#[test]
+fn no_file_or_function_over_the_floors() {
+    let mut found = Vec::new();
+    for (path, code) in code_parts() {
+        if code.len() > MOST_FILE_LINES {
+            found.push(format!(
+                "{path}: {} lines of code before its tests (at most {MOST_FILE_LINES})",
+                code.len()
+            ));
+        }
+        for (name, lines) in functions(&code) {
+            if lines > MOST_FN_LINES && !LONG_CODEC_MATCHES.contains(&(path.as_str(), &*name)) {
+                found.push(format!(
+                    "{path}: fn {name} has {lines} lines (at most {MOST_FN_LINES})"
+                ));
+            }
+        }
+    }
+    assert!(found.is_empty(), "over the floors:\n{}", found.join("\n"));
+}
+
+/// The codec matches excused above are still there and still long: an excuse that excuses
+/// nothing goes.
+#[test]
+fn the_long_codec_matches_are_still_long() {
+    let parts = code_parts();
+    for (path, name) in LONG_CODEC_MATCHES {
+        let code = &parts.iter().find(|(p, _)| p == path).expect(path).1;
+        let lines = functions(code)
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, l)| l);
+        assert!(
+            lines.is_some_and(|l| l > MOST_FN_LINES),
+            "{path}: fn {name} is {lines:?} lines: remove it from LONG_CODEC_MATCHES"
+        );
+    }
+}
+
+#[test]
+fn functions_are_measured_brace_to_brace() {
+    let code: Vec<String> = "pub fn a() {\n    1\n}\nfn b(x: u8) -> u8 { x }\n    pub(super) fn c() {\n        if x {\n        }\n    }\n"
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(
+        functions(&code),
+        vec![("a".to_string(), 3), ("c".to_string(), 4)]
+    );
+}

@@ -222,55 +222,9 @@ impl ElfSymbols {
                 );
             }
         }
-        let mut code = HashMap::new();
-        for f in funcs.values() {
-            let len = if f.size > 0 {
-                (f.size as usize).min(CODE_BYTES)
-            } else {
-                CODE_BYTES_UNSIZED
-            };
-            // Code near the end of the file may be shorter: keep what there is.
-            let bytes = std::iter::successors(Some(len), |n| Some(n / 2))
-                .take_while(|&n| n > 0)
-                .find_map(|n| fetch(f.offset as usize, n).ok())
-                .unwrap_or_default();
-            code.insert(f.offset, bytes);
-        }
+        let code = code_bytes(&funcs, fetch);
         let slots = got_slots(fetch, &section, shnum, &dynamic, &keep)?;
-        let by_vaddr: HashMap<u64, &str> =
-            funcs.iter().map(|(n, f)| (f.vaddr, n.as_str())).collect();
-        let mut forwards = HashMap::new();
-        for f in funcs.values() {
-            let Some(mut jump) = code
-                .get(&f.offset)
-                .and_then(|c| placement::tail_jump(c, f.vaddr))
-            else {
-                continue;
-            };
-            // At most two steps: a jump to a PLT stub, which jumps through its GOT slot.
-            for _ in 0..2 {
-                let target = match jump {
-                    TailJump::Slot(slot) => slots.get(&slot).cloned(),
-                    TailJump::Direct(to) => by_vaddr.get(&to).map(|n| n.to_string()),
-                };
-                if let Some(name) = target {
-                    forwards.insert(f.offset, name);
-                    break;
-                }
-                let TailJump::Direct(to) = jump else {
-                    break;
-                };
-                let Some(stub) =
-                    file_offset(&segments, to).and_then(|at| fetch(at as usize, 16).ok())
-                else {
-                    break;
-                };
-                match placement::tail_jump(&stub, to) {
-                    Some(next) => jump = next,
-                    None => break,
-                }
-            }
-        }
+        let forwards = tail_forwards(&funcs, &code, &slots, &segments, fetch);
         Ok(ElfSymbols {
             funcs,
             objects,
@@ -421,6 +375,73 @@ impl Bytes<'_> {
             .ok_or("unterminated symbol name")?;
         std::str::from_utf8(&tail[..len]).map_err(|_| "symbol name is not UTF-8".to_string())
     }
+}
+
+/// The first bytes of every function in `funcs` (its size's worth up to [`CODE_BYTES`]), which
+/// probe placement and the tail-jump forwards read.
+fn code_bytes(
+    funcs: &HashMap<String, FuncSymbol>,
+    fetch: &mut dyn FnMut(usize, usize) -> Result<Vec<u8>, String>,
+) -> HashMap<u64, Vec<u8>> {
+    let mut code = HashMap::new();
+    for f in funcs.values() {
+        let len = if f.size > 0 {
+            (f.size as usize).min(CODE_BYTES)
+        } else {
+            CODE_BYTES_UNSIZED
+        };
+        // Code near the end of the file may be shorter: keep what there is.
+        let bytes = std::iter::successors(Some(len), |n| Some(n / 2))
+            .take_while(|&n| n > 0)
+            .find_map(|n| fetch(f.offset as usize, n).ok())
+            .unwrap_or_default();
+        code.insert(f.offset, bytes);
+    }
+    code
+}
+
+/// The functions that are a tail jump to another (directly, or through a PLT stub and its GOT
+/// slot): their file offset, and the name of the function jumped to.
+fn tail_forwards(
+    funcs: &HashMap<String, FuncSymbol>,
+    code: &HashMap<u64, Vec<u8>>,
+    slots: &HashMap<u64, String>,
+    segments: &[Segment],
+    fetch: &mut dyn FnMut(usize, usize) -> Result<Vec<u8>, String>,
+) -> HashMap<u64, String> {
+    let by_vaddr: HashMap<u64, &str> = funcs.iter().map(|(n, f)| (f.vaddr, n.as_str())).collect();
+    let mut forwards = HashMap::new();
+    for f in funcs.values() {
+        let Some(mut jump) = code
+            .get(&f.offset)
+            .and_then(|c| placement::tail_jump(c, f.vaddr))
+        else {
+            continue;
+        };
+        // At most two steps: a jump to a PLT stub, which jumps through its GOT slot.
+        for _ in 0..2 {
+            let target = match jump {
+                TailJump::Slot(slot) => slots.get(&slot).cloned(),
+                TailJump::Direct(to) => by_vaddr.get(&to).map(|n| n.to_string()),
+            };
+            if let Some(name) = target {
+                forwards.insert(f.offset, name);
+                break;
+            }
+            let TailJump::Direct(to) = jump else {
+                break;
+            };
+            let Some(stub) = file_offset(segments, to).and_then(|at| fetch(at as usize, 16).ok())
+            else {
+                break;
+            };
+            match placement::tail_jump(&stub, to) {
+                Some(next) => jump = next,
+                None => break,
+            }
+        }
+    }
+    forwards
 }
 
 #[cfg(test)]

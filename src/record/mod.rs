@@ -162,15 +162,8 @@ impl StartClock {
 /// The order is the design: each step needs what the one before made, and the drops at the end
 /// undo them in reverse (the file complete first, the probes next, the signals last).
 pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
-    // The private library copies (some 5 ms of copying and a namespace tried in a child) are
-    // made while preflight asks the kernel; said only once preflight lets the recording go on.
-    let (caps, prepared) = std::thread::scope(|scope| {
-        let copies = opts.private_libs.then(|| scope.spawn(private::prepare));
-        let caps = crate::preflight::for_record();
-        let prepared = copies.map(|c| c.join().expect("the private copies panicked"));
-        (caps, prepared)
-    });
-    let caps = &caps?;
+    let (caps, prepared) = preflight_beside_copies(opts)?;
+    let caps = &caps;
     let mut clock = StartClock::new();
     let identity = identity::resolve(opts.user.as_deref(), &identity::Context::from_system())?;
     let pidns = pidns::PidNamespace::of_self()?;
@@ -189,19 +182,7 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
     // The guardian is forked before anything is loaded, so that it holds no BPF object: when
     // the recorder dies, every probe goes with it (guardian.rs).
     let terminal = Terminal::foreground();
-    let env: Vec<(&str, &std::ffi::OsStr)> = opts
-        .control
-        .iter()
-        .map(|p| (crate::control::ENV_VAR, p.as_os_str()))
-        .collect();
-    let mut guardian = guardian::Guardian::start(
-        &opts.command,
-        &env,
-        identity.as_ref(),
-        terminal.as_ref(),
-        opts.ending,
-        mounts,
-    )?;
+    let mut guardian = start_guardian(opts, identity.as_ref(), terminal.as_ref(), mounts)?;
     clock.step("guardian");
 
     // The probes on libc and the loader go on as soon as their objects are loaded: the first
@@ -221,13 +202,7 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
     features.extend(pidns.feature());
     features.extend(discovered);
     let process_obj = objects.process();
-    let tracked = MapFd::of(process_obj, "tracked").map_err(kernel_error)?;
-    let lost = MapFd::of(process_obj, "lost").map_err(kernel_error)?;
-    let ring = crate::sys::ring::RingBuffer::map(
-        MapFd::of(process_obj, "events").map_err(kernel_error)?.fd(),
-        opts.ring_size_bytes as usize,
-    )
-    .map_err(|e| Error::Kernel(format!("cannot map the BPF ring buffer: {e}")))?;
+    let (tracked, lost, ring) = shared_maps(process_obj, opts)?;
 
     // Created before the command runs (a typo must not cost a whole run), under a temporary
     // name until it has started (a failed start keeps a previous recording at -o).
@@ -295,32 +270,106 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
     let result = session.run(file, &header);
     group.restore_terminal();
     let (summary, discovery) = result?;
+    let ending = detach(discovery, links, &guardian);
+    if !ending.left_running.is_empty() {
+        guardian.release();
+    }
+    // A signal that came during the final drain is delivered here, with the file complete.
+    drop(signals);
+    ending.say(opts, &objects, &summary);
+    Ok(summary.exit_code)
+}
+
+/// Preflight (`preflight::for_record`), with the private library copies (some 5 ms of copying
+/// and a namespace tried in a child) made beside it; said only once preflight lets the
+/// recording go on.
+fn preflight_beside_copies(
+    opts: &RecordOptions,
+) -> Result<(Capabilities, Option<private::Prepared>), Error> {
+    let (caps, prepared) = std::thread::scope(|scope| {
+        let copies = opts.private_libs.then(|| scope.spawn(private::prepare));
+        let caps = crate::preflight::for_record();
+        let prepared = copies.map(|c| c.join().expect("the private copies panicked"));
+        (caps, prepared)
+    });
+    Ok((caps?, prepared))
+}
+
+/// Fork the guardian, which forks the command later (guardian.rs), with the control FIFO's
+/// path in the command's environment when there is one.
+fn start_guardian(
+    opts: &RecordOptions,
+    identity: Option<&identity::Identity>,
+    terminal: Option<&Terminal>,
+    mounts: Option<MountSteps>,
+) -> Result<guardian::Guardian, Error> {
+    let env: Vec<(&str, &std::ffi::OsStr)> = opts
+        .control
+        .iter()
+        .map(|p| (crate::control::ENV_VAR, p.as_os_str()))
+        .collect();
+    guardian::Guardian::start(&opts.command, &env, identity, terminal, opts.ending, mounts)
+}
+
+/// process.bpf.o's maps the recorder works on: the tracked processes, the lost-event counts
+/// and the ring buffer, mapped.
+fn shared_maps<'obj>(
+    process_obj: &'obj LoadedObject,
+    opts: &RecordOptions,
+) -> Result<(MapFd<'obj>, MapFd<'obj>, crate::sys::ring::RingBuffer), Error> {
+    let tracked = MapFd::of(process_obj, "tracked").map_err(kernel_error)?;
+    let lost = MapFd::of(process_obj, "lost").map_err(kernel_error)?;
+    let ring = crate::sys::ring::RingBuffer::map(
+        MapFd::of(process_obj, "events").map_err(kernel_error)?.fd(),
+        opts.ring_size_bytes as usize,
+    )
+    .map_err(|e| Error::Kernel(format!("cannot map the BPF ring buffer: {e}")))?;
+    Ok((tracked, lost, ring))
+}
+
+/// What the closing lines say, gathered before the probes are detached.
+struct Ending {
+    allocators: String,
+    not_found: Vec<String>,
+    left_running: Vec<guardian::LeftRunning>,
+}
+
+/// After the file is complete: detach the probes (in the background when the tree is gone).
+fn detach(
+    discovery: discover::Discovery<'_>,
+    links: Vec<crate::sys::bpf::Link<'_>>,
+    guardian: &guardian::Guardian,
+) -> Ending {
     let allocators = discovery.summary();
     let mut not_found = custom::not_found_warnings(&discovery.custom_not_found());
     not_found.extend_from_slice(discovery.custom_empty());
     let left_running = guardian.left_running();
-    // The file is complete. Detaching the probes waits on kernel grace periods (about 0.15 s
-    // here): when the tree is gone, a background child pays that after we exit, off the
-    // caller's clock. When processes of the tree still run, detach now, then the guardian
-    // continues any that a probe stopped meanwhile (nobody would, after we exit).
+    // Detaching the probes waits on kernel grace periods (about 0.15 s here): when the tree is
+    // gone, a background child pays that after we exit, off the caller's clock. When processes
+    // of the tree still run, detach now, then the guardian continues any that a probe stopped
+    // meanwhile (nobody would, after we exit).
     if left_running.is_empty() && !process::close_fds_after_exit() {
         log::debug!("cannot fork; detaching the probes before exiting");
     }
     drop(discovery);
     drop(links);
-    if !left_running.is_empty() {
-        guardian.release();
+    Ending {
+        allocators,
+        not_found,
+        left_running,
     }
-    // A signal that came during the final drain is delivered here, with the file complete.
-    drop(signals);
+}
 
-    // Said with the closing lines, not at load: a command that cannot start fails with its one
-    // error line alone.
-    if let Some(line) = objects.rmap_unavailable().filter(|_| !opts.quiet) {
-        eprintln!("memtrack: {line}");
+impl Ending {
+    fn say(&self, opts: &RecordOptions, objects: &load::Loaded, summary: &drain::Summary) {
+        // Said with the closing lines, not at load: a command that cannot start fails with its
+        // one error line alone.
+        if let Some(line) = objects.rmap_unavailable().filter(|_| !opts.quiet) {
+            eprintln!("memtrack: {line}");
+        }
+        let (not_found, left) = (&self.not_found, &self.left_running);
+        say_ending(opts, not_found, left, &self.allocators, summary);
     }
-    say_ending(opts, &not_found, &left_running, &allocators, &summary);
-    Ok(summary.exit_code)
 }
 
 /// The private copies of the allocator libraries (`--no-private-libs` off) and the mount
