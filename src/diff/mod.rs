@@ -28,6 +28,7 @@ use crate::model::metrics::{Metrics, Report};
 use crate::model::profile::{View, Weight};
 
 use crate::model::metric::Change;
+use crate::views::words::ProcessNames;
 use matching::{Pairing, Rule};
 use sites::SitesDiff;
 
@@ -131,6 +132,10 @@ pub struct ProcessSide {
     pub command: String,
     /// Its arguments.
     pub argv: Vec<String>,
+    /// How the text names it, as every report view does (`views::words::ProcessNames`: its
+    /// program and what tells it apart); the JSON has the whole command in `argv`.
+    #[serde(skip)]
+    pub name: String,
     /// Where it sits: (command, ordinal) per level from the root, as "make[0]/cc1[2]".
     pub position: String,
 }
@@ -370,15 +375,21 @@ fn benchmarks(base: &Report, new: &Report) -> Vec<BenchmarkDiff> {
 fn processes(base: &Report, new: &Report) -> Vec<ProcessDiff> {
     let base_positions = matching::positions(&base.processes);
     let new_positions = matching::positions(&new.processes);
-    let describe = |r: &Report, positions: &[matching::Position], i: usize| {
-        let p = &r.processes[i];
-        ProcessSide {
-            pid: p.pid,
-            command: matching::command(p),
-            argv: p.argv.clone(),
-            position: matching::position_text(&positions[i]),
-        }
-    };
+    let (base_names, new_names) = (
+        ProcessNames::new(&base.processes),
+        ProcessNames::new(&new.processes),
+    );
+    let describe =
+        |r: &Report, positions: &[matching::Position], names: &ProcessNames, i: usize| {
+            let p = &r.processes[i];
+            ProcessSide {
+                pid: p.pid,
+                command: matching::command(p),
+                argv: p.argv.clone(),
+                name: names.name(p),
+                position: matching::position_text(&positions[i]),
+            }
+        };
     let mut out: Vec<ProcessDiff> = matching::pair(&base.processes, &new.processes)
         .into_iter()
         .map(
@@ -393,8 +404,8 @@ fn processes(base: &Report, new: &Report) -> Vec<ProcessDiff> {
                     (None, _) => "added",
                     (_, None) => "removed",
                 },
-                base: b.map(|i| describe(base, &base_positions, i)),
-                new: n.map(|j| describe(new, &new_positions, j)),
+                base: b.map(|i| describe(base, &base_positions, &base_names, i)),
+                new: n.map(|j| describe(new, &new_positions, &new_names, j)),
                 metrics: Change::all(
                     b.map(|i| &base.processes[i].own),
                     n.map(|j| &new.processes[j].own),

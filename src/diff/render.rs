@@ -148,14 +148,9 @@ fn write_processes(diff: &Diff, out: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
-/// The command line of a process for a heading.
+/// A process's name for a heading, as the report's views name it.
 fn command_text(p: &ProcessSide) -> String {
-    let text = if p.argv.is_empty() {
-        p.command.clone()
-    } else {
-        p.argv.join(" ")
-    };
-    shorten(&clean(&text), COMMAND_WIDTH)
+    shorten(&p.name, COMMAND_WIDTH)
 }
 
 /// The changed sites, largest change of bytes first, each with its innermost frames.
@@ -289,7 +284,7 @@ mod tests {
             "{t}"
         );
         assert!(
-            t.contains("  added: pid 11: /bin/root arg\n    at root[0]/root[1]\n"),
+            t.contains("  added: pid 11: root arg\n    at root[0]/root[1]\n"),
             "{t}"
         );
         // 100 -> 250 allocations of 4 KiB in the root: +150, +150.0%.
