@@ -263,6 +263,10 @@ const COPIES_RODATA: &str = ".rodata.copies";
 /// mmap.bpf.c's copies, loaded with [`COPIES_RODATA`].
 const MMAP_COPIES: [&str; 2] = ["mmap_sys_enter_again", "mmap_sys_exit_again"];
 
+/// The hash maps of bpf/stack.bpf.h only the walk uses: the unwind tables' files and the
+/// stacks sent (2^18 buckets).
+const STACK_HASHES: [&str; 2] = ["unwind_files", "stack_ids"];
+
 /// alloc.bpf.c's read-only flag for [`Walk`] (`walk_preempt_off`).
 const WALK_RODATA: &str = ".rodata.walk";
 
@@ -374,6 +378,13 @@ fn configure(
         };
         open.set_max_entries("unwind_rows", rows)
             .map_err(kernel_error)?;
+        if !opts.stacks {
+            // Without a walk nothing uses them, and a hash map's buckets are made and set up
+            // at creation even unpreallocated: 4.25 MiB of kernel memory for these two.
+            for map in STACK_HASHES {
+                open.set_max_entries(map, 1).map_err(kernel_error)?;
+            }
+        }
         // One entry program of the two: the walker is verified only when it walks.
         open.set_autoload(attach::ALLOC_ENTER, !opts.stacks)
             .and_then(|()| open.set_autoload(attach::ALLOC_ENTER_STACKS, opts.stacks))
