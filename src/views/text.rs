@@ -621,12 +621,7 @@ fn write_benchmark_lines(
                 h.failed_allocs.to_string(),
             ];
             if with_resident {
-                row.push(
-                    b.metrics
-                        .resident
-                        .as_ref()
-                        .map_or_else(|| "-".to_string(), |r| format_bytes(r.peak_bytes)),
-                );
+                row.push(peak_resident_cell(b.metrics.resident.as_ref()));
             }
             row.push(shorten(&clean(&b.uri)));
             row

@@ -2,8 +2,8 @@
 //! a peak, a process or a leak is said, so that every form says it the same way.
 
 use crate::model::metrics::{
-    HeapMetrics, LeakMetrics, LostEvents, Metrics, ProcessMetrics, Report, RunInfo, Scope,
-    SuppressionReport,
+    HeapMetrics, LeakMetrics, LostEvents, Metrics, ProcessMetrics, Report, ResidentMetrics,
+    RunInfo, Scope, SuppressionReport,
 };
 use crate::model::sites::{SiteFrame, StackReport};
 use std::collections::HashMap;
@@ -375,12 +375,7 @@ pub fn process_row(
         h.failed_allocs.to_string(),
     ];
     if with_resident {
-        row.push(
-            p.own
-                .resident
-                .as_ref()
-                .map_or_else(|| "-".to_string(), |r| format_bytes(r.peak_bytes)),
-        );
+        row.push(peak_resident_cell(p.own.resident.as_ref()));
     }
     row.push(exit_text(p));
     row.push(names.name(p));
@@ -527,6 +522,12 @@ pub fn percent(part: u64, whole: u64) -> String {
         return "0.0%".to_string();
     }
     format!("{:.1}%", part as f64 * 100.0 / whole as f64)
+}
+
+/// The peak resident column's cell of a row (a process's, a benchmark's): "-" where the
+/// recording has no resident memory.
+pub fn peak_resident_cell(resident: Option<&ResidentMetrics>) -> String {
+    resident.map_or_else(|| "-".to_string(), |r| format_bytes(r.peak_bytes))
 }
 
 #[cfg(test)]
