@@ -17,14 +17,40 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #define MAX_CPUS 512
 #define NR_MEMBERS 4
 
-/* (tgid << 2 | member) -> last value seen, pages: the base of the next delta. */
+/* A member not seen yet in `struct rss_last`: its first change is its whole value. */
+#define RSS_UNSEEN ((__s64)1 << 63)
+
+/* Per process, the last value seen of each member, in pages: the base of the next delta. */
+struct rss_last {
+	__s64 pages[NR_MEMBERS];
+};
+
+/* tgid -> its members' last values. One entry per process, not per member: a hash map's
+ * buckets are allocated and set up at creation, however empty, and MAX_TRACKED * NR_MEMBERS
+ * of them were 4 MiB of every recording's start. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, MAX_TRACKED * NR_MEMBERS);
-	__type(key, __u64);
-	__type(value, __s64);
+	__uint(max_entries, MAX_TRACKED);
+	__type(key, __u32);
+	__type(value, struct rss_last);
 } rss_last SEC(".maps");
+
+/* The last values of process `tgid`, made (every member unseen) if it has none. */
+static __always_inline struct rss_last *rss_last_of(__u32 tgid)
+{
+	struct rss_last *last = bpf_map_lookup_elem(&rss_last, &tgid);
+	struct rss_last unseen = {
+		.pages = { RSS_UNSEEN, RSS_UNSEEN, RSS_UNSEEN, RSS_UNSEEN },
+	};
+
+	if (last)
+		return last;
+	/* Another CPU may make it first (two members of one process changing at once): then
+	 * NOEXIST fails and the lookup finds that one. */
+	bpf_map_update_elem(&rss_last, &tgid, &unseen, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&rss_last, &tgid);
+}
 
 /* One-entry per-CPU array whose element addresses reveal each CPU's per-CPU offset. */
 struct {
@@ -158,17 +184,19 @@ static __always_inline __s64 rss_exact(struct mm_struct *mm, __u32 member)
 static __always_inline void emit_rss(struct task_struct *owner, __u32 tgid, __u32 member,
 				     __s64 value, __u32 by_owner)
 {
-	__u64 key = (__u64)tgid << 2 | (member & 3);
-	__s64 *last = bpf_map_lookup_elem(&rss_last, &key);
-	__s64 delta = last ? value - *last : value;
+	struct rss_last *last = rss_last_of(tgid);
+	__s64 delta = value;
 	struct rss_event *e;
 
 	if (last) {
-		if (!delta)
-			return; /* the batch moved between count and pending: no change */
-		*last = value;
-	} else {
-		bpf_map_update_elem(&rss_last, &key, &value, BPF_ANY);
+		__s64 *seen = &last->pages[member & 3];
+
+		if (*seen != RSS_UNSEEN) {
+			delta = value - *seen;
+			if (!delta)
+				return; /* the batch moved between count and pending: no change */
+		}
+		*seen = value;
 	}
 	e = reserve(sizeof(*e), LOST_RING_RSS);
 	if (!e)
@@ -239,11 +267,7 @@ int BPF_PROG(rss_fork, struct task_struct *parent, struct task_struct *child)
 /* A process image ends at exec and at exit: drop its last values. */
 static __always_inline void forget(__u32 tgid)
 {
-	for (__u32 m = 0; m < NR_MEMBERS; m++) {
-		__u64 key = (__u64)tgid << 2 | m;
-
-		bpf_map_delete_elem(&rss_last, &key);
-	}
+	bpf_map_delete_elem(&rss_last, &tgid);
 }
 
 /* After the Exec event (the program that writes it is attached first), the new image's
