@@ -361,14 +361,41 @@ fn detach(
 }
 
 impl Ending {
+    /// The closing lines on stderr, once the probes are gone, and the recorder's own cost
+    /// (`-v`).
     fn say(&self, opts: &RecordOptions, objects: &load::Loaded, summary: &drain::Summary) {
         // Said with the closing lines, not at load: a command that cannot start fails with its
         // one error line alone.
         if let Some(line) = objects.rmap_unavailable().filter(|_| !opts.quiet) {
             eprintln!("memtrack: {line}");
         }
-        let (not_found, left) = (&self.not_found, &self.left_running);
-        say_ending(opts, not_found, left, &self.allocators, summary);
+        // Even with -q: an allocator asked for and never seen is a mistake in the command line
+        // (a misspelt symbol, a stripped file), not news; nor is a recording that saw nothing.
+        let unseen = summary.unseen.iter().filter(|_| !opts.probe_floor);
+        for warning in self.not_found.iter().chain(unseen) {
+            eprintln!("memtrack: warning: {warning}");
+        }
+        if !opts.quiet && !self.left_running.is_empty() {
+            eprintln!(
+                "memtrack: {}",
+                left_running_line(&self.left_running, opts.ending)
+            );
+        }
+        if !opts.quiet {
+            eprintln!("memtrack: {}", self.allocators);
+            for warning in &summary.unexplained_growth {
+                eprintln!("memtrack: warning: {warning}");
+            }
+            eprintln!("memtrack: {summary}");
+        }
+        let usage = process::self_usage();
+        log::info!(
+            "recorder: {:.3} s user, {:.3} s system CPU, peak resident {} (the ring's mapping \
+             included)",
+            usage.user.as_secs_f64(),
+            usage.system.as_secs_f64(),
+            crate::units::format_bytes(usage.peak_resident_bytes)
+        );
     }
 }
 
@@ -499,39 +526,6 @@ fn header(
         ring_size_bytes: opts.ring_size_bytes,
         features,
     }
-}
-
-/// The closing lines on stderr, once the probes are gone, and the recorder's own cost (`-v`).
-fn say_ending(
-    opts: &RecordOptions,
-    not_found: &[String],
-    left_running: &[guardian::LeftRunning],
-    allocators: &str,
-    summary: &drain::Summary,
-) {
-    // Even with -q: an allocator asked for and never seen is a mistake in the command line
-    // (a misspelt symbol, a stripped file), not news; nor is a recording that saw nothing.
-    let unseen = summary.unseen.iter().filter(|_| !opts.probe_floor);
-    for warning in not_found.iter().chain(unseen) {
-        eprintln!("memtrack: warning: {warning}");
-    }
-    if !opts.quiet && !left_running.is_empty() {
-        eprintln!("memtrack: {}", left_running_line(left_running, opts.ending));
-    }
-    if !opts.quiet {
-        eprintln!("memtrack: {allocators}");
-        for warning in &summary.unexplained_growth {
-            eprintln!("memtrack: warning: {warning}");
-        }
-        eprintln!("memtrack: {summary}");
-    }
-    let usage = process::self_usage();
-    log::info!(
-        "recorder: {:.3} s user, {:.3} s system CPU, peak resident {} (the ring's mapping included)",
-        usage.user.as_secs_f64(),
-        usage.system.as_secs_f64(),
-        crate::units::format_bytes(usage.peak_resident_bytes)
-    );
 }
 
 /// Probe the C library nearly every process maps now, rather than at each process's first
