@@ -43,6 +43,7 @@ static __always_inline struct rss_last *rss_last_of(__u32 tgid)
 	struct rss_last unseen = {
 		.pages = { RSS_UNSEEN, RSS_UNSEEN, RSS_UNSEEN, RSS_UNSEEN },
 	};
+	_Static_assert(NR_MEMBERS == 4, "one RSS_UNSEEN above per member");
 
 	if (last)
 		return last;
