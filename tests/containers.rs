@@ -17,6 +17,7 @@ use std::process::Command;
 
 use common::{
     fixture, memtrack, read_recording, report_json, run_command, scratch_dir, scratch_file, skip,
+    static_memtrack,
 };
 
 /// busybox, statically linked: the shell that writes its own pid inside every kind of
@@ -207,17 +208,7 @@ fn example_counts_inside_a_pid_namespace_and_a_nested_one_equal_the_hosts() {
 /// The minimal root of a container: the static memtrack, busybox, the example and /bin/true
 /// (which it executes) with the libraries `ldd` names, and empty mount points.
 fn container_root(test: &str, busybox: &Path) -> Option<PathBuf> {
-    let bin = match std::env::var_os("MEMTRACK_STATIC_BIN") {
-        Some(p) if Path::new(&p).is_file() => PathBuf::from(p),
-        _ => {
-            skip(
-                test,
-                "MEMTRACK_STATIC_BIN is not set to the static memtrack (scripts/test.sh builds it \
-                 with scripts/build-static.sh and sets it)",
-            );
-            return None;
-        }
-    };
+    let bin = static_memtrack(test)?;
     let root = program_root(test, busybox);
     std::fs::copy(&bin, root.join("memtrack")).unwrap();
     Some(root)

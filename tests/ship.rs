@@ -18,7 +18,7 @@ use std::time::Duration;
 use common::{
     alloc_sizes, can_record, exits, fixture, is_root, memtrack, on_terminal, read_pipe,
     read_recording, require, run, run_command, scratch_dir, scratch_file, script_works,
-    send_signal, skip, wait_for,
+    send_signal, skip, static_memtrack, wait_for,
 };
 use memtrack::format::{EventKind, ReadEnd};
 
@@ -550,30 +550,10 @@ fn progress_line_only_on_a_terminal() {
 // ---------------------------------------------------------------------------------------------
 // the static binary
 
-/// The static binary scripts/test.sh builds (scripts/build-static.sh), from
-/// MEMTRACK_STATIC_BIN.
-fn static_binary(test: &str) -> Option<PathBuf> {
-    match std::env::var_os("MEMTRACK_STATIC_BIN") {
-        Some(p) if Path::new(&p).is_file() => Some(PathBuf::from(p)),
-        Some(p) => {
-            skip(test, &format!("MEMTRACK_STATIC_BIN={p:?} is not a file"));
-            None
-        }
-        None => {
-            skip(
-                test,
-                "MEMTRACK_STATIC_BIN is not set (scripts/test.sh builds the static binary and \
-                 sets it)",
-            );
-            None
-        }
-    }
-}
-
 #[test]
 fn static_binary_has_no_dynamic_dependencies_and_records_from_an_empty_directory() {
     let test = "static_binary_has_no_dynamic_dependencies_and_records_from_an_empty_directory";
-    let Some(bin) = static_binary(test) else {
+    let Some(bin) = static_memtrack(test) else {
         return;
     };
     let headers = run_command(Command::new("readelf").args(["-lW"]).arg(&bin))

@@ -81,6 +81,27 @@ pub fn skip(test: &str, why: &str) {
     eprintln!("skipped {test}: {why}");
 }
 
+/// The static binary scripts/test.sh builds with scripts/build-static.sh and names in
+/// MEMTRACK_STATIC_BIN: what ships, optimized. None, after saying why (or failing under CI),
+/// when the variable is unset or names no file.
+pub fn static_memtrack(test: &str) -> Option<PathBuf> {
+    match std::env::var_os("MEMTRACK_STATIC_BIN") {
+        Some(p) if Path::new(&p).is_file() => Some(PathBuf::from(p)),
+        Some(p) => {
+            skip(test, &format!("MEMTRACK_STATIC_BIN={p:?} is not a file"));
+            None
+        }
+        None => {
+            skip(
+                test,
+                "MEMTRACK_STATIC_BIN is not set to the static memtrack (scripts/test.sh builds \
+                 it with scripts/build-static.sh and sets it)",
+            );
+            None
+        }
+    }
+}
+
 static BUILD_LOCK: Mutex<()> = Mutex::new(());
 
 /// Compile `testdata/NAME.c` (once per test binary run) and return the executable's path.
