@@ -230,7 +230,7 @@ pub(super) fn ring_buffer(bpf_ok: bool) -> Check {
     }
 }
 
-pub(super) fn uprobes(bpf_ok: bool, attach: bool) -> Check {
+pub(super) fn uprobes(bpf_ok: bool, attach: probe::Attach) -> Check {
     const NAME: &str = "uprobes";
     if !bpf_ok {
         return not_checked(NAME, true, DISABLES_ALLOCS, "bpf() does not work");
@@ -239,7 +239,7 @@ pub(super) fn uprobes(bpf_ok: bool, attach: bool) -> Check {
         return Check::missing(NAME, true, refusal(&e), DISABLES_ALLOCS, bpf_fix(&e));
     }
     let classic = Path::new(UPROBE_PMU).exists();
-    if !attach {
+    if attach == probe::Attach::LoadOnly {
         return Check::ok(
             NAME,
             true,
@@ -321,7 +321,10 @@ pub(super) fn helpers(bpf_ok: bool) -> Check {
     }
 }
 
-pub(super) fn tp_btf(vmlinux: &Result<Option<probe::VmlinuxBtf>, BpfError>) -> Check {
+pub(super) fn tp_btf(
+    vmlinux: &Result<Option<probe::VmlinuxBtf>, BpfError>,
+    attach: probe::Attach,
+) -> Check {
     const NAME: &str = "tp_btf";
     let btf = match vmlinux {
         Ok(Some(btf)) => btf,
@@ -338,14 +341,13 @@ pub(super) fn tp_btf(vmlinux: &Result<Option<probe::VmlinuxBtf>, BpfError>) -> C
     };
     let result = ["sched_process_fork", "rss_stat"]
         .into_iter()
-        .try_for_each(|tp| btf.tp_btf(tp));
+        .try_for_each(|tp| btf.tp_btf(tp, attach));
+    let found = match attach {
+        probe::Attach::Yes => "sched_process_fork and rss_stat attach",
+        probe::Attach::LoadOnly => "sched_process_fork and rss_stat load (record attaches next)",
+    };
     match result {
-        Ok(()) => Check::ok(
-            NAME,
-            true,
-            "sched_process_fork and rss_stat attach".into(),
-            DISABLES_TREE,
-        ),
+        Ok(()) => Check::ok(NAME, true, found.into(), DISABLES_TREE),
         Err(e) => Check::missing(
             NAME,
             true,
@@ -360,7 +362,10 @@ pub(super) fn tp_btf(vmlinux: &Result<Option<probe::VmlinuxBtf>, BpfError>) -> C
     }
 }
 
-pub(super) fn fentry(vmlinux: &Result<Option<probe::VmlinuxBtf>, BpfError>) -> (Check, RmapHooks) {
+pub(super) fn fentry(
+    vmlinux: &Result<Option<probe::VmlinuxBtf>, BpfError>,
+    attach: probe::Attach,
+) -> (Check, RmapHooks) {
     const NAME: &str = "fentry";
     let Ok(Some(btf)) = vmlinux else {
         const WHY: &str = "needs BTF and bpf()";
@@ -370,14 +375,18 @@ pub(super) fn fentry(vmlinux: &Result<Option<probe::VmlinuxBtf>, BpfError>) -> (
     // The first function of the rmap hooks this kernel would get, else the usual one.
     let hooks = rmap_hooks::choose(|f| btf.has(f, libbpf_sys::BTF_KIND_FUNC));
     let function = hooks.as_ref().map_or(RMAP_FUNCTION, |h| h[0].function);
-    match btf.fentry(function) {
+    let verb = match attach {
+        probe::Attach::Yes => "attaches",
+        probe::Attach::LoadOnly => "loads",
+    };
+    match btf.fentry(function, attach) {
         Ok(()) => {
             let found = match &hooks {
                 Ok(h) => format!(
-                    "fentry/{function} attaches; rmap hooks on {} functions",
+                    "fentry/{function} {verb}; rmap hooks on {} functions",
                     h.len()
                 ),
-                Err(_) => format!("fentry/{function} attaches"),
+                Err(_) => format!("fentry/{function} {verb}"),
             };
             (Check::ok(NAME, false, found, DISABLES_RMAP), hooks)
         }

@@ -120,7 +120,7 @@ impl Check {
 
 /// Run every check, in the order `doctor` shows them; with the kernel's BTF as read for them.
 pub fn run() -> (Vec<Check>, KernelFacts) {
-    run_checks(true)
+    run_checks(probe::Attach::Yes)
 }
 
 /// What the checks learned of the kernel that `record` uses beyond pass or fail
@@ -199,14 +199,16 @@ pub enum UprobeLinks {
 
 /// The checks `record` runs before it loads anything, failing with the first blocking one's
 /// line ([`require`]); then what `record` uses. The same checks as [`run`], except that the
-/// uprobe check only loads a uprobe program instead of also attaching one: detaching a uprobe
-/// waits for a grace period (about 40 ms here), and `record` attaches its real probes a moment
-/// later anyway, failing with the same fixes (`record::kernel_error`). Whether uprobe_multi
-/// links exist is asked without attaching (`probe::uprobe_multi_links`).
+/// uprobe, tp_btf and fentry checks only load their programs instead of also attaching them
+/// ([`probe::Attach`]): detaching a uprobe waits for a grace period (about 40 ms here), a
+/// tracepoint attached again soon after a detach waits for one too, and `record` attaches its
+/// real programs a moment later anyway, failing with the same fixes (`record::kernel_error`;
+/// the rmap hooks, optional, are left out and said). Whether uprobe_multi links exist is asked
+/// without attaching (`probe::uprobe_multi_links`).
 pub fn for_record() -> Result<Capabilities, Error> {
     let start = std::time::Instant::now();
     crate::sys::bpf::route_libbpf_logs();
-    let (checks, facts) = run_checks(false);
+    let (checks, facts) = run_checks(probe::Attach::LoadOnly);
     require(&checks)?;
     let caps = capabilities(facts);
     // The first step of record's start-up (record::StartClock logs the others).
@@ -233,7 +235,7 @@ pub fn capabilities(facts: KernelFacts) -> Capabilities {
     }
 }
 
-fn run_checks(attach_uprobe: bool) -> (Vec<Check>, KernelFacts) {
+fn run_checks(attach: probe::Attach) -> (Vec<Check>, KernelFacts) {
     let mut checks = vec![kernel(), btf(), privileges()];
     let mut facts = KernelFacts {
         rmap: Err("not checked without the privileges bpf() needs".to_string()),
@@ -257,11 +259,11 @@ fn run_checks(attach_uprobe: bool) -> (Vec<Check>, KernelFacts) {
         checks.push(bpf_syscall());
         let bpf_ok = checks.last().map(|c| c.status) == Some(Status::Ok);
         checks.push(ring_buffer(bpf_ok));
-        checks.push(uprobes(bpf_ok, attach_uprobe));
+        checks.push(uprobes(bpf_ok, attach));
         checks.push(helpers(bpf_ok));
         let vmlinux = (bpf_ok && btf_ok).then(probe::VmlinuxBtf::load).transpose();
-        checks.push(tp_btf(&vmlinux));
-        let (check, hooks) = fentry(&vmlinux);
+        checks.push(tp_btf(&vmlinux, attach));
+        let (check, hooks) = fentry(&vmlinux, attach);
         checks.push(check);
         facts.rmap = hooks;
         if let Ok(Some(btf)) = vmlinux {
@@ -271,7 +273,7 @@ fn run_checks(attach_uprobe: bool) -> (Vec<Check>, KernelFacts) {
     }
     checks.push(tracefs());
     checks.push(pid_namespace());
-    if attach_uprobe {
+    if attach == probe::Attach::Yes {
         checks.push(root_file_system());
         checks.push(probe_sites());
     }

@@ -621,7 +621,9 @@ impl Loaded {
             .collect()
     }
 
-    /// Attach every tracepoint program, in table order; dropping the links detaches them.
+    /// Attach every tracepoint program, in table order; dropping the links detaches them. The
+    /// rmap hooks attach all or none: preflight only loaded an fentry program (`Attach`), so a
+    /// kernel that refuses the attach leaves them out here, and says so, as a refused load.
     pub fn attach(&self) -> Result<Vec<Link<'_>>, Error> {
         let mut links = Vec::new();
         for (object, loaded) in self.joined() {
@@ -631,17 +633,28 @@ impl Loaded {
                 }
             }
             if let Programs::Rmap = object.programs {
-                for prog in rmap_hooks::all_programs().filter(|p| loaded.has_loaded(p)) {
-                    links.push(loaded.attach(prog).map_err(kernel_error)?);
+                let hooks: Result<Vec<Link>, BpfError> = rmap_hooks::all_programs()
+                    .filter(|p| loaded.has_loaded(p))
+                    .map(|prog| loaded.attach(prog))
+                    .collect();
+                match hooks {
+                    Ok(hooks) => links.extend(hooks),
+                    Err(e) => {
+                        let why = rmap::unavailable_line(&rmap_refusal(&e));
+                        let _ = self.rmap_unavailable.set(why);
+                    }
                 }
             }
         }
         Ok(links)
     }
 
-    /// The features the loaded objects serve, for the header, in table order.
+    /// The features the attached objects serve, for the header, in table order.
     pub fn features(&self) -> Vec<String> {
         self.joined()
+            .filter(|(object, _)| {
+                !matches!(object.programs, Programs::Rmap) || self.rmap_unavailable.get().is_none()
+            })
             .filter_map(|(object, _)| object.feature.map(str::to_string))
             .collect()
     }

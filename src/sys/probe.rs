@@ -250,28 +250,44 @@ impl VmlinuxBtf {
         Some(((proto.info & 0xffff) as usize).saturating_sub(1))
     }
 
-    /// Load a tp_btf program for the raw tracepoint `tracepoint` and attach it (then detach).
-    pub fn tp_btf(&self, tracepoint: &str) -> Result<(), BpfError> {
+    /// Load a tp_btf program for the raw tracepoint `tracepoint`, and with `attach` attach it
+    /// (then detach).
+    pub fn tp_btf(&self, tracepoint: &str, attach: Attach) -> Result<(), BpfError> {
         let id = self.find(&format!("btf_trace_{tracepoint}"), sys::BTF_KIND_TYPEDEF)?;
-        let prog = load(
-            sys::BPF_PROG_TYPE_TRACING,
-            sys::BPF_TRACE_RAW_TP,
-            id,
-            &format!("tp_btf/{tracepoint}"),
-        )?;
-        attach_tracing(&prog, &format!("tp_btf/{tracepoint} attach"))
+        let what = format!("tp_btf/{tracepoint}");
+        let prog = load(sys::BPF_PROG_TYPE_TRACING, sys::BPF_TRACE_RAW_TP, id, &what)?;
+        attach.try_on(&prog, &what)
     }
 
-    /// Load an fentry program on the kernel function `function` and attach it (then detach).
-    pub fn fentry(&self, function: &str) -> Result<(), BpfError> {
+    /// Load an fentry program on the kernel function `function`, and with `attach` attach it
+    /// (then detach).
+    pub fn fentry(&self, function: &str, attach: Attach) -> Result<(), BpfError> {
         let id = self.find(function, sys::BTF_KIND_FUNC)?;
-        let prog = load(
-            sys::BPF_PROG_TYPE_TRACING,
-            sys::BPF_TRACE_FENTRY,
-            id,
-            &format!("fentry/{function}"),
-        )?;
-        attach_tracing(&prog, &format!("fentry/{function} attach"))
+        let what = format!("fentry/{function}");
+        let prog = load(sys::BPF_PROG_TYPE_TRACING, sys::BPF_TRACE_FENTRY, id, &what)?;
+        attach.try_on(&prog, &what)
+    }
+}
+
+/// Whether a check of a tracing program attaches it after loading it. `doctor` attaches, to
+/// show all that the kernel allows. `record` only loads, because it attaches its own programs
+/// a moment later and each attach and detach of a probe costs it time: the tracepoint's
+/// second attach after a detach waits for an RCU grace period (tracepoint_add_func's
+/// tp_rcu_cond_sync, 5-17 ms of `record -- true` on 6.18), and an fentry's trampoline is made
+/// and freed again. Loading already checks the target against the kernel's BTF and what the
+/// kernel allows (a locked-down kernel refuses fentry at load).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Attach {
+    Yes,
+    LoadOnly,
+}
+
+impl Attach {
+    fn try_on(self, prog: &OwnedFd, what: &str) -> Result<(), BpfError> {
+        match self {
+            Attach::Yes => attach_tracing(prog, &format!("{what} attach")),
+            Attach::LoadOnly => Ok(()),
+        }
     }
 }
 
