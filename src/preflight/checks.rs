@@ -373,7 +373,7 @@ pub(super) fn fentry(
         return (check, Err(format!("cannot read the kernel's BTF: {WHY}")));
     };
     // The first function of the rmap hooks this kernel would get, else the usual one.
-    let hooks = rmap_hooks::choose(|f| btf.has(f, libbpf_sys::BTF_KIND_FUNC));
+    let hooks = rmap_hooks::choose_in(btf);
     let function = hooks.as_ref().map_or(RMAP_FUNCTION, |h| h[0].function);
     let verb = match attach {
         probe::Attach::Yes => "attaches",

@@ -97,10 +97,19 @@ pub fn kernels_of(hook: &Hook) -> &'static str {
         .map_or("?", |g| g.kernels)
 }
 
+/// [`choose`] on the kernel's BTF `btf`, every generation's functions looked up in one pass.
+pub fn choose_in(btf: &VmlinuxBtf) -> Result<Vec<&'static Hook>, String> {
+    let functions: Vec<&str> = (GENERATIONS.iter())
+        .flat_map(|g| g.hooks.iter().map(|h| h.function))
+        .collect();
+    btf.look_up(&functions, libbpf_sys::BTF_KIND_FUNC);
+    choose(|f| btf.has(f, libbpf_sys::BTF_KIND_FUNC))
+}
+
 /// [`choose`] on the running kernel's BTF.
 pub fn choose_here() -> Result<Vec<&'static Hook>, String> {
     let btf = VmlinuxBtf::load().map_err(|e| format!("cannot read the kernel's BTF: {e}"))?;
-    choose(|f| btf.has(f, libbpf_sys::BTF_KIND_FUNC))
+    choose_in(&btf)
 }
 
 /// Whether this kernel's rss counters lag the pages its rmap functions see: before 6.2 (the

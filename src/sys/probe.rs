@@ -115,7 +115,7 @@ fn load(
 pub struct VmlinuxBtf {
     ptr: NonNull<sys::btf>,
     /// The ids found (or not) by name and kind: libbpf searches every type once per name, some
-    /// 0.15 ms, and preflight asks for most names twice (`rmap::choose`).
+    /// 0.15-0.4 ms, and preflight asks for most names twice (`rmap::choose`).
     found: RefCell<HashMap<(String, u32), Option<u32>>>,
 }
 
@@ -168,6 +168,38 @@ impl VmlinuxBtf {
             });
         };
         Ok(id)
+    }
+
+    /// Find every one of `names` of BTF kind `kind` in one pass over the kernel's types, for
+    /// the next [`has`](Self::has) and `find`s of them: libbpf's search is a pass per name, and
+    /// functions come late in the BTF (0.4 ms each on 6.18, 3 ms for the rmap hooks' seven).
+    pub fn look_up(&self, names: &[&str], kind: u32) {
+        let btf = self.ptr.as_ptr();
+        let mut found: HashMap<&[u8], u32> = HashMap::with_capacity(names.len());
+        // SAFETY: btf is live; type ids run from 1 to type_cnt - 1 (split views included), and
+        // libbpf returns NULL for a bad id or name offset.
+        for id in 1..unsafe { sys::btf__type_cnt(btf) } {
+            let Some(t) = (unsafe { sys::btf__type_by_id(btf, id).as_ref() }) else {
+                continue;
+            };
+            if (t.info >> 24) & 0x1f != kind {
+                continue;
+            }
+            let name = unsafe { sys::btf__name_by_offset(btf, t.name_off) };
+            if name.is_null() {
+                continue;
+            }
+            // SAFETY: libbpf's strings are NUL-terminated and live as long as btf.
+            let name = unsafe { CStr::from_ptr(name) }.to_bytes();
+            if let Some(wanted) = names.iter().find(|n| n.as_bytes() == name) {
+                found.entry(wanted.as_bytes()).or_insert(id);
+            }
+        }
+        let mut cache = self.found.borrow_mut();
+        for name in names {
+            let id = found.get(name.as_bytes()).copied();
+            cache.insert((name.to_string(), kind), id);
+        }
     }
 
     /// Whether the kernel's BTF has the type `name` of BTF kind `kind` (a struct, a kfunc...).
@@ -361,4 +393,47 @@ fn uprobe_multi_link(path: &str, offset: u64, pid: u32) -> Result<OwnedFd, BpfEr
     let fd =
         unsafe { sys::bpf_link_create(prog.as_raw_fd(), 0, sys::BPF_TRACE_UPROBE_MULTI, &opts) };
     own(fd, &format!("uprobe_multi link on {path}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The one-pass look-up finds what libbpf's search per name finds, and remembers misses.
+    #[test]
+    fn look_up_finds_what_libbpf_finds() {
+        let Ok(btf) = VmlinuxBtf::load() else {
+            eprintln!("skipped: this kernel has no BTF to parse");
+            return;
+        };
+        let names = [
+            "do_exit",
+            "vfs_read",
+            "memtrack_no_such_function",
+            "do_exit",
+        ];
+        let libbpf: Vec<Option<u32>> = names
+            .iter()
+            .map(|n| {
+                let c = CString::new(*n).unwrap();
+                // SAFETY: btf is live; the name is NUL-terminated.
+                let id = unsafe {
+                    sys::btf__find_by_name_kind(btf.ptr.as_ptr(), c.as_ptr(), sys::BTF_KIND_FUNC)
+                };
+                u32::try_from(id).ok().filter(|&id| id > 0)
+            })
+            .collect();
+        assert!(libbpf[0].is_some() && libbpf[2].is_none(), "{libbpf:?}");
+        btf.look_up(&names, sys::BTF_KIND_FUNC);
+        for (name, id) in names.iter().zip(&libbpf) {
+            let cached = btf
+                .found
+                .borrow()
+                .get(&(name.to_string(), sys::BTF_KIND_FUNC))
+                .copied();
+            assert_eq!(cached, Some(*id), "{name}");
+        }
+        assert!(btf.has("vfs_read", sys::BTF_KIND_FUNC));
+        assert!(!btf.has("memtrack_no_such_function", sys::BTF_KIND_FUNC));
+    }
 }
