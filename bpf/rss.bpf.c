@@ -216,7 +216,7 @@ int BPF_PROG(rss_stat, struct mm_struct *mm, int member)
 {
 	struct task_struct *current = bpf_get_current_task_btf();
 	struct task_struct *owner = BPF_CORE_READ(mm, owner);
-	__u32 owner_tgid;
+	__u32 owner_tgid, current_tgid;
 
 	if (!owner || member < 0 || member >= NR_MEMBERS)
 		return 0;
@@ -230,11 +230,11 @@ int BPF_PROG(rss_stat, struct mm_struct *mm, int member)
 	 * Exit event, and, during exec, the old image's teardown and the new image's set-up
 	 * (rss_exec reads the new image's starting values instead).
 	 */
-	if (owner_tgid == current->tgid &&
-	    (current->mm != mm || BPF_CORE_READ_BITFIELD_PROBED(current, in_execve)))
+	current_tgid = BPF_CORE_READ(current, tgid);
+	if (owner_tgid == current_tgid &&
+	    (BPF_CORE_READ(current, mm) != mm || BPF_CORE_READ_BITFIELD_PROBED(current, in_execve)))
 		return 0;
-	emit_rss(owner, owner_tgid, member, rss_exact(mm, member),
-		 owner_tgid == current->tgid);
+	emit_rss(owner, owner_tgid, member, rss_exact(mm, member), owner_tgid == current_tgid);
 	return 0;
 }
 
