@@ -168,9 +168,9 @@ fn say_local_symbols(path: &Path, local: &crate::model::sites::LocalSymbols) {
         return;
     }
     log::warn!(
-        "{}: the recording has no symbols (its recorder was cut short), so the frames of {} \
-         modules were named from this machine's files, checked by build id (the JSON report \
-         lists them in stacks.local_symbols)",
+        "{}: the recording has no symbols (its recorder was cut short, or ran with \
+         --no-symbols), so the frames of {} modules were named from this machine's files, \
+         checked by build id (the JSON report lists them in stacks.local_symbols)",
         path.display(),
         local.named.len(),
     );
