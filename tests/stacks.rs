@@ -2294,6 +2294,12 @@ fn issue32_a_cut_short_recording_is_named_from_this_machines_files() {
         json["stacks"]["local_symbols"]["unnamed"],
         serde_json::json!([])
     );
+    let text = common::report_text(&cut, &["--stacks"], Some("250"));
+    assert!(
+        text.contains("  symbols: none in the file; ")
+            && text.contains(" modules named from this machine's files (same build id)\n"),
+        "{text}"
+    );
 
     // Another build of the executable at its path (one byte of its build id changed): its
     // frames keep module+offset names, the library's and libc's are named, one warning.
