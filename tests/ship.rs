@@ -7,7 +7,6 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -16,9 +15,9 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use common::{
-    alloc_sizes, can_record, exits, fixture, is_root, memtrack, on_terminal, read_pipe,
+    alloc_sizes, can_record, exits, first_line, fixture, is_root, memtrack, on_terminal, read_pipe,
     read_recording, require, run, run_command, scratch_dir, scratch_file, script_works,
-    send_signal, skip, static_memtrack, wait_for,
+    send_signal, skip, static_memtrack, wait_for, wait_for_event,
 };
 use memtrack::format::{EventKind, ReadEnd};
 
@@ -356,10 +355,7 @@ fn start_sleeper(name: &str, extra: &[&str]) -> (std::process::Child, PathBuf, u
         .stderr(Stdio::piped())
         .spawn()
         .expect("run memtrack");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let line = first_line(&mut child);
     let grandchild = line
         .strip_prefix("ready ")
         .and_then(|p| p.trim().parse().ok())
@@ -403,28 +399,10 @@ fn sigterm_reaches_the_whole_command_group_and_the_file_is_finished() {
 fn sigkill_leaves_a_file_readable_up_to_the_last_chunk() {
     skip_unless_recording!("sigkill_leaves_a_file_readable_up_to_the_last_chunk");
     let (mut child, path, _) = start_sleeper("sigkill_recorder", &[]);
-    // Killed once the chunk with the sleeper's allocation is in the file (chunks are flushed
-    // at least every second), however long a loaded machine takes to get there.
-    let flushed = || {
-        // Read past the recorder's lock (`Reader::open` says to wait for it).
-        let file = std::fs::File::open(&path).map(BufReader::new);
-        file.ok()
-            .and_then(|f| memtrack::format::Reader::new(f).ok())
-            .is_some_and(|mut reader| {
-                reader
-                    .by_ref()
-                    .any(|e| matches!(e.kind, EventKind::Alloc { size: 15000, .. }))
-            })
-    };
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while !flushed() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the sleeper's allocation was not flushed to {} in 60 s",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    // Killed once the chunk with the sleeper's allocation is in the file.
+    wait_for_event(&path, "the sleeper's allocation", |kind| {
+        matches!(kind, EventKind::Alloc { size: 15000, .. })
+    });
     send_signal("KILL", i64::from(child.id()));
     let status = wait_for(&mut child, Duration::from_secs(10)).expect("SIGKILL ends memtrack");
     assert_eq!(status.code(), None, "killed by a signal");

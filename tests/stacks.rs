@@ -2166,3 +2166,187 @@ fn dump_parsing_reads_the_events_as_the_library_serializes_them() {
         }
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// A cut-short recording (issue 32): the recorder was killed before it wrote the symbols, so
+// `report` names the frames from this machine's files, checked by build id.
+
+/// The frames of the site that allocated `bytes` in a JSON report's stacks: (function, the
+/// module's file name, inlined).
+fn site_functions(json: &serde_json::Value, bytes: u64) -> Vec<(String, String, bool)> {
+    let sites = json["stacks"]["sites"]
+        .as_array()
+        .expect("a stacks section");
+    let site = sites
+        .iter()
+        .find(|s| s["allocated_bytes"] == bytes)
+        .unwrap_or_else(|| panic!("no site of {bytes} bytes: {json:#}"));
+    site["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let module = f["module"].as_str().unwrap();
+            let file = module.rsplit('/').next().unwrap().to_string();
+            let inlined = f["inlined"].as_bool().unwrap();
+            (f["function"].as_str().unwrap().to_string(), file, inlined)
+        })
+        .collect()
+}
+
+/// `memtrack report PATH --stacks --stacks-top 0 --format json`, asserted to succeed: the
+/// report and the run (its stderr has the notes).
+fn every_site_json(path: &Path) -> (serde_json::Value, common::Run) {
+    let mut report = Command::new(common::memtrack());
+    report
+        .arg("report")
+        .arg(path)
+        .args(["--stacks", "--stacks-top", "0", "--format", "json"]);
+    let run = common::run_command(&mut report).expect_code(0);
+    let json = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e})\n{}", run.describe()));
+    (json, run)
+}
+
+/// `memtrack record --stacks` of `exe` killed with SIGKILL once the file holds the allocation
+/// of `bytes` (the command, `exe` then a `read` of the test's pipe, has reached it and waits):
+/// the file, with stack nodes and modules but no symbols.
+fn record_cut_short(name: &str, exe: &Path, bytes: u64) -> PathBuf {
+    use memtrack::format::EventKind;
+    let path = scratch_file(format!("{name}.mt"));
+    let script = format!("'{}' && echo reached && read line", exe.display());
+    let _alone = one_at_a_time();
+    let mut child = common::record_command(&path, &["--stacks", "-q"], &["sh", "-c", &script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run memtrack");
+    let line = common::first_line(&mut child);
+    assert_eq!(line, "reached\n", "the command ran {}", exe.display());
+    common::wait_for_event(
+        &path,
+        &format!("the allocation of {bytes} bytes"),
+        |kind| matches!(kind, EventKind::Alloc { size, stack_id, .. } if *size == bytes && *stack_id != 0),
+    );
+    child.kill().expect("SIGKILL memtrack");
+    child.wait().unwrap();
+    // The command reads its pipe: closing it ends the command the recorder left running.
+    drop(child.stdin.take());
+    path
+}
+
+#[test]
+fn issue32_a_cut_short_recording_is_named_from_this_machines_files() {
+    let test = "issue32_a_cut_short_recording_is_named_from_this_machines_files";
+    skip_unless_recording!(test);
+    let Some(built) = require(test, chain_fixture()) else {
+        return;
+    };
+    // A copy the test may change (its library is found by the fixture's rpath).
+    let dir = scratch_dir().join(test);
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join("stacks_chain");
+    std::fs::copy(&built, &exe).unwrap();
+
+    let (full, _) = record_with_stacks("issue32_full", &[exe.to_str().unwrap().to_string()]);
+    let (complete, run) = every_site_json(&full);
+    assert!(
+        !run.stderr.contains("named from this machine"),
+        "{}",
+        run.describe()
+    );
+    assert!(
+        complete["stacks"].get("local_symbols").is_none(),
+        "{complete:#}"
+    );
+    let want = site_functions(&complete, 7777);
+    let exe_name = "stacks_chain".to_string();
+    for f in ["chain_e", "chain_d", "lib_c", "lib_b", "chain_a", "main"] {
+        assert!(want.iter().any(|(g, _, _)| g == f), "{f} in {want:?}");
+    }
+
+    let cut = record_cut_short("issue32_cut", &exe, 7777);
+    let (_, events, _) = common::read_recording(&cut);
+    let symbols = events
+        .iter()
+        .filter(|e| matches!(e.kind, memtrack::format::EventKind::Symbol(_)))
+        .count();
+    assert_eq!(symbols, 0, "the recorder was killed before its symbols");
+    let (json, run) = every_site_json(&cut);
+    assert_eq!(site_functions(&json, 7777), want, "{}", run.describe());
+    assert!(
+        run.stderr.contains(
+            "the recording has no symbols (its recorder was cut short, or ran with --no-symbols), \
+             so the frames of"
+        ) && run
+            .stderr
+            .contains("were named from this machine's files, checked by build id"),
+        "{}",
+        run.describe()
+    );
+    let named = &json["stacks"]["local_symbols"]["named"];
+    assert!(
+        named.as_array().unwrap().contains(&exe.to_str().into()),
+        "{named:#}"
+    );
+    assert_eq!(
+        json["stacks"]["local_symbols"]["unnamed"],
+        serde_json::json!([])
+    );
+    let text = common::report_text(&cut, &["--stacks"], Some("250"));
+    assert!(
+        text.contains("  symbols: none in the file; ")
+            && text.contains(" modules named from this machine's files (same build id)\n"),
+        "{text}"
+    );
+
+    // Another build of the executable at its path (one byte of its build id changed): its
+    // frames keep module+offset names, the library's and libc's are named, one warning.
+    let module = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            memtrack::format::EventKind::Module(m) if Path::new(&m.path) == exe => Some(m),
+            _ => None,
+        })
+        .expect("the executable's module");
+    let mut bytes = std::fs::read(&exe).unwrap();
+    let at = bytes
+        .windows(module.build_id.len())
+        .position(|w| w == module.build_id)
+        .expect("the build id note");
+    bytes[at] ^= 0xff;
+    std::fs::write(&exe, &bytes).unwrap();
+    let (json, run) = every_site_json(&cut);
+    let got = site_functions(&json, 7777);
+    // An unnamed frame is one per (module, offset): no inline chain.
+    let expected: Vec<(String, String, bool)> = want
+        .iter()
+        .filter(|(_, m, inlined)| !(*m == exe_name && *inlined))
+        .map(|(f, m, inlined)| {
+            let f = if *m == exe_name { "" } else { f };
+            (f.to_string(), m.clone(), *inlined)
+        })
+        .collect();
+    assert_eq!(got, expected, "{}", run.describe());
+    let warnings: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.contains("module+offset names"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{}", run.describe());
+    assert!(
+        warnings[0].contains(&format!(
+            "{}: its frames keep module+offset names, as the recording has no symbols and this \
+             machine's file is another build",
+            exe.display()
+        )) && warnings[0].ends_with(
+            "run report on the machine that recorded, or install the same version of \
+             stacks_chain"
+        ),
+        "{}",
+        run.describe()
+    );
+    let unnamed = &json["stacks"]["local_symbols"]["unnamed"][0];
+    assert_eq!(unnamed["path"], exe.to_str().unwrap(), "{json:#}");
+}

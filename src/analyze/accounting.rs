@@ -629,6 +629,10 @@ impl Accounting {
     /// synthetic streams; it is not taken as damage).
     pub fn finish(mut self, end: Option<&ReadEnd>) -> Report {
         let start_ns = self.header.start_monotonic_ns;
+        // Names before anything reads frames: a cut-short recording has none of its own.
+        if let Some(stacks) = self.stacks.as_deref_mut() {
+            stacks.name_missing();
+        }
         // Suppressions first: they move lost blocks of the sites and of their processes'
         // splits, which the sites' order and the sums below read.
         let suppressed = match (&self.suppressions, self.stacks.as_deref_mut()) {

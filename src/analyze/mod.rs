@@ -150,7 +150,30 @@ fn read_pass(
         );
     }
     accounting.note_skipped(reader.skipped());
-    Ok(accounting.finish(reader.end()))
+    let report = accounting.finish(reader.end());
+    if let Some(local) = report
+        .stacks
+        .as_ref()
+        .and_then(|s| s.local_symbols.as_ref())
+    {
+        say_local_symbols(path, local);
+    }
+    Ok(report)
+}
+
+/// The note that a recording's frames were named after the fact, from this machine's files
+/// (each module's own warning, when it could not be, is said by the pass).
+fn say_local_symbols(path: &Path, local: &crate::model::sites::LocalSymbols) {
+    if local.named.is_empty() {
+        return;
+    }
+    log::warn!(
+        "{}: the recording has no symbols (its recorder was cut short, or ran with \
+         --no-symbols), so the frames of {} modules were named from this machine's files, \
+         checked by build id (the JSON report lists them in stacks.local_symbols)",
+        path.display(),
+        local.named.len(),
+    );
 }
 
 /// Narrows `report` to `scope`, turning an unknown pid or benchmark into a usage error that

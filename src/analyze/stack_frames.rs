@@ -4,8 +4,12 @@
 //! Flow: the sites pass (`stacks`) hands every stack event to [`StackFrames::note`], then asks
 //! for the frames of the sites it reports (`frames`) and of its profile (`interned_frames`, each
 //! frame once in a [`FrameTable`]). It holds names, never blocks: what a site did is `stacks`'s.
+//! At the end of the stream, before any frame is asked for, [`StackFrames::name_missing`] names
+//! the frames of modules without a single `Symbol` event (a recorder cut short before writing
+//! them) from this machine's files, through `stacks::local` (issue 32).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::path::PathBuf;
 
 use crate::format::MODULE_MARK;
 use crate::format::{
@@ -13,7 +17,9 @@ use crate::format::{
 };
 use crate::intmap::IntMap;
 use crate::model::profile::ProfileModule;
-use crate::model::sites::SiteFrame;
+use crate::model::sites::{LocalSymbols, SiteFrame, UnnamedModule};
+use crate::stacks::local::{self, RecordedModule};
+use crate::stacks::Frame;
 
 /// One node of the stack trie.
 #[derive(Clone, Copy, Debug)]
@@ -39,6 +45,8 @@ pub(super) struct StackFrames {
     nodes: IntMap<u32, Node>,
     modules: IntMap<u32, Module>,
     symbols: HashMap<(u32, u64), Vec<SymbolFrame>>,
+    /// The modules the recording has at least one `Symbol` event for.
+    with_symbols: HashSet<u32>,
 }
 
 impl StackFrames {
@@ -79,10 +87,67 @@ impl StackFrames {
                 frames,
             }) => {
                 self.symbols.insert((*module, *offset), frames.clone());
+                self.with_symbols.insert(*module);
             }
             _ => {}
         }
         false
+    }
+
+    /// Names the frames of the modules the trie uses that have no `Symbol` event (the recorder
+    /// writes one for every frame at its end, empty or not, so only a recorder cut short leaves
+    /// a module without any) from this machine's files, each checked by its recorded build id.
+    /// Says once per module that could not be named why and what to do. Returns what was
+    /// done; `None` when no module lacks symbols, so a complete recording reads as before.
+    pub(super) fn name_missing(&mut self) -> Option<LocalSymbols> {
+        let missing: BTreeSet<u32> = (self.nodes.values())
+            .map(|n| n.module)
+            .filter(|m| {
+                *m != MODULE_MARK && !self.with_symbols.contains(m) && self.modules.contains_key(m)
+            })
+            .collect();
+        if missing.is_empty() {
+            return None;
+        }
+        let modules: Vec<RecordedModule> = (missing.iter())
+            .map(|&id| RecordedModule {
+                id,
+                path: PathBuf::from(&self.modules[&id].path),
+                build_id: self.modules[&id].build_id.clone(),
+            })
+            .collect();
+        let frames = (self.nodes.values())
+            .filter(|n| missing.contains(&n.module))
+            .map(|n| Frame {
+                module: n.module,
+                offset: n.offset,
+            });
+        let found = local::symbolize_here(&modules, frames);
+        for (f, chain) in found.symbols {
+            self.symbols.insert((f.module, f.offset), chain);
+        }
+        let path = |id: u32| self.modules[&id].path.clone();
+        let mut named: Vec<String> = found.named.into_iter().map(path).collect();
+        named.sort();
+        named.dedup();
+        let mut unnamed: Vec<UnnamedModule> = (found.refused.into_iter())
+            .map(|(id, why)| UnnamedModule {
+                path: path(id),
+                reason: why.to_string(),
+            })
+            .collect();
+        unnamed.sort_by(|a, b| a.path.cmp(&b.path));
+        unnamed.dedup_by(|a, b| a.path == b.path);
+        for m in &unnamed {
+            log::warn!(
+                "{}: its frames keep module+offset names, as the recording has no symbols \
+                 and {}: {}",
+                m.path,
+                m.reason,
+                local::advice(std::path::Path::new(&m.path))
+            );
+        }
+        Some(LocalSymbols { named, unnamed })
     }
 
     /// The modules of a profile: each path once, sorted, with its build id in hex.
@@ -286,6 +351,50 @@ mod tests {
         // Both stacks run through libc's malloc: the same index.
         assert_eq!(a[0], b[0]);
         assert_eq!(table.frames.len(), 3);
+    }
+
+    #[test]
+    fn a_recording_with_its_symbols_is_not_named_here() {
+        // Every module of the trie has a Symbol event, even an empty one: nothing to do.
+        let mut names = trie(vec![symbol(1, 0x9a1b0, &[]), symbol(2, 0x1100, &[])]);
+        assert_eq!(names.name_missing(), None);
+        assert_eq!(
+            frame_names(&names.frames(2))[0],
+            "|:0|/usr/lib/x86_64-linux-gnu/libc.so.6+0x9a1b0|false"
+        );
+    }
+
+    #[test]
+    fn modules_without_symbols_are_named_here_or_said_unnamed() {
+        let mut names = StackFrames::default();
+        for k in [
+            module(1, "/nonexistent/libgone.so.3"),
+            module(2, "/work/app"),
+            stack_node(1, 0, 2, 0x1100),
+            stack_node(2, 1, 1, 0x10),
+            stack_node(3, 2, MODULE_MARK, MARK_TRUNCATED),
+            symbol(2, 0x1100, &[("main", "app.c", 20)]),
+        ] {
+            names.note(&k);
+        }
+        let local = names.name_missing().expect("libgone has no symbols");
+        // The app has its symbols: only libgone was tried, and it is not here.
+        assert!(local.named.is_empty(), "{local:?}");
+        assert_eq!(local.unnamed.len(), 1, "{local:?}");
+        assert_eq!(local.unnamed[0].path, "/nonexistent/libgone.so.3");
+        assert!(
+            local.unnamed[0]
+                .reason
+                .starts_with("the file is not on this machine"),
+            "{local:?}"
+        );
+        assert_eq!(
+            frame_names(&names.frames(2)),
+            [
+                "|:0|/nonexistent/libgone.so.3+0x10|false",
+                "main|app.c:20|/work/app+0x1100|false",
+            ]
+        );
     }
 
     #[test]

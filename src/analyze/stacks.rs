@@ -34,7 +34,7 @@ use crate::model::measure::{self, Measure};
 use crate::model::metrics::SuppressionReport;
 use crate::model::metrics::{Blocks, Scope};
 use crate::model::profile::{Profile, Sample, Stack, Values};
-use crate::model::sites::{SiteMetrics, StackReport, StackWalks};
+use crate::model::sites::{LocalSymbols, SiteMetrics, StackReport, StackWalks};
 
 /// How `report --stacks` orders its sites (`--stacks-by`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -322,6 +322,8 @@ pub(super) struct StackPass {
     /// The trie and its names, which give a site its frames.
     names: StackFrames,
     walks: Option<StackWalks>,
+    /// The modules named from this machine's files (`name_missing`), for every report made.
+    local_symbols: Option<LocalSymbols>,
     /// Whether the recording has call stacks at all: a stack node, walk counters, or an
     /// allocation naming a stack.
     recorded: bool,
@@ -343,6 +345,7 @@ impl StackPass {
             options,
             names: StackFrames::default(),
             walks: None,
+            local_symbols: None,
             recorded: false,
             blocks: IntMap::default(),
             sites: SiteTable::default(),
@@ -359,6 +362,13 @@ impl StackPass {
         } else {
             self.recorded |= self.names.note(kind);
         }
+    }
+
+    /// Names the frames the recording left unnamed (its recorder was cut short) from this
+    /// machine's files, once the stream has ended and before any site's frames are read:
+    /// suppressions match them, and every report of the pass shows them.
+    pub(super) fn name_missing(&mut self) {
+        self.local_symbols = self.names.name_missing();
     }
 
     /// Process `i` allocated `size` bytes at `addr` at `ts` with stack `leaf`, measured in
@@ -591,6 +601,7 @@ impl StackPass {
             peak_live_at_ns: table.peak.at(start_ns),
             sites_total,
             sites,
+            local_symbols: self.local_symbols.clone(),
             walks: self.walks,
         }
     }

@@ -196,6 +196,7 @@ mod tests {
             peak_live_at_ns: None,
             sites_total: sites.len() as u64,
             sites,
+            local_symbols: None,
             walks: None,
         }
     }

@@ -24,10 +24,35 @@ pub struct StackReport {
     pub sites_total: u64,
     /// The top sites, in `order`, largest first.
     pub sites: Vec<SiteMetrics>,
+    /// Present when the recording has no symbols for some modules of its stacks (its recorder
+    /// was cut short before writing them) and the report named their frames from this
+    /// machine's files after the fact; absent for a recording that has its symbols.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local_symbols: Option<LocalSymbols>,
     /// The kernel's stack-walk counters (cumulative over the recording, not narrowed to the
     /// scope); absent when the file has none (cut short, or no call stacks).
     #[serde(flatten)]
     pub walks: Option<StackWalks>,
+}
+
+/// The modules whose frames a report named from the files of the machine it ran on, not from
+/// the recording: those whose file there has the recorded build id, and the others, whose
+/// frames keep their module+offset names.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct LocalSymbols {
+    /// The modules named from this machine's files, by path.
+    pub named: Vec<String>,
+    /// The modules that could not be, with why.
+    pub unnamed: Vec<UnnamedModule>,
+}
+
+/// A module of [`LocalSymbols`] whose frames stay unnamed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct UnnamedModule {
+    /// The module's recorded path.
+    pub path: String,
+    /// Why its file here cannot name them (missing, another build).
+    pub reason: String,
 }
 
 /// One allocation site: one distinct call stack and what the blocks it allocated did in the

@@ -69,6 +69,7 @@ fn write_sites(
         peak(stacks.peak_live_bytes, stacks.peak_live_at_ns)
     )?;
     write_walks(stacks, out)?;
+    write_local_symbols(stacks, out)?;
     if stacks.sites.is_empty() {
         return Ok(());
     }
@@ -128,6 +129,27 @@ fn write_walks(stacks: &StackReport, out: &mut dyn Write) -> io::Result<()> {
              record: it was cut short)"
         ),
     }
+}
+
+/// That the frames were named after the fact from the files of the machine the report ran on
+/// (the file has no symbols: its recorder was cut short), so a saved report says so too.
+fn write_local_symbols(stacks: &StackReport, out: &mut dyn Write) -> io::Result<()> {
+    let Some(local) = &stacks.local_symbols else {
+        return Ok(());
+    };
+    write!(
+        out,
+        "  symbols: none in the file; {} modules named from this machine's files (same build id)",
+        local.named.len()
+    )?;
+    if !local.unnamed.is_empty() {
+        write!(
+            out,
+            ", {} left as module+offset (missing here or another build)",
+            local.unnamed.len()
+        )?;
+    }
+    writeln!(out)
 }
 
 /// The cells of one site's row.
@@ -279,6 +301,27 @@ mod tests {
         let text = render_sites(events(), 1);
         assert!(text.starts_with("allocation sites by live bytes at the peak: top 1 of 2 sites"));
         assert!(!text.contains("[truncated]"), "{text}");
+    }
+
+    #[test]
+    fn frames_named_after_the_fact_say_so() {
+        // No Symbol event for the module: the report tries this machine, which has no such file.
+        let mut gone = stack_prelude(vec![
+            module(1, "/nonexistent/libgone.so.3"),
+            stack_node(1, 0, 1, 0x10),
+        ]);
+        gone.extend(seq(vec![malloc_from(1, 1, 1), exit(0)]));
+        let text = render_sites(gone, 10);
+        assert!(
+            text.contains(
+                "record: it was cut short)\n  symbols: none in the file; 0 modules named from \
+                 this machine's files (same build id), 1 left as module+offset (missing here or \
+                 another build)\n"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("libgone.so.3+0x10\n"), "{text}");
+        assert!(!render_sites(events(), 10).contains("symbols:"));
     }
 
     #[test]

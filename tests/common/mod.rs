@@ -602,6 +602,39 @@ pub fn wait_for(child: &mut std::process::Child, limit: Duration) -> Option<Exit
     None
 }
 
+/// The first line (with its newline) a child writes on its captured standard output, which
+/// is taken from it: the line a fixture says when it has reached the point a test waits for.
+pub fn first_line(child: &mut std::process::Child) -> String {
+    use std::io::BufRead;
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout was captured"))
+        .read_line(&mut line)
+        .unwrap();
+    line
+}
+
+/// Waits until the file a running recorder writes at `path` holds an event `wanted` takes
+/// (`what` names it), reading past the recorder's lock (`Reader::open` says to wait for it):
+/// chunks are flushed at least every second, however long a loaded machine takes to get
+/// there. Fails after 60 s.
+pub fn wait_for_event(path: &Path, what: &str, wanted: impl Fn(&EventKind) -> bool) {
+    let flushed = || {
+        let file = std::fs::File::open(path).map(std::io::BufReader::new);
+        file.ok()
+            .and_then(|f| Reader::new(f).ok())
+            .is_some_and(|mut reader| reader.by_ref().any(|e| wanted(&e.kind)))
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !flushed() {
+        assert!(
+            Instant::now() < deadline,
+            "{what} was not flushed to {} in 60 s",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Send `signal` (a name such as "TERM") to `pid`, or to process group `-pid`, with kill(1).
 pub fn send_signal(signal: &str, pid: i64) {
     let status = Command::new("kill")
