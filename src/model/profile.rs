@@ -7,6 +7,11 @@
 //! `flamegraph`, `pprof`, `speedscope`) only read it. [`folded`] is the one place frames become
 //! names, so the folded lines, the flame graph and speedscope agree.
 //!
+//! A profile holds every frame as recorded; `report` then starts its stacks at the allocator's
+//! caller ([`Profile::start_at_callers`], unless `--allocator-frames`), as Go's heap profiles
+//! start at the caller of `mallocgc`: in `go tool pprof -top` the flat column names the code
+//! that allocated, not `operator new` for 99 % of the bytes.
+//!
 //! A sample is one (site, process, benchmark): pprof and speedscope can filter by process and
 //! benchmark with it, and every view still adds up, since the samples split the scope's blocks.
 
@@ -14,7 +19,7 @@ use std::collections::BTreeMap;
 use std::str::FromStr;
 
 use super::measure::{self, Measure};
-use super::sites::SiteFrame;
+use super::sites::{callers_start, SiteFrame};
 
 /// Which blocks a profile view weighs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -156,8 +161,9 @@ pub struct ProfileModule {
 pub struct Stack {
     /// Its leaf node id in the recording (0: allocations without a call stack).
     pub id: u32,
-    /// Indices into `Profile::frames`: innermost (the allocator) first, inlined functions
-    /// before the function they were inlined into, as `SiteFrame` in the JSON report.
+    /// Indices into `Profile::frames`: innermost (the allocator, or its caller after
+    /// [`Profile::start_at_callers`]) first, inlined functions before the function they were
+    /// inlined into, as `SiteFrame` in the JSON report.
     pub frames: Vec<u32>,
 }
 
@@ -200,6 +206,19 @@ impl Profile {
         stack: &'a Stack,
     ) -> impl DoubleEndedIterator<Item = &'a SiteFrame> + ExactSizeIterator + 'a {
         stack.frames.iter().map(|&i| &self.frames[i as usize])
+    }
+
+    /// Starts every stack at the allocator's caller: drops the allocator's own frames and the
+    /// standard library's frames between it and the program but the outermost of those, the
+    /// library function the program called (`model::sites::callers_start`, the decision the
+    /// text report folds its frames by). A stack with nothing else keeps its outermost frame.
+    /// Stacks that become equal stay separate stacks; the formats add them up by name.
+    pub fn start_at_callers(&mut self) {
+        let frames = &self.frames;
+        for stack in &mut self.stacks {
+            let start = callers_start(stack.frames.iter().map(|&i| &frames[i as usize]));
+            stack.frames.drain(..start);
+        }
     }
 
     /// The sum of `view` weighed by `weight` over every sample.
@@ -384,6 +403,58 @@ mod tests {
             ]
         );
         assert_eq!(p.total(View::Allocated, Weight::Count), 4);
+    }
+
+    #[test]
+    fn stacks_start_at_the_allocators_caller() {
+        let mut p = profile();
+        p.start_at_callers();
+        assert_eq!(
+            folded(&p, View::Allocated, Weight::Bytes, Naming::Function),
+            vec![
+                ("[no stack]".to_string(), 1),
+                ("[truncated]".to_string(), 7),
+                ("main".to_string(), 35),
+            ]
+        );
+        // The standard library's run keeps its outermost frame; an allocator frame alone
+        // stays.
+        let vector = "/usr/include/c++/12/bits/vector.tcc";
+        let mut p = profile();
+        p.frames = vec![
+            frame("operator new(unsigned long)", "/lib/libstdc++.so.6", 1),
+            SiteFrame {
+                file: vector.into(),
+                ..frame("std::vector<int>::_M_realloc_append(int&&)", "/a", 2)
+            },
+            SiteFrame {
+                file: vector.into(),
+                inlined: true,
+                ..frame("std::vector<int>::push_back(int&&)", "/a", 3)
+            },
+            frame("fill", "/a", 3),
+            frame("main", "/a", 4),
+        ];
+        p.stacks[0].frames = vec![0, 1, 2, 3, 4];
+        p.stacks[1].frames = vec![0];
+        p.stacks[2].frames = vec![0, 3, 4];
+        p.start_at_callers();
+        assert_eq!(p.stacks[0].frames, [2, 3, 4]);
+        assert_eq!(p.stacks[1].frames, [0]);
+        assert_eq!(p.stacks[2].frames, [3, 4]);
+        assert_eq!(p.stacks[3].frames, [0u32; 0]);
+        assert_eq!(
+            folded(&p, View::Allocated, Weight::Bytes, Naming::Function),
+            vec![
+                ("[no stack]".to_string(), 1),
+                ("main;fill".to_string(), 7),
+                (
+                    "main;fill;std::vector<int>::push_back(int&&)".to_string(),
+                    10
+                ),
+                ("operator new(unsigned long)".to_string(), 25),
+            ]
+        );
     }
 
     #[test]
