@@ -167,17 +167,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn frame(function: &str, file: &str) -> SiteFrame {
-        SiteFrame {
-            function: function.to_string(),
-            file: file.to_string(),
-            line: 0,
-            module: "/bin/p".to_string(),
-            offset: 0x10,
-            inlined: false,
-        }
-    }
+    use crate::testkit::site_frame as frame;
 
     fn inlined(function: &str, file: &str) -> SiteFrame {
         SiteFrame {
