@@ -43,6 +43,9 @@ pub struct ReportOptions {
     pub view: View,
     /// What a stack format weighs blocks by (`--weight`).
     pub weight: Weight,
+    /// Whether the stack formats and the page's flame graphs keep the allocator's own frames
+    /// (`--allocator-frames`); by default their stacks start at the allocator's caller.
+    pub allocator_frames: bool,
     /// Leak suppression rules (`--suppress FILE`), if given.
     pub suppress: Option<suppress::Suppressions>,
 }
@@ -90,6 +93,11 @@ pub fn run_report(opts: &ReportOptions, out: &mut dyn Write) -> Result<()> {
     }
     if opts.stacks.is_none() {
         report.stacks = None;
+    }
+    if !opts.allocator_frames {
+        if let Some(profile) = report.profile.as_mut() {
+            profile.start_at_callers();
+        }
     }
     let view_options = ViewOptions {
         rows: opts.rows,

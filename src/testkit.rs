@@ -11,9 +11,22 @@ use crate::format::{
 
 pub use crate::analyze::accounting::analyze;
 use crate::model::metrics::{HeapMetrics, Metrics, ProcessMetrics, Report};
+use crate::model::sites::SiteFrame;
 
 /// Start of the synthetic recordings (CLOCK_MONOTONIC ns); event times are relative to it.
 pub const START: u64 = 1_000_000;
+
+/// A site's frame: `function` in `/bin/p`, from source `file` (line 1; 0 without a file).
+pub fn site_frame(function: &str, file: &str) -> SiteFrame {
+    SiteFrame {
+        function: function.to_string(),
+        file: file.to_string(),
+        line: if file.is_empty() { 0 } else { 1 },
+        module: "/bin/p".to_string(),
+        offset: 0x10,
+        inlined: false,
+    }
+}
 
 /// A header whose root is pid 1 running `/bin/root arg`, 4 KiB pages.
 pub fn header() -> Header {

@@ -152,6 +152,15 @@ fn cases() -> Vec<Case> {
             "report-v4-speedscope-leaked",
             &["report", v4, "--format", "speedscope", "--view", "leaked"],
         ),
+        // The stacks as recorded, the allocator's frames kept.
+        case(
+            "report-v4-folded-allocator-frames",
+            &["report", v4, "--format", "folded", "--allocator-frames"],
+        ),
+        case(
+            "report-v4-pprof-allocator-frames",
+            &["report", v4, "--format", "pprof", "--allocator-frames"],
+        ),
         // Refusals: the words of each error.
         case(
             "report-v1-folded-refused",

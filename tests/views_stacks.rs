@@ -1,14 +1,18 @@
 //! The stack formats (`report --format folded|flamegraph|pprof|speedscope`) on a real recording
 //! of testdata/example.c with --stacks: every format's numbers equal the JSON report's sites
-//! (`--stacks --stacks-top 0`) and what the fixture did. Run under the BPF lock:
+//! (`--stacks --stacks-top 0`) and what the fixture did; and their stacks start at the
+//! allocator's caller unless `--allocator-frames` (testdata/stacks/template_new.cpp). Run under
+//! the BPF lock:
 //! `flock /tmp/memtrack-bpf.lock cargo test --test views_stacks -- --test-threads=1`.
 
 mod common;
 
+use std::io::Read;
 use std::path::Path;
 use std::process::Command;
 
 use common::*;
+use prost::Message;
 
 /// The recording of example.c with stacks, made once; None when this machine cannot record.
 fn recording(test: &str) -> Option<&'static Path> {
@@ -17,17 +21,16 @@ fn recording(test: &str) -> Option<&'static Path> {
 
 /// The folded lines of `--view VIEW --weight WEIGHT`.
 fn folded(path: &Path, view: &str, weight: &str) -> Vec<(String, u64)> {
-    let run = run(&[
-        "report",
-        path.to_str().unwrap(),
-        "--format",
-        "folded",
-        "--view",
-        view,
-        "--weight",
-        weight,
-    ])
-    .expect_code(0);
+    folded_with(path, view, weight, &[])
+}
+
+/// The folded lines of `--view VIEW --weight WEIGHT` with `extra` flags.
+fn folded_with(path: &Path, view: &str, weight: &str, extra: &[&str]) -> Vec<(String, u64)> {
+    let file = path.to_str().unwrap();
+    let args = [
+        "report", file, "--format", "folded", "--view", view, "--weight", weight,
+    ];
+    let run = run(&[&args[..], extra].concat()).expect_code(0);
     run.stdout
         .lines()
         .map(|l| {
@@ -72,10 +75,11 @@ fn folded_totals_equal_the_json_sites() {
     let lines = folded(path, "peak", "bytes");
     assert_eq!(lines.iter().map(|l| l.1).sum::<u64>(), peak);
     // At the peak the child holds its table (50000 x 96 + 400000 of calloc) while the parent
-    // holds its own (10000 x 48 + 80000): all of it below main -> table, root first.
+    // holds its own (10000 x 48 + 80000): all of it in main -> table, root first, table the
+    // innermost frame (malloc's and calloc's frames left out).
     let table: u64 = lines
         .iter()
-        .filter(|(s, _)| s.contains(";main;table;"))
+        .filter(|(s, _)| s.ends_with(";main;table"))
         .map(|l| l.1)
         .sum();
     assert_eq!(table, 50000 * 96 + 50000 * 8 + 10000 * 48 + 10000 * 8);
@@ -85,14 +89,22 @@ fn folded_totals_equal_the_json_sites() {
     assert!(
         leaks
             .iter()
-            .any(|(s, v)| s.ends_with(";main;__GI___libc_malloc") && *v == 4096)
-            || leaks
-                .iter()
-                .any(|(s, v)| s.contains(";main;") && *v == 4096),
+            .any(|(s, v)| s.ends_with(";main") && *v == 4096),
         "{leaks:?}"
     );
-    // 11 reallocs of the growing buffer, 1 KiB to 1 MiB.
-    let allocated = folded(path, "allocated", "bytes");
+    // 11 reallocs of the growing buffer, 1 KiB to 1 MiB: realloc's own frame is there with
+    // --allocator-frames, and the stacks are the same but for the allocator's frames.
+    let allocated = folded_with(path, "allocated", "bytes", &["--allocator-frames"]);
+    assert_eq!(
+        allocated.iter().map(|l| l.1).sum::<u64>(),
+        json_sum(path, "allocated_bytes")
+    );
+    assert!(
+        allocated
+            .iter()
+            .all(|(s, _)| s.rsplit(';').next().unwrap().contains("alloc")),
+        "the allocator is every leaf: {allocated:?}"
+    );
     let grow: u64 = allocated
         .iter()
         .filter(|(s, _)| s.contains("realloc"))
@@ -188,7 +200,8 @@ fn pprof_totals_and_top_functions_equal_the_json_sites() {
             out.stdout
         );
     }
-    // The top function at the peak is malloc, with the child's and parent's word tables.
+    // The top function at the peak is table, the caller of malloc and calloc, with the
+    // child's and parent's word tables and their arrays: the whole peak.
     let out = run_command(
         Command::new("go")
             .args([
@@ -207,14 +220,9 @@ fn pprof_totals_and_top_functions_equal_the_json_sites() {
         .nth(1)
         .unwrap_or_default()
         .to_string();
-    assert!(
-        top.starts_with(&format!("{}B", 50000 * 96 + 10000 * 48))
-            || top
-                .trim_start()
-                .starts_with(&format!("{}B", 50000 * 96 + 10000 * 48)),
-        "{top}"
-    );
-    assert!(top.contains("malloc"), "{top}");
+    let table = 50000 * 96 + 50000 * 8 + 10000 * 48 + 10000 * 8;
+    assert!(top.trim_start().starts_with(&format!("{table}B ")), "{top}");
+    assert!(top.trim_end().ends_with(" table"), "{top}");
     // Samples carry their process.
     let raw =
         run_command(Command::new("go").args(["tool", "pprof", "-raw"]).arg(&pb)).expect_code(0);
@@ -223,6 +231,111 @@ fn pprof_totals_and_top_functions_equal_the_json_sites() {
         raw.stdout.contains("inuse_space/bytes[dflt]"),
         "{}",
         raw.stdout
+    );
+}
+
+/// The profile.proto of `report FILE --format pprof` with `extra` flags, decoded.
+fn pprof_profile(path: &Path, extra: &[&str]) -> memtrack::views::pprof::Profile {
+    let pb = scratch_file("views_stacks_callers.pb.gz");
+    let args = ["report", path.to_str().unwrap(), "--format", "pprof", "-o"];
+    run(&[&args[..], &[pb.to_str().unwrap()], extra].concat()).expect_code(0);
+    let mut bytes = Vec::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(&pb).unwrap())
+        .read_to_end(&mut bytes)
+        .expect("gzip");
+    memtrack::views::pprof::Profile::decode(bytes.as_slice()).expect("profile.proto")
+}
+
+/// Each sample's function names, innermost first: every location's lines (callee first).
+fn sample_functions(p: &memtrack::views::pprof::Profile) -> Vec<(Vec<String>, i64)> {
+    let alloc_space = 1; // pprof::SAMPLE_TYPES
+    let function = |id: u64| {
+        let f = p.function.iter().find(|f| f.id == id).expect("function");
+        p.string_table[f.name as usize].clone()
+    };
+    p.sample
+        .iter()
+        .map(|s| {
+            let names = s
+                .location_id
+                .iter()
+                .flat_map(|&id| {
+                    let l = p.location.iter().find(|l| l.id == id).expect("location");
+                    l.line.iter().map(|line| function(line.function_id))
+                })
+                .collect();
+            (names, s.value[alloc_space])
+        })
+        .collect()
+}
+
+/// Issue 32: `go tool pprof -top` put 99.7 % of a C++ program's bytes in `operator new`. The
+/// stacks now start at the allocator's caller: in template_new.cpp (main -> build ->
+/// Factory::make -> operator new(7781)) the innermost frame of the 7781-byte sample is
+/// Factory::make, and no sample starts at an allocator; `--allocator-frames` brings operator
+/// new back, the stacks otherwise the same.
+#[test]
+fn pprof_stacks_start_at_the_allocators_caller() {
+    let test = "pprof_stacks_start_at_the_allocators_caller";
+    if !can_record(test) {
+        return;
+    }
+    let Some(exe) = require(
+        test,
+        build_fixture(
+            "stacks/template_new.cpp",
+            "views_stacks_template_new",
+            &["-fomit-frame-pointer"],
+        ),
+    ) else {
+        return;
+    };
+    let r = record(
+        "views_stacks_template_new",
+        &["--stacks"],
+        &[exe.to_str().unwrap()],
+    );
+    assert_eq!(r.run.code(), 0, "{}", r.run.describe());
+    let make = "Factory<Blob<(unsigned long)7781> >::make()";
+    let new = "operator new(unsigned long)";
+    let callers = sample_functions(&pprof_profile(&r.path, &[]));
+    let ours: Vec<_> = callers
+        .iter()
+        .filter(|(names, _)| names.iter().any(|n| n == "main"))
+        .collect();
+    assert_eq!(ours.len(), 1, "one sample through main: {callers:?}");
+    assert_eq!(ours[0].1, 7781, "{callers:?}");
+    assert_eq!(
+        ours[0].0[0], make,
+        "the program's function first: {callers:?}"
+    );
+    assert!(
+        ours[0].0[1].starts_with("Blob<(unsigned long)7781>* build<"),
+        "{callers:?}"
+    );
+    // libstdc++'s own start-up pool, before main, starts at libstdc++'s code, not malloc.
+    for (names, _) in &callers {
+        let first = names[0].as_str();
+        assert!(
+            !first.contains("operator new") && !first.contains("malloc"),
+            "a sample starts at the allocator: {callers:?}"
+        );
+    }
+    let kept = sample_functions(&pprof_profile(&r.path, &["--allocator-frames"]));
+    let ours: Vec<_> = kept
+        .iter()
+        .filter(|(names, _)| names.iter().any(|n| n == "main"))
+        .collect();
+    assert_eq!(ours.len(), 1, "{kept:?}");
+    assert_eq!(ours[0].0[0], new, "{kept:?}");
+    assert_eq!(
+        ours[0].0[1..],
+        callers.iter().find(|(n, _)| n[0] == make).unwrap().0[..]
+    );
+    assert!(
+        kept.iter()
+            .all(|(names, _)| names[0] == new || names[0].contains("malloc")),
+        "every stack starts at the allocator: {kept:?}"
     );
 }
 

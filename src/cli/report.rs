@@ -94,6 +94,11 @@ pub struct ReportArgs {
     /// what the stack formats weigh blocks by: bytes (default) or count
     #[argh(option, from_str_fn(parse_weight))]
     pub weight: Option<Weight>,
+    /// keep the allocator's own frames (malloc, operator new) and the standard-library frames
+    /// between them and the program in the stack formats and the html flame graphs; without
+    /// it their stacks start at the allocator's caller (json always has every frame)
+    #[argh(switch)]
+    pub allocator_frames: bool,
     /// leak suppressions: a file of leak:PATTERN lines (LeakSanitizer's syntax, # comments)
     /// matched against the stacks of definitely lost blocks; what they match is counted as
     /// suppressed, not lost (needs a recording made with --stacks)
@@ -162,6 +167,17 @@ impl TryFrom<ReportArgs> for ReportOptions {
                 views::names(views::stack_formats())
             )));
         }
+        if a.allocator_frames && format.needs.sites == Sites::AsAsked {
+            return Err(Error::Usage(format!(
+                "--allocator-frames keeps the allocator's frames in the stacks of the stack \
+                 formats and the html flame graphs: give it with --format {}",
+                views::names(
+                    views::FORMATS
+                        .iter()
+                        .filter(|f| f.needs.sites != Sites::AsAsked)
+                )
+            )));
+        }
         if stack_format && (order.is_some() || top.is_some()) {
             return Err(Error::Usage(format!(
                 "--stacks-by and --stacks-top choose the sites text and json list; --format {} \
@@ -203,6 +219,7 @@ impl TryFrom<ReportArgs> for ReportOptions {
             width: None,
             view,
             weight,
+            allocator_frames: a.allocator_frames,
             suppress: a.suppress.as_deref().map(load_suppressions).transpose()?,
         })
     }
@@ -391,6 +408,30 @@ mod tests {
             usage(report(&["--format", "speedscope", "--stacks-top", "3"]))
                 .starts_with("--stacks-by and --stacks-top choose the sites text and json list")
         );
+    }
+
+    #[test]
+    fn allocator_frames_is_for_the_formats_that_draw_stacks() {
+        assert!(!report(&["--format", "pprof"]).unwrap().allocator_frames);
+        for format in ["folded", "flamegraph", "pprof", "speedscope", "html"] {
+            let opts = report(&["--format", format, "--allocator-frames"]).unwrap();
+            assert!(opts.allocator_frames, "{format}");
+        }
+        for format in ["text", "json", "markdown", "timeline-csv"] {
+            let e = usage(report(&[
+                "--format",
+                format,
+                "--allocator-frames",
+                "--stacks",
+            ]));
+            assert_eq!(
+                e,
+                "--allocator-frames keeps the allocator's frames in the stacks of the stack \
+                 formats and the html flame graphs: give it with --format html, folded, \
+                 flamegraph, pprof or speedscope",
+                "{format}"
+            );
+        }
     }
 
     #[test]

@@ -7,6 +7,11 @@
 //! `flamegraph`, `pprof`, `speedscope`) only read it. [`folded`] is the one place frames become
 //! names, so the folded lines, the flame graph and speedscope agree.
 //!
+//! A profile holds every frame as recorded; `report` then starts its stacks at the allocator's
+//! caller ([`Profile::start_at_callers`], unless `--allocator-frames`), as Go's heap profiles
+//! start at the caller of `mallocgc`: in `go tool pprof -top` the flat column names the code
+//! that allocated, not `operator new` for 99 % of the bytes.
+//!
 //! A sample is one (site, process, benchmark): pprof and speedscope can filter by process and
 //! benchmark with it, and every view still adds up, since the samples split the scope's blocks.
 
@@ -14,7 +19,7 @@ use std::collections::BTreeMap;
 use std::str::FromStr;
 
 use super::measure::{self, Measure};
-use super::sites::SiteFrame;
+use super::sites::{callers_start, SiteFrame};
 
 /// Which blocks a profile view weighs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -156,8 +161,9 @@ pub struct ProfileModule {
 pub struct Stack {
     /// Its leaf node id in the recording (0: allocations without a call stack).
     pub id: u32,
-    /// Indices into `Profile::frames`: innermost (the allocator) first, inlined functions
-    /// before the function they were inlined into, as `SiteFrame` in the JSON report.
+    /// Indices into `Profile::frames`: innermost (the allocator, or its caller after
+    /// [`Profile::start_at_callers`]) first, inlined functions before the function they were
+    /// inlined into, as `SiteFrame` in the JSON report.
     pub frames: Vec<u32>,
 }
 
@@ -202,6 +208,19 @@ impl Profile {
         stack.frames.iter().map(|&i| &self.frames[i as usize])
     }
 
+    /// Starts every stack at the allocator's caller: drops the allocator's own frames and the
+    /// standard library's frames between it and the program but the outermost of those, the
+    /// library function the program called (`model::sites::callers_start`, the decision the
+    /// text report folds its frames by). A stack with nothing else keeps its outermost frame.
+    /// Stacks that become equal stay separate stacks; the formats add them up by name.
+    pub fn start_at_callers(&mut self) {
+        let frames = &self.frames;
+        for stack in &mut self.stacks {
+            let start = callers_start(stack.frames.iter().map(|&i| &frames[i as usize]));
+            stack.frames.drain(..start);
+        }
+    }
+
     /// The sum of `view` weighed by `weight` over every sample.
     pub fn total(&self, view: View, weight: Weight) -> u64 {
         self.samples
@@ -214,12 +233,17 @@ impl Profile {
 /// How a frame is named in folded lines.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Naming {
-    /// The function alone (`malloc`): what flame graphs show.
+    /// The function alone, as demangled (`malloc`, `Foo::bar(int) const`): folded lines.
     #[default]
     Function,
     /// The function and its module's file name (`malloc [libc.so.6]`): the same function
     /// name in two modules stays two frames (differential flame graphs of two recordings).
     FunctionAndModule,
+    /// The function's [`label`]: a C++ name without its parameter list, return type and
+    /// function template arguments (`Foo::bar`), the flame graph's frames. A label that does
+    /// not fit its box is cut from the left, so what stays is the function's own name, where a
+    /// C++ name once showed only the end of its parameter list.
+    Label,
 }
 
 /// The name of one frame in folded lines: its function; an unsymbolized frame is its module's
@@ -234,10 +258,89 @@ pub fn frame_name(f: &SiteFrame, naming: Naming) -> String {
         format!("{module}+{:#x}", f.offset)
     } else if naming == Naming::FunctionAndModule {
         format!("{} [{module}]", f.function)
+    } else if naming == Naming::Label {
+        label(&f.function).to_string()
     } else {
         f.function.clone()
     };
     name.replace(';', ":").replace(['\n', '\r'], " ")
+}
+
+/// The short name of the function `name` for a flame graph's label: a C++ name as demangled
+/// loses its parameter list with what follows it (`const`, `&&`, GCC's `[clone .cold]`), then,
+/// for a function template, its own template arguments and the return type before it:
+/// `std::vector<int>::push_back(int const&)` is `std::vector<int>::push_back`,
+/// `Blob<7781ul>* build<Blob<7781ul> >()` is `build`. So the label ends with the function's
+/// name. A name without a parameter list (C, Rust, a mark) is itself, as is `operator()`'s
+/// own `()`: only a list that follows a name is one.
+pub fn label(name: &str) -> &str {
+    let Some(open) = parameters_at(name) else {
+        return name;
+    };
+    let mut f = &name[..open];
+    if f.ends_with('>') && !f.contains("operator") {
+        if let Some(open) = matching_open(f, '<', '>') {
+            f = &f[..open];
+        }
+    }
+    // The return type, before the last space outside brackets that is not operator's own
+    // (`operator new`, `operator bool`).
+    let mut depth = 0usize;
+    let mut start = 0;
+    for (i, c) in f.char_indices() {
+        match c {
+            '<' | '(' => depth += 1,
+            '>' | ')' => depth = depth.saturating_sub(1),
+            ' ' if depth == 0 && !f[..i].ends_with("operator") => start = i + 1,
+            _ => {}
+        }
+    }
+    match &f[start..] {
+        "" => name,
+        f => f,
+    }
+}
+
+/// Where the parameter list of the C++ function `name` opens, if it has one: the `(` that
+/// matches its last `)`, after the qualifiers and clone suffixes that may follow.
+fn parameters_at(name: &str) -> Option<usize> {
+    let mut end = name.trim_end();
+    loop {
+        let before = end.len();
+        for suffix in [" const", " volatile", " &&", " &", " noexcept"] {
+            end = end.strip_suffix(suffix).unwrap_or(end).trim_end();
+        }
+        if end.ends_with(']') {
+            if let Some(i) = end.rfind(" [clone ") {
+                end = &end[..i];
+            }
+        }
+        if end.len() == before {
+            break;
+        }
+    }
+    if !end.ends_with(')') {
+        return None;
+    }
+    let open = matching_open(end, '(', ')')?;
+    let before = &end[..open];
+    (!before.is_empty() && !before.ends_with("operator")).then_some(open)
+}
+
+/// The index of the `open` that matches the `close` `s` ends with.
+fn matching_open(s: &str, open: char, close: char) -> Option<usize> {
+    let mut depth = 0usize;
+    for (i, c) in s.char_indices().rev() {
+        if c == close {
+            depth += 1;
+        } else if c == open {
+            depth = depth.checked_sub(1)?;
+            if depth == 0 {
+                return Some(i);
+            }
+        }
+    }
+    None
 }
 
 /// The folded name of an empty stack: allocations the recording has no call stack for.
@@ -387,6 +490,58 @@ mod tests {
     }
 
     #[test]
+    fn stacks_start_at_the_allocators_caller() {
+        let mut p = profile();
+        p.start_at_callers();
+        assert_eq!(
+            folded(&p, View::Allocated, Weight::Bytes, Naming::Function),
+            vec![
+                ("[no stack]".to_string(), 1),
+                ("[truncated]".to_string(), 7),
+                ("main".to_string(), 35),
+            ]
+        );
+        // The standard library's run keeps its outermost frame; an allocator frame alone
+        // stays.
+        let vector = "/usr/include/c++/12/bits/vector.tcc";
+        let mut p = profile();
+        p.frames = vec![
+            frame("operator new(unsigned long)", "/lib/libstdc++.so.6", 1),
+            SiteFrame {
+                file: vector.into(),
+                ..frame("std::vector<int>::_M_realloc_append(int&&)", "/a", 2)
+            },
+            SiteFrame {
+                file: vector.into(),
+                inlined: true,
+                ..frame("std::vector<int>::push_back(int&&)", "/a", 3)
+            },
+            frame("fill", "/a", 3),
+            frame("main", "/a", 4),
+        ];
+        p.stacks[0].frames = vec![0, 1, 2, 3, 4];
+        p.stacks[1].frames = vec![0];
+        p.stacks[2].frames = vec![0, 3, 4];
+        p.start_at_callers();
+        assert_eq!(p.stacks[0].frames, [2, 3, 4]);
+        assert_eq!(p.stacks[1].frames, [0]);
+        assert_eq!(p.stacks[2].frames, [3, 4]);
+        assert_eq!(p.stacks[3].frames, [0u32; 0]);
+        assert_eq!(
+            folded(&p, View::Allocated, Weight::Bytes, Naming::Function),
+            vec![
+                ("[no stack]".to_string(), 1),
+                ("main;fill".to_string(), 7),
+                (
+                    "main;fill;std::vector<int>::push_back(int&&)".to_string(),
+                    10
+                ),
+                ("operator new(unsigned long)".to_string(), 25),
+            ]
+        );
+    }
+
+    #[test]
     fn names_with_modules_and_separators() {
         let f = frame("f<[u8; 8]>\n", "/lib/x.so", 9);
         assert_eq!(frame_name(&f, Naming::Function), "f<[u8: 8]> ");
@@ -401,6 +556,76 @@ mod tests {
             frame_name(&SiteFrame::mark("[unknown]", 2), Naming::FunctionAndModule),
             "[unknown]"
         );
+    }
+
+    #[test]
+    fn labels_keep_the_function_name_without_its_parameters() {
+        for (name, want) in [
+            ("main", "main"),
+            ("__GI___libc_malloc", "__GI___libc_malloc"),
+            (
+                "std::vector<int, std::allocator<int> >::push_back(int const&)",
+                "std::vector<int, std::allocator<int> >::push_back",
+            ),
+            (
+                "std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> \
+                 >::basic_string(std::__cxx11::basic_string<char, std::char_traits<char>, \
+                 std::allocator<char> >&&)",
+                "std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> \
+                 >::basic_string",
+            ),
+            (
+                "Factory<Blob<(unsigned long)7781> >::make()",
+                "Factory<Blob<(unsigned long)7781> >::make",
+            ),
+            (
+                "Blob<(unsigned long)7781>* build<Blob<(unsigned long)7781> >()",
+                "build",
+            ),
+            (
+                "void std::vector<int>::_M_realloc_insert<int const&>(__gnu_cxx::\
+                 __normal_iterator<int*, std::vector<int> >, int const&)",
+                "std::vector<int>::_M_realloc_insert",
+            ),
+            ("Foo::bar(int) const &", "Foo::bar"),
+            ("f(int) [clone .cold]", "f"),
+            ("operator new(unsigned long)", "operator new"),
+            (
+                "operator new[](unsigned long, std::nothrow_t const&)",
+                "operator new[]",
+            ),
+            ("Foo::operator bool() const", "Foo::operator bool"),
+            ("Foo::operator()(int) const", "Foo::operator()"),
+            ("Foo::operator()", "Foo::operator()"),
+            ("Foo::operator<(Foo const&)", "Foo::operator<"),
+            ("Foo::operator->() const", "Foo::operator->"),
+            (
+                "main::{lambda(int)#1}::operator()(int) const",
+                "main::{lambda(int)#1}::operator()",
+            ),
+            (
+                "(anonymous namespace)::pool::pool()",
+                "(anonymous namespace)::pool::pool",
+            ),
+            ("unsigned long Foo::size<int>(int)", "Foo::size"),
+            // Rust and marks have no parameter list; their brackets stay.
+            (
+                "core::ptr::drop_in_place<alloc::vec::Vec<u8>>",
+                "core::ptr::drop_in_place<alloc::vec::Vec<u8>>",
+            ),
+            (
+                "<alloc::vec::Vec<T> as core::clone::Clone>::clone",
+                "<alloc::vec::Vec<T> as core::clone::Clone>::clone",
+            ),
+            ("[unknown]", "[unknown]"),
+            ("libfoo.so+0x1234", "libfoo.so+0x1234"),
+            ("(int)", "(int)"),
+        ] {
+            assert_eq!(label(name), want, "{name}");
+        }
+        let f = frame("Foo::bar(int) const", "/a", 1);
+        assert_eq!(frame_name(&f, Naming::Label), "Foo::bar");
+        assert_eq!(frame_name(&f, Naming::Function), "Foo::bar(int) const");
     }
 
     #[test]

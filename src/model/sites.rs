@@ -128,4 +128,170 @@ impl SiteFrame {
     pub fn is_mark(&self) -> bool {
         self.module.is_empty() && self.function.starts_with('[')
     }
+
+    /// Whether it is the standard library's: by the source file its debug information names
+    /// (Rust's standard library is built with its sources at `/rustc/<commit>/` and the crates
+    /// it vendors at `/rust/deps/`; libstdc++'s and libc++'s templates are inlined from
+    /// `…/include/c++/`, libstdc++'s own code is built from `…/libstdc++-v3/`), else, without
+    /// a file, by the namespace of its name.
+    pub fn is_library(&self) -> bool {
+        if self.is_mark() {
+            return false;
+        }
+        if !self.file.is_empty() {
+            return ["/rustc/", "/rust/deps/"]
+                .iter()
+                .any(|p| self.file.starts_with(p))
+                || ["/include/c++/", "/libstdc++-v3/"]
+                    .iter()
+                    .any(|p| self.file.contains(p));
+        }
+        const NAMESPACES: [&str; 4] = ["std::", "core::", "alloc::", "__gnu_cxx::"];
+        let name = self.function.strip_prefix('<').unwrap_or(&self.function);
+        NAMESPACES.iter().any(|ns| name.starts_with(ns))
+    }
+}
+
+/// How many of a stack's `frames` (innermost first) are the allocator's own: the function the
+/// probe is on, with the functions inlined into it at the probe (they come before it). None
+/// when the stack starts with a mark (a walk that found no frame).
+pub fn allocator_frames<'a>(frames: impl IntoIterator<Item = &'a SiteFrame>) -> usize {
+    let mut n = 0;
+    for f in frames {
+        if n == 0 && f.is_mark() {
+            return 0;
+        }
+        n += 1;
+        if !f.inlined {
+            break;
+        }
+    }
+    n
+}
+
+/// Where the program's side of a stack's `frames` (innermost first) begins: past the
+/// allocator's own frames and the run of standard-library frames right after them, but at the
+/// run's outermost frame, the library function the program called (`vector::push_back`,
+/// `Vec::with_capacity`), as the text report folds them (`views::frames`). A stack of nothing
+/// but those keeps its last (outermost) frame, so it never becomes empty.
+pub fn callers_start<'a, I>(frames: I) -> usize
+where
+    I: IntoIterator<Item = &'a SiteFrame>,
+    I::IntoIter: Clone,
+{
+    let frames = frames.into_iter();
+    let len = frames.clone().count();
+    let allocator = allocator_frames(frames.clone());
+    let library = frames
+        .skip(allocator)
+        .take_while(|f| f.is_library())
+        .count();
+    (allocator + library.saturating_sub(1)).min(len.saturating_sub(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::site_frame as frame;
+
+    fn inlined(function: &str, file: &str) -> SiteFrame {
+        SiteFrame {
+            inlined: true,
+            ..frame(function, file)
+        }
+    }
+
+    const STD: &str =
+        "/rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library/alloc/src/vec/mod.rs";
+    const VECTOR: &str = "/usr/include/c++/12/bits/vector.tcc";
+
+    #[test]
+    fn library_frames_by_file_or_by_namespace() {
+        let library = |function, file| frame(function, file).is_library();
+        assert!(library("whatever", STD));
+        assert!(library("std::vector<int>::_M_realloc_insert", VECTOR));
+        assert!(library(
+            "std::__1::vector<int>::push_back",
+            "/usr/lib/llvm-16/bin/../include/c++/v1/vector"
+        ));
+        // No file: the namespace says.
+        assert!(library("alloc::raw_vec::finish_grow", ""));
+        assert!(library(
+            "<alloc::alloc::Global as core::alloc::Allocator>::allocate",
+            ""
+        ));
+        assert!(library("__gnu_cxx::new_allocator<int>::allocate", ""));
+        assert!(library(
+            "hashbrown::raw::RawTable<T>::reserve_rehash",
+            "/rust/deps/hashbrown-0.15.2/src/raw/mod.rs"
+        ));
+        // A file outside the toolchains' decides over a name that looks like one of theirs.
+        assert!(!library("std::f", "/src/my_std.cpp"));
+        assert!(!library("<mycrate::Foo as core::fmt::Display>::fmt", ""));
+        assert!(!library("operator new(unsigned long)", ""));
+        assert!(!library("stdio_helper", ""));
+        assert!(!SiteFrame::mark("[truncated]", 1).is_library());
+    }
+
+    #[test]
+    fn the_allocator_is_the_probed_function_with_what_is_inlined_at_the_probe() {
+        let plain = [frame("malloc", ""), frame("main", "/src/m.c")];
+        assert_eq!(allocator_frames(&plain), 1);
+        let with_inline = [
+            inlined("tcache_get", "malloc.c"),
+            frame("malloc", "malloc.c"),
+            frame("main", "/src/m.c"),
+        ];
+        assert_eq!(allocator_frames(&with_inline), 2);
+        let walk_failed = [SiteFrame::mark("[unknown]", 2)];
+        assert_eq!(allocator_frames(&walk_failed), 0);
+        assert_eq!(allocator_frames(&[]), 0);
+    }
+
+    #[test]
+    fn callers_start_after_the_allocator_at_the_library_function_called() {
+        // operator new, then libstdc++'s templates, then the program: the caller is the
+        // outermost library frame, push_back (inlined into main).
+        let cxx = [
+            frame("operator new(unsigned long)", ""),
+            inlined(
+                "std::__new_allocator<int>::allocate(unsigned long, void const*)",
+                VECTOR,
+            ),
+            frame(
+                "std::vector<int>::_M_realloc_append<int const&>(int const&)",
+                VECTOR,
+            ),
+            inlined("std::vector<int>::push_back(int const&)", VECTOR),
+            frame("main", "/src/m.cpp"),
+        ];
+        assert_eq!(callers_start(&cxx), 3);
+        // No library frames: the allocator's caller itself.
+        let c = [frame("malloc", ""), frame("table", "/src/t.c")];
+        assert_eq!(callers_start(&c), 1);
+        // One library frame stays: it is what the program called.
+        let one = [
+            frame("malloc", ""),
+            frame("std::f", STD),
+            frame("user", "/u.rs"),
+        ];
+        assert_eq!(callers_start(&one), 1);
+        // A stack of allocator frames only keeps its last frame.
+        assert_eq!(
+            callers_start(&[frame("operator new(unsigned long)", "")]),
+            0
+        );
+        let inline_only = [inlined("tcache_get", ""), frame("malloc", "")];
+        assert_eq!(callers_start(&inline_only), 1);
+        // A walk that found nothing keeps its mark; an empty stack stays empty.
+        assert_eq!(callers_start(&[SiteFrame::mark("[unknown]", 2)]), 0);
+        assert_eq!(callers_start(&[]), 0);
+        // Library frames further out are the program's business: only the innermost run.
+        let outer = [
+            frame("malloc", ""),
+            frame("user", "/u.rs"),
+            frame("std::rt::lang_start", STD),
+        ];
+        assert_eq!(callers_start(&outer), 1);
+    }
 }

@@ -1,10 +1,16 @@
 //! `report --format flamegraph`: the folded lines of one view drawn as an SVG flame graph by
 //! inferno, whose SVG embeds its own script (hover details, search, zoom), so the file works
 //! offline. The HTML report embeds three of them through [`write_svg`].
+//!
+//! Drawn to be read on the first screen: upside down (an icicle graph, the root at the top), so
+//! the wide frames are right under the title however deep the thin towers go (a Python
+//! program's 70-frame stacks left 800 px of empty space above them), and each frame labelled
+//! with its function's name without the C++ parameter list (`profile::label`), which inferno
+//! cuts from the left when it does not fit, so the function's own name is what stays.
 
 use std::io::{self, Write};
 
-use inferno::flamegraph::{self, Options};
+use inferno::flamegraph::{self, Direction, Options, TextTruncateDirection};
 
 use crate::model::profile::{folded, Naming, Profile, View, Weight};
 
@@ -18,7 +24,7 @@ pub fn write_svg(
     title: &str,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    let lines: Vec<String> = folded(profile, view, weight, Naming::Function)
+    let lines: Vec<String> = folded(profile, view, weight, Naming::Label)
         .into_iter()
         .map(|(stack, value)| format!("{stack} {value}"))
         .collect();
@@ -29,6 +35,11 @@ pub fn write_svg(
     options.title = title.to_string();
     options.count_name = weight.unit().to_string();
     options.name_type = "Function:".to_string();
+    // The root at the top: the widest frames on the first screen.
+    options.direction = Direction::Inverted;
+    // inferno's script relabels every frame on load from its title; cut from the left, a
+    // label keeps its end, which `Naming::Label` makes the function's name.
+    options.text_truncate_direction = TextTruncateDirection::Left;
     // The same recording gives the same file (inferno otherwise colors frames at random).
     options.deterministic = true;
     options.hash = true;
@@ -188,6 +199,53 @@ mod tests {
             "{svg}"
         );
         assert!(svg.contains("t &lt;1&gt;"), "{svg}");
+    }
+
+    /// The y of the rectangle of the frame titled `title…`.
+    fn frame_y(svg: &str, title: &str) -> f64 {
+        let at = svg.find(&format!("<title>{title}")).expect(title);
+        let rect = &svg[at..];
+        let y = &rect[rect.find(" y=\"").expect("y") + 4..];
+        y[..y.find('"').unwrap()].parse().unwrap()
+    }
+
+    #[test]
+    fn long_cxx_names_keep_the_function_name_and_the_root_is_on_top() {
+        let mut p = profile();
+        let make = "Factory<Blob<(unsigned long)7781> >::make(std::__cxx11::basic_string<char, \
+                    std::char_traits<char>, std::allocator<char> >&&, std::vector<int, \
+                    std::allocator<int> > const&)";
+        p.frames = vec![
+            SiteFrame {
+                function: make.into(),
+                ..p.frames[1].clone()
+            },
+            SiteFrame {
+                function: "Blob<(unsigned long)7781>* build<Blob<(unsigned long)7781> >()".into(),
+                ..p.frames[1].clone()
+            },
+            p.frames[1].clone(),
+        ];
+        p.stacks[0].frames = vec![0, 1, 2];
+        let mut out = Vec::new();
+        write_svg(&p, View::Allocated, Weight::Bytes, "t", &mut out).unwrap();
+        let svg = String::from_utf8(out).unwrap();
+        // The label and the hover title: the name without its parameters, whole (the frame
+        // is the whole width); no parameter list anywhere.
+        let label = "Factory&lt;Blob&lt;(unsigned long)7781&gt; &gt;::make";
+        assert!(svg.contains(&format!(">{label}</text>")), "{svg}");
+        assert!(
+            svg.contains(&format!("<title>{label} (1,234 bytes")),
+            "{svg}"
+        );
+        assert!(svg.contains(">build</text>"), "{svg}");
+        assert!(!svg.contains("basic_string"), "{svg}");
+        // An icicle: main, the root's child, above build, above make; all under the title.
+        let (root, main) = (frame_y(&svg, "all ("), frame_y(&svg, "main ("));
+        let (build, leaf) = (frame_y(&svg, "build ("), frame_y(&svg, "Factory"));
+        assert!(root < main && main < build && build < leaf, "{svg}");
+        assert!(root < 100.0, "the root is at the top: {root}");
+        assert!(svg.contains("var truncate_text_right = false;"), "{svg}");
     }
 
     #[test]

@@ -227,8 +227,10 @@ struct Tables<'a> {
     strings: Strings,
     mapping_of: HashMap<&'a str, u64>,
     functions: HashMap<(String, String), u64>,
-    /// A location per (module, offset), or per mark name for frames that are no code.
-    locations: HashMap<(String, u64), u64>,
+    /// A location per (module, offset, lines), or per mark name for frames that are no code.
+    /// An address has one inline chain, but a stack started at the allocator's caller may
+    /// keep only its outer part: that is another location at the same address.
+    locations: HashMap<(String, u64, usize), u64>,
 }
 
 impl<'a> Tables<'a> {
@@ -299,9 +301,9 @@ impl<'a> Tables<'a> {
     fn location_id(&mut self, chain: &[&SiteFrame]) -> u64 {
         let f = chain[chain.len() - 1];
         let key = if f.is_mark() {
-            (f.function.clone(), u64::MAX)
+            (f.function.clone(), u64::MAX, 1)
         } else {
-            (f.module.clone(), f.offset)
+            (f.module.clone(), f.offset, chain.len())
         };
         if let Some(&id) = self.locations.get(&key) {
             return id;
