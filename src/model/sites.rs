@@ -103,4 +103,87 @@ impl SiteFrame {
     pub fn is_mark(&self) -> bool {
         self.module.is_empty() && self.function.starts_with('[')
     }
+
+    /// Whether it is the standard library's: by the source file its debug information names
+    /// (Rust's standard library is built with its sources at `/rustc/<commit>/` and the crates
+    /// it vendors at `/rust/deps/`; libstdc++'s and libc++'s templates are inlined from
+    /// `…/include/c++/`, libstdc++'s own code is built from `…/libstdc++-v3/`), else, without a
+    /// file, by the namespace of its name. The views for people fold these frames
+    /// (`views::frames`), and the functions view counts them for the program's function that
+    /// called them (`analyze::functions`).
+    pub fn is_library(&self) -> bool {
+        if self.is_mark() {
+            return false;
+        }
+        if !self.file.is_empty() {
+            return ["/rustc/", "/rust/deps/"]
+                .iter()
+                .any(|p| self.file.starts_with(p))
+                || ["/include/c++/", "/libstdc++-v3/"]
+                    .iter()
+                    .any(|p| self.file.contains(p));
+        }
+        const NAMESPACES: [&str; 4] = ["std::", "core::", "alloc::", "__gnu_cxx::"];
+        let name = self.function.strip_prefix('<').unwrap_or(&self.function);
+        NAMESPACES.iter().any(|ns| name.starts_with(ns))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(function: &str, file: &str) -> SiteFrame {
+        SiteFrame {
+            function: function.to_string(),
+            file: file.to_string(),
+            line: if file.is_empty() { 0 } else { 1 },
+            module: "/bin/p".to_string(),
+            offset: 0x10,
+            inlined: false,
+        }
+    }
+
+    fn is_library(f: &SiteFrame) -> bool {
+        f.is_library()
+    }
+
+    const STD: &str =
+        "/rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library/alloc/src/vec/mod.rs";
+
+    #[test]
+    fn library_frames_by_file_or_by_namespace() {
+        assert!(is_library(&frame("whatever", STD)));
+        assert!(is_library(&frame(
+            "std::vector<int>::_M_realloc_insert",
+            "/usr/include/c++/12/bits/vector.tcc"
+        )));
+        assert!(is_library(&frame(
+            "std::__1::vector<int>::push_back",
+            "/usr/lib/llvm-16/bin/../include/c++/v1/vector"
+        )));
+        // No file: the namespace says.
+        assert!(is_library(&frame("alloc::raw_vec::finish_grow", "")));
+        assert!(is_library(&frame(
+            "<alloc::alloc::Global as core::alloc::Allocator>::allocate",
+            ""
+        )));
+        assert!(is_library(&frame(
+            "__gnu_cxx::new_allocator<int>::allocate",
+            ""
+        )));
+        assert!(is_library(&frame(
+            "hashbrown::raw::RawTable<T>::reserve_rehash",
+            "/rust/deps/hashbrown-0.15.2/src/raw/mod.rs"
+        )));
+        // A file outside the toolchains' decides over a name that looks like one of theirs.
+        assert!(!is_library(&frame("std::f", "/src/my_std.cpp")));
+        assert!(!is_library(&frame(
+            "<mycrate::Foo as core::fmt::Display>::fmt",
+            ""
+        )));
+        assert!(!is_library(&frame("operator new(unsigned long)", "")));
+        assert!(!is_library(&frame("stdio_helper", "")));
+        assert!(!is_library(&SiteFrame::mark("[truncated]", 1)));
+    }
 }

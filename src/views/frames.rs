@@ -7,6 +7,8 @@
 //! `_M_realloc_insert` and `new_allocator`: with five or twelve lines to show, the program's
 //! frame fell off. Folded, the run keeps its outermost frame (the library function the program
 //! called) and says how many it stands for. The JSON and the stack formats keep every frame.
+//! Which frames are the standard library's is `SiteFrame::is_library`, which the functions
+//! view of the pass (`analyze::functions`) folds by too.
 
 use crate::model::sites::SiteFrame;
 
@@ -33,7 +35,7 @@ pub fn for_people(frames: &[SiteFrame], lines: usize) -> (Vec<Line<'_>>, usize) 
         let run = if i == 0 {
             0
         } else {
-            frames[i..].iter().take_while(|f| is_library(f)).count()
+            frames[i..].iter().take_while(|f| f.is_library()).count()
         };
         if run >= FOLD_AT_LEAST {
             // The run's outermost frame stays: it is what the program called.
@@ -51,28 +53,6 @@ pub fn for_people(frames: &[SiteFrame], lines: usize) -> (Vec<Line<'_>>, usize) 
 pub fn library_text(n: usize) -> String {
     let noun = if n == 1 { "frame" } else { "frames" };
     format!("… {n} standard-library {noun}")
-}
-
-/// Whether `f` is the standard library's: by the source file its debug information names
-/// (Rust's standard library is built with its sources at `/rustc/<commit>/` and the crates it
-/// vendors at `/rust/deps/`; libstdc++'s and libc++'s templates are inlined from
-/// `…/include/c++/`, libstdc++'s own code is built from `…/libstdc++-v3/`), else, without a
-/// file, by the namespace of its name.
-pub fn is_library(f: &SiteFrame) -> bool {
-    if f.is_mark() {
-        return false;
-    }
-    if !f.file.is_empty() {
-        return ["/rustc/", "/rust/deps/"]
-            .iter()
-            .any(|p| f.file.starts_with(p))
-            || ["/include/c++/", "/libstdc++-v3/"]
-                .iter()
-                .any(|p| f.file.contains(p));
-    }
-    const NAMESPACES: [&str; 4] = ["std::", "core::", "alloc::", "__gnu_cxx::"];
-    let name = f.function.strip_prefix('<').unwrap_or(&f.function);
-    NAMESPACES.iter().any(|ns| name.starts_with(ns))
 }
 
 /// A site for one line: its first three frames with a name beyond the allocator's, each
@@ -198,41 +178,5 @@ mod tests {
                 "std::rt::f3"
             ]
         );
-    }
-
-    #[test]
-    fn library_frames_by_file_or_by_namespace() {
-        assert!(is_library(&frame("whatever", STD)));
-        assert!(is_library(&frame(
-            "std::vector<int>::_M_realloc_insert",
-            "/usr/include/c++/12/bits/vector.tcc"
-        )));
-        assert!(is_library(&frame(
-            "std::__1::vector<int>::push_back",
-            "/usr/lib/llvm-16/bin/../include/c++/v1/vector"
-        )));
-        // No file: the namespace says.
-        assert!(is_library(&frame("alloc::raw_vec::finish_grow", "")));
-        assert!(is_library(&frame(
-            "<alloc::alloc::Global as core::alloc::Allocator>::allocate",
-            ""
-        )));
-        assert!(is_library(&frame(
-            "__gnu_cxx::new_allocator<int>::allocate",
-            ""
-        )));
-        assert!(is_library(&frame(
-            "hashbrown::raw::RawTable<T>::reserve_rehash",
-            "/rust/deps/hashbrown-0.15.2/src/raw/mod.rs"
-        )));
-        // A file outside the toolchains' decides over a name that looks like one of theirs.
-        assert!(!is_library(&frame("std::f", "/src/my_std.cpp")));
-        assert!(!is_library(&frame(
-            "<mycrate::Foo as core::fmt::Display>::fmt",
-            ""
-        )));
-        assert!(!is_library(&frame("operator new(unsigned long)", "")));
-        assert!(!is_library(&frame("stdio_helper", "")));
-        assert!(!is_library(&SiteFrame::mark("[truncated]", 1)));
     }
 }
