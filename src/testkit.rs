@@ -174,6 +174,19 @@ pub fn two_sites_trie() -> Vec<EventKind> {
     ]
 }
 
+/// A frame of `function` in `file` of the program `/bin/p` (line 1 with a file, else 0), not
+/// inlined: for the tests of which frames are the standard library's.
+pub fn site_frame(function: &str, file: &str) -> crate::model::sites::SiteFrame {
+    crate::model::sites::SiteFrame {
+        function: function.to_string(),
+        file: file.to_string(),
+        line: if file.is_empty() { 0 } else { 1 },
+        module: "/bin/p".to_string(),
+        offset: 0x10,
+        inlined: false,
+    }
+}
+
 /// Stack events at the start of a recording (pid/tid 0, as the recorder writes them).
 pub fn stack_prelude(kinds: Vec<EventKind>) -> Vec<Event> {
     kinds.into_iter().map(|k| at(0, 0, 0, k)).collect()

@@ -133,16 +133,7 @@ impl SiteFrame {
 mod tests {
     use super::*;
 
-    fn frame(function: &str, file: &str) -> SiteFrame {
-        SiteFrame {
-            function: function.to_string(),
-            file: file.to_string(),
-            line: if file.is_empty() { 0 } else { 1 },
-            module: "/bin/p".to_string(),
-            offset: 0x10,
-            inlined: false,
-        }
-    }
+    use crate::testkit::site_frame as frame;
 
     fn is_library(f: &SiteFrame) -> bool {
         f.is_library()

@@ -83,16 +83,7 @@ pub fn site_name(frames: &[SiteFrame]) -> String {
 mod tests {
     use super::*;
 
-    fn frame(function: &str, file: &str) -> SiteFrame {
-        SiteFrame {
-            function: function.to_string(),
-            file: file.to_string(),
-            line: if file.is_empty() { 0 } else { 1 },
-            module: "/bin/p".to_string(),
-            offset: 0x10,
-            inlined: false,
-        }
-    }
+    use crate::testkit::site_frame as frame;
 
     const STD: &str =
         "/rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library/alloc/src/vec/mod.rs";

@@ -126,15 +126,17 @@ mod tests {
         serde_json::from_slice(&out).unwrap()
     }
 
+    /// The keys of object `v`, sorted.
+    fn keys(v: &Value) -> Vec<String> {
+        let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+        k.sort();
+        k
+    }
+
     #[test]
     fn stacks_shape() {
         let v = sites_sample(true);
         let s = &v["stacks"];
-        let keys = |v: &Value| -> Vec<String> {
-            let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
-            k.sort();
-            k
-        };
         assert_eq!(
             keys(s),
             [
@@ -215,11 +217,6 @@ mod tests {
             },
         );
         let f = &v["functions"];
-        let keys = |v: &Value| -> Vec<String> {
-            let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
-            k.sort();
-            k
-        };
         assert_eq!(
             keys(f),
             ["functions", "functions_total", "order", "recorded", "total"]
