@@ -177,6 +177,42 @@ mod tests {
     }
 
     #[test]
+    fn markdown_has_the_same_cells_escaped() {
+        let options = SiteOptions {
+            functions: Some(FunctionOptions::default()),
+            ..SiteOptions::default()
+        };
+        let report = analyze_sites(&header(), events(), None, &Scope::Run, options);
+        let mut out = Vec::new();
+        super::super::markdown::write_markdown(
+            &report,
+            crate::views::rows::Rows::Processes,
+            crate::views::rows::RowOptions::default(),
+            &mut out,
+        )
+        .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let at = text
+            .find("#### Allocating functions")
+            .expect("a functions section");
+        assert_eq!(
+            &text[at..],
+            "#### Allocating functions by live bytes at the peak: 3 functions (whole run (1 \
+             process): 4.1 KiB in all)\n\
+             \n\
+             | # | SELF | SELF % | CUMULATIVE | CUM % | ALLOCS | FUNCTION |\n\
+             |--:|--:|--:|--:|--:|--:|:--|\n\
+             | 1 | 4.0 KiB | 97.6% | 4.0 KiB | 97.6% | 1 | make\\_a (app.c:7) in app |\n\
+             | 2 | 100 B | 2.4% | 100 B | 2.4% | 1 | app+0x1234 |\n\
+             | 3 | 0 B | 0.0% | 4.0 KiB | 97.6% | 0 | main (app.c:20) in app |\n\
+             \n\
+             SELF: allocated by the function itself (the allocator's and the standard library's \
+             frames folded into it); CUMULATIVE: by it and what it calls; ALLOCS: its own \
+             allocations\n"
+        );
+    }
+
+    #[test]
     fn a_recording_without_stacks_says_so() {
         let text = render(seq(vec![malloc(1, 10), exit(0)]), 200);
         assert_eq!(text, format!("{}\n", super::NO_FUNCTIONS));
