@@ -428,6 +428,7 @@ pub fn run_check(opts: &CheckOptions, out: &mut dyn Write) -> Result<bool> {
         order: SiteOrder::Leaked,
         top: 3,
         profile: false,
+        functions: None,
     };
     let sites = (with_stacks || opts.suppress.is_some()).then_some((&opts.scope, site_options));
     let report = narrow(

@@ -9,6 +9,7 @@
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 
+use crate::analyze::functions::FunctionOptions;
 use crate::analyze::stacks::{SiteOptions, SiteOrder};
 use crate::analyze::{narrow, read_report_suppressed, suppress, suppressible};
 use crate::error::{Error, Result};
@@ -31,6 +32,8 @@ pub struct ReportOptions {
     pub rows: Rows,
     /// The top allocation sites of the scope (`--stacks`), if asked for.
     pub stacks: Option<SiteOptions>,
+    /// The top allocating functions of the scope (`--functions`), if asked for.
+    pub functions: Option<FunctionOptions>,
     /// The file to write (`-o`), else standard output.
     pub output: Option<PathBuf>,
     /// Which process and benchmark rows the text and markdown tables show (`--top`, `--all`,
@@ -76,14 +79,21 @@ pub fn run(opts: &ReportOptions) -> Result<()> {
 /// still gives a report, marked incomplete; a closed pipe on `out` ends quietly.
 pub fn run_report(opts: &ReportOptions, out: &mut dyn Write) -> Result<()> {
     let path = &opts.file;
-    // Suppressions match the stacks of lost blocks: they need the sites even when the report
-    // does not list them.
-    let site_options = opts.stacks.or_else(|| {
-        opts.suppress.as_ref().map(|_| SiteOptions {
-            order: SiteOrder::Leaked,
-            ..SiteOptions::default()
+    // Suppressions match the stacks of lost blocks, and the functions add up the sites: they
+    // need the sites even when the report does not list them.
+    let site_options = opts
+        .stacks
+        .or_else(|| {
+            opts.suppress.as_ref().map(|_| SiteOptions {
+                order: SiteOrder::Leaked,
+                ..SiteOptions::default()
+            })
         })
-    });
+        .or_else(|| opts.functions.map(|_| SiteOptions::default()))
+        .map(|o| SiteOptions {
+            functions: opts.functions,
+            ..o
+        });
     let sites = site_options.map(|options| (&opts.scope, options));
     let timeline = opts.format.needs.timeline.then_some(&opts.scope);
     let read = read_report_suppressed(path, sites, timeline, opts.suppress.as_ref())?;

@@ -301,6 +301,7 @@ fn v5_leak_scan_reads_exactly() {
         order: SiteOrder::Leaked,
         top: 0,
         profile: false,
+        functions: None,
     };
     let report = memtrack::analyze::accounting::analyze_sites(
         &header,

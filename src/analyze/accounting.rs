@@ -658,9 +658,16 @@ impl Accounting {
         report.timeline = timeline;
         report.suppressions = suppressed;
         report.rmap = rmap;
-        if let Some((scope, benches, profile)) = stacks {
+        if let Some(super::stacks::Finished {
+            scope,
+            benches,
+            profile,
+            functions,
+        }) = stacks
+        {
             report.stacks = Some(scope);
             report.profile = profile;
+            report.functions = functions;
             // Benchmarks are listed in the order they were first named: by their index.
             for (b, sites) in benches {
                 if let Some(bench) = report.benchmarks.get_mut(b) {

@@ -316,6 +316,7 @@ fn completeness(
         processes,
         benchmarks,
         stacks: None,
+        functions: None,
         profile: None,
         timeline: None,
         suppressions: None,

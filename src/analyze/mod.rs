@@ -1,8 +1,9 @@
 //! The one streaming pass over a recording: every event goes through `accounting` (the one
 //! dispatcher), which feeds the process `tree`, the heap `counters`, `resident` and `mapped`
-//! memory, benchmark windows (`bench`), the sites pass (`stacks`, with `suppress`, and
-//! `stack_frames` naming each site's frames), the `timeline` pass and `rmap`, then `assemble`
-//! builds the model's `Report` and `incomplete` says what could not be counted.
+//! memory, benchmark windows (`bench`), the sites pass (`stacks`, with `suppress`,
+//! `stack_frames` naming each site's frames, `functions` adding them up by function and
+//! `order` sorting both), the `timeline` pass and `rmap`, then `assemble` builds the model's
+//! `Report` and `incomplete` says what could not be counted.
 //!
 //! Flow: [`read_report`] and its variants read a file (a second thread decodes while this one
 //! accounts) into a `model::metrics::Report`; [`narrow`] cuts it to the scope the command asked
@@ -12,8 +13,10 @@ pub mod accounting;
 mod assemble;
 mod bench;
 mod counters;
+pub mod functions;
 pub mod incomplete;
 mod mapped;
+mod order;
 mod resident;
 pub mod rmap;
 mod stack_frames;

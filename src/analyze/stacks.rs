@@ -27,60 +27,17 @@ use crate::intmap::IntMap;
 
 use super::bench::Benchmarks;
 use super::counters::Peak;
+use super::functions::{self, FunctionOptions};
 use super::stack_frames::{FrameTable, StackFrames};
 use super::suppress::Suppressions;
 use super::tree::{ProcIdx, ProcessTable};
-use crate::model::measure::{self, Measure};
+use crate::model::functions::{Cost, FunctionReport};
 use crate::model::metrics::SuppressionReport;
 use crate::model::metrics::{Blocks, Scope};
 use crate::model::profile::{Profile, Sample, Stack, Values};
 use crate::model::sites::{LocalSymbols, SiteMetrics, StackReport, StackWalks};
 
-/// How `report --stacks` orders its sites (`--stacks-by`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum SiteOrder {
-    /// Live bytes at the scope's heap peak, then bytes allocated.
-    #[default]
-    Peak,
-    /// Bytes allocated.
-    Allocated,
-    /// Allocations made.
-    Count,
-    /// Bytes definitely lost (by the leak scan), then bytes leaked (live at their process's
-    /// exit).
-    Leaked,
-    /// Temporary allocations.
-    Temporary,
-}
-
-impl SiteOrder {
-    /// Every order with its measure, whose word `--stacks-by` takes.
-    pub const MEASURES: [(Measure, SiteOrder); 5] = [
-        (Measure::Peak, SiteOrder::Peak),
-        (Measure::Allocated, SiteOrder::Allocated),
-        (Measure::Count, SiteOrder::Count),
-        (Measure::Leaked, SiteOrder::Leaked),
-        (Measure::Temporary, SiteOrder::Temporary),
-    ];
-
-    /// The flag name of the order.
-    pub fn name(self) -> &'static str {
-        measure::word_of(&SiteOrder::MEASURES, &self, "peak")
-    }
-
-    /// The key a site is sorted by, largest first: the chosen cost, then bytes and count
-    /// allocated, so ties still put the heavier site first.
-    fn key(self, s: &SiteMetrics) -> (u64, u64, u64) {
-        let first = match self {
-            SiteOrder::Peak => s.peak_live_bytes,
-            SiteOrder::Allocated => s.allocated_bytes,
-            SiteOrder::Count => s.allocations,
-            SiteOrder::Leaked => return (s.lost_bytes, s.leaked_bytes, s.allocated_bytes),
-            SiteOrder::Temporary => s.temporary,
-        };
-        (first, s.allocated_bytes, s.allocations)
-    }
-}
+pub use super::order::SiteOrder;
 
 /// What `report --stacks` asks for beside the scope.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,6 +49,8 @@ pub struct SiteOptions {
     /// Whether to also build the scope's `profile::Profile` (every site, per process and
     /// benchmark) for the stack formats.
     pub profile: bool,
+    /// Whether to also add up the scope's allocating functions (`--functions`), and how.
+    pub functions: Option<FunctionOptions>,
 }
 
 impl Default for SiteOptions {
@@ -100,6 +59,7 @@ impl Default for SiteOptions {
             order: SiteOrder::Peak,
             top: DEFAULT_TOP,
             profile: false,
+            functions: None,
         }
     }
 }
@@ -311,6 +271,18 @@ impl Filter {
 fn first_of(table: &ProcessTable, pid: u32) -> ProcIdx {
     let i = table.procs().iter().position(|p| p.pid == pid).unwrap_or(0);
     ProcIdx::new(i)
+}
+
+/// What the sites pass found, at its end.
+pub(super) struct Finished {
+    /// The scope's sites.
+    pub(super) scope: StackReport,
+    /// The sites of each benchmark that allocated, with its index.
+    pub(super) benches: Vec<(usize, StackReport)>,
+    /// The scope's profile, when the options ask for it.
+    pub(super) profile: Option<Profile>,
+    /// The scope's functions, when the options ask for them.
+    pub(super) functions: Option<FunctionReport>,
 }
 
 /// The call-stack state of the pass: the trie and its names, the scope's sites, and the site
@@ -531,15 +503,15 @@ impl StackPass {
 
     /// Ends the pass: the blocks of processes still running are live at the end; the sites
     /// are sorted and cut to the options, each with its frames. Returns the scope's sites,
-    /// those of each benchmark that allocated, with its index, and the scope's profile when
-    /// the options ask for it (its benchmarks named by `uri_of`).
+    /// those of each benchmark that allocated, with its index, the scope's profile and its
+    /// functions when the options ask for them (its benchmarks named by `uri_of`).
     /// `start_ns` is the recording's start.
     pub(super) fn finish(
         mut self,
         table: &ProcessTable,
         start_ns: u64,
         uri_of: impl Fn(usize) -> Option<String>,
-    ) -> (StackReport, Vec<(usize, StackReport)>, Option<Profile>) {
+    ) -> Finished {
         for (k, p) in table.procs().iter().enumerate() {
             if p.is_alive() {
                 self.end_blocks(ProcIdx::new(k), &p.live, Ending::LiveAtEnd);
@@ -554,11 +526,26 @@ impl StackPass {
             .options
             .profile
             .then(|| self.profile_of(table, &uri_of));
-        (self.report_of(&self.sites, start_ns), benches, profile)
+        let sites = self.sorted_sites(&self.sites);
+        let functions = self
+            .options
+            .functions
+            .map(|f| functions::report(&sites, &self.names, f, self.recorded));
+        Finished {
+            scope: self.cut(sites, &self.sites, start_ns),
+            benches,
+            profile,
+            functions,
+        }
     }
 
-    /// The report of the sites of `table`: each stack's keys added up.
+    /// The report of the sites of `table`.
     fn report_of(&self, table: &SiteTable, start_ns: u64) -> StackReport {
+        self.cut(self.sorted_sites(table), table, start_ns)
+    }
+
+    /// Every site of `table`, each stack's keys added up, in the options' order.
+    fn sorted_sites(&self, table: &SiteTable) -> Vec<SiteMetrics> {
         let mut by_leaf: IntMap<u32, SiteMetrics> = IntMap::default();
         for (key, s) in &table.sites {
             let m = by_leaf.entry(key.leaf).or_insert_with(|| SiteMetrics {
@@ -583,10 +570,15 @@ impl StackPass {
         let order = self.options.order;
         sites.sort_by(|a, b| {
             order
-                .key(b)
-                .cmp(&order.key(a))
+                .key(&Cost::of(b))
+                .cmp(&order.key(&Cost::of(a)))
                 .then(a.stack_id.cmp(&b.stack_id))
         });
+        sites
+    }
+
+    /// The report of `sites` (sorted, of `table`): cut to the options, each with its frames.
+    fn cut(&self, mut sites: Vec<SiteMetrics>, table: &SiteTable, start_ns: u64) -> StackReport {
         let sites_total = sites.len() as u64;
         if self.options.top > 0 {
             sites.truncate(self.options.top);
@@ -596,7 +588,7 @@ impl StackPass {
         }
         StackReport {
             recorded: self.recorded,
-            order: order.name().to_string(),
+            order: self.options.order.name().to_string(),
             peak_live_bytes: table.peak.value,
             peak_live_at_ns: table.peak.at(start_ns),
             sites_total,
@@ -675,6 +667,7 @@ mod tests {
             order,
             top: 0,
             profile: false,
+            functions: None,
         };
         crate::analyze::accounting::analyze_sites(&header(), all, None, &scope, options)
     }
@@ -814,6 +807,7 @@ mod tests {
             order: SiteOrder::Peak,
             top: 1,
             profile: false,
+            functions: None,
         };
         let r =
             crate::analyze::accounting::analyze_sites(&header(), all, None, &Scope::Run, options);
@@ -1150,6 +1144,7 @@ mod tests {
             order: SiteOrder::Peak,
             top: 0,
             profile: true,
+            functions: None,
         };
         let mut r =
             crate::analyze::accounting::analyze_sites(&header(), all, None, &scope, options);

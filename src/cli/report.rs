@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use argh::FromArgs;
 
+use crate::analyze::functions::FunctionOptions;
 use crate::analyze::stacks::{SiteOptions, SiteOrder, DEFAULT_TOP};
 use crate::error::Error;
 use crate::model::metrics::Scope;
@@ -26,6 +27,7 @@ use super::{
     name = "report",
     example = "memtrack report run.mt --format json",
     example = "memtrack report run.mt --stacks --stacks-by leaked",
+    example = "memtrack report run.mt --functions --functions-by allocated",
     example = "memtrack report run.mt --top 5 --sort leaked",
     example = "memtrack report run.mt --format markdown >> \"$GITHUB_STEP_SUMMARY\"",
     example = "memtrack report run.mt --format flamegraph --view leaked -o leaks.svg",
@@ -72,6 +74,19 @@ pub struct ReportArgs {
     /// how many sites to list (default 10, 0 for all); implies --stacks
     #[argh(option, from_str_fn(parse_count))]
     pub stacks_top: Option<u64>,
+    /// also list the top allocating functions of the scope (text, json, markdown): per
+    /// function, what the allocations it made itself (its innermost program frame, the
+    /// allocator's and the standard library's frames folded) and those under it (anywhere on
+    /// their stack) cost; needs a recording made with --stacks
+    #[argh(switch)]
+    pub functions: bool,
+    /// sort the functions by what they allocated themselves: peak (default), allocated, count,
+    /// leaked or temporary, as --stacks-by; implies --functions
+    #[argh(option, from_str_fn(parse_site_order))]
+    pub functions_by: Option<SiteOrder>,
+    /// how many functions to list (default 10, 0 for all); implies --functions
+    #[argh(option, from_str_fn(parse_count))]
+    pub functions_top: Option<u64>,
     /// write the report to this file instead of standard output (a file is replaced only once
     /// the report is complete; a device or FIFO is written in place)
     #[argh(option, short = 'o')]
@@ -116,7 +131,7 @@ fn parse_rows(value: &str) -> Result<Rows, String> {
     by(&Rows::BY, value)
 }
 
-/// `report --stacks-by`.
+/// `report --stacks-by` and `--functions-by`.
 fn parse_site_order(value: &str) -> Result<SiteOrder, String> {
     measured(&SiteOrder::MEASURES, value)
 }
@@ -132,6 +147,7 @@ impl TryFrom<ReportArgs> for ReportOptions {
     fn try_from(a: ReportArgs) -> Result<ReportOptions, Error> {
         let format = a.format;
         let rows = a.by;
+        let functions = functions_of(&a, format)?;
         let scope =
             match (a.pid, a.tree, a.bench) {
                 (Some(_), Some(_), _) => return Err(Error::Usage(
@@ -150,13 +166,7 @@ impl TryFrom<ReportArgs> for ReportOptions {
                 (None, None, None) => Scope::Run,
             };
         let order = a.stacks_by;
-        let top =
-            match a.stacks_top {
-                Some(n) => Some(usize::try_from(n).map_err(|_| {
-                    bad_value("--stacks-top", &n.to_string(), "give a count of sites")
-                })?),
-                None => None,
-            };
+        let top = count_of("--stacks-top", a.stacks_top, "sites")?;
         let view = a.view.unwrap_or_default();
         let weight = a.weight.unwrap_or_default();
         let stack_format = format.is_stack_format();
@@ -192,6 +202,7 @@ impl TryFrom<ReportArgs> for ReportOptions {
             order,
             top: DEFAULT_TOP,
             profile: true,
+            functions: None,
         };
         let stacks = match format.needs.sites {
             Sites::Profile => Some(profile(SiteOrder::default())),
@@ -201,6 +212,7 @@ impl TryFrom<ReportArgs> for ReportOptions {
                 order: order.unwrap_or_default(),
                 top: top.unwrap_or(DEFAULT_TOP),
                 profile: false,
+                functions: None,
             }),
         };
         if let Some(path) = &a.output {
@@ -214,6 +226,7 @@ impl TryFrom<ReportArgs> for ReportOptions {
             scope,
             rows,
             stacks,
+            functions,
             output,
             row_options,
             width: None,
@@ -223,6 +236,36 @@ impl TryFrom<ReportArgs> for ReportOptions {
             suppress: a.suppress.as_deref().map(load_suppressions).transpose()?,
         })
     }
+}
+
+/// A count flag (`--stacks-top`, `--functions-top`) as a length of a list of `what`.
+fn count_of(flag: &str, n: Option<u64>, what: &str) -> Result<Option<usize>, Error> {
+    n.map(|n| {
+        usize::try_from(n)
+            .map_err(|_| bad_value(flag, &n.to_string(), format!("give a count of {what}")))
+    })
+    .transpose()
+}
+
+/// `--functions`, `--functions-by` and `--functions-top` as the functions the pass adds up,
+/// refused with a format that does not show them.
+fn functions_of(a: &ReportArgs, format: &Format) -> Result<Option<FunctionOptions>, Error> {
+    let top = count_of("--functions-top", a.functions_top, "functions")?;
+    if !(a.functions || a.functions_by.is_some() || top.is_some()) {
+        return Ok(None);
+    }
+    if !format.needs.functions {
+        return Err(Error::Usage(format!(
+            "--functions, --functions-by and --functions-top add the functions table of --format \
+             {}; --format {} does not show it: drop them",
+            views::names(views::function_formats()),
+            format.name
+        )));
+    }
+    Ok(Some(FunctionOptions {
+        order: a.functions_by.unwrap_or_default(),
+        top: top.unwrap_or(DEFAULT_TOP),
+    }))
 }
 
 /// `report --top N`, `--all` and `--sort KEY` as the rows of the text and markdown tables.
@@ -351,6 +394,7 @@ mod tests {
                 order: SiteOrder::Peak,
                 top: 10,
                 profile: false,
+                functions: None,
             })
         );
         // Choosing an order or a count asks for the sites too.
@@ -362,6 +406,7 @@ mod tests {
                 order: SiteOrder::Leaked,
                 top: 0,
                 profile: false,
+                functions: None,
             })
         );
         assert_eq!(
@@ -369,6 +414,62 @@ mod tests {
             "memtrack: --stacks-by size: give peak, allocated, count, leaked or temporary; \
              `memtrack report --help` lists what it takes"
         );
+    }
+
+    #[test]
+    fn functions_flags() {
+        use crate::analyze::functions::FunctionOptions;
+        assert_eq!(report(&[]).unwrap().functions, None);
+        let opts = report(&["--functions"]).unwrap();
+        assert_eq!(
+            opts.functions,
+            Some(FunctionOptions {
+                order: SiteOrder::Peak,
+                top: 10,
+            })
+        );
+        // The sites stay as asked: not listed unless --stacks.
+        assert_eq!(opts.stacks, None);
+        // Choosing an order or a count asks for the functions too; --stacks-by is the sites'.
+        let opts = report(&[
+            "--functions-by",
+            "allocated",
+            "--functions-top",
+            "0",
+            "--stacks-by",
+            "leaked",
+        ])
+        .unwrap();
+        assert_eq!(
+            opts.functions,
+            Some(FunctionOptions {
+                order: SiteOrder::Allocated,
+                top: 0,
+            })
+        );
+        assert_eq!(opts.stacks.map(|s| s.order), Some(SiteOrder::Leaked));
+        assert_eq!(
+            report(&["--format", "markdown", "--functions-top", "3"])
+                .unwrap()
+                .functions
+                .map(|f| f.top),
+            Some(3)
+        );
+        assert_eq!(
+            report_refuses(&["--functions-by", "rss"]),
+            "memtrack: --functions-by rss: give peak, allocated, count, leaked or temporary; \
+             `memtrack report --help` lists what it takes"
+        );
+        for format in ["folded", "html", "timeline-csv"] {
+            assert_eq!(
+                usage(report(&["--format", format, "--functions"])),
+                format!(
+                    "--functions, --functions-by and --functions-top add the functions table of \
+                     --format text, json or markdown; --format {format} does not show it: drop \
+                     them"
+                )
+            );
+        }
     }
 
     #[test]
@@ -387,6 +488,7 @@ mod tests {
                 order: SiteOrder::Peak,
                 top: DEFAULT_TOP,
                 profile: true,
+                functions: None,
             })
         );
         let opts = report(&["--format", "pprof"]).unwrap();
@@ -522,6 +624,11 @@ mod tests {
         help_names(report, "--format", views::FORMATS.iter().map(|f| f.name));
         help_names(report, "--by", Rows::BY.map(|(b, _)| b.word()));
         help_names(report, "--stacks-by", measure::words(&SiteOrder::MEASURES));
+        help_names(
+            report,
+            "--functions-by",
+            measure::words(&SiteOrder::MEASURES),
+        );
         help_names(report, "--sort", measure::words(&SortKey::MEASURES));
         help_names(report, "--view", measure::words(&View::MEASURES));
         help_names(report, "--weight", Weight::ALL.map(|(n, _)| n));

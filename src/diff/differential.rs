@@ -88,6 +88,7 @@ fn read_profile(path: &Path) -> Result<(Report, Profile)> {
         order: SiteOrder::Allocated,
         top: 0,
         profile: true,
+        functions: None,
     };
     let mut report = read_report_with(path, Some((&Scope::Run, sites)))?;
     match report.profile.take() {

@@ -212,6 +212,7 @@ pub fn read_and_compare(opts: &DiffOptions) -> Result<Diff> {
         order: SiteOrder::Allocated,
         top: 0,
         profile: false,
+        functions: None,
     });
     let read = |path: &Path| -> Result<(Report, u16)> {
         let version = Reader::open(path)?.format_version();

@@ -48,6 +48,9 @@ pub struct Report {
     /// The top allocation sites of the scope (`report --stacks`); absent without it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stacks: Option<super::sites::StackReport>,
+    /// The top allocating functions of the scope (`report --functions`); absent without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub functions: Option<super::functions::FunctionReport>,
     /// Every site of the scope per process and benchmark, for the stack formats (`report
     /// --format folded|flamegraph|pprof|speedscope`); absent otherwise, and never in the JSON.
     #[serde(skip)]
@@ -602,6 +605,7 @@ mod tests {
             ],
             benchmarks: vec![bench("a", 7), bench("b b", 8)],
             stacks: None,
+            functions: None,
             profile: None,
             timeline: None,
             suppressions: None,

@@ -3,6 +3,7 @@
 //! `format` (the recorded values it quotes), never the pass, the views or the commands, so a
 //! view can change without touching the accounting and back.
 
+pub mod functions;
 pub mod measure;
 pub mod metric;
 pub mod metrics;

@@ -133,7 +133,10 @@ impl SiteFrame {
     /// (Rust's standard library is built with its sources at `/rustc/<commit>/` and the crates
     /// it vendors at `/rust/deps/`; libstdc++'s and libc++'s templates are inlined from
     /// `…/include/c++/`, libstdc++'s own code is built from `…/libstdc++-v3/`), else, without
-    /// a file, by the namespace of its name.
+    /// a file, by the namespace of its name. The views for people fold these frames
+    /// (`views::frames`), the stack formats start past them (`callers_start`), and the
+    /// functions view counts them for the program's function that called them
+    /// (`analyze::functions`).
     pub fn is_library(&self) -> bool {
         if self.is_mark() {
             return false;

@@ -9,7 +9,8 @@
 //! called) and says how many it stands for. Which frames are the allocator's and the standard
 //! library's is decided once, in `model::sites` (`allocator_frames`, `SiteFrame::is_library`),
 //! which the stack formats use to start their stacks at the allocator's caller
-//! (`model::sites::callers_start`). The JSON keeps every frame.
+//! (`model::sites::callers_start`) and the functions view (`analyze::functions`) to count
+//! them for the program's function that called them. The JSON keeps every frame.
 
 use crate::model::sites::{allocator_frames, SiteFrame};
 

@@ -96,7 +96,11 @@ mod tests {
     /// The JSON of a run whose only site (main -> malloc, symbolized) leaks 24 bytes, with
     /// `report --stacks`.
     fn sites_sample(walks: bool) -> Value {
-        use crate::analyze::stacks::SiteOptions;
+        sites_sample_with(walks, crate::analyze::stacks::SiteOptions::default())
+    }
+
+    /// [`sites_sample`] with the sites pass's `options`.
+    fn sites_sample_with(walks: bool, options: crate::analyze::stacks::SiteOptions) -> Value {
         use crate::model::metrics::Scope;
         use crate::testkit::{malloc_from, module, stack_node, stack_prelude, stack_stats, symbol};
         let mut kinds = vec![
@@ -115,22 +119,24 @@ mod tests {
             events,
             None,
             &Scope::Run,
-            SiteOptions::default(),
+            options,
         );
         let mut out = Vec::new();
         write_json(&report, &mut out).unwrap();
         serde_json::from_slice(&out).unwrap()
     }
 
+    /// The keys of object `v`, sorted.
+    fn keys(v: &Value) -> Vec<String> {
+        let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+        k.sort();
+        k
+    }
+
     #[test]
     fn stacks_shape() {
         let v = sites_sample(true);
         let s = &v["stacks"];
-        let keys = |v: &Value| -> Vec<String> {
-            let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
-            k.sort();
-            k
-        };
         assert_eq!(
             keys(s),
             [
@@ -193,6 +199,71 @@ mod tests {
         assert_eq!(f[1]["function"], "");
         assert_eq!(f[1]["offset"], 0x100);
         assert_eq!(f.as_array().map(Vec::len), Some(2));
+    }
+
+    #[test]
+    fn functions_shape() {
+        use crate::analyze::functions::FunctionOptions;
+        use crate::analyze::stacks::SiteOptions;
+        assert!(
+            sites_sample(true).get("functions").is_none(),
+            "only when asked"
+        );
+        let v = sites_sample_with(
+            true,
+            SiteOptions {
+                functions: Some(FunctionOptions::default()),
+                ..SiteOptions::default()
+            },
+        );
+        let f = &v["functions"];
+        assert_eq!(
+            keys(f),
+            ["functions", "functions_total", "order", "recorded", "total"]
+        );
+        assert_eq!(
+            (f["recorded"].as_bool(), f["order"].as_str()),
+            (Some(true), Some("peak"))
+        );
+        // One function: the program's frame after malloc's, which has no name.
+        assert_eq!(f["functions_total"], 1);
+        let row = &f["functions"][0];
+        assert_eq!(
+            keys(row),
+            [
+                "cumulative",
+                "file",
+                "function",
+                "line",
+                "module",
+                "offset",
+                "self"
+            ]
+        );
+        assert_eq!(
+            (&row["function"], &row["module"], &row["offset"]),
+            (
+                &Value::from(""),
+                &Value::from("/lib/libc.so.6"),
+                &Value::from(0x100)
+            )
+        );
+        let cost = [
+            "allocated_bytes",
+            "allocations",
+            "leaked_blocks",
+            "leaked_bytes",
+            "lost_bytes",
+            "peak_live_bytes",
+            "temporary",
+        ];
+        for c in [&row["self"], &row["cumulative"], &f["total"]] {
+            assert_eq!(keys(c), cost);
+            assert_eq!(
+                (&c["allocated_bytes"], &c["leaked_bytes"]),
+                (&Value::from(24), &Value::from(24))
+            );
+        }
     }
 
     #[test]

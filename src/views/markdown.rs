@@ -1,7 +1,8 @@
 //! `report --format markdown`: a compact summary for a CI job summary ($GITHUB_STEP_SUMMARY)
 //! or a pull-request comment. The totals of the scope, what was lost or damaged (the text
 //! report's own warnings, which say which way each number may be wrong), the top processes and
-//! the benchmarks as GitHub tables, and the top allocation sites with `--stacks`.
+//! the benchmarks as GitHub tables, the top allocation sites with `--stacks` and the top
+//! allocating functions with `--functions`.
 //!
 //! Flow: `run_report` hands the narrowed [`Report`] here as it does to `text`; the rows come
 //! from `rows` (the same `--top`, `--all`, `--sort`), the words and units from `text` and
@@ -14,13 +15,16 @@ use std::io::{self, Write};
 use crate::units::{format_bytes, format_duration_ns};
 
 use super::frames;
+use super::functions;
 use super::rows::Rows;
 use super::rows::{self, Measures, Rest, RowOptions, Selection};
 use super::words::{
-    blocks, clean, counted, exit_code, exit_text, frame_text, live_at_end, lost_causes,
-    order_label, peak, plural, processes, rest_label, scope_title, sites_shown, temporary,
-    ProcessNames, NO_STACKS,
+    blocks, clean, counted, exit_code, exit_text, frame_text, functions_shown, live_at_end,
+    lost_causes, order_label, peak, plural, processes, rest_label, scope_title, sites_shown,
+    temporary, ProcessNames, NO_FUNCTIONS, NO_STACKS,
 };
+use crate::model::functions::FunctionReport;
+use crate::model::metric::value_text;
 use crate::model::metrics::{BenchmarkMetrics, ProcessMetrics, Report};
 use crate::model::sites::{SiteFrame, SiteMetrics, StackReport};
 
@@ -60,10 +64,13 @@ pub fn write_markdown(
                     write_sites(&format!("benchmark {}", escape(&b.uri)), stacks, out)?;
                 }
             }
-            Ok(())
         }
-        (Some(stacks), _) => write_sites(&escape(&scope_title(report)), stacks, out),
-        (None, _) => Ok(()),
+        (Some(stacks), _) => write_sites(&escape(&scope_title(report)), stacks, out)?,
+        (None, _) => {}
+    }
+    match &report.functions {
+        Some(f) => write_functions(&escape(&scope_title(report)), f, out),
+        None => Ok(()),
     }
 }
 
@@ -371,6 +378,36 @@ fn write_sites(title: &str, stacks: &StackReport, out: &mut dyn Write) -> io::Re
         write_row(&site_cells(n + 1, site), out)?;
     }
     Ok(())
+}
+
+/// The top allocating functions of the scope called `title` (already escaped), the text
+/// form's cells (`functions::cells`).
+fn write_functions(title: &str, f: &FunctionReport, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out)?;
+    if !f.recorded {
+        return writeln!(out, "{}", escape(NO_FUNCTIONS));
+    }
+    let measure = functions::measure_of(f);
+    writeln!(
+        out,
+        "#### Allocating functions by {}: {} ({title}: {} in all)",
+        order_label(&f.order),
+        functions_shown(f),
+        value_text(measure.unit(), Some(f.total.value(measure)))
+    )?;
+    if f.functions.is_empty() {
+        return Ok(());
+    }
+    write_header(&functions::HEADERS, out)?;
+    for (n, function) in f.functions.iter().enumerate() {
+        let mut cells = functions::cells(n + 1, function, measure, &f.total);
+        if let Some(name) = cells.last_mut() {
+            *name = escape(name);
+        }
+        write_row(&cells, out)?;
+    }
+    writeln!(out)?;
+    writeln!(out, "{}", escape(functions::FOOTER))
 }
 
 /// The cells of one site's row; its frames joined by "←", the standard library's runs folded.

@@ -12,6 +12,7 @@
 pub mod flamegraph;
 pub mod folded;
 pub mod frames;
+mod functions;
 pub mod html;
 pub mod json;
 pub mod markdown;
@@ -56,19 +57,24 @@ pub struct Needs {
     pub timeline: bool,
     /// It lists every process and benchmark, so `--top`, `--all` and `--sort` mean nothing.
     pub every_row: bool,
+    /// It shows the allocating functions (`--functions`) when asked.
+    pub functions: bool,
 }
 
 impl Needs {
-    /// Only the report: the sites `--stacks` asks for, no timeline, rows as asked.
+    /// Only the report: the sites `--stacks` asks for, the functions `--functions` asks for,
+    /// no timeline, rows as asked.
     const REPORT: Needs = Needs {
         sites: Sites::AsAsked,
         timeline: false,
         every_row: false,
+        functions: true,
     };
 
     /// A stack format's: every site with its frames.
     const PROFILE: Needs = Needs {
         sites: Sites::Profile,
+        functions: false,
         ..Needs::REPORT
     };
 }
@@ -175,6 +181,7 @@ pub static FORMATS: &[Format] = &[
             sites: Sites::ProfileLostFirst,
             timeline: true,
             every_row: false,
+            functions: false,
         },
         write: Writer::Report(|report, _, out| html::write_html(report, out)),
     },
@@ -183,6 +190,7 @@ pub static FORMATS: &[Format] = &[
         help: "the decimated timeline as CSV, one row per point (docs/report-schema.md)",
         needs: Needs {
             timeline: true,
+            functions: false,
             ..Needs::REPORT
         },
         write: Writer::Report(|report, _, out| timeline_data::write_csv(report, out)),
@@ -192,6 +200,7 @@ pub static FORMATS: &[Format] = &[
         help: "the decimated timeline as JSON (docs/report-schema.md)",
         needs: Needs {
             timeline: true,
+            functions: false,
             ..Needs::REPORT
         },
         write: Writer::Report(|report, _, out| timeline_data::write_json(report, out)),
@@ -243,6 +252,11 @@ pub fn names<'a>(formats: impl IntoIterator<Item = &'a Format>) -> String {
 /// The stack formats, in table order.
 pub fn stack_formats() -> impl Iterator<Item = &'static Format> {
     FORMATS.iter().filter(|f| f.is_stack_format())
+}
+
+/// The formats that show the allocating functions (`report --functions`).
+pub fn function_formats() -> impl Iterator<Item = &'static Format> {
+    FORMATS.iter().filter(|f| f.needs.functions)
 }
 
 /// The section of docs/formats.md that lists every format: one table row per format.

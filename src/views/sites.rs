@@ -262,6 +262,7 @@ mod tests {
             order: SiteOrder::Peak,
             top,
             profile: false,
+            functions: None,
         };
         let report = analyze_sites(&header(), events, None, &Scope::Run, options);
         let layout = TextLayout {

@@ -4,9 +4,9 @@
 //!
 //! Flow: `run_report` builds a narrowed [`Report`] and hands it here with `--format text` (the
 //! default), with a [`TextLayout`]: the width to fit (`screen`) and which rows to show (`rows`:
-//! `--top`, `--all`, `--sort`); the allocation sites (`--stacks`) are `sites`'s, a process's
-//! cells `words::process_row`. This module only reads the report; every number it shows is in
-//! the JSON form too. Sizes are 1024-based (KiB, MiB, GiB) and times are relative to the start
+//! `--top`, `--all`, `--sort`); the allocation sites (`--stacks`) are `sites`'s, the
+//! functions (`--functions`) `functions`'s, a process's cells `words::process_row`. This module
+//! only reads the report; every number it shows is in the JSON form too. Sizes are 1024-based (KiB, MiB, GiB) and times are relative to the start
 //! of the recording.
 
 use std::io::{self, Write};
@@ -16,8 +16,8 @@ use crate::units::{format_bytes, format_duration_ns};
 
 use super::rows::{self, Rest, RowOptions, Selection};
 use super::screen::{self, FitColumn, Fitted, Wrap};
-use super::sites;
 use super::words::*;
+use super::{functions, sites};
 use crate::model::metrics::{HeapMetrics, Metrics, Report, ResidentMetrics, RunInfo};
 
 /// Width of the label column of the summary.
@@ -71,7 +71,8 @@ fn write_text_lines(report: &Report, layout: &TextLayout, out: &mut dyn Write) -
         )?;
     }
     write_suppressions(report, out)?;
-    sites::write_stacks(report, layout.width, out)
+    sites::write_stacks(report, layout.width, out)?;
+    functions::write_functions(report, layout.width, out)
 }
 
 /// What `--suppress` did: the suppressed blocks by how many rules, each unused rule.
@@ -583,7 +584,8 @@ fn write_benchmark_lines(
             "no benchmarks: the harness named none (record it with --control PATH and have it \
              send `bench URI PID`; see docs/control-protocol.md)"
         )?;
-        return sites::write_stacks(report, layout.width, out);
+        sites::write_stacks(report, layout.width, out)?;
+        return functions::write_functions(report, layout.width, out);
     }
     let with_resident = report
         .benchmarks
@@ -668,7 +670,8 @@ fn write_benchmark_lines(
     writeln!(out)?;
     writeln!(out, "  {BENCH_FOOTER}")?;
     write_rest_note(&selection, "benchmarks", out)?;
-    sites::write_benchmark_stacks(report, layout.width, out)
+    sites::write_benchmark_stacks(report, layout.width, out)?;
+    functions::write_functions(report, layout.width, out)
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The phrasebook of the text, markdown and html views and of `check`: how a count, a block,
 //! a peak, a process or a leak is said, so that every form says it the same way.
 
+use crate::model::functions::{FunctionMetrics, FunctionReport};
 use crate::model::metrics::{
     HeapMetrics, LeakMetrics, LostEvents, Metrics, ProcessMetrics, Report, ResidentMetrics,
     RunInfo, Scope, SuppressionReport,
@@ -400,11 +401,45 @@ pub fn scope_title(report: &Report) -> String {
 
 /// How many of the scope's sites are listed: "4 sites", or "top 10 of 250 sites".
 pub fn sites_shown(stacks: &StackReport) -> String {
-    if stacks.sites.len() as u64 == stacks.sites_total {
-        counted(stacks.sites_total, "site", "sites")
+    listed(stacks.sites.len(), stacks.sites_total, "site", "sites")
+}
+
+/// How many of the scope's functions are listed: "4 functions", or "top 10 of 250 functions".
+pub fn functions_shown(f: &FunctionReport) -> String {
+    listed(
+        f.functions.len(),
+        f.functions_total,
+        "function",
+        "functions",
+    )
+}
+
+/// `shown` of `total` things: "4 sites", or "top 10 of 250 sites".
+fn listed(shown: usize, total: u64, one: &str, many: &str) -> String {
+    if shown as u64 == total {
+        counted(total, one, many)
     } else {
-        format!("top {} of {} sites", stacks.sites.len(), stacks.sites_total)
+        format!("top {shown} of {total} {many}")
     }
+}
+
+/// A function in one line: "grow (grow.c:12) in app", "app+0x1234" without a name, a mark as
+/// it is.
+pub fn function_text(f: &FunctionMetrics) -> String {
+    let module = f.module.rsplit('/').next().unwrap_or(&f.module);
+    if f.module.is_empty() {
+        return clean(&f.function);
+    }
+    if f.function.is_empty() {
+        return format!("{module}+{:#x}", f.offset);
+    }
+    let file = f.file.rsplit('/').next().unwrap_or(&f.file);
+    let place = match (file, f.line) {
+        ("", _) => String::new(),
+        (file, 0) => format!(" ({file})"),
+        (file, line) => format!(" ({file}:{line})"),
+    };
+    clean(&format!("{}{place} in {module}", f.function))
 }
 
 /// The temporary allocations and their share: "12 (3.0% of allocations)".
@@ -416,10 +451,23 @@ pub fn temporary(h: &HeapMetrics) -> String {
     )
 }
 
-/// What a recording without call stacks says to `--stacks`: why, and how to get them.
-pub const NO_STACKS: &str =
-    "allocation sites: this recording has no call stacks (record takes them only when asked); \
-     record again with --stacks to see where the allocations come from";
+/// What a recording without call stacks says to a request for `$what`: why, and how to get
+/// them.
+macro_rules! no_stacks {
+    ($what:literal) => {
+        concat!(
+            $what,
+            ": this recording has no call stacks (record takes them only when asked); record \
+             again with --stacks to see where the allocations come from"
+        )
+    };
+}
+
+/// What a recording without call stacks says to `--stacks`.
+pub const NO_STACKS: &str = no_stacks!("allocation sites");
+
+/// What a recording without call stacks says to `--functions`.
+pub const NO_FUNCTIONS: &str = no_stacks!("allocating functions");
 
 /// The lines that split `leaked` by the leak scans: definitely lost and still reachable, and
 /// what was not scanned when some process was not (killed, exec, a scan that failed).
