@@ -176,6 +176,7 @@ impl VmlinuxBtf {
     pub fn look_up(&self, names: &[&str], kind: u32) {
         let btf = self.ptr.as_ptr();
         let mut found: HashMap<&[u8], u32> = HashMap::with_capacity(names.len());
+        let firsts: Vec<u8> = names.iter().filter_map(|n| n.bytes().next()).collect();
         // SAFETY: btf is live; type ids run from 1 to type_cnt - 1 (split views included), and
         // libbpf returns NULL for a bad id or name offset.
         for id in 1..unsafe { sys::btf__type_cnt(btf) } {
@@ -186,7 +187,9 @@ impl VmlinuxBtf {
                 continue;
             }
             let name = unsafe { sys::btf__name_by_offset(btf, t.name_off) };
-            if name.is_null() {
+            // Most names differ in their first byte: only those that do not are measured.
+            // SAFETY: a non-NULL name has at least its NUL.
+            if name.is_null() || !firsts.contains(&(unsafe { *name } as u8)) {
                 continue;
             }
             // SAFETY: libbpf's strings are NUL-terminated and live as long as btf.
