@@ -473,8 +473,8 @@ def main():
         rs = runs.get(("true", t))
         if rs and base is not None:
             d = med_wall("true", t) - base
-            rows.append(["`record -- true` <= 100 ms over untraced (%s)" % TOOL_NAMES[t],
-                         secs(d), "holds" if d <= 0.1 else "**fails**"])
+            rows.append(["`record -- true` <= 50 ms over untraced (%s)" % TOOL_NAMES[t],
+                         secs(d), "holds" if d <= 0.05 else "**fails**"])
     def partial(w, t):
         """Whether tool t saw clearly fewer allocations than memtrack on w (part of the tree)."""
         ref = median([r.num("allocs") for r in runs.get((w, "memtrack"), [])])
