@@ -85,6 +85,9 @@ struct GdbPlan<'a> {
     condition: &'a str,
     /// Follow the child of a fork (the parent runs on, undebugged).
     follow_fork_child: bool,
+    /// The function gdb runs to before it breaks on the allocators: `main`, or a library's
+    /// constructor for an allocation made before main (once it runs, libc is loaded).
+    start_at: &'a str,
 }
 
 /// Whether gdb is installed, or why the oracle cannot run.
@@ -95,7 +98,7 @@ fn gdb_available() -> Result<(), String> {
     }
 }
 
-/// The gdb script of `plan`: run to main (so the libraries are loaded and `malloc` means
+/// The gdb script of `plan`: run to main or `start_at` (so the libraries are loaded and `malloc` means
 /// libc's), then break on each allocator's first instruction when `condition` holds, and at
 /// each stop print the backtrace, the frames of it that are tail calls and the loaded
 /// libraries between markers, and go on.
@@ -116,14 +119,14 @@ fn gdb_script(plan: &GdbPlan) -> String {
         script += "set follow-fork-mode child\n";
     }
     let args: Vec<String> = plan.command[1..].iter().map(|a| shell_word(a)).collect();
-    script += &format!("break main\nrun {}\n", args.join(" "));
+    script += &format!("break {}\nrun {}\n", plan.start_at, args.join(" "));
     // A Rust program stops in a frame gdb reads as Rust, whose parser knows no `malloc`.
     script += "set language c\n";
     for alloc in plan.allocators {
         script += &format!("break *{alloc} if {}\n", plan.condition);
     }
     script += "set language auto\n";
-    // Breakpoint 1 is main's.
+    // Breakpoint 1 is where the run started.
     script += &format!(
         "commands 2-{}\nsilent\necho {STOP}\\n\nbt\nmemtrack-tail-calls\ninfo sharedlibrary\necho {END}\\n\n\
          continue\nend\ncontinue\n",
@@ -527,6 +530,11 @@ fn record_with_stacks(name: &str, command: &[String]) -> (PathBuf, common::Run) 
 /// `memtrack dump`.
 fn record_stacks(name: &str, command: &[String]) -> DumpStacks {
     let (path, run) = record_with_stacks(name, command);
+    dump_stacks(&path, &run)
+}
+
+/// The stacks of the recording at `path`, from `memtrack dump`; `run` made it.
+fn dump_stacks(path: &Path, run: &common::Run) -> DumpStacks {
     let dump = common::run(&[std::ffi::OsStr::new("dump"), path.as_os_str()]).expect_code(0);
     DumpStacks::parse(&dump.stdout).unwrap_or_else(|e| panic!("{e}\n{}", run.describe()))
 }
@@ -921,14 +929,25 @@ fn stacks_fixture(src: &str, out: &str, extra: &[&str]) -> Result<PathBuf, Strin
 
 /// The executable of `chain.c`, linked with `libstacks_chain.so` (both built here).
 fn chain_fixture() -> Result<PathBuf, String> {
-    let lib = stacks_fixture("chainlib.c", "libstacks_chain.so", &["-shared", "-fPIC"])?;
-    let dir = lib.parent().unwrap().to_str().unwrap().to_string();
+    linked_fixture(("chainlib.c", "stacks_chain"), ("chain.c", "stacks_chain"))
+}
+
+/// The executable of `ends.c`, linked with `libstacks_ends.so` (both built here).
+fn ends_fixture() -> Result<PathBuf, String> {
+    linked_fixture(("endslib.c", "stacks_ends"), ("ends.c", "stacks_ends"))
+}
+
+/// The executable `exe` (source, output) linked with the shared library `lib` (source, name
+/// without `lib` and `.so`), found through its rpath.
+fn linked_fixture(lib: (&str, &str), exe: (&str, &str)) -> Result<PathBuf, String> {
+    let built = stacks_fixture(lib.0, &format!("lib{}.so", lib.1), &["-shared", "-fPIC"])?;
+    let dir = built.parent().unwrap().to_str().unwrap().to_string();
     stacks_fixture(
-        "chain.c",
-        "stacks_chain",
+        exe.0,
+        exe.1,
         &[
             &format!("-L{dir}"),
-            "-lstacks_chain",
+            &format!("-l{}", lib.1),
             &format!("-Wl,-rpath,{dir}"),
         ],
     )
@@ -980,6 +999,7 @@ struct Case {
     allocators: &'static [&'static str],
     condition: String,
     follow_fork_child: bool,
+    start_at: &'static str,
     pick: Pick,
 }
 
@@ -994,6 +1014,7 @@ impl Case {
             allocators: &["malloc"],
             condition: format!("$rdi == {size}"),
             follow_fork_child: false,
+            start_at: "main",
             pick: Pick::Size(size),
         }
     }
@@ -1005,6 +1026,7 @@ impl Case {
             allocators: self.allocators,
             condition: &self.condition,
             follow_fork_child: self.follow_fork_child,
+            start_at: self.start_at,
         }
     }
 
@@ -1770,6 +1792,7 @@ fn picking_takes_one_fingerprint_or_the_window_between_markers() {
         allocators: &["malloc"],
         condition: String::new(),
         follow_fork_child: false,
+        start_at: "main",
         pick,
     };
     assert_eq!(case(Pick::Size(7777)).picked(&stacks), Ok(vec![3]));
@@ -1885,6 +1908,7 @@ fn gdb_script_breaks_at_the_first_instruction_on_the_condition() {
         allocators: &["malloc", "calloc"],
         condition: "$rdi == 7777",
         follow_fork_child: true,
+        start_at: "main",
     });
     for want in [
         "run 'it'\\''s'\n",
@@ -2349,4 +2373,100 @@ fn issue32_a_cut_short_recording_is_named_from_this_machines_files() {
     );
     let unnamed = &json["stacks"]["local_symbols"]["unnamed"][0];
     assert_eq!(unnamed["path"], exe.to_str().unwrap(), "{json:#}");
+}
+
+/// The kernel's walk counters in a JSON report: walks, truncated, unknown, unsupported.
+fn walk_counters(json: &serde_json::Value) -> [u64; 4] {
+    ["walks", "truncated", "unknown", "unsupported"].map(|key| {
+        json["stacks"][key]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no stacks.{key} in {json:#}"))
+    })
+}
+
+/// Issue 32: a walk that reaches the outermost frame is complete, whether the CFI says so
+/// (glibc's `_start`) or the frame is the code at the loader's entry point, which Debian's
+/// glibc 2.36 gives no CFI (`_dl_start_user`, which calls every library's constructor through
+/// `_dl_init`). Those walks counted as unknown although their stacks were whole. A frame in
+/// code no file covers (`ends.c jit`, a JIT-like stub in an anonymous mapping) still ends its
+/// walk unknown, and is counted.
+#[test]
+fn issue32_a_walk_that_reaches_the_loaders_entry_is_complete_and_jit_code_is_unknown() {
+    let test = "issue32_a_walk_that_reaches_the_loaders_entry_is_complete_and_jit_code_is_unknown";
+    skip_unless_recording!(test);
+    let Some(exe) = require(test, ends_fixture()) else {
+        return;
+    };
+    let case = Case {
+        start_at: "ends_lib_init",
+        ..Case::malloc_of("ends", exe.clone(), &[], 7861)
+    };
+    let Some(gdb) = gdb_of(test, &case) else {
+        return;
+    };
+    let [gdb] = gdb.as_slice() else {
+        panic!("{test}: one stop, got {gdb:#?}");
+    };
+    // gdb has no CFI there either: past _dl_start_user it reads the process's first stack
+    // words (argc, argv[0], its NULL) as return addresses, frames of no function.
+    let start_user = functions(gdb)
+        .iter()
+        .position(|f| *f == "_dl_start_user")
+        .unwrap_or_else(|| panic!("{test}: gdb's stack reaches _dl_start_user: {gdb:#?}"));
+    let (gdb, past) = gdb.split_at(start_user + 1);
+    assert!(
+        past.iter().all(|f| f.function == "??"),
+        "{test}: nothing but the initial stack's words past _dl_start_user: {past:#?}"
+    );
+    assert_eq!(
+        functions(gdb)[1..3],
+        ["ends_lib_alloc", "ends_lib_init"],
+        "{test}: {gdb:#?}"
+    );
+
+    let (path, run) = record_with_stacks("ends", &case.command);
+    let stacks = dump_stacks(&path, &run);
+    let leaves = case
+        .picked(&stacks)
+        .unwrap_or_else(|e| panic!("{test}: {e}"));
+    let walk = stacks
+        .walk(leaves[0])
+        .unwrap_or_else(|e| panic!("{test}: {e}"));
+    assert_same_stack(test, gdb, &walk);
+    let (json, _) = every_site_json(&path);
+    // The constructor's walk and main's, both complete (there may be glibc's own).
+    let [walks, truncated, unknown, unsupported] = walk_counters(&json);
+    assert!(walks >= 2, "{test}: {json:#}");
+    assert_eq!(
+        (truncated, unknown, unsupported),
+        (0, 0, 0),
+        "{test}: every walk of {walks} complete"
+    );
+
+    let jit = [exe.to_str().unwrap().to_string(), "jit".to_string()];
+    let (path, run) = record_with_stacks("ends_jit", &jit);
+    let stacks = dump_stacks(&path, &run);
+    let leaves = Case::malloc_of("ends_jit", exe, &["jit"], 7863)
+        .picked(&stacks)
+        .unwrap_or_else(|e| panic!("{test}: {e}"));
+    let walk = stacks
+        .walk(leaves[0])
+        .unwrap_or_else(|e| panic!("{test}: {e}"));
+    let frames = walk.frames();
+    assert_eq!(
+        (
+            module_file(&frames[0].module).as_str(),
+            walk.nodes.len(),
+            walk.mark
+        ),
+        ("libc.so.6", 1, Some(MARK_UNKNOWN)),
+        "{test}: malloc's frame, then the stub's, which no file covers: {frames:#?}"
+    );
+    let (json, _) = every_site_json(&path);
+    let [walks, truncated, unknown, unsupported] = walk_counters(&json);
+    assert_eq!(
+        (truncated, unknown, unsupported),
+        (0, 1, 0),
+        "{test}: the stub's walk alone is unknown, of {walks}"
+    );
 }

@@ -546,6 +546,45 @@ fn rust_binary_matches_readelf() {
     assert_matches_readelf(Path::new(common::memtrack()));
 }
 
+/// Issue 32: the recorder's rows array holds what a `cargo build` maps. The toolchain's
+/// libLLVM and librustc_driver alone have 2.6 Mi rows (with cargo and rustup 3.3 Mi); at the
+/// old 2 Mi the one found last got none, and every allocation entering through its
+/// `operator new` had no frame at all (a bare `[unknown]` site, 20 % of the build's bytes).
+#[test]
+fn a_rust_toolchains_tables_fit_the_rows_array() {
+    let test = "a_rust_toolchains_tables_fit_the_rows_array";
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let Ok(out) = Command::new(&rustc).args(["--print", "sysroot"]).output() else {
+        eprintln!("{test}: skipped, cannot run {rustc}");
+        return;
+    };
+    let sysroot = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+    let mut files: Vec<PathBuf> = std::fs::read_dir(sysroot.join("lib"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            (name.starts_with("libLLVM") || name.starts_with("librustc_driver"))
+                && !p.is_symlink()
+                && std::fs::metadata(p).is_ok_and(|m| m.len() > 1 << 20)
+        })
+        .collect();
+    if files.len() < 2 {
+        eprintln!("{test}: skipped, no libLLVM and librustc_driver in {sysroot:?}: {files:?}");
+        return;
+    }
+    files.extend(["cargo", "rustc"].map(|bin| sysroot.join("bin").join(bin)));
+    let rows: usize = files
+        .iter()
+        .map(|f| unwind::build(f).unwrap().rows().len())
+        .sum();
+    let capacity = memtrack::record::stacks::ROW_CAPACITY as usize;
+    assert!(
+        rows > 2 << 20 && rows + (1 << 19) < capacity,
+        "{test}: {rows} rows in {files:?}: more than 2 Mi, and room for 0.5 Mi more in {capacity}"
+    );
+}
+
 #[test]
 fn row_layout_matches_the_c_header() {
     let dir = common::scratch_dir().join("unwind-layout");

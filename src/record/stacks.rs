@@ -26,9 +26,12 @@ use crate::sys::process;
 use crate::sys::raw::stack_stat;
 use crate::unwind::UnwindRow;
 
-/// Rows the `unwind_rows` array holds: 2 Mi rows, 24 MiB of kernel memory. A C++ compile needs
-/// about 0.7 Mi (cc1plus alone has 0.45 Mi), a Python or git run well under 0.2 Mi.
-pub const ROW_CAPACITY: u32 = 2 << 20;
+/// Rows the `unwind_rows` array holds: 4 Mi rows, 48 MiB of kernel memory. A C++ compile needs
+/// about 0.7 Mi (cc1plus alone has 0.45 Mi), a Python or git run well under 0.2 Mi; a `cargo
+/// build` 3.3 Mi (issue 32: libLLVM 1.44 Mi, librustc_driver 1.15 Mi, cargo 0.42 Mi, rustup
+/// 0.21 Mi), which 2 Mi could not hold: the file found last (libLLVM or librustc_driver) had no
+/// rows, and every allocation entering through its `operator new` had no frame at all.
+pub const ROW_CAPACITY: u32 = 4 << 20;
 
 /// Rows per element of `unwind_rows` (`struct unwind_row_pair`).
 const ROWS_PER_ELEMENT: u32 = 2;

@@ -54,6 +54,9 @@ pub(crate) struct CfiBytes<'a> {
     pub identity: FileIdentity,
     /// The executable `PT_LOAD` segments, by address.
     pub segments: Vec<Segment>,
+    /// `e_entry`, where the process (or, for the dynamic loader, the loader) starts: the code
+    /// there has no caller. `None` when 0 (most shared libraries).
+    pub entry: Option<u64>,
 }
 
 /// An executable `PT_LOAD` segment: where its code is in memory (ELF virtual addresses, which
@@ -135,6 +138,7 @@ pub(crate) fn cfi_bytes<'d, R: ReadRef<'d>>(data: R) -> Result<CfiBytes<'d>, Unw
         got_address: file.section_by_name(".got").map(|s| s.address()),
         identity,
         segments,
+        entry: Some(file.entry()).filter(|&e| e != 0),
     })
 }
 

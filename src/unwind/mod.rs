@@ -204,6 +204,9 @@ pub struct UnwindStats {
     pub rows: usize,
     /// `CfaRule::Unknown` rows for gaps between FDEs (the final one not counted).
     pub gaps: usize,
+    /// The ELF entry point had no FDE, so the table gives its code the outermost frame's rule
+    /// itself (`CfaRule::End`, up to the next FDE): see `table::outermost_entry`.
+    pub entry_end: bool,
     /// The CFI rows per CFA rule.
     pub rules: RuleCounts,
     /// Why CFI rows are unsupported.
@@ -366,12 +369,22 @@ fn table_of(cfi: elf::CfiBytes<'_>) -> Result<UnwindTable, UnwindErrorKind> {
     if all.fdes.is_empty() {
         return Err(UnwindErrorKind::NoCfi);
     }
-    assemble(fdes, &all, cfi.identity, cfi.segments)
+    let cfi_rows = all.rows.len();
+    // The entry's own segment bounds the rule: an entry outside executable code gets none.
+    let entry_end = cfi.entry.is_some_and(|entry| {
+        cfi.segments
+            .iter()
+            .find(|s| s.vaddr <= entry && entry < s.vaddr.saturating_add(s.size))
+            .is_some_and(|s| table::outermost_entry(&mut all, entry, s.vaddr + s.size))
+    });
+    assemble(fdes, &all, cfi_rows, entry_end, cfi.identity, cfi.segments)
 }
 
 fn assemble(
     fdes: SectionFdes,
     walked: &cfi::Cfi,
+    cfi_rows: usize,
+    entry_end: bool,
     identity: FileIdentity,
     segments: Vec<Segment>,
 ) -> Result<UnwindTable, UnwindErrorKind> {
@@ -382,7 +395,8 @@ fn assemble(
         cies: walked.cies,
         empty_fdes: assembly.empty_fdes,
         overlapping_fdes: assembly.overlapping_fdes,
-        cfi_rows: walked.rows.len(),
+        cfi_rows,
+        entry_end,
         rows: rows.len(),
         gaps: assembly.gaps,
         rules: walked.rules,
@@ -453,8 +467,24 @@ mod tests {
             got_address: None,
             identity: FileIdentity::CfiHash(0),
             segments: Vec::new(),
+            entry: None,
         })
         .map_err(|kind| UnwindError { path: None, kind })
+    }
+
+    /// Every library constructor is called from ld.so's `_dl_start_user`, which follows its
+    /// `_start` at the entry point: whether the CFI says it (`DW_CFA_undefined rip`) or has no
+    /// FDE there (Debian's glibc 2.36), the walk must end there complete, not unknown.
+    #[test]
+    fn the_loaders_entry_code_is_the_outermost_frame() {
+        let path = Path::new("/lib64/ld-linux-x86-64.so.2");
+        let data = std::fs::read(path).unwrap();
+        let elf = object::File::parse(&*data).unwrap();
+        let entry = object::Object::entry(&elf);
+        let t = build(path).unwrap();
+        assert_eq!(t.lookup(entry), RowRule::bare(CfaRule::End), "{entry:#x}");
+        // _dl_start_user's call of _dl_init, a few instructions on.
+        assert_eq!(t.lookup(entry + 0x2f), RowRule::bare(CfaRule::End));
     }
 
     #[test]

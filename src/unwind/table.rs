@@ -2,7 +2,7 @@
 //! pc, neighbours with the same rule merged, a `CfaRule::Unknown` row wherever code has no
 //! CFI, and overlapping FDEs resolved the same way every time.
 
-use super::cfi::{Cfi, Fde};
+use super::cfi::{Cfi, CfiRow, Fde};
 use super::row::{CfaRule, RowRule, UnwindRow};
 
 /// What assembling did besides producing rows.
@@ -85,6 +85,45 @@ pub(crate) fn assemble(cfi: &Cfi) -> Result<(Vec<UnwindRow>, Assembly), AboveFou
     Ok((rows.0, assembly))
 }
 
+/// Gives the ELF entry point's code an outermost-frame rule when no FDE covers it: `CfaRule::End`
+/// from `entry` up to the next FDE (or `code_end`, the end of its executable segment). Returns
+/// whether it did.
+///
+/// The code at `e_entry` is where the kernel starts the process, or the loader for an
+/// executable: nothing called it, so a walk that reaches it has reached the outermost frame.
+/// Most entry points say so themselves (glibc's `_start` in crt1.o has `DW_CFA_undefined rip`),
+/// but Debian's glibc 2.36 ld.so has no FDE at all for its `_start` and `_dl_start_user`
+/// (RTLD_START, inline assembly without CFI), which every library constructor is called from
+/// through `_dl_init`: without this, those walks ended at a gap and counted as unknown although
+/// they were complete. Only the gap the entry opens is covered, never code before it.
+pub(crate) fn outermost_entry(cfi: &mut Cfi, entry: u64, code_end: u64) -> bool {
+    if entry >= code_end
+        || cfi
+            .fdes
+            .iter()
+            .any(|fde| fde.start <= entry && entry < fde.end)
+    {
+        return false;
+    }
+    let end = cfi
+        .fdes
+        .iter()
+        .map(|fde| fde.start)
+        .filter(|&start| start > entry)
+        .fold(code_end, u64::min);
+    let row = cfi.rows.len();
+    cfi.rows.push(CfiRow {
+        start: entry,
+        rule: RowRule::bare(CfaRule::End),
+    });
+    cfi.fdes.push(Fde {
+        start: entry,
+        end,
+        rows: row..row + 1,
+    });
+    true
+}
+
 /// Rows being built in increasing pc order, merging as they come.
 struct Rows(Vec<UnwindRow>);
 
@@ -118,7 +157,6 @@ impl Rows {
 
 #[cfg(test)]
 mod tests {
-    use super::super::cfi::CfiRow;
     use super::super::synthetic::rsp;
     use super::*;
 
@@ -146,6 +184,48 @@ mod tests {
     }
 
     const UNKNOWN: RowRule = RowRule::bare(CfaRule::Unknown);
+    const END: RowRule = RowRule::bare(CfaRule::End);
+
+    /// ld.so's layout (Debian's glibc 2.36): `_start` and `_dl_start_user` between two FDEs,
+    /// without one of their own, the entry in that gap.
+    #[test]
+    fn entry_without_fde_is_the_outermost_frame_up_to_the_next_fde() {
+        let mut c = cfi(&[
+            (0x10, 0x18, &[(0x10, rsp(8))]),
+            (0x40, 0x48, &[(0x40, rsp(8))]),
+        ]);
+        assert!(outermost_entry(&mut c, 0x20, 0x100));
+        let (rows, _) = assemble(&c).unwrap();
+        assert_eq!(
+            pairs(&rows),
+            vec![
+                (0x10, rsp(8)),
+                (0x18, UNKNOWN),
+                (0x20, END),
+                (0x40, rsp(8)),
+                (0x48, UNKNOWN)
+            ]
+        );
+    }
+
+    #[test]
+    fn entry_past_the_last_fde_ends_with_its_segment() {
+        let mut c = cfi(&[(0x10, 0x18, &[(0x10, rsp(8))])]);
+        assert!(outermost_entry(&mut c, 0x18, 0x30));
+        let (rows, _) = assemble(&c).unwrap();
+        assert_eq!(
+            pairs(&rows),
+            vec![(0x10, rsp(8)), (0x18, END), (0x30, UNKNOWN)]
+        );
+    }
+
+    #[test]
+    fn entry_with_its_own_fde_or_outside_the_code_changes_nothing() {
+        let mut c = cfi(&[(0x10, 0x18, &[(0x10, rsp(8))])]);
+        assert!(!outermost_entry(&mut c, 0x14, 0x100));
+        assert!(!outermost_entry(&mut c, 0x200, 0x100));
+        assert_eq!(c.fdes.len(), 1);
+    }
 
     #[test]
     fn touching_fdes_merge_equal_rules_and_end_with_unknown() {
