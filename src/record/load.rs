@@ -369,7 +369,7 @@ fn configure(
         .map_err(kernel_error)?;
     reuse_shared(&mut open, object, shared).map_err(kernel_error)?;
     if object.name == "alloc" {
-        // The rows of every file's unwind table (record::stacks), 24 MiB of kernel memory,
+        // The rows of every file's unwind table (record::stacks), 48 MiB of kernel memory,
         // created only when stacks are recorded.
         let rows = if opts.stacks {
             crate::record::stacks::row_elements()
