@@ -293,10 +293,27 @@ int BPF_PROG(rss_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm
 	return 0;
 }
 
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(rss_exit, struct task_struct *p)
+static __always_inline int exit_forget(struct task_struct *p)
 {
 	if (group_dead(p))
 		forget(BPF_CORE_READ(p, tgid));
 	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(rss_exit, struct task_struct *p)
+{
+	return exit_forget(p);
+}
+
+/*
+ * The same again, attached right after, as process.bpf.c's sched_process_exit_again: the kernel
+ * skips a run of a program on a CPU where a run of it is under way (preempted, 7.2), and a
+ * skipped forget leaves the process's last values for a later process of the same tgid to be
+ * measured against (sid's matrix saw one in a fork_tree recording). A second delete is harmless.
+ */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(rss_exit_again, struct task_struct *p)
+{
+	return exit_forget(p);
 }

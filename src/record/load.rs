@@ -93,8 +93,13 @@ const SHARED_AND_GATE: &[&str] = &["tracked", "events", "lost", "gate"];
 /// skips a run of a program on a CPU where a run of it is under way (preempted, on kernels that
 /// run tracepoint programs preemptible), and the copy then runs in its place
 /// (process.bpf.c's `sched_process_exit_again`: a lost exit would be lost for good, and the
-/// `tracked` delete lets only one copy report). Only runs both copies skipped may lose events.
-const DOUBLED: &[(&str, &str)] = &[("sched_process_exit", "sched_process_exit_again")];
+/// `tracked` delete lets only one copy report; rss.bpf.c's `rss_exit_again`: a lost forget
+/// would leave the process's last values for a later process of its tgid, and a second delete
+/// is harmless). Only runs both copies skipped may lose events.
+const DOUBLED: &[(&str, &str)] = &[
+    ("sched_process_exit", "sched_process_exit_again"),
+    ("rss_exit", "rss_exit_again"),
+];
 
 /// Programs that find what their skipped runs lost of the tree themselves and count it as lost
 /// events (mmap.bpf.c's syscall programs, doubled too where [`COPIES_RODATA`] says, and their
@@ -156,7 +161,13 @@ pub const OBJECTS: &[Object] = &[
         name: "rss",
         bytes: raw::RSS_BPF_OBJECT,
         shares: SHARED,
-        programs: Programs::Tracepoints(&["rss_stat", "rss_fork", "rss_exec", "rss_exit"]),
+        programs: Programs::Tracepoints(&[
+            "rss_stat",
+            "rss_fork",
+            "rss_exec",
+            "rss_exit",
+            "rss_exit_again",
+        ]),
         feature: Some("rss"),
         when: When::Rss,
     },
