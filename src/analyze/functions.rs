@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use super::order::SiteOrder;
 use super::stack_frames::{FrameTable, StackFrames};
 use crate::model::functions::{Cost, FunctionMetrics, FunctionReport};
-use crate::model::sites::{SiteFrame, SiteMetrics};
+use crate::model::sites::{allocator_frames, SiteFrame, SiteMetrics};
 
 /// What `report --functions` asks for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -116,11 +116,9 @@ pub(super) fn report(
 /// program frame first (the one `self` counts for), then its callers that are the program's.
 /// Empty only for an empty stack (allocations without one).
 fn program_frames(stack: &[&SiteFrame]) -> Vec<usize> {
-    // The innermost trie node's frames: the allocator function and what is inlined at its entry.
-    let allocator = stack
-        .iter()
-        .position(|f| !f.inlined)
-        .map_or(stack.len(), |p| p + 1);
+    // The innermost trie node's frames: the allocator function and what is inlined at its entry
+    // (the stack formats' rule too). A mark is only ever a walk's outermost frame.
+    let allocator = allocator_frames(stack.iter().copied());
     let program: Vec<usize> = (allocator..stack.len())
         .filter(|&k| !stack[k].is_library())
         .collect();

@@ -121,7 +121,7 @@ pub fn kernel_features(
                 }
                 "rmap functions" => match vmlinux {
                     None => (None, "no BTF to read".into()),
-                    Some(b) => match rmap_hooks::choose(|f| b.has(f, sys::BTF_KIND_FUNC)) {
+                    Some(b) => match rmap_hooks::choose_in(b) {
                         Ok(hooks) => (
                             Some(true),
                             format!("{} of {}", hooks.len(), rmap_hooks::kernels_of(hooks[0])),
