@@ -230,7 +230,9 @@ int BPF_PROG(rss_stat, struct mm_struct *mm, int member)
 	 * Exit event, and, during exec, the old image's teardown and the new image's set-up
 	 * (rss_exec reads the new image's starting values instead).
 	 */
-	current_tgid = BPF_CORE_READ(current, tgid);
+	/* The tgid, a number, is loaded; the mm, a pointer, is read: a pointer loaded from the
+	 * trusted task has the verifier search the kernel's whole BTF for a __safe_trusted type. */
+	current_tgid = current->tgid;
 	if (owner_tgid == current_tgid &&
 	    (BPF_CORE_READ(current, mm) != mm || BPF_CORE_READ_BITFIELD_PROBED(current, in_execve)))
 		return 0;
