@@ -498,11 +498,22 @@ pub fn self_usage() -> SelfUsage {
 /// thread that does not exist in it, and it runs ordinary code (the guardian of
 /// record/guardian.rs), not only async-signal-safe calls.
 pub fn fork_single_threaded() -> io::Result<Option<i32>> {
-    let threads = std::fs::read_dir("/proc/self/task")?.count();
-    if threads != 1 {
-        return Err(io::Error::other(format!(
-            "memtrack has {threads} threads; it forks only while it has one"
-        )));
+    // A thread already joined stays in /proc/self/task until the kernel has reaped it: join
+    // returns at its exit's tid wake-up, a moment before. Under qemu's TCG that moment was long
+    // enough for arm64's job to see 2 threads once. So the count is asked again until it is 1,
+    // for at most a second, before refusing.
+    let deadline = std::time::Instant::now() + Duration::from_secs(1);
+    loop {
+        let threads = std::fs::read_dir("/proc/self/task")?.count();
+        if threads == 1 {
+            break;
+        }
+        if std::time::Instant::now() > deadline {
+            return Err(io::Error::other(format!(
+                "memtrack has {threads} threads; it forks only while it has one"
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(1));
     }
     // SAFETY: this process has one thread (checked above, and nothing here starts one), so
     // the child inherits no lock held by another thread and may run ordinary code.
