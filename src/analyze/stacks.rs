@@ -595,6 +595,7 @@ impl StackPass {
             sites,
             local_symbols: self.local_symbols.clone(),
             walks: self.walks,
+            sampling: None,
         }
     }
 
@@ -643,6 +644,7 @@ impl StackPass {
             frames: frames.frames,
             stacks,
             samples,
+            sampling: None,
         }
     }
 }

@@ -198,6 +198,7 @@ mod tests {
             sites,
             local_symbols: None,
             walks: None,
+            sampling: None,
         }
     }
 

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::str::FromStr;
 
 use super::measure::{self, Measure};
-use super::sites::{callers_start, SiteFrame};
+use super::sites::{callers_start, SiteFrame, StackSampling};
 
 /// Which blocks a profile view weighs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -197,6 +197,8 @@ pub struct Profile {
     pub stacks: Vec<Stack>,
     /// Sorted by stack, pid, benchmark.
     pub samples: Vec<Sample>,
+    /// Present when the values are estimates from sampled stacks (as `StackReport::sampling`).
+    pub sampling: Option<StackSampling>,
 }
 
 impl Profile {
@@ -438,6 +440,7 @@ mod tests {
                     frames: Vec::new(),
                 },
             ],
+            sampling: None,
             samples: vec![
                 Sample {
                     stack: 0,

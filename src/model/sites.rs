@@ -33,6 +33,31 @@ pub struct StackReport {
     /// scope); absent when the file has none (cut short, or no call stacks).
     #[serde(flatten)]
     pub walks: Option<StackWalks>,
+    /// Present when the recording sampled its stacks (the default, `record --stack-sample`):
+    /// the sites' values are then estimates from the sampled allocations; absent when every
+    /// allocation's stack was walked (`record --stacks`), and the values are exact.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<StackSampling>,
+}
+
+/// How a recording sampled its allocations' stacks, and how many of the scope's allocations
+/// the sites' estimates stand on.
+///
+/// Every allocation is recorded exactly; only the walk of its stack is sampled, as a Poisson
+/// process over the requested bytes: an allocation of `s` bytes is walked with probability
+/// `1 - exp(-s / mean_bytes)`, and always when `s >= mean_bytes`. A walked allocation stands
+/// for `1 / p` allocations and `s / p` bytes of its site (docs/stacks.md, "Sampled stacks").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct StackSampling {
+    /// The mean number of requested bytes between two walked allocations (R).
+    pub mean_bytes: u64,
+    /// The seed the recording's draws came from: the same seed and the same deterministic
+    /// program walk the same allocations.
+    pub seed: u64,
+    /// The scope's allocations whose stack was walked: what the estimates stand on.
+    pub sampled_allocations: u64,
+    /// The scope's allocations, walked or not (exact).
+    pub allocations: u64,
 }
 
 /// The modules whose frames a report named from the files of the machine it ran on, not from
