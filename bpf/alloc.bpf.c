@@ -58,6 +58,11 @@ struct call_state {
 	__u64 free_sp;  /* the stack pointer at that entry */
 	__u32 stack;    /* the call stack id of the outermost call (stack.bpf.h), 0 if none */
 	__u32 label_stack; /* the call stack id taken at the label's entry */
+	__u64 countdown; /* requested bytes left before the next sampled allocation */
+	__u32 draw;      /* the index of this thread's next draw in `sample_draws` */
+	__u32 sampling;  /* 1 once countdown and draw are set */
+	__u32 ordinal;   /* this thread's order among its process's threads to call an allocator */
+	__u32 _pad;
 };
 
 /* Kept in the thread's own task storage, which the kernel frees with the thread: a lookup is a
@@ -78,15 +83,93 @@ static __always_inline struct call_state *thread_state(__u32 tgid)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct call_state *st = bpf_task_storage_get(&call_state, task, 0, 0);
+	__u32 *tracked_value;
 
 	if (st)
 		return st;
-	if (tracked_state(tgid) != TRACK_PROCESS)
+	tracked_value = bpf_map_lookup_elem(&tracked, &tgid);
+	if (!tracked_value || (*tracked_value & TRACK_STATE_MASK) != TRACK_PROCESS)
 		return 0;
 	st = bpf_task_storage_get(&call_state, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!st)
+	if (!st) {
 		count_lost(LOST_STATE_FULL);
+		return 0;
+	}
+	/* Numbered in the process's own count, which its tracked entry carries (event.h). Read,
+	 * then added to: a fetching add needs -mcpu=v3, and two threads that race to their first
+	 * call (and may share a number) would not sample reproducibly anyway. */
+	st->ordinal = *tracked_value >> TRACK_THREAD_SHIFT;
+	__sync_fetch_and_add(tracked_value, 1u << TRACK_THREAD_SHIFT);
 	return st;
+}
+
+/*
+ * Sampled stacks (issue 32; docs/PERFORMANCE.md, "Sampled stacks"). With `stack_sample_mean` R set,
+ * the stack of an allocation is walked when a Poisson process over the thread's requested bytes
+ * (mean interval R) has a point inside it: each thread counts down the bytes to its next point,
+ * drawn from an exponential distribution; an allocation of s bytes is walked when the countdown
+ * is at most s, and the next interval is drawn afresh, the part of this one past the point
+ * discarded. By the exponential's lack of memory, the countdown at any allocation is a fresh
+ * draw, so an allocation of s bytes is walked with probability 1 - exp(-s/R) whatever came
+ * before, which the report's estimator inverts. An allocation of R bytes or more is always
+ * walked and leaves the countdown alone. A zero-byte allocation counts as one byte.
+ *
+ * The draws are user space's (it has floating point and a seeded generator): `sample_draws`
+ * holds SAMPLE_DRAWS of them, and each thread reads them in order from a start its ordinal in
+ * its process picks, so two recordings of a deterministic program walk the same allocations.
+ */
+const volatile __u64 stack_sample_mean SEC(".rodata.sample") = 0; /* 0: walk every one */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, SAMPLE_DRAWS);
+	__type(key, __u32);
+	__type(value, __u32);
+} sample_draws SEC(".maps");
+
+static __always_inline __u64 next_interval(struct call_state *st)
+{
+	__u32 i = st->draw++ & (SAMPLE_DRAWS - 1);
+	__u32 *v = bpf_map_lookup_elem(&sample_draws, &i);
+
+	return v && *v ? *v : stack_sample_mean;
+}
+
+/* Whether the stack of an allocation of `size` bytes is walked (see above). */
+static __always_inline bool sampled(struct call_state *st, __u64 size)
+{
+	__u64 mean = stack_sample_mean;
+
+	if (!mean || size >= mean)
+		return true;
+	if (!size)
+		size = 1;
+	if (!st->sampling) {
+		/* Threads start far apart in the draws: 40,503 is about 2^16 / phi. */
+		st->draw = st->ordinal * 40503u;
+		st->countdown = next_interval(st);
+		st->sampling = 1;
+	}
+	if (st->countdown > size) {
+		st->countdown -= size;
+		return false;
+	}
+	st->countdown = next_interval(st);
+	return true;
+}
+
+/* The stack id the allocation of `size` bytes carries: its walk's if sampled (STACK_ID_MISSING
+ * when the walk gave none), 0 if not sampled. Walking every stack, a walk that gave none is 0
+ * as before. */
+static __always_inline __u32 stack_of(struct pt_regs *ctx, struct call_state *st, __u64 size)
+{
+	__u32 id;
+
+	if (!sampled(st, size))
+		return 0;
+	id = stack_id((STACK_CTX *)ctx);
+	return id || !stack_sample_mean ? id : STACK_ID_MISSING;
 }
 
 static __always_inline __u64 mul_saturating(__u64 a, __u64 b)
@@ -146,7 +229,7 @@ static __always_inline int call_enter(struct pt_regs *ctx, __u32 func, __u32 lay
 		st->label = 0;
 	}
 	if (!labelled)
-		st->stack = stacks ? stack_id((STACK_CTX *)ctx) : 0;
+		st->stack = stacks ? stack_of(ctx, st, size) : 0;
 	st->sp = sp;
 	st->size = size;
 	st->arg = arg;
@@ -176,7 +259,7 @@ static __always_inline int label_enter(struct pt_regs *ctx, __u32 func, __u64 si
 	st->label = func;
 	st->label_sp = sp;
 	st->label_size = size;
-	st->label_stack = stacks && gate_open() ? stack_id((STACK_CTX *)ctx) : 0;
+	st->label_stack = stacks && gate_open() ? stack_of(ctx, st, size) : 0;
 	return 0;
 }
 

@@ -155,7 +155,7 @@ static __always_inline __u32 tracked_state(__u32 tgid)
 {
 	__u32 *state = bpf_map_lookup_elem(&tracked, &tgid);
 
-	return state ? *state : 0;
+	return state ? *state & TRACK_STATE_MASK : 0;
 }
 
 /* Whether exiting task `p` is the last of its process, at sched_process_exit: do_exit has

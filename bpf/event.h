@@ -137,6 +137,21 @@ enum tracked_state {
 	TRACK_SPAWNER = 2, /* do not record this process, but record the children it creates */
 };
 
+/* A `tracked` value is the enum tracked_state in its low 16 bits; the bits above count the
+ * process's threads that have called an allocator (alloc.bpf.c), which numbers each thread's
+ * sampling draws by its order in the process rather than by its tid. */
+#define TRACK_STATE_MASK 0xffffu
+#define TRACK_THREAD_SHIFT 16
+
+/* The stack id of an allocation whose stack was sampled but could not be taken (the ring was
+ * full, no memory for the walk): its site is "[no stack]", where stack id 0 means "not
+ * sampled". Only sampled recordings send it; with every stack walked, 0 stays "none". */
+#define STACK_ID_MISSING 0xffffffffu
+
+/* Draws of the sampling countdown (alloc.bpf.c's `sample_draws`): exponential intervals in
+ * bytes, drawn by user space from the recording's seed. */
+#define SAMPLE_DRAWS (1u << 16)
+
 /* Values of element 0 of the `gate` map: whether allocator calls are recorded. A zeroed map is
  * open, so a recording without a control FIFO records everything without any set-up. */
 enum gate_state {

@@ -36,5 +36,4 @@ pub mod views;
 mod sys;
 #[cfg(test)]
 mod testkit;
-#[cfg(test)]
 mod xorshift;

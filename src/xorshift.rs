@@ -1,5 +1,7 @@
-//! A small deterministic generator (xorshift64) for the unit tests that damage files and build
-//! random event streams: reproducible from a seed, without a crate.
+//! A small deterministic generator (xorshift64): the sampled stacks' draws
+//! (`record::stacks::StackSample::draws`), and the unit tests that damage files and build random
+//! event streams. Reproducible from a seed, without a crate: the draws must stay the same from
+//! one build to the next for a seed to mean anything.
 
 /// xorshift64; the seed must not be zero.
 pub struct XorShift(pub u64);
@@ -13,6 +15,7 @@ impl XorShift {
         self.0
     }
 
+    #[cfg(test)]
     /// A value below `n` (n > 0).
     pub fn below(&mut self, n: u64) -> u64 {
         self.next() % n

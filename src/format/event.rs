@@ -411,6 +411,9 @@ pub const MARK_TRUNCATED: u64 = 1;
 pub const MARK_UNKNOWN: u64 = 2;
 /// `offset` of a `MODULE_MARK` frame: the walk ended at CFI it cannot compute.
 pub const MARK_UNSUPPORTED: u64 = 3;
+/// `offset` of a `MODULE_MARK` frame, the only frame of its stack: the allocation's stack was
+/// sampled but could not be taken (the ring was full, no memory for the walk).
+pub const MARK_NO_STACK: u64 = 4;
 
 /// A build id as lower-case hex in JSON (`memtrack dump`): what `file` and `readelf -n`
 /// print, not an array of numbers. On disk (postcard, not human-readable) it is a byte string,
@@ -510,6 +513,38 @@ pub const FEATURE_CONTROL: &str = "control";
 
 /// `Header::features` entry of a recording with call stacks (not `record --no-stacks`).
 pub const FEATURE_STACKS: &str = "stacks";
+
+/// `Header::features` entry of a recording whose stacks were sampled (`record
+/// --stack-sample`, the default): `stack_sample:MEAN:SEED`, MEAN the mean requested bytes between
+/// two walked allocations and SEED the draws' seed. Allocations then carry stack id 0 when their
+/// stack was not walked, and the sites' values are estimates (docs/PERFORMANCE.md, "Sampled stacks"). Without it, every
+/// allocation's stack was walked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StackSampleFeature {
+    pub mean_bytes: u64,
+    pub seed: u64,
+}
+
+impl StackSampleFeature {
+    const PREFIX: &'static str = "stack_sample:";
+
+    /// The sampling a recording's header states, if any.
+    pub fn of(features: &[String]) -> Option<StackSampleFeature> {
+        features.iter().find_map(|f| {
+            let (mean, seed) = f.strip_prefix(Self::PREFIX)?.split_once(':')?;
+            Some(StackSampleFeature {
+                mean_bytes: mean.parse().ok().filter(|&m| m > 0)?,
+                seed: seed.parse().ok()?,
+            })
+        })
+    }
+}
+
+impl std::fmt::Display for StackSampleFeature {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}{}:{}", Self::PREFIX, self.mean_bytes, self.seed)
+    }
+}
 
 /// `Header::features` entry of a recording that scanned each process for leaks at its normal
 /// exit (format version 5 on, not `record --no-leak-scan`): a process that ended without a

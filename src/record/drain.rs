@@ -37,6 +37,7 @@ use crate::record::stacks::{self, Interner};
 use crate::record::warnings::{Growth, Seen};
 use crate::sys::bpf::MapFd;
 use crate::sys::process::{self, Reaped, SignalSet};
+use crate::sys::raw::STACK_ID_MISSING;
 use crate::sys::ring::RingBuffer;
 use crate::sys::sched::{self, Priority};
 use crate::sys::wait::{Trigger, Waiter};
@@ -607,6 +608,14 @@ impl<'a> Session<'a> {
                     if let EventKind::Alloc { stack_id, .. } | EventKind::Realloc { stack_id, .. } =
                         &mut ev.kind
                     {
+                        if *stack_id == STACK_ID_MISSING {
+                            let mut nodes = std::mem::take(&mut sink.nodes);
+                            sink.stacks.add_missing(ev.ts_ns, &mut nodes);
+                            for node in nodes.drain(..) {
+                                sink.push(&node);
+                            }
+                            sink.nodes = nodes;
+                        }
                         *stack_id = sink.stacks.leaf(*stack_id);
                     }
                     // A mapped file's path, read while its process lives (the kernel sends

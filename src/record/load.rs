@@ -12,6 +12,7 @@ use std::thread::JoinHandle;
 use crate::error::Error;
 use crate::preflight::{rmap_hooks, Capabilities, UprobeLinks};
 use crate::record::pidns::{self, PidNamespace};
+use crate::record::stacks::StackMode;
 use crate::record::{attach, core_btf, discover, kernel_error, rmap, RecordOptions};
 use crate::sys::bpf::{BpfError, CustomBtf, Link, LoadedObject, OpenObject, SharedMap};
 use crate::sys::{raw, sched};
@@ -278,6 +279,9 @@ const MMAP_COPIES: [&str; 2] = ["mmap_sys_enter_again", "mmap_sys_exit_again"];
 /// stacks sent (2^18 buckets).
 const STACK_HASHES: [&str; 2] = ["unwind_files", "stack_ids"];
 
+/// alloc.bpf.c's mean bytes between sampled stacks (`stack_sample_mean`; 0 walks every one).
+const SAMPLE_RODATA: &str = ".rodata.sample";
+
 /// alloc.bpf.c's read-only flag for [`Walk`] (`walk_preempt_off`).
 const WALK_RODATA: &str = ".rodata.walk";
 
@@ -382,14 +386,14 @@ fn configure(
     if object.name == "alloc" {
         // The rows of every file's unwind table (record::stacks), 48 MiB of kernel memory,
         // created only when stacks are recorded.
-        let rows = if opts.stacks {
+        let rows = if opts.stacks.walks() {
             crate::record::stacks::row_elements()
         } else {
             1
         };
         open.set_max_entries("unwind_rows", rows)
             .map_err(kernel_error)?;
-        if !opts.stacks {
+        if !opts.stacks.walks() {
             // Without a walk nothing uses them, and a hash map's buckets are made and set up
             // at creation even unpreallocated: 4.25 MiB of kernel memory for these two.
             for map in STACK_HASHES {
@@ -397,9 +401,13 @@ fn configure(
             }
         }
         // One entry program of the two: the walker is verified only when it walks.
-        open.set_autoload(attach::ALLOC_ENTER, !opts.stacks)
-            .and_then(|()| open.set_autoload(attach::ALLOC_ENTER_STACKS, opts.stacks))
+        open.set_autoload(attach::ALLOC_ENTER, !opts.stacks.walks())
+            .and_then(|()| open.set_autoload(attach::ALLOC_ENTER_STACKS, opts.stacks.walks()))
             .map_err(kernel_error)?;
+        if let StackMode::Sampled(sample) = opts.stacks {
+            open.set_rodata(SAMPLE_RODATA, &sample.mean_bytes.to_ne_bytes())
+                .map_err(kernel_error)?;
+        }
         if walk == Walk::Preemptible {
             open.set_rodata(WALK_RODATA, &[0]).map_err(kernel_error)?;
         }
@@ -560,7 +568,11 @@ impl Loaded {
                 log::info!("rmap hooks: fentry on {}", self.rmap_functions.join(", "));
                 result
             }
-            Err(e) if object.name == "alloc" && opts.stacks && refuses_walk_preempt_off(&e) => {
+            Err(e)
+                if object.name == "alloc"
+                    && opts.stacks.walks()
+                    && refuses_walk_preempt_off(&e) =>
+            {
                 log::info!(
                     "this kernel's verifier refuses the stack walk with preemption off; it walks \
                      preemptible"
@@ -606,6 +618,9 @@ impl Loaded {
                             if walk == Walk::Preemptible {
                                 open.set_rodata(WALK_RODATA, &[0])?;
                             }
+                            // The default's sampled walk, which a mean of 0 leaves out.
+                            let mean = crate::record::stacks::DEFAULT_SAMPLE_BYTES;
+                            open.set_rodata(SAMPLE_RODATA, &mean.to_ne_bytes())?;
                             if let (Programs::Uprobes(programs), UprobeLinks::Classic(_)) =
                                 (&object.programs, &caps.uprobes)
                             {

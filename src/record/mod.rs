@@ -88,8 +88,8 @@ pub struct RecordOptions {
     pub ending: guardian::Ending,
     /// Allocator functions to probe besides the catalogue's (`--allocator`, `--python-objects`).
     pub custom: Vec<custom::Custom>,
-    /// Record the call stack of every allocation (not `--no-stacks`).
-    pub stacks: bool,
+    /// Which allocations' call stacks are walked (`--stacks`, `--stack-sample`, `--no-stacks`).
+    pub stacks: stacks::StackMode,
     /// Write the symbols of the stacks' frames at the end (not `--no-symbols`).
     pub symbols: bool,
     /// Run the command with private copies of the allocator libraries, probed instead of the
@@ -435,9 +435,12 @@ fn discovery<'obj>(
     )
     .map_err(kernel_error)?;
     // Call stacks need the real allocator programs (not --probe-floor's empty ones).
-    let tables = if opts.stacks && !opts.probe_floor {
+    let tables = if opts.stacks.walks() && !opts.probe_floor {
         features.push(crate::format::FEATURE_STACKS.to_string());
-        Some(stacks::Tables::new(objects.allocator()).map_err(kernel_error)?)
+        if let stacks::StackMode::Sampled(sample) = opts.stacks {
+            features.push(sample.feature());
+        }
+        Some(stacks::Tables::new(objects.allocator(), opts.stacks).map_err(kernel_error)?)
     } else {
         None
     };

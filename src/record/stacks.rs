@@ -23,7 +23,7 @@ use crate::stacks::symbolize::{self, ModuleFile};
 use crate::stacks::trie::{Frame, NewNode, StackTrie};
 use crate::sys::bpf::{BpfError, LoadedObject, MapFd, MappedArray};
 use crate::sys::process;
-use crate::sys::raw::stack_stat;
+use crate::sys::raw::{stack_stat, STACK_ID_MISSING};
 use crate::unwind::UnwindRow;
 
 /// Rows the `unwind_rows` array holds: 4 Mi rows, 48 MiB of kernel memory. A C++ compile needs
@@ -41,8 +41,75 @@ pub fn row_elements() -> u32 {
     ROW_CAPACITY / ROWS_PER_ELEMENT
 }
 
+/// Which allocations' stacks a recording walks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StackMode {
+    /// None (`--no-stacks`): the walk is not even loaded.
+    Off,
+    /// A byte-weighted sample (`--stack-sample`): the sites' values are estimates.
+    Sampled(StackSample),
+    /// Every allocation's (`--stacks`): the sites' values are exact.
+    All,
+}
+
+impl StackMode {
+    /// Whether any stack is walked.
+    pub fn walks(self) -> bool {
+        self != StackMode::Off
+    }
+}
+
+/// The sampling of a recording's stacks (alloc.bpf.c, "Sampled stacks").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StackSample {
+    /// The mean requested bytes between two walked allocations (R).
+    pub mean_bytes: u64,
+    /// The seed of the draws: one seed and one deterministic program walk the same allocations.
+    pub seed: u64,
+}
+
+/// The R `doctor` verifies the sampled walk with (a mean of 0 would leave it out): the one
+/// docs/PERFORMANCE.md's "Sampled stacks" measured best.
+pub const DEFAULT_SAMPLE_BYTES: u64 = 16 << 10;
+
+/// The largest R `--stack-sample` takes: the draws are 32-bit byte counts, so an interval past
+/// 4 GiB is cut there, which at 64 MiB happens with probability e^-64.
+pub const MAX_SAMPLE_BYTES: u64 = 64 << 20;
+
+impl StackSample {
+    /// The header feature that tells the report the stacks are sampled, and how
+    /// (`format::StackSampleFeature` reads it back).
+    pub fn feature(self) -> String {
+        format::StackSampleFeature {
+            mean_bytes: self.mean_bytes,
+            seed: self.seed,
+        }
+        .to_string()
+    }
+
+    /// The `SAMPLE_DRAWS` intervals of the countdown: exponential with mean `mean_bytes`,
+    /// rounded up (an interval of x bytes ends inside an allocation of s >= x bytes: rounding up
+    /// keeps P(walk) = 1 - exp(-s/R) exact for whole s), from a generator seeded by `seed`.
+    pub fn draws(self) -> Vec<u32> {
+        // splitmix64's finalizer: nearby seeds (0, 1, 2 ...) start far apart, never at 0.
+        let mut z = self.seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        let mut rng = crate::xorshift::XorShift((z ^ (z >> 31)).max(1));
+        let mean = self.mean_bytes as f64;
+        (0..crate::sys::raw::SAMPLE_DRAWS)
+            .map(|_| {
+                // A uniform in (0, 1]: 53 random bits, plus one so that ln never sees 0.
+                let u = ((rng.next() >> 11) + 1) as f64 / (1u64 << 53) as f64;
+                (-u.ln() * mean).ceil().clamp(1.0, f64::from(u32::MAX)) as u32
+            })
+            .collect()
+    }
+}
+
 /// The names of the BPF maps this module works on (bpf/stack.bpf.h).
 const ROWS_MAP: &str = "unwind_rows";
+const DRAWS_MAP: &str = "sample_draws";
 const FILES_MAP: &str = "unwind_files";
 const CONFIG_MAP: &str = "stack_config";
 const STATS_MAP: &str = "stack_stats";
@@ -71,9 +138,18 @@ pub struct Tables<'obj> {
 }
 
 impl<'obj> Tables<'obj> {
-    /// Switch stacks on in `alloc` (alloc.bpf.o) and map its rows array.
-    pub fn new(alloc: &'obj LoadedObject) -> Result<Tables<'obj>, BpfError> {
+    /// Switch stacks on in `alloc` (alloc.bpf.o) as `mode` says and map its rows array.
+    pub fn new(alloc: &'obj LoadedObject, mode: StackMode) -> Result<Tables<'obj>, BpfError> {
         let rows = MapFd::of(alloc, ROWS_MAP)?.map_array(row_elements() as usize)?;
+        if let StackMode::Sampled(sample) = mode {
+            let draws = sample.draws();
+            let mut map = MapFd::of(alloc, DRAWS_MAP)?.map_array(draws.len())?;
+            let stride = map.stride();
+            let bytes = map.bytes_mut();
+            for (i, d) in draws.iter().enumerate() {
+                bytes[i * stride..i * stride + 4].copy_from_slice(&d.to_ne_bytes());
+            }
+        }
         MapFd::of(alloc, CONFIG_MAP)?.update_u32(0, 1)?;
         Ok(Tables {
             rows,
@@ -270,6 +346,21 @@ impl Interner {
         }));
     }
 
+    /// Interns the stack of a sampled allocation whose walk gave none (`STACK_ID_MISSING`), a
+    /// lone `[no stack]` mark, the first time one arrives, appending its node to `out`.
+    pub fn add_missing(&mut self, ts_ns: u64, out: &mut Vec<Event>) {
+        if self.leaves.contains_key(&STACK_ID_MISSING) {
+            return;
+        }
+        let missing = KernelStack {
+            id: STACK_ID_MISSING,
+            end: format::MARK_NO_STACK as u32,
+            ts_ns,
+            frames: Vec::new(),
+        };
+        self.add(&missing, out);
+    }
+
     /// The leaf node of kernel stack `id` (0: none, or never seen).
     pub fn leaf(&self, id: u32) -> u32 {
         if id == 0 {
@@ -316,4 +407,43 @@ pub fn finish(tables: &Tables<'_>, interner: &Interner, symbols: bool) -> Vec<Ev
         process::monotonic_ns().saturating_sub(started) / 1_000_000
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_feature_names_the_sample_and_reads_back() {
+        let sample = StackSample {
+            mean_bytes: 16384,
+            seed: 7,
+        };
+        assert_eq!(sample.feature(), "stack_sample:16384:7");
+        let features = ["stacks".to_string(), sample.feature()];
+        let read = format::StackSampleFeature::of(&features).unwrap();
+        assert_eq!((read.mean_bytes, read.seed), (16384, 7));
+        assert_eq!(format::StackSampleFeature::of(&["stacks".into()]), None);
+        assert_eq!(format::StackSampleFeature::of(&["stack_sample:0:1".into()]), None);
+    }
+
+    /// The draws are a seed's alone, differ between seeds (nearby ones too), and average the
+    /// mean: the sample's promise rests on them being exponential with mean R.
+    #[test]
+    fn draws_are_the_seeds_and_exponential() {
+        let sample = |seed| StackSample {
+            mean_bytes: 16384,
+            seed,
+        };
+        let a = sample(2).draws();
+        assert_eq!(a, sample(2).draws());
+        assert_ne!(a, sample(3).draws());
+        assert_eq!(a.len(), crate::sys::raw::SAMPLE_DRAWS as usize);
+        let mean = a.iter().map(|&d| f64::from(d)).sum::<f64>() / a.len() as f64;
+        assert!((mean / 16384.0 - 1.0).abs() < 0.02, "mean draw {mean}");
+        // Exponential: P(X > R) = 1/e.
+        let above = a.iter().filter(|&&d| d > 16384).count() as f64 / a.len() as f64;
+        assert!((above - (-1f64).exp()).abs() < 0.01, "{above} above the mean");
+        assert!(a.iter().all(|&d| d >= 1));
+    }
 }
