@@ -122,7 +122,7 @@ impl Accounting {
     /// A fresh pass that also finds the allocation sites of `scope`.
     pub fn with_sites(header: &Header, scope: &Scope, options: SiteOptions) -> Accounting {
         Accounting {
-            stacks: Some(Box::new(StackPass::new(scope, options))),
+            stacks: Some(Box::new(StackPass::new(scope, options, &header.features))),
             ..Accounting::new(header)
         }
     }

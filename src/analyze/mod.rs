@@ -19,6 +19,7 @@ mod mapped;
 mod order;
 mod resident;
 pub mod rmap;
+mod site_table;
 mod stack_frames;
 pub mod stacks;
 pub mod suppress;

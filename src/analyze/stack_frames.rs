@@ -13,7 +13,8 @@ use std::path::PathBuf;
 
 use crate::format::MODULE_MARK;
 use crate::format::{
-    self, EventKind, Symbol, SymbolFrame, MARK_TRUNCATED, MARK_UNKNOWN, MARK_UNSUPPORTED,
+    self, EventKind, Symbol, SymbolFrame, MARK_NO_STACK, MARK_TRUNCATED, MARK_UNKNOWN,
+    MARK_UNSUPPORTED,
 };
 use crate::intmap::IntMap;
 use crate::model::profile::ProfileModule;
@@ -208,6 +209,7 @@ impl StackFrames {
                 MARK_TRUNCATED => "[truncated]",
                 MARK_UNKNOWN => "[unknown]",
                 MARK_UNSUPPORTED => "[unsupported]",
+                MARK_NO_STACK => crate::model::profile::NO_STACK,
                 _ => "[stopped]",
             };
             frames.push(SiteFrame::mark(what, node.offset));

@@ -22,20 +22,20 @@
 //!   of that thread in between (heaptrack's definition, the heap accounting's `temporary`);
 //! - leaked: live when its process exited; live at end: its process was still running.
 
-use crate::format::EventKind;
+use crate::format::{EventKind, StackSampleFeature};
 use crate::intmap::IntMap;
 
 use super::bench::Benchmarks;
-use super::counters::Peak;
 use super::functions::{self, FunctionOptions};
+use super::site_table::{Amount, Ending, SiteTable, Weigher};
 use super::stack_frames::{FrameTable, StackFrames};
 use super::suppress::Suppressions;
 use super::tree::{ProcIdx, ProcessTable};
 use crate::model::functions::{Cost, FunctionReport};
+use crate::model::metrics::Scope;
 use crate::model::metrics::SuppressionReport;
-use crate::model::metrics::{Blocks, Scope};
 use crate::model::profile::{Profile, Sample, Stack, Values};
-use crate::model::sites::{LocalSymbols, SiteMetrics, StackReport, StackWalks};
+use crate::model::sites::{LocalSymbols, SiteMetrics, StackReport, StackSampling, StackWalks};
 
 pub use super::order::SiteOrder;
 
@@ -77,121 +77,6 @@ struct SiteKey {
     leaf: u32,
     proc: usize,
     bench: Option<usize>,
-}
-
-/// One site's counters in the scope.
-#[derive(Clone, Copy, Debug, Default)]
-struct Site {
-    allocations: u64,
-    allocated_bytes: u64,
-    temporary: u64,
-    temporary_bytes: u64,
-    /// Blocks live now.
-    live: Blocks,
-    leaked: Blocks,
-    /// Of `leaked`, what the leak scan found definitely lost (less what a suppression took).
-    lost: Blocks,
-    /// Of the lost blocks, those a suppression rule matched (`--suppress`).
-    suppressed: Blocks,
-    live_at_end: Blocks,
-    /// Live blocks at the latest scope peak, when `changed_at` is at or after that peak (else
-    /// `live` has not changed since and is the value).
-    at_peak: Blocks,
-    /// The table's clock at the last change of `live`.
-    changed_at: u64,
-}
-
-/// How a live block stops being live.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Ending {
-    /// Freed, or the old block of a realloc, or replaced by a block at the same address.
-    Released { temporary: bool },
-    /// Its process exited.
-    Leaked,
-    /// Its process called exec, which discards the heap.
-    Dropped,
-    /// Its process was still running at the end of the recording.
-    LiveAtEnd,
-}
-
-/// The sites of one scope and the scope's live heap with its peak.
-///
-/// The peak-moment values come from a lazy snapshot: a logical clock ticks at every change of
-/// a site, and a new peak of the scope marks the clock; a site changing for the first time
-/// since the mark saves its live bytes first, since they are what it held at the peak. So a
-/// new peak costs O(1), however many sites there are.
-#[derive(Debug, Default)]
-pub(super) struct SiteTable {
-    sites: IntMap<SiteKey, Site>,
-    live_bytes: u64,
-    peak: Peak,
-    clock: u64,
-    /// The clock at the latest peak: sites changed before it still hold their peak value.
-    peak_mark: u64,
-}
-
-impl SiteTable {
-    /// The site `leaf`, about to change: it saves its live bytes if the scope peaked since its
-    /// last change.
-    #[inline]
-    fn changing(&mut self, key: SiteKey) -> &mut Site {
-        let site = self.sites.entry(key).or_default();
-        if site.changed_at < self.peak_mark {
-            site.at_peak = site.live;
-        }
-        site.changed_at = self.clock;
-        self.clock += 1;
-        site
-    }
-
-    /// A block of `size` bytes allocated at `ts` by site `key`.
-    fn allocate(&mut self, key: SiteKey, size: u64, ts: u64) {
-        let site = self.changing(key);
-        site.allocations += 1;
-        site.allocated_bytes = site.allocated_bytes.saturating_add(size);
-        site.live = site.live.plus(Blocks {
-            blocks: 1,
-            bytes: size,
-        });
-        self.live_bytes = self.live_bytes.saturating_add(size);
-        if self.live_bytes > self.peak.value {
-            self.peak.raise(self.live_bytes, ts);
-            // Every change so far is before the peak: their sites hold their peak values now.
-            self.peak_mark = self.clock;
-        }
-    }
-
-    /// A live block of `size` bytes of site `key` ended as `how`.
-    fn end(&mut self, key: SiteKey, size: u64, how: Ending) {
-        let site = self.changing(key);
-        site.live.blocks = site.live.blocks.saturating_sub(1);
-        site.live.bytes = site.live.bytes.saturating_sub(size);
-        let gone = Blocks {
-            blocks: 1,
-            bytes: size,
-        };
-        match how {
-            Ending::Released { temporary } => {
-                site.temporary += u64::from(temporary);
-                if temporary {
-                    site.temporary_bytes = site.temporary_bytes.saturating_add(size);
-                }
-            }
-            Ending::Leaked => site.leaked = site.leaked.plus(gone),
-            Ending::Dropped => {}
-            Ending::LiveAtEnd => site.live_at_end = site.live_at_end.plus(gone),
-        }
-        self.live_bytes = self.live_bytes.saturating_sub(size);
-    }
-
-    /// What site `s` held at the scope's peak.
-    fn at_peak(&self, s: &Site) -> Blocks {
-        if s.changed_at < self.peak_mark {
-            s.live
-        } else {
-            s.at_peak
-        }
-    }
 }
 
 /// Which allocations the scope takes, resolved as the stream names its processes.
@@ -294,6 +179,8 @@ pub(super) struct StackPass {
     /// The trie and its names, which give a site its frames.
     names: StackFrames,
     walks: Option<StackWalks>,
+    /// How the recording sampled its stacks (its header's feature); `None`: every stack walked.
+    sampling: Option<StackSampleFeature>,
     /// The modules named from this machine's files (`name_missing`), for every report made.
     local_symbols: Option<LocalSymbols>,
     /// Whether the recording has call stacks at all: a stack node, walk counters, or an
@@ -301,18 +188,21 @@ pub(super) struct StackPass {
     recorded: bool,
     /// Live blocks in the scope: (process, address) -> their site (leaf 0: no stack).
     blocks: IntMap<(ProcIdx, u64), SiteKey>,
-    sites: SiteTable,
+    sites: SiteTable<SiteKey>,
     /// Live blocks a benchmark owns (allocated inside its windows): (process, address) ->
     /// their site (with its benchmark index), whatever the scope, for the benchmarks' own sites.
     bench_blocks: IntMap<(ProcIdx, u64), SiteKey>,
     /// The sites of each benchmark that allocated, by its index in `bench::Benchmarks`.
-    bench_sites: IntMap<usize, SiteTable>,
+    bench_sites: IntMap<usize, SiteTable<SiteKey>>,
 }
 
 impl StackPass {
     /// A pass for the sites of `scope`, before any event.
-    pub(super) fn new(scope: &Scope, options: SiteOptions) -> StackPass {
+    pub(super) fn new(scope: &Scope, options: SiteOptions, features: &[String]) -> StackPass {
+        let sampling = StackSampleFeature::of(features);
+        let weigher = sampling.map_or(Weigher::exact(), |f| Weigher::sampled(f.mean_bytes));
         StackPass {
+            sampling,
             filter: Filter::new(scope),
             options,
             names: StackFrames::default(),
@@ -320,7 +210,7 @@ impl StackPass {
             local_symbols: None,
             recorded: false,
             blocks: IntMap::default(),
-            sites: SiteTable::default(),
+            sites: SiteTable::new(weigher),
             bench_blocks: IntMap::default(),
             bench_sites: IntMap::default(),
         }
@@ -375,14 +265,14 @@ impl StackPass {
         };
         if self.filter.takes(table, i, bench, uri_of) {
             self.blocks.insert((i, addr), key);
-            self.sites.allocate(key, size, ts);
+            self.sites.allocate(key, leaf, size, ts);
         }
         if let Some(b) = bench {
             self.bench_blocks.insert((i, addr), key);
-            self.bench_sites
-                .entry(b)
-                .or_default()
-                .allocate(key, size, ts);
+            let weigher = self.sites.weigher();
+            (self.bench_sites.entry(b))
+                .or_insert_with(|| SiteTable::new(weigher))
+                .allocate(key, leaf, size, ts);
         }
     }
 
@@ -391,7 +281,8 @@ impl StackPass {
     #[inline(never)]
     pub(super) fn release(&mut self, i: ProcIdx, addr: u64, size: u64, temporary: bool) {
         if let Some(key) = self.blocks.remove(&(i, addr)) {
-            self.sites.end(key, size, Ending::Released { temporary });
+            self.sites
+                .end(key, key.leaf, size, Ending::Released { temporary });
         }
         if let Some(key) = self.bench_blocks.remove(&(i, addr)) {
             self.bench_end(key, size, Ending::Released { temporary });
@@ -414,15 +305,10 @@ impl StackPass {
     /// scan): count them at their sites, before `drop_process` ends them as leaked.
     pub(super) fn lost(&mut self, i: ProcIdx, live: &IntMap<u64, u64>, addrs: &[u64]) {
         for addr in addrs {
-            let (Some(&size), Some(key)) = (live.get(addr), self.blocks.get(&(i, *addr))) else {
+            let (Some(&size), Some(&key)) = (live.get(addr), self.blocks.get(&(i, *addr))) else {
                 continue;
             };
-            if let Some(site) = self.sites.sites.get_mut(key) {
-                site.lost = site.lost.plus(Blocks {
-                    blocks: 1,
-                    bytes: size,
-                });
-            }
+            self.sites.lost(key, key.leaf, size);
         }
     }
 
@@ -442,12 +328,14 @@ impl StackPass {
             .sites
             .sites
             .iter()
-            .filter(|(_, site)| site.lost.blocks > 0)
+            .filter(|(_, site)| site.lost.blocks > 0.0)
             .map(|(k, _)| *k)
             .collect();
         keys.sort_unstable();
         for key in keys {
-            let lost = self.sites.sites[&key].lost;
+            let lost_amount = self.sites.sites[&key].lost;
+            // Estimated, with sampled stacks: the process's exact leak split loses the estimate.
+            let lost = lost_amount.rounded();
             if key.leaf == 0 {
                 report.unmatchable = report.unmatchable.plus(lost);
                 continue;
@@ -457,8 +345,8 @@ impl StackPass {
                 .or_insert_with(|| s.matching(&self.names.frames(key.leaf)));
             let Some(rule) = rule else { continue };
             let site = self.sites.sites.get_mut(&key).expect("a key of the table");
-            site.suppressed = site.suppressed.plus(lost);
-            site.lost = Blocks::default();
+            site.suppressed = site.suppressed.plus(lost_amount);
+            site.lost = Amount::default();
             report.suppressed = report.suppressed.plus(lost);
             let used = &mut report.rules[rule].suppressed;
             *used = used.plus(lost);
@@ -477,7 +365,7 @@ impl StackPass {
     /// allocated the block).
     fn bench_end(&mut self, key: SiteKey, size: u64, how: Ending) {
         if let Some(t) = key.bench.and_then(|b| self.bench_sites.get_mut(&b)) {
-            t.end(key, size, how);
+            t.end(key, key.leaf, size, how);
         }
     }
 
@@ -493,7 +381,7 @@ impl StackPass {
         };
         for (&addr, &size) in live {
             if let Some(key) = self.blocks.remove(&(i, addr)) {
-                self.sites.end(key, size, how);
+                self.sites.end(key, key.leaf, size, how);
             }
             if let Some(key) = self.bench_blocks.remove(&(i, addr)) {
                 self.bench_end(key, size, bench_how);
@@ -540,12 +428,12 @@ impl StackPass {
     }
 
     /// The report of the sites of `table`.
-    fn report_of(&self, table: &SiteTable, start_ns: u64) -> StackReport {
+    fn report_of(&self, table: &SiteTable<SiteKey>, start_ns: u64) -> StackReport {
         self.cut(self.sorted_sites(table), table, start_ns)
     }
 
     /// Every site of `table`, each stack's keys added up, in the options' order.
-    fn sorted_sites(&self, table: &SiteTable) -> Vec<SiteMetrics> {
+    fn sorted_sites(&self, table: &SiteTable<SiteKey>) -> Vec<SiteMetrics> {
         let mut by_leaf: IntMap<u32, SiteMetrics> = IntMap::default();
         for (key, s) in &table.sites {
             let m = by_leaf.entry(key.leaf).or_insert_with(|| SiteMetrics {
@@ -553,18 +441,21 @@ impl StackPass {
                 ..SiteMetrics::default()
             });
             let add = |a: &mut u64, b: u64| *a = a.saturating_add(b);
-            add(&mut m.allocations, s.allocations);
-            add(&mut m.allocated_bytes, s.allocated_bytes);
-            add(&mut m.peak_live_bytes, table.at_peak(s).bytes);
-            add(&mut m.leaked_bytes, s.leaked.bytes);
-            add(&mut m.leaked_blocks, s.leaked.blocks);
-            add(&mut m.lost_bytes, s.lost.bytes);
-            add(&mut m.lost_blocks, s.lost.blocks);
-            add(&mut m.suppressed_bytes, s.suppressed.bytes);
-            add(&mut m.suppressed_blocks, s.suppressed.blocks);
-            add(&mut m.live_at_end_bytes, s.live_at_end.bytes);
-            add(&mut m.live_at_end_blocks, s.live_at_end.blocks);
-            add(&mut m.temporary, s.temporary);
+            let allocated = s.allocated.rounded();
+            let (leaked, lost) = (s.leaked.rounded(), s.lost.rounded());
+            let (suppressed, live_at_end) = (s.suppressed.rounded(), s.live_at_end.rounded());
+            add(&mut m.allocations, allocated.blocks);
+            add(&mut m.allocated_bytes, allocated.bytes);
+            add(&mut m.peak_live_bytes, table.at_peak(s).rounded().bytes);
+            add(&mut m.leaked_bytes, leaked.bytes);
+            add(&mut m.leaked_blocks, leaked.blocks);
+            add(&mut m.lost_bytes, lost.bytes);
+            add(&mut m.lost_blocks, lost.blocks);
+            add(&mut m.suppressed_bytes, suppressed.bytes);
+            add(&mut m.suppressed_blocks, suppressed.blocks);
+            add(&mut m.live_at_end_bytes, live_at_end.bytes);
+            add(&mut m.live_at_end_blocks, live_at_end.blocks);
+            add(&mut m.temporary, s.temporary.rounded().blocks);
         }
         let mut sites: Vec<SiteMetrics> = by_leaf.into_values().collect();
         let order = self.options.order;
@@ -578,7 +469,12 @@ impl StackPass {
     }
 
     /// The report of `sites` (sorted, of `table`): cut to the options, each with its frames.
-    fn cut(&self, mut sites: Vec<SiteMetrics>, table: &SiteTable, start_ns: u64) -> StackReport {
+    fn cut(
+        &self,
+        mut sites: Vec<SiteMetrics>,
+        table: &SiteTable<SiteKey>,
+        start_ns: u64,
+    ) -> StackReport {
         let sites_total = sites.len() as u64;
         if self.options.top > 0 {
             sites.truncate(self.options.top);
@@ -595,7 +491,7 @@ impl StackPass {
             sites,
             local_symbols: self.local_symbols.clone(),
             walks: self.walks,
-            sampling: None,
+            sampling: self.sampling_of(table),
         }
     }
 
@@ -606,7 +502,7 @@ impl StackPass {
         uri_of: &dyn Fn(usize) -> Option<String>,
     ) -> Profile {
         let sites = &self.sites;
-        let mut keys: Vec<(&SiteKey, &Site)> = sites.sites.iter().collect();
+        let mut keys: Vec<(&SiteKey, &super::site_table::Site)> = sites.sites.iter().collect();
         keys.sort_by_key(|(k, _)| **k);
         let mut stacks: Vec<Stack> = Vec::new();
         let mut frames = FrameTable::default();
@@ -619,21 +515,23 @@ impl StackPass {
                 });
             }
             let p = table.procs().get(key.proc);
-            let peak = sites.at_peak(s);
+            let peak = sites.at_peak(s).rounded();
+            let (allocated, leaked) = (s.allocated.rounded(), s.leaked.rounded());
+            let temporary = s.temporary.rounded();
             samples.push(Sample {
                 stack: stacks.len() - 1,
                 pid: p.map_or(0, |p| p.pid),
                 command: p.and_then(|p| p.exe.clone()).unwrap_or_default(),
                 benchmark: key.bench.and_then(uri_of),
                 values: Values {
-                    allocations: s.allocations,
-                    allocated_bytes: s.allocated_bytes,
+                    allocations: allocated.blocks,
+                    allocated_bytes: allocated.bytes,
                     peak_live_blocks: peak.blocks,
                     peak_live_bytes: peak.bytes,
-                    leaked_blocks: s.leaked.blocks,
-                    leaked_bytes: s.leaked.bytes,
-                    temporary: s.temporary,
-                    temporary_bytes: s.temporary_bytes,
+                    leaked_blocks: leaked.blocks,
+                    leaked_bytes: leaked.bytes,
+                    temporary: temporary.blocks,
+                    temporary_bytes: temporary.bytes,
                 },
             });
         }
@@ -644,8 +542,18 @@ impl StackPass {
             frames: frames.frames,
             stacks,
             samples,
-            sampling: None,
+            sampling: self.sampling_of(sites),
         }
+    }
+
+    /// How the sites of `table` were sampled, if they were.
+    fn sampling_of(&self, table: &SiteTable<SiteKey>) -> Option<StackSampling> {
+        self.sampling.map(|f| StackSampling {
+            mean_bytes: f.mean_bytes,
+            seed: f.seed,
+            sampled_allocations: table.walked,
+            allocations: table.allocations,
+        })
     }
 }
 

@@ -46,7 +46,7 @@ pub struct StackReport {
 /// Every allocation is recorded exactly; only the walk of its stack is sampled, as a Poisson
 /// process over the requested bytes: an allocation of `s` bytes is walked with probability
 /// `1 - exp(-s / mean_bytes)`, and always when `s >= mean_bytes`. A walked allocation stands
-/// for `1 / p` allocations and `s / p` bytes of its site (docs/stacks.md, "Sampled stacks").
+/// for `1 / p` allocations and `s / p` bytes of its site (docs/PERFORMANCE.md, "Sampled stacks").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct StackSampling {
     /// The mean number of requested bytes between two walked allocations (R).
