@@ -40,43 +40,9 @@
  * allocation.
  */
 #include "stack.bpf.h"
+#include "call_state.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
-
-/* Per thread: the outermost allocator call in progress (see above). */
-struct call_state {
-	__u64 sp;       /* stack pointer at the outermost call's entry */
-	__u64 size;     /* requested bytes */
-	__u64 arg;      /* realloc: the old pointer; posix_memalign: where the result is stored */
-	__u32 depth;    /* allocator calls in progress on this thread; 0 when idle */
-	__u32 func;     /* enum alloc_func of the outermost call */
-	__u32 layout;   /* enum alloc_layout of the outermost call */
-	__u32 label;    /* enum alloc_func of a LAYOUT_LABEL entry in progress, 0 when none */
-	__u64 label_sp; /* the stack pointer at that entry */
-	__u64 label_size; /* the bytes it was asked for */
-	__u64 free_ptr; /* the last block a free-like entry point reported, 0 once anything allocates */
-	__u64 free_sp;  /* the stack pointer at that entry */
-	__u32 stack;    /* the call stack id of the outermost call (stack.bpf.h), 0 if none */
-	__u32 label_stack; /* the call stack id taken at the label's entry */
-	__u64 countdown; /* requested bytes left before the next sampled allocation */
-	__u32 draw;      /* the index of this thread's next draw in `sample_draws` */
-	__u32 sampling;  /* 1 once countdown and draw are set */
-	__u32 ordinal;   /* this thread's order among its process's threads to call an allocator */
-	__u32 _pad;
-};
-
-/* Kept in the thread's own task storage, which the kernel frees with the thread: a lookup is a
- * pointer or two away, where a hash map keyed by tid cost a hash and a bucket walk on every
- * call. Only threads of tracked processes get one, so it also stands for the tracked check:
- * the hash map of tracked processes is looked up once per thread, at its first call, instead
- * of at every call (a process's tracked state never changes while it lives). Threads of other
- * processes find no state and pay that lookup on each call, as before. */
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct call_state);
-} call_state SEC(".maps");
 
 /* This thread's state if its process is tracked, created on its first call; NULL otherwise. */
 static __always_inline struct call_state *thread_state(__u32 tgid)
@@ -146,8 +112,8 @@ static __always_inline bool sampled(struct call_state *st, __u64 size)
 	if (!size)
 		size = 1;
 	if (!st->sampling) {
-		/* Threads start far apart in the draws: 40,503 is about 2^16 / phi. */
-		st->draw = st->ordinal * 40503u;
+		/* Threads start far apart in the draws: 10,126 is about 2^14 / phi. */
+		st->draw = st->ordinal * 10126u;
 		st->countdown = next_interval(st);
 		st->sampling = 1;
 	}
@@ -159,15 +125,30 @@ static __always_inline bool sampled(struct call_state *st, __u64 size)
 	return true;
 }
 
-/* The stack id the allocation of `size` bytes carries: its walk's if sampled (STACK_ID_MISSING
- * when the walk gave none), 0 if not sampled. Walking every stack, a walk that gave none is 0
- * as before. */
-static __always_inline __u32 stack_of(struct pt_regs *ctx, struct call_state *st, __u64 size)
+/* How an entry program walks stacks: a constant of each (alloc_enter, alloc_enter_stacks,
+ * alloc_enter_sampled), so that clang leaves out what a program does not do and the kernel
+ * verifies only what it runs: the walk is 2,000 instructions, 25 ms of a recording's start. */
+enum walks {
+	WALKS_NONE = 0,   /* no stacks (`--no-stacks`) */
+	WALKS_INLINE = 1, /* in the entry program: every stack, or a sample by `stack_sample_mean` */
+	WALKS_LATER = 2,  /* a sample, walked by walk.bpf.c's program, tail-called after the entry */
+};
+
+/* The stack id an outermost call (or label, `walk_for`) of `size` bytes carries: its walk's if
+ * walked, 0 if not. A sampled walk that gave none is STACK_ID_MISSING; so is one left to the
+ * walker, which replaces it (`st->walk_for` says where; see alloc_enter_sampled). Walking every
+ * stack, a walk that gave none is 0, as before sampling. */
+static __always_inline __u32 stack_of(struct pt_regs *ctx, struct call_state *st, __u64 size,
+				      enum walks walks, __u32 walk_for)
 {
 	__u32 id;
 
-	if (!sampled(st, size))
+	if (walks == WALKS_NONE || !sampled(st, size))
 		return 0;
+	if (walks == WALKS_LATER) {
+		st->walk_for = walk_for;
+		return STACK_ID_MISSING;
+	}
 	id = stack_id((STACK_CTX *)ctx);
 	return id || !stack_sample_mean ? id : STACK_ID_MISSING;
 }
@@ -187,11 +168,9 @@ static __always_inline __u64 mul_saturating(__u64 a, __u64 b)
 static __always_inline void emit(__u32 kind, __u32 func, __u64 addr, __u64 size, __u64 old_addr,
 				 __u32 stack);
 
-/* `stacks` is a constant of each entry program (alloc_enter, alloc_enter_stacks): the program
- * without stacks never calls the walker, so the kernel does not verify its 2,000 instructions
- * for a recording that walks none (about 25 ms of every recording's start). */
+/* Returns 1 when the walker is to walk this call's stack (WALKS_LATER), else 0. */
 static __always_inline int call_enter(struct pt_regs *ctx, __u32 func, __u32 layout, __u64 size,
-				      __u64 arg, bool stacks)
+				      __u64 arg, enum walks walks)
 {
 	__u64 sp = PT_REGS_SP(ctx);
 	struct call_state *st = thread_state(bpf_get_current_pid_tgid() >> 32);
@@ -228,8 +207,9 @@ static __always_inline int call_enter(struct pt_regs *ctx, __u32 func, __u32 lay
 		}
 		st->label = 0;
 	}
+	st->walk_for = WALK_NONE;
 	if (!labelled)
-		st->stack = stacks ? stack_of(ctx, st, size) : 0;
+		st->stack = stack_of(ctx, st, size, walks, WALK_CALL);
 	st->sp = sp;
 	st->size = size;
 	st->arg = arg;
@@ -237,12 +217,13 @@ static __always_inline int call_enter(struct pt_regs *ctx, __u32 func, __u32 lay
 	st->func = func;
 	st->layout = layout;
 	st->free_ptr = 0;
-	return 0;
+	return st->walk_for != WALK_NONE;
 }
 
 /* An entry that only labels the allocator call it makes (see "Labels" above). The outermost
  * label wins: operator new[] calling operator new reports new[]. */
-static __always_inline int label_enter(struct pt_regs *ctx, __u32 func, __u64 size, bool stacks)
+static __always_inline int label_enter(struct pt_regs *ctx, __u32 func, __u64 size,
+				       enum walks walks)
 {
 	__u64 sp = PT_REGS_SP(ctx);
 	struct call_state *st = thread_state(bpf_get_current_pid_tgid() >> 32);
@@ -259,8 +240,10 @@ static __always_inline int label_enter(struct pt_regs *ctx, __u32 func, __u64 si
 	st->label = func;
 	st->label_sp = sp;
 	st->label_size = size;
-	st->label_stack = stacks && gate_open() ? stack_of(ctx, st, size) : 0;
-	return 0;
+	st->walk_for = WALK_NONE;
+	st->label_stack = walks != WALKS_NONE && gate_open() ?
+				  stack_of(ctx, st, size, walks, WALK_LABEL) : 0;
+	return st->walk_for != WALK_NONE;
 }
 
 static __always_inline void emit(__u32 kind, __u32 func, __u64 addr, __u64 size, __u64 old_addr,
@@ -375,41 +358,56 @@ static __always_inline void args_at(struct pt_regs *ctx, __u64 cookie, __u64 a[3
  * and where they are. One program means one uprobe_multi link per file for all of them, and one
  * kernel grace period to detach them all.
  */
-static __always_inline int alloc_enter_with(struct pt_regs *ctx, bool stacks)
+static __always_inline int alloc_enter_with(struct pt_regs *ctx, enum walks walks)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u32 func = cookie & COOKIE_FUNC_MASK;
 	__u32 layout = (cookie >> COOKIE_LAYOUT_SHIFT) & 0xff;
-	__u64 a[3], a1, a2, a3;
+	__u64 a[3], a1, a2, a3, size, arg = 0;
 
 	args_at(ctx, cookie, a);
 	a1 = a[0];
 	a2 = a[1];
 	a3 = a[2];
 
+	/* One call_enter for every layout: inlined once rather than once per case, which made
+	 * each entry program several times longer to verify. */
 	switch (layout) {
 	case LAYOUT_NMEMB_SIZE:
-		return call_enter(ctx, func, layout, mul_saturating(a1, a2), 0, stacks);
+		size = mul_saturating(a1, a2);
+		break;
 	case LAYOUT_PTR_SIZE:
-		return call_enter(ctx, func, layout, a2, a1, stacks);
+		size = a2;
+		arg = a1;
+		break;
 	case LAYOUT_PTR_NMEMB_SIZE:
-		return call_enter(ctx, func, layout, mul_saturating(a2, a3), a1, stacks);
+		size = mul_saturating(a2, a3);
+		arg = a1;
+		break;
 	case LAYOUT_ALIGN_SIZE:
-		return call_enter(ctx, func, layout, a2, 0, stacks);
+		size = a2;
+		break;
 	case LAYOUT_MEMPTR_ALIGN_SIZE:
-		return call_enter(ctx, func, layout, a3, a1, stacks);
+		size = a3;
+		arg = a1;
+		break;
 	case LAYOUT_LABEL:
-		return label_enter(ctx, func, a1, stacks);
-	default: /* LAYOUT_SIZE */
-		return call_enter(ctx, func, LAYOUT_SIZE, a1, 0, stacks);
+		return label_enter(ctx, func, a1, walks);
+	default:
+		layout = LAYOUT_SIZE;
+		size = a1;
+		break;
 	}
+	return call_enter(ctx, func, layout, size, arg, walks);
 }
 
-/* Loaded when no stacks are recorded (user space switches the other off before load). */
+/* Loaded when no stacks are recorded (user space switches the others off before load). A probe
+ * program returns 0: a classic uprobe's perf event would otherwise be written too. */
 SEC("uprobe.multi")
 int alloc_enter(struct pt_regs *ctx)
 {
-	return PREEMPT_OFF(alloc_enter_with(ctx, false));
+	PREEMPT_OFF(alloc_enter_with(ctx, WALKS_NONE));
+	return 0;
 }
 
 /* Whether alloc_enter_stacks runs with preemption off, as every other probe program does. The
@@ -418,13 +416,39 @@ int alloc_enter(struct pt_regs *ctx)
  * with this false (src/record/load.rs), and the walk runs preemptible, as it did before. */
 const volatile bool walk_preempt_off SEC(".rodata.walk") = true;
 
-/* Loaded when stacks are recorded: the same, and the walk. */
+/* Loaded when every stack is walked (`--stacks`), or a sample where the walker cannot be
+ * tail-called: the same, and the walk. */
 SEC("uprobe.multi")
 int alloc_enter_stacks(struct pt_regs *ctx)
 {
 	if (walk_preempt_off)
-		return PREEMPT_OFF(alloc_enter_with(ctx, true));
-	return alloc_enter_with(ctx, true);
+		PREEMPT_OFF(alloc_enter_with(ctx, WALKS_INLINE));
+	else
+		alloc_enter_with(ctx, WALKS_INLINE);
+	return 0;
+}
+
+/* The walker of sampled stacks, walk.bpf.c's `alloc_walk`, once user space has loaded it (its
+ * verification is most of what stacks add to a recording's start, so it loads beside the
+ * command's start rather than before it: src/record/walker.rs) and its files' unwind tables. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} walkers SEC(".maps");
+
+/* Loaded when a sample of the stacks is walked: the entry decides which calls are (countdown in
+ * `call_state`), and tail-calls the walker for them, with preemption back on, as the walk needs
+ * on some kernels (see walk_preempt_off). Until the walker is in `walkers` the tail call does
+ * nothing, and the call keeps STACK_ID_MISSING: its sampled allocation is a "[no stack]" site,
+ * shown, never dropped. */
+SEC("uprobe.multi")
+int alloc_enter_sampled(struct pt_regs *ctx)
+{
+	if (PREEMPT_OFF(alloc_enter_with(ctx, WALKS_LATER)))
+		bpf_tail_call(ctx, &walkers, 0);
+	return 0;
 }
 
 /* One return program serves every entry point: the state says which call it was. */

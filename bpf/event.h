@@ -149,8 +149,10 @@ enum tracked_state {
 #define STACK_ID_MISSING 0xffffffffu
 
 /* Draws of the sampling countdown (alloc.bpf.c's `sample_draws`): exponential intervals in
- * bytes, drawn by user space from the recording's seed. */
-#define SAMPLE_DRAWS (1u << 16)
+ * bytes, drawn by user space from the recording's seed before the command starts (16 Ki of
+ * them take 0.4 ms; a thread reads them over and over only after 16 Ki walks, 256 MiB at a
+ * 16 KiB mean). */
+#define SAMPLE_DRAWS (1u << 14)
 
 /* Values of element 0 of the `gate` map: whether allocator calls are recorded. A zeroed map is
  * open, so a recording without a control FIFO records everything without any set-up. */

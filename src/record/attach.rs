@@ -15,6 +15,7 @@ use crate::sys::bpf::{BpfError, Link, LoadedObject};
 /// variants, one loaded per recording (`load`): with the stack walk, or without it.
 pub const ALLOC_ENTER: &str = "alloc_enter";
 pub const ALLOC_ENTER_STACKS: &str = "alloc_enter_stacks";
+pub const ALLOC_ENTER_SAMPLED: &str = "alloc_enter_sampled";
 pub const ALLOC_EXIT: &str = "alloc_exit";
 pub const FREE_ENTER: &str = "free_enter";
 
@@ -40,11 +41,11 @@ fn attach_scoped<'obj>(
     pid: i32,
 ) -> Result<Vec<Link<'obj>>, BpfError> {
     let path = path.to_string_lossy();
-    let enter = if obj.has_loaded(ALLOC_ENTER_STACKS) {
-        ALLOC_ENTER_STACKS
-    } else {
-        ALLOC_ENTER
-    };
+    // The one entry program `load` kept of the three.
+    let enter = [ALLOC_ENTER_STACKS, ALLOC_ENTER_SAMPLED]
+        .into_iter()
+        .find(|p| obj.has_loaded(p))
+        .unwrap_or(ALLOC_ENTER);
     let groups = [
         (enter, false, &sites.enter),
         (ALLOC_EXIT, true, &sites.exit),

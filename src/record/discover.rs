@@ -19,6 +19,7 @@
 //! record (0 probes), never returned.
 
 use std::collections::{HashMap, HashSet};
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -136,6 +137,14 @@ pub struct StopStats {
     pub max_ns: u64,
 }
 
+/// A file scanned before the unwind tables were there (sampled stacks), kept open for them.
+struct WaitingTable {
+    key: FileKey,
+    file: std::fs::File,
+    shown: String,
+    pid: u32,
+}
+
 /// The registry of probed files and the means to probe more.
 pub struct Discovery<'obj> {
     alloc: &'obj LoadedObject,
@@ -153,6 +162,9 @@ pub struct Discovery<'obj> {
     custom_empty: Vec<String>,
     /// With call stacks: every scanned file's unwind table goes here too.
     tables: Option<Tables<'obj>>,
+    /// With sampled stacks, until the walker is loaded (walker.rs): the files scanned so far,
+    /// open, whose tables [`Self::set_tables`] builds then.
+    waiting_tables: Option<Vec<WaitingTable>>,
     /// The private copies of allocator libraries the tree maps instead of the real files
     /// (issue 19): copy's key → the real path, byte-identical, which unwind tables and symbols
     /// are read from so that modules keep their real path.
@@ -181,6 +193,7 @@ impl<'obj> Discovery<'obj> {
             custom_found: HashSet::new(),
             custom_empty: Vec::new(),
             tables: None,
+            waiting_tables: None,
             copies: HashMap::new(),
             exit_hold: false,
         })
@@ -197,6 +210,33 @@ impl<'obj> Discovery<'obj> {
     pub fn with_tables(mut self, tables: Option<Tables<'obj>>) -> Discovery<'obj> {
         self.tables = tables;
         self
+    }
+
+    /// Keep the files scanned from now on for unwind tables made later ([`Self::set_tables`]).
+    pub fn with_tables_later(mut self, later: bool) -> Discovery<'obj> {
+        self.waiting_tables = later.then(Vec::new);
+        self
+    }
+
+    /// Whether tables are to be made later and are not yet.
+    pub fn tables_waiting(&self) -> bool {
+        self.waiting_tables.is_some()
+    }
+
+    /// Build the unwind tables of every file scanned so far into `tables`, and of every file
+    /// scanned from now on.
+    pub fn set_tables(&mut self, mut tables: Tables<'obj>) {
+        for waiting in self.waiting_tables.take().unwrap_or_default() {
+            // The file as we opened it: its process may be gone, its path replaced.
+            let path = PathBuf::from(format!("/proc/self/fd/{}", waiting.file.as_raw_fd()));
+            tables.add(waiting.key, &path, &waiting.shown, waiting.pid);
+        }
+        self.tables = Some(tables);
+    }
+
+    /// No tables will come: stop keeping files for them.
+    pub fn set_tables_never(&mut self) {
+        self.waiting_tables = None;
     }
 
     /// The unwind tables, with call stacks.
@@ -340,11 +380,21 @@ impl<'obj> Discovery<'obj> {
         let links_before = self.links.len();
         let result = self.scan_and_attach(path, &mut entry);
         entry.taxes_machine = self.links.len() > links_before && !self.copies.contains_key(&key);
+        // A copy is read as its real file: the same bytes, and its module keeps the real path
+        // (debug files are found beside it).
+        let read = self.copies.get(&key).map_or(path, PathBuf::as_path);
         if let Some(tables) = &mut self.tables {
-            // A copy is read as its real file: the same bytes, and its module keeps the real
-            // path (debug files are found beside it).
-            let read = self.copies.get(&key).map_or(path, PathBuf::as_path);
             tables.add(key, read, shown, pid);
+        } else if let Some(waiting) = &mut self.waiting_tables {
+            match std::fs::File::open(read) {
+                Ok(file) => waiting.push(WaitingTable {
+                    key,
+                    file,
+                    shown: shown.to_string(),
+                    pid,
+                }),
+                Err(e) => log::debug!("no unwind table for {shown}: {e}"),
+            }
         }
         if let Err(e) = self.scanned.update_bytes(&key.bytes(), &[SCANNED]) {
             log::debug!("{e}");

@@ -34,6 +34,7 @@ use crate::record::listen::Control;
 use crate::record::load::Loaded;
 use crate::record::progress::{Counts, Progress};
 use crate::record::stacks::{self, Interner};
+use crate::record::walker::{Load, Walker};
 use crate::record::warnings::{Growth, Seen};
 use crate::sys::bpf::MapFd;
 use crate::sys::process::{self, Reaped, SignalSet};
@@ -337,6 +338,12 @@ impl<'a> Session<'a> {
         loop {
             let found = self.ring.unread_bytes();
             self.drain_into(&mut sink);
+            if self.discovery.tables_waiting() {
+                // The command's first stop (its exec) waits for the walker: a sample whose
+                // first allocations went unwalked would be neither complete nor reproducible.
+                let wait = !sink.stops.is_empty();
+                self.install_walker(&mut sink, wait);
+            }
             // Stopped processes first: they wait for us, whatever else went wrong. A stop
             // pauses the drain, so the rest of the ring is read right after.
             let paused_at_stop = !sink.stops.is_empty();
@@ -511,6 +518,40 @@ impl<'a> Session<'a> {
             waiter.watch(c.listener.fd(), WAKE_CONTROL, Trigger::Readable)?;
         }
         Ok(waiter)
+    }
+
+    /// With sampled stacks: once the walker is loaded (walker.rs; `wait`: waiting for it), the
+    /// unwind tables of the files found so far, then the walker in the allocator's tail call.
+    fn install_walker(&mut self, sink: &mut Sink, wait: bool) {
+        let walker = self.objects.walker();
+        let load = if wait { walker.wait() } else { walker.poll() };
+        let walker = match load {
+            Load::Loading => return,
+            Load::Failed => {
+                self.discovery.set_tables_never();
+                return;
+            }
+            Load::Ready(walker) => walker,
+        };
+        let began = Instant::now();
+        match stacks::Tables::new(walker) {
+            Ok(tables) => self.discovery.set_tables(tables),
+            Err(e) => {
+                log::warn!("sampled stacks are not walked: {e}");
+                self.discovery.set_tables_never();
+                return;
+            }
+        }
+        for ev in self.discovery.take_module_events() {
+            sink.push(&ev);
+        }
+        match Walker::install(self.objects.allocator(), walker) {
+            Ok(()) => log::debug!(
+                "walker in place, its tables made in {:.1} ms",
+                began.elapsed().as_secs_f64() * 1e3
+            ),
+            Err(e) => log::warn!("sampled stacks are not walked: {e}"),
+        }
     }
 
     /// Probe what each stopped process mapped, continue it, and write the coverage records of

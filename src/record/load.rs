@@ -13,6 +13,7 @@ use crate::error::Error;
 use crate::preflight::{rmap_hooks, Capabilities, UprobeLinks};
 use crate::record::pidns::{self, PidNamespace};
 use crate::record::stacks::StackMode;
+use crate::record::walker::{Walker, WalkerSetup};
 use crate::record::{attach, core_btf, discover, kernel_error, rmap, RecordOptions};
 use crate::sys::bpf::{BpfError, CustomBtf, Link, LoadedObject, OpenObject, SharedMap};
 use crate::sys::{raw, sched};
@@ -220,6 +221,17 @@ pub const OBJECTS: &[Object] = &[
     },
 ];
 
+/// walk.bpf.c, the walker of sampled stacks: not in [`OBJECTS`], since it loads after
+/// alloc.bpf.o, beside the command's start (walker.rs); `doctor` loads it with the others.
+pub const WALK: Object = Object {
+    name: "walk",
+    bytes: raw::WALK_BPF_OBJECT,
+    shares: SHARED,
+    programs: Programs::Uprobes(&["alloc_walk"]),
+    feature: None,
+    when: When::Always,
+};
+
 /// The programs of alloc.bpf.c, and of floor.bpf.c which stands in for it.
 const FLOOR_PROGRAMS: &[&str] = &[attach::ALLOC_ENTER, attach::ALLOC_EXIT, attach::FREE_ENTER];
 
@@ -228,6 +240,7 @@ const FLOOR_PROGRAMS: &[&str] = &[attach::ALLOC_ENTER, attach::ALLOC_EXIT, attac
 const ALLOC_ENTRY_VARIANTS: &[&str] = &[
     attach::ALLOC_ENTER,
     attach::ALLOC_ENTER_STACKS,
+    attach::ALLOC_ENTER_SAMPLED,
     attach::ALLOC_EXIT,
     attach::FREE_ENTER,
 ];
@@ -250,6 +263,8 @@ pub struct Loaded {
     /// Why the rmap hooks were wanted and not loaded (the kernel refuses fentry, or has no
     /// rmap functions memtrack hooks): the one line `record` says with its closing lines.
     rmap_unavailable: OnceCell<String>,
+    /// The walker of sampled stacks (walker.rs), loaded once alloc.bpf.o is.
+    walker: Walker,
 }
 
 /// One enabled object: loading, then loaded once joined.
@@ -286,7 +301,7 @@ const SAMPLE_RODATA: &str = ".rodata.sample";
 const WALK_RODATA: &str = ".rodata.walk";
 
 /// Whether `e` is the verifier refusing a global function's call with preemption off.
-fn refuses_walk_preempt_off(e: &BpfError) -> bool {
+pub(crate) fn refuses_walk_preempt_off(e: &BpfError) -> bool {
     e.verifier
         .as_ref()
         .is_some_and(|v| v.log.contains("global function calls are not allowed"))
@@ -386,24 +401,33 @@ fn configure(
     if object.name == "alloc" {
         // The rows of every file's unwind table (record::stacks), 48 MiB of kernel memory,
         // created only when stacks are recorded.
-        let rows = if opts.stacks.walks() {
+        // With a sample, walk.bpf.o walks (walker.rs) and has the tables; alloc.bpf.o's are
+        // unused.
+        let walks_here = opts.stacks == StackMode::All;
+        let rows = if walks_here {
             crate::record::stacks::row_elements()
         } else {
             1
         };
         open.set_max_entries("unwind_rows", rows)
             .map_err(kernel_error)?;
-        if !opts.stacks.walks() {
+        if !walks_here {
             // Without a walk nothing uses them, and a hash map's buckets are made and set up
             // at creation even unpreallocated: 4.25 MiB of kernel memory for these two.
             for map in STACK_HASHES {
                 open.set_max_entries(map, 1).map_err(kernel_error)?;
             }
         }
-        // One entry program of the two: the walker is verified only when it walks.
-        open.set_autoload(attach::ALLOC_ENTER, !opts.stacks.walks())
-            .and_then(|()| open.set_autoload(attach::ALLOC_ENTER_STACKS, opts.stacks.walks()))
-            .map_err(kernel_error)?;
+        // One entry program of the three: the walk is verified only when the entry walks.
+        let entry = match opts.stacks {
+            StackMode::Off => attach::ALLOC_ENTER,
+            StackMode::All => attach::ALLOC_ENTER_STACKS,
+            StackMode::Sampled(_) => attach::ALLOC_ENTER_SAMPLED,
+        };
+        for prog in &ALLOC_ENTRY_VARIANTS[..3] {
+            open.set_autoload(prog, *prog == entry)
+                .map_err(kernel_error)?;
+        }
         if let StackMode::Sampled(sample) = opts.stacks {
             open.set_rodata(SAMPLE_RODATA, &sample.mean_bytes.to_ne_bytes())
                 .map_err(kernel_error)?;
@@ -452,8 +476,13 @@ impl Loaded {
         // The ring buffer's pages are cleared (some 3 ms for 16 MiB) while the CO-RE types are
         // cut.
         let kernel = caps.kernel_btf.as_ref().map(|k| k.bytes());
+        // The walker loads later (walker.rs), against the same CO-RE types.
+        let mut relocated = enabled.clone();
+        if matches!(opts.stacks, StackMode::Sampled(_)) && !opts.probe_floor {
+            relocated.push(&WALK);
+        }
         let (shared, core) = std::thread::scope(|scope| {
-            let core = scope.spawn(|| core_btf(&enabled, kernel));
+            let core = scope.spawn(|| core_btf(&relocated, kernel));
             let shared = create_shared(&enabled, opts);
             (shared, core.join().expect("the CO-RE cut panicked"))
         });
@@ -464,6 +493,7 @@ impl Loaded {
             core,
             rmap_functions: Vec::new(),
             rmap_unavailable: OnceCell::new(),
+            walker: Walker::default(),
         };
         // rmap.bpf.o is optional: where the kernel has no hooks for it or refuses fentry, the
         // recording goes on with rss_stat alone and says so once, at its end.
@@ -570,7 +600,7 @@ impl Loaded {
             }
             Err(e)
                 if object.name == "alloc"
-                    && opts.stacks.walks()
+                    && opts.stacks == StackMode::All
                     && refuses_walk_preempt_off(&e) =>
             {
                 log::info!(
@@ -591,6 +621,31 @@ impl Loaded {
         (self.slots.iter()).filter_map(|s| s.loaded.get().map(|loaded| (s.object, loaded)))
     }
 
+    /// Start loading the walker of sampled stacks, when `opts` samples them (walker.rs); the
+    /// allocator's object must be joined ([`Self::wait_probes`]).
+    pub fn start_walker(
+        &self,
+        opts: &RecordOptions,
+        caps: &Capabilities,
+        pidns: &PidNamespace,
+    ) -> Result<(), Error> {
+        if !matches!(opts.stacks, StackMode::Sampled(_)) || opts.probe_floor {
+            return Ok(());
+        }
+        self.walker.start(WalkerSetup {
+            alloc: self.allocator(),
+            shared: &self.shared,
+            core: self.core.as_ref(),
+            classic: matches!(caps.uprobes, UprobeLinks::Classic(_)),
+            pidns_rodata: pidns.rodata(),
+        })
+    }
+
+    /// The walker of sampled stacks.
+    pub fn walker(&self) -> &Walker {
+        &self.walker
+    }
+
     /// Why the rmap hooks were wanted and not loaded, once every object is joined.
     pub fn rmap_unavailable(&self) -> Option<&String> {
         self.rmap_unavailable.get()
@@ -606,6 +661,7 @@ impl Loaded {
             // Optional, and shown by preflight's `fentry` row instead: a kernel that refuses
             // fentry records all the same.
             .filter(|o| o.name != "rmap")
+            .chain(std::iter::once(&WALK))
             .collect();
         let core = core_btf(&tried, caps.kernel_btf.as_ref().map(|k| k.bytes()));
         tried

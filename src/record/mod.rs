@@ -30,6 +30,7 @@ pub mod resolve;
 pub mod rmap;
 pub mod spawn;
 pub mod stacks;
+pub mod walker;
 mod warnings;
 
 // `--allocator` specs are options of `record` (`RecordOptions::custom`); reading them against a
@@ -189,6 +190,8 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
     // uprobe waits for a kernel grace period, which passes while the other objects load.
     let objects = load::Loaded::start(opts, caps, &pidns)?;
     objects.wait_probes(opts, caps, &pidns)?;
+    // Sampled stacks: the walker loads beside the rest of the start (walker.rs).
+    objects.start_walker(opts, caps, &pidns)?;
     clock.step("allocator and discovery objects' load");
     let mut discovered = Vec::new();
     let discovery = discovery(opts, caps, &objects, private.as_ref(), &mut discovered)?;
@@ -435,15 +438,24 @@ fn discovery<'obj>(
     )
     .map_err(kernel_error)?;
     // Call stacks need the real allocator programs (not --probe-floor's empty ones).
-    let tables = if opts.stacks.walks() && !opts.probe_floor {
+    let stacks = !opts.probe_floor && opts.stacks.walks();
+    if stacks {
         features.push(crate::format::FEATURE_STACKS.to_string());
-        if let stacks::StackMode::Sampled(sample) = opts.stacks {
-            features.push(sample.feature());
+    }
+    // Every stack: the allocator's object walks, and its tables are made as files are found.
+    // A sample: the walker loads meanwhile (walker.rs); the draws go in now, the tables later.
+    let tables = match opts.stacks {
+        stacks::StackMode::All if stacks => {
+            Some(stacks::Tables::new(objects.allocator()).map_err(kernel_error)?)
         }
-        Some(stacks::Tables::new(objects.allocator(), opts.stacks).map_err(kernel_error)?)
-    } else {
-        None
+        stacks::StackMode::Sampled(sample) if stacks => {
+            features.push(sample.feature());
+            stacks::fill_draws(objects.allocator(), sample).map_err(kernel_error)?;
+            None
+        }
+        _ => None,
     };
+    let tables_later = stacks && tables.is_none();
     let copies = private.iter().flat_map(|p| p.copies());
     if opts.leak_scan {
         features.push(crate::format::FEATURE_LEAK_SCAN.to_string());
@@ -453,6 +465,7 @@ fn discovery<'obj>(
             .with_exit_hold(opts.leak_scan)
             .with_custom(opts.custom.clone())
             .with_tables(tables)
+            .with_tables_later(tables_later)
             .with_copies(copies.clone().map(|c| (c.key, c.real.clone()))),
         copies.collect(),
     )

@@ -107,6 +107,18 @@ impl StackSample {
     }
 }
 
+/// Give alloc.bpf.o's sampling countdown its draws (`sample_draws`), before any allocation.
+pub fn fill_draws(alloc: &LoadedObject, sample: StackSample) -> Result<(), BpfError> {
+    let draws = sample.draws();
+    let mut map = MapFd::of(alloc, DRAWS_MAP)?.map_array(draws.len())?;
+    let stride = map.stride();
+    let bytes = map.bytes_mut();
+    for (i, d) in draws.iter().enumerate() {
+        bytes[i * stride..i * stride + 4].copy_from_slice(&d.to_ne_bytes());
+    }
+    Ok(())
+}
+
 /// The names of the BPF maps this module works on (bpf/stack.bpf.h).
 const ROWS_MAP: &str = "unwind_rows";
 const DRAWS_MAP: &str = "sample_draws";
@@ -138,24 +150,16 @@ pub struct Tables<'obj> {
 }
 
 impl<'obj> Tables<'obj> {
-    /// Switch stacks on in `alloc` (alloc.bpf.o) as `mode` says and map its rows array.
-    pub fn new(alloc: &'obj LoadedObject, mode: StackMode) -> Result<Tables<'obj>, BpfError> {
-        let rows = MapFd::of(alloc, ROWS_MAP)?.map_array(row_elements() as usize)?;
-        if let StackMode::Sampled(sample) = mode {
-            let draws = sample.draws();
-            let mut map = MapFd::of(alloc, DRAWS_MAP)?.map_array(draws.len())?;
-            let stride = map.stride();
-            let bytes = map.bytes_mut();
-            for (i, d) in draws.iter().enumerate() {
-                bytes[i * stride..i * stride + 4].copy_from_slice(&d.to_ne_bytes());
-            }
-        }
-        MapFd::of(alloc, CONFIG_MAP)?.update_u32(0, 1)?;
+    /// Switch stacks on in `walker` (alloc.bpf.o walking every stack, or walk.bpf.o walking a
+    /// sample) and map its rows array.
+    pub fn new(walker: &'obj LoadedObject) -> Result<Tables<'obj>, BpfError> {
+        let rows = MapFd::of(walker, ROWS_MAP)?.map_array(row_elements() as usize)?;
+        MapFd::of(walker, CONFIG_MAP)?.update_u32(0, 1)?;
         Ok(Tables {
             rows,
             used: 0,
-            files: MapFd::of(alloc, FILES_MAP)?,
-            stats: MapFd::of(alloc, STATS_MAP)?,
+            files: MapFd::of(walker, FILES_MAP)?,
+            stats: MapFd::of(walker, STATS_MAP)?,
             modules: Vec::new(),
             pending: Vec::new(),
             refused_full: 0,
@@ -424,7 +428,10 @@ mod tests {
         let read = format::StackSampleFeature::of(&features).unwrap();
         assert_eq!((read.mean_bytes, read.seed), (16384, 7));
         assert_eq!(format::StackSampleFeature::of(&["stacks".into()]), None);
-        assert_eq!(format::StackSampleFeature::of(&["stack_sample:0:1".into()]), None);
+        assert_eq!(
+            format::StackSampleFeature::of(&["stack_sample:0:1".into()]),
+            None
+        );
     }
 
     /// The draws are a seed's alone, differ between seeds (nearby ones too), and average the
@@ -443,7 +450,10 @@ mod tests {
         assert!((mean / 16384.0 - 1.0).abs() < 0.02, "mean draw {mean}");
         // Exponential: P(X > R) = 1/e.
         let above = a.iter().filter(|&&d| d > 16384).count() as f64 / a.len() as f64;
-        assert!((above - (-1f64).exp()).abs() < 0.01, "{above} above the mean");
+        assert!(
+            (above - (-1f64).exp()).abs() < 0.01,
+            "{above} above the mean"
+        );
         assert!(a.iter().all(|&d| d >= 1));
     }
 }

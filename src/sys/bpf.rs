@@ -7,7 +7,7 @@
 
 use std::ffi::{CStr, CString};
 use std::marker::PhantomData;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::os::raw::{c_char, c_int, c_void};
 use std::ptr::NonNull;
 
@@ -182,6 +182,15 @@ impl CustomBtf {
         // SAFETY: fd is a fresh descriptor nobody else owns.
         let mut file = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
         file.write_all(bytes)?;
+        Ok(CustomBtf {
+            path: cstring(&format!("/proc/self/fd/{}", file.as_raw_fd())),
+            _file: file,
+        })
+    }
+
+    /// The same blob through a descriptor of its own, for a load on another thread.
+    pub fn try_clone(&self) -> std::io::Result<CustomBtf> {
+        let file = self._file.try_clone()?;
         Ok(CustomBtf {
             path: cstring(&format!("/proc/self/fd/{}", file.as_raw_fd())),
             _file: file,
@@ -388,6 +397,15 @@ impl SharedMap {
     pub fn name(&self) -> &str {
         &self.name
     }
+
+    /// The same map through a descriptor of its own, for an object loaded on another thread.
+    pub fn try_clone(&self) -> Result<SharedMap, BpfError> {
+        Ok(SharedMap {
+            name: self.name.clone(),
+            fd: (self.fd.try_clone())
+                .map_err(|e| BpfError::io(format!("share map {}", self.name), e))?,
+        })
+    }
 }
 
 /// A BPF object whose programs and maps are in the kernel. Dropping it unloads them (links
@@ -407,6 +425,52 @@ impl LoadedObject {
             return Err(BpfError::new(format!("map {map} has no fd"), fd));
         }
         Ok(fd)
+    }
+
+    /// Map `map` of this loaded object, for an object loaded later to use instead of its own
+    /// ([`OpenObject::reuse_map`]): its own copy of the fd.
+    pub fn share_map(&self, map: &str) -> Result<SharedMap, BpfError> {
+        let fd = self.map_fd(map)?;
+        // SAFETY: fd is the live map fd this object owns; it is only duplicated here.
+        let fd = unsafe { BorrowedFd::borrow_raw(fd) }
+            .try_clone_to_owned()
+            .map_err(|e| BpfError::io(format!("share map {map} of {}", self.name), e))?;
+        Ok(SharedMap {
+            name: map.to_string(),
+            fd,
+        })
+    }
+
+    /// Put program `prog` of `from` at `index` of the program array `map` of this object, so
+    /// that this object's programs tail-call it there.
+    pub fn set_tail_call(
+        &self,
+        map: &str,
+        index: u32,
+        from: &LoadedObject,
+        prog: &str,
+    ) -> Result<(), BpfError> {
+        let p = from.program(prog)?;
+        // SAFETY: p is a program of the live object `from`; a program left out has no fd.
+        let prog_fd = unsafe { sys::bpf_program__fd(p.as_ptr()) };
+        if prog_fd < 0 {
+            return Err(BpfError::new(
+                format!("program {prog} is not loaded"),
+                prog_fd,
+            ));
+        }
+        let map_fd = self.map_fd(map)?;
+        let value = prog_fd as u32;
+        // SAFETY: a program array's key and value are u32 (an index and a program fd).
+        let rc = unsafe {
+            sys::bpf_map_update_elem(
+                map_fd,
+                &index as *const u32 as *const c_void,
+                &value as *const u32 as *const c_void,
+                0,
+            )
+        };
+        check(rc, || format!("put {prog} in {map} of {}", self.name))
     }
 
     /// The key and value sizes of map `map`, bytes.

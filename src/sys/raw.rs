@@ -18,6 +18,8 @@ pub static DISCOVER_BPF_OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), 
 pub static MMAP_BPF_OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/mmap.bpf.o"));
 /// Allocator uprobes (bpf/alloc.bpf.c).
 pub static ALLOC_BPF_OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/alloc.bpf.o"));
+/// The walker of sampled stacks, tail-called by the allocator's entry (bpf/walk.bpf.c).
+pub static WALK_BPF_OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/walk.bpf.o"));
 
 /// The bytes of a record struct, laid out as the kernel writes it into the ring (tests build
 /// records with this).

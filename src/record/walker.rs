@@ -1,0 +1,172 @@
+//! The walker of sampled stacks (issue 32), loaded beside the recorded command's start instead
+//! of before it: its verification (the walk is some 2,000 instructions, 20-25 ms) and its rows
+//! array (48 MiB of kernel memory to clear) were most of what stacks added to the fixed cost
+//! of every recording, and a recording that samples its stacks by default must not pay them
+//! before the command runs.
+//!
+//! Flow: once alloc.bpf.o is loaded, [`Walker::start`] loads bpf/walk.bpf.c on a thread of its
+//! own, sharing the allocator's per-thread `call_state` and the maps every object shares. The
+//! command starts meanwhile, with alloc_enter_sampled attached: until the walker is in place,
+//! its tail call does nothing and a sampled allocation keeps no stack (a "[no stack]" site of
+//! the report, shown with its estimate). The drain loop asks [`Walker::ready`] as it goes; once
+//! loaded, the unwind tables of the files discovered so far are built (record::stacks), and
+//! only then the walker is put in the allocator's `walkers` array, so it never walks a file
+//! without its table.
+
+use std::cell::{OnceCell, RefCell};
+use std::thread::JoinHandle;
+
+use crate::error::Error;
+use crate::record::kernel_error;
+use crate::sys::bpf::{BpfError, CustomBtf, LoadedObject, OpenObject, SharedMap};
+use crate::sys::raw;
+use crate::sys::sched::Priority;
+
+/// walk.bpf.c's program, and the allocator's program array it goes in.
+const PROGRAM: &str = "alloc_walk";
+const WALKERS_MAP: &str = "walkers";
+
+/// The allocator's maps the walker works on besides those every object shares.
+const FROM_ALLOCATOR: &[&str] = &["call_state"];
+
+/// walk.bpf.c's read-only flag `walk_preempt_off`, as alloc.bpf.c's.
+const WALK_RODATA: &str = ".rodata.walk";
+
+/// The walker: loading on its thread, then loaded.
+#[derive(Default)]
+pub struct Walker {
+    loading: RefCell<Option<JoinHandle<Result<LoadedObject, BpfError>>>>,
+    loaded: OnceCell<LoadedObject>,
+    /// Why it is not walking, said once by the drain loop.
+    failed: OnceCell<String>,
+}
+
+/// Where the walker's load is ([`Walker::poll`]).
+pub enum Load<'a> {
+    Loading,
+    Ready(&'a LoadedObject),
+    /// It failed, and was said.
+    Failed,
+}
+
+/// What the walker's load needs from the recording's other loads.
+pub struct WalkerSetup<'a> {
+    /// The loaded allocator object, whose `call_state` the walker shares.
+    pub alloc: &'a LoadedObject,
+    /// The maps every object shares (the ring, the lost counters, the tracked processes).
+    pub shared: &'a [SharedMap],
+    /// The CO-RE types the loads are relocated against.
+    pub core: Option<&'a CustomBtf>,
+    /// Whether uprobes are classic (no uprobe_multi): the walker must be the tail-calling
+    /// program's kind.
+    pub classic: bool,
+    /// The recorder's pid namespace, as `.rodata.pidns` says it (pidns.rs).
+    pub pidns_rodata: [u8; 16],
+}
+
+impl Walker {
+    /// Start loading the walker on a thread of its own: everything but copying a few
+    /// descriptors happens there, the object's opening included.
+    pub fn start(&self, setup: WalkerSetup<'_>) -> Result<(), Error> {
+        let mut shared = Vec::new();
+        for map in setup.shared {
+            shared.push(map.try_clone().map_err(kernel_error)?);
+        }
+        for map in FROM_ALLOCATOR {
+            shared.push(setup.alloc.share_map(map).map_err(kernel_error)?);
+        }
+        let core = match setup.core.map(CustomBtf::try_clone).transpose() {
+            Ok(core) => core,
+            Err(e) => return Err(Error::Internal(format!("cannot copy the CO-RE types: {e}"))),
+        };
+        let (classic, pidns_rodata) = (setup.classic, setup.pidns_rodata);
+        let open = move |preempt_off: bool| -> Result<OpenObject, BpfError> {
+            let mut open = OpenObject::open_with("walk", raw::WALK_BPF_OBJECT, core.as_ref())?;
+            open.set_rodata(crate::record::pidns::RODATA_SECTION, &pidns_rodata)?;
+            for map in &shared {
+                open.reuse_map(map)?;
+            }
+            open.set_max_entries("unwind_rows", crate::record::stacks::row_elements())?;
+            if !preempt_off {
+                open.set_rodata(WALK_RODATA, &[0])?;
+            }
+            if classic {
+                open.use_classic_uprobe(PROGRAM)?;
+            }
+            Ok(open)
+        };
+        let thread = std::thread::Builder::new()
+            .name("load walk".into())
+            .spawn(move || {
+                // Beside the command's start, not in its way: the lowest priority, as the
+                // objects that attach after the uprobes (load.rs).
+                if let Err(e) = crate::sys::sched::set_thread_priority(Priority::Nice(19)) {
+                    log::debug!("walk.bpf.o loads at the normal priority: {e}");
+                }
+                let began = std::time::Instant::now();
+                let loaded = match open(true).and_then(OpenObject::load) {
+                    Err(e) if crate::record::load::refuses_walk_preempt_off(&e) => {
+                        log::info!(
+                            "this kernel's verifier refuses the stack walk with preemption off; \
+                             it walks preemptible"
+                        );
+                        open(false).and_then(OpenObject::load)
+                    }
+                    other => other,
+                };
+                let ms = began.elapsed().as_secs_f64() * 1e3;
+                log::debug!("walk.bpf.o loaded in {ms:.1} ms");
+                loaded
+            })
+            .map_err(|e| Error::Internal(format!("cannot start a thread: {e}")))?;
+        *self.loading.borrow_mut() = Some(thread);
+        Ok(())
+    }
+
+    /// Where the walker's load is, asked without waiting: a load that failed is said once, at
+    /// warning level (the sampled allocations then keep no stack).
+    pub fn poll(&self) -> Load<'_> {
+        self.load(false)
+    }
+
+    /// Where the walker's load is once it has ended: waits for it.
+    pub fn wait(&self) -> Load<'_> {
+        self.load(true)
+    }
+
+    fn load(&self, wait: bool) -> Load<'_> {
+        if let Some(loaded) = self.loaded.get() {
+            return Load::Ready(loaded);
+        }
+        if self.failed.get().is_some() {
+            return Load::Failed;
+        }
+        let finished = self
+            .loading
+            .borrow()
+            .as_ref()
+            .map(|t| wait || t.is_finished());
+        let Some(true) = finished else {
+            return Load::Loading;
+        };
+        let thread = self.loading.borrow_mut().take().expect("a finished load");
+        match thread.join().expect("the walker's load panicked") {
+            Ok(loaded) => Load::Ready(self.loaded.get_or_init(|| loaded)),
+            Err(e) => {
+                let why = match &e.verifier {
+                    Some(log) => crate::record::verifier_refusal(&e.what, log),
+                    None => e.to_string(),
+                };
+                log::warn!("sampled stacks are not walked: the walker did not load ({why})");
+                let _ = self.failed.set(why);
+                Load::Failed
+            }
+        }
+    }
+
+    /// Let `alloc`'s sampled entries tail-call the walker: only once the unwind tables of every
+    /// file discovered so far are in.
+    pub fn install(alloc: &LoadedObject, walker: &LoadedObject) -> Result<(), BpfError> {
+        alloc.set_tail_call(WALKERS_MAP, 0, walker, PROGRAM)
+    }
+}
