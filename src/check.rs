@@ -403,7 +403,31 @@ fn write_lost_site(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         show(Unit::Bytes, site.lost_bytes),
         crate::views::words::counted(site.lost_blocks, "block", "blocks"),
         frames::site_name(&site.frames)
-    )
+    )?;
+    match &stacks.sampling {
+        Some(sampling) => writeln!(out, "  {}", words::estimates_note(sampling)),
+        None => Ok(()),
+    }
+}
+
+/// Refuses `--suppress` on a recording that sampled its call stacks: a rule matches a lost
+/// block by the stack that allocated it, and only the sampled allocations have one, so the
+/// other blocks would stay definitely lost and the leak limit would judge an estimate.
+fn suppress_needs_exact_stacks(
+    report: &Report,
+    path: &Path,
+    s: &suppress::Suppressions,
+) -> Result<()> {
+    match report.stacks.as_ref().and_then(|st| st.sampling.as_ref()) {
+        Some(sampling) => Err(Error::Usage(format!(
+            "--suppress {}: {} sampled its call stacks (sites {}), and a rule matches only the \
+             blocks whose stack was walked; record again with --stacks for exact stacks",
+            s.file,
+            path.display(),
+            words::estimated_from(sampling)
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// Reads the recording `opts.file`, checks the limits in `opts` and prints one line per limit.
@@ -438,6 +462,7 @@ pub fn run_check(opts: &CheckOptions, out: &mut dyn Write) -> Result<bool> {
     )?;
     if let Some(s) = &opts.suppress {
         suppressible(&report, path, s)?;
+        suppress_needs_exact_stacks(&report, path, s)?;
     }
     let bad_file = |message: String| Error::BadFile {
         path: path.to_path_buf(),
@@ -638,6 +663,72 @@ mod tests {
             free(3),
             exit(0),
         ]))
+    }
+
+    /// [`report`] with its leaked block definitely lost at one site, as `--max-leaked` reads
+    /// it from a recording with leak scans and stacks, the stacks sampled when `sampled`.
+    fn lost_at_a_site(sampled: bool) -> Report {
+        use crate::model::sites::{SiteMetrics, StackReport};
+        let mut r = report();
+        let site = SiteMetrics {
+            stack_id: 2,
+            frames: vec![
+                crate::testkit::site_frame("malloc", ""),
+                crate::testkit::site_frame("loses", "leaks.c"),
+            ],
+            ..SiteMetrics::default()
+        };
+        r.stacks = Some(StackReport {
+            recorded: true,
+            order: "leaked".into(),
+            peak_live_bytes: 2000,
+            peak_live_at_ns: None,
+            sites_total: 1,
+            sites: vec![site],
+            local_symbols: None,
+            walks: None,
+            sampling: sampled.then(crate::testkit::stack_sampling),
+        });
+        crate::testkit::lost_at_first_site(&mut r, 1000);
+        r
+    }
+
+    #[test]
+    fn a_sampled_top_lost_site_says_its_values_are_estimates() {
+        let text = |r: &Report| {
+            let mut out = Vec::new();
+            write_lost_site(r, &mut out).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let exact = text(&lost_at_a_site(false));
+        assert_eq!(
+            exact,
+            "top lost site: 1000 B (1000 bytes) in 1 block: loses (leaks.c:1)\n"
+        );
+        assert_eq!(
+            text(&lost_at_a_site(true)),
+            format!("{exact}  {}\n", crate::testkit::SAMPLED_NOTE)
+        );
+    }
+
+    #[test]
+    fn suppressions_refuse_sampled_stacks_in_one_line() {
+        let rules = suppress::Suppressions {
+            file: "s.supp".into(),
+            rules: Vec::new(),
+        };
+        let path = Path::new("app.mt");
+        assert!(suppress_needs_exact_stacks(&lost_at_a_site(false), path, &rules).is_ok());
+        assert!(suppress_needs_exact_stacks(&report(), path, &rules).is_ok());
+        let err = suppress_needs_exact_stacks(&lost_at_a_site(true), path, &rules).unwrap_err();
+        assert!(matches!(err, Error::Usage(_)), "{err:?}");
+        let message = err.to_string();
+        assert_eq!(
+            message,
+            "--suppress s.supp: app.mt sampled its call stacks (sites estimated from 1200 sampled \
+             allocations of 52000, 1 per 512.0 KiB), and a rule matches only the blocks whose \
+             stack was walked; record again with --stacks for exact stacks"
+        );
     }
 
     fn all(limit: u64) -> CheckOptions {

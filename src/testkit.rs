@@ -11,7 +11,7 @@ use crate::format::{
 
 pub use crate::analyze::accounting::analyze;
 use crate::model::metrics::{HeapMetrics, Metrics, ProcessMetrics, Report};
-use crate::model::sites::SiteFrame;
+use crate::model::sites::{SiteFrame, StackSampling};
 
 /// Start of the synthetic recordings (CLOCK_MONOTONIC ns); event times are relative to it.
 pub const START: u64 = 1_000_000;
@@ -26,6 +26,32 @@ pub fn site_frame(function: &str, file: &str) -> SiteFrame {
         offset: 0x10,
         inlined: false,
     }
+}
+
+/// How a recording that sampled its stacks says so (issue 32): 1 walk per 512 KiB on average,
+/// 1200 of 52000 allocations walked, for the views' marks of estimated values.
+pub fn stack_sampling() -> StackSampling {
+    StackSampling {
+        mean_bytes: 512 * 1024,
+        seed: 7,
+        sampled_allocations: 1200,
+        allocations: 52000,
+    }
+}
+
+/// How the views mark [`stack_sampling`]'s values (`views::words::estimates`).
+pub const SAMPLED: &str =
+    "estimates: values estimated from 1200 sampled allocations of 52000, 1 per 512.0 KiB";
+
+/// [`SAMPLED`] with what to do for exact values (`views::words::estimates_note`).
+pub const SAMPLED_NOTE: &str = "estimates: values estimated from 1200 sampled allocations of \
+     52000, 1 per 512.0 KiB; record with --stacks for exact values";
+
+/// `text` with `line` inserted right after the first `after` in it: a view's output with a
+/// mark added, for tests that the mark is all that changed.
+pub fn inserted_after(text: &str, after: &str, line: &str) -> String {
+    let at = text.find(after).expect(after) + after.len();
+    format!("{}{line}{}", &text[..at], &text[at..])
 }
 
 /// A header whose root is pid 1 running `/bin/root arg`, 4 KiB pages.
@@ -185,6 +211,32 @@ pub fn two_sites_trie() -> Vec<EventKind> {
         stack_node(3, 0, 2, 0x1200),
         stack_node(4, 3, 1, 0x9a1b0),
     ]
+}
+
+/// The report of [`two_sites_trie`]'s sites, of the sites pass with `options`: process 1 (the
+/// header's `/bin/root arg`) allocates 64 bytes from leaf 2 and 32 from leaf 4, then exits
+/// with both.
+pub fn two_sites_report(options: crate::analyze::stacks::SiteOptions) -> Report {
+    let mut events = stack_prelude(two_sites_trie());
+    events.extend(seq(vec![
+        malloc_from(2, 0x10, 64),
+        malloc_from(4, 0x20, 32),
+        exit(0),
+    ]));
+    let scope = crate::model::metrics::Scope::Run;
+    crate::analyze::accounting::analyze_sites(&header(), events, None, &scope, options)
+}
+
+/// Makes one block of `bytes` at the first site of `report` definitely lost, as a recording
+/// with leak scans has it: in the site and in the totals the leak limits and pages read.
+pub fn lost_at_first_site(report: &mut Report, bytes: u64) {
+    let lost = crate::model::metrics::Blocks { blocks: 1, bytes };
+    report.totals.heap.leaks = Some(crate::model::metrics::LeakMetrics {
+        definitely_lost: lost,
+        ..Default::default()
+    });
+    let site = &mut report.stacks.as_mut().expect("sites").sites[0];
+    (site.lost_blocks, site.lost_bytes) = (lost.blocks, lost.bytes);
 }
 
 /// Stack events at the start of a recording (pid/tid 0, as the recorder writes them).

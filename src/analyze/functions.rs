@@ -109,6 +109,7 @@ pub(super) fn report(
         functions_total,
         functions,
         total,
+        sampling: None,
     }
 }
 

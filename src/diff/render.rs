@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 
 use crate::table::{Column, Table};
-use crate::views::frames;
+use crate::views::{frames, words};
 
 use super::sites::SitesDiff;
 use super::{Diff, ProcessDiff, ProcessSide};
@@ -161,6 +161,18 @@ fn write_sites(sites: &SitesDiff, out: &mut dyn Write) -> io::Result<()> {
         "allocation sites: {} changed of {} in the base and {} in the new recording",
         sites.changed_total, sites.base_sites, sites.new_sites
     )?;
+    for (name, sampling) in [("base", &sites.base_sampling), ("new", &sites.new_sampling)] {
+        let Some(sampling) = sampling else { continue };
+        let line = format!(
+            "estimates: the {name} recording's site values are {} (record with --stacks for \
+             exact values)",
+            words::estimated_from(sampling)
+        );
+        for (i, line) in wrap(&line, 76).iter().enumerate() {
+            let lead = if i == 0 { "  " } else { "    " };
+            writeln!(out, "{lead}{line}")?;
+        }
+    }
     for (n, s) in sites.changed.iter().enumerate() {
         writeln!(
             out,
@@ -322,6 +334,47 @@ mod tests {
         assert_eq!(allocations["change"], 1);
         assert_eq!(allocations["relative_percent"], 100.0);
         assert_eq!(v["processes"][0]["rule"], "tree position");
+    }
+
+    #[test]
+    fn sampled_sides_say_their_sites_are_estimates() {
+        use crate::diff::sites::SitesDiff;
+        let sites = |base, new| SitesDiff {
+            base_sites: 0,
+            new_sites: 0,
+            changed_total: 0,
+            changed: Vec::new(),
+            base_sampling: base,
+            new_sampling: new,
+        };
+        let render = |s: SitesDiff| {
+            let mut out = Vec::new();
+            write_sites(&s, &mut out).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let head = "\nallocation sites: 0 changed of 0 in the base and 0 in the new recording\n";
+        assert_eq!(render(sites(None, None)), head);
+        let sampled = Some(crate::testkit::stack_sampling());
+        let side = |name: &str| {
+            format!(
+                "  estimates: the {name} recording's site values are estimated from 1200 sampled\n    \
+                 allocations of 52000, 1 per 512.0 KiB (record with --stacks for exact\n    \
+                 values)\n"
+            )
+        };
+        assert_eq!(
+            render(sites(None, sampled)),
+            format!("{head}{}", side("new"))
+        );
+        assert_eq!(
+            render(sites(sampled, None)),
+            format!("{head}{}", side("base"))
+        );
+        let both = render(sites(sampled, sampled));
+        assert_eq!(both, format!("{head}{}{}", side("base"), side("new")));
+        for line in both.lines() {
+            assert!(line.chars().count() <= 80, "{line:?}");
+        }
     }
 
     #[test]

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::model::sites::{SiteFrame, SiteMetrics, StackReport};
+use crate::model::sites::{SiteFrame, SiteMetrics, StackReport, StackSampling};
 
 use crate::model::metric::difference;
 
@@ -71,6 +71,13 @@ pub struct SitesDiff {
     pub changed_total: u64,
     /// The top changed ones: the largest change of bytes allocated first, then of the count.
     pub changed: Vec<SiteChange>,
+    /// Present when the base recording sampled its stacks: its sites' values are estimates
+    /// (the report's `stacks.sampling`); absent for exact stacks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_sampling: Option<StackSampling>,
+    /// Likewise for the new recording.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub new_sampling: Option<StackSampling>,
 }
 
 /// The key a site is matched by: per frame, the function (or the offset when unnamed) and the
@@ -160,6 +167,8 @@ pub fn compare(base: &StackReport, new: &StackReport, top: usize) -> SitesDiff {
         new_sites: new_total,
         changed_total,
         changed,
+        base_sampling: base.sampling,
+        new_sampling: new.sampling,
     }
 }
 
@@ -266,6 +275,22 @@ mod tests {
             0,
         );
         assert_eq!(d.changed.len(), 2, "different offsets are different sites");
+    }
+
+    #[test]
+    fn each_sides_sampling_is_kept() {
+        let exact = stacks(vec![site(1, grow(0x100, "/a/diff"), 10, 1)]);
+        let mut sampled = exact.clone();
+        sampled.sampling = Some(crate::testkit::stack_sampling());
+        let d = compare(&exact, &sampled, 0);
+        assert_eq!((d.base_sampling, d.new_sampling), (None, sampled.sampling));
+        let d = compare(&sampled, &exact, 0);
+        assert_eq!((d.base_sampling, d.new_sampling), (sampled.sampling, None));
+        let json = serde_json::to_value(compare(&exact, &exact, 0)).unwrap();
+        assert!(json.get("base_sampling").is_none() && json.get("new_sampling").is_none());
+        let json = serde_json::to_value(compare(&sampled, &sampled, 0)).unwrap();
+        assert_eq!(json["base_sampling"]["mean_bytes"], 512 * 1024);
+        assert_eq!(json["new_sampling"]["sampled_allocations"], 1200);
     }
 
     #[test]

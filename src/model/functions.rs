@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 use super::measure::Measure;
-use super::sites::SiteMetrics;
+use super::sites::{SiteMetrics, StackSampling};
 
 /// The allocating functions of the report's scope (`report --functions`). A recording without
 /// call stacks has `recorded` false and one row, the allocations without a stack.
@@ -25,6 +25,10 @@ pub struct FunctionReport {
     /// The scope's allocations: every function's `self` added up (each allocation has one
     /// innermost function), so the heap totals of the scope.
     pub total: Cost,
+    /// Present when the recording sampled its stacks: the values are then estimates from the
+    /// sampled allocations (as `StackReport::sampling`); absent for exact stacks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<StackSampling>,
 }
 
 /// One function and what the allocations under it did in the scope.

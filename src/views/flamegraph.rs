@@ -12,6 +12,7 @@ use std::io::{self, Write};
 
 use inferno::flamegraph::{self, Direction, Options, TextTruncateDirection};
 
+use super::words;
 use crate::model::profile::{folded, Naming, Profile, View, Weight};
 
 /// Writes the flame graph of `view` weighed by `weight`, titled `title`, to `out`. A view
@@ -33,6 +34,8 @@ pub fn write_svg(
     }
     let mut options = Options::default();
     options.title = title.to_string();
+    // Under the title, that the widths are estimates from sampled stacks, when they are.
+    options.subtitle = profile.sampling.as_ref().map(words::estimates);
     options.count_name = weight.unit().to_string();
     options.name_type = "Function:".to_string();
     // The root at the top: the widest frames on the first screen.
@@ -246,6 +249,21 @@ mod tests {
         assert!(root < main && main < build && build < leaf, "{svg}");
         assert!(root < 100.0, "the root is at the top: {root}");
         assert!(svg.contains("var truncate_text_right = false;"), "{svg}");
+    }
+
+    #[test]
+    fn a_sampled_profile_says_its_widths_are_estimates_under_the_title() {
+        let svg = |p: &Profile| {
+            let mut out = Vec::new();
+            write_svg(p, View::Allocated, Weight::Bytes, "t", &mut out).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let mut p = profile();
+        assert!(!svg(&p).contains("estimate"));
+        p.sampling = Some(crate::testkit::stack_sampling());
+        let sampled = svg(&p);
+        let subtitle = format!(">{}</text>", crate::testkit::SAMPLED);
+        assert!(sampled.contains(&subtitle), "{sampled}");
     }
 
     #[test]

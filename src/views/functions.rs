@@ -53,6 +53,9 @@ pub(super) fn write_functions(
         scope_title(report),
         value_text(measure.unit(), Some(functions.total.value(measure)))
     )?;
+    if let Some(sampling) = &functions.sampling {
+        writeln!(out, "  {}", estimates_note(sampling))?;
+    }
     if functions.functions.is_empty() {
         return Ok(());
     }
@@ -210,6 +213,31 @@ mod tests {
              frames folded into it); CUMULATIVE: by it and what it calls; ALLOCS: its own \
              allocations\n"
         );
+    }
+
+    #[test]
+    fn sampled_functions_say_their_values_are_estimates() {
+        let options = SiteOptions {
+            functions: Some(FunctionOptions::default()),
+            ..SiteOptions::default()
+        };
+        let mut report = analyze_sites(&header(), events(), None, &Scope::Run, options);
+        report.stacks = None;
+        let text = |report: &crate::model::metrics::Report| {
+            let mut out = Vec::new();
+            let layout = TextLayout {
+                width: 200,
+                ..TextLayout::default()
+            };
+            write_text(report, &layout, &mut out).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let exact = text(&report);
+        assert!(!exact.contains("estimate"), "{exact}");
+        report.functions.as_mut().unwrap().sampling = Some(stack_sampling());
+        let note = format!("  {SAMPLED_NOTE}\n");
+        let expected = inserted_after(&exact, "4.1 KiB in all)\n", &note);
+        assert_eq!(text(&report), expected);
     }
 
     #[test]

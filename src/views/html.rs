@@ -19,6 +19,7 @@ use super::flamegraph;
 use super::words;
 use crate::model::metrics::{Blocks, ProcessMetrics, Report, Scope};
 use crate::model::profile::{View, Weight};
+use crate::model::sites::StackSampling;
 use crate::model::timeline::{Timeline, PROCESS_BUCKETS, RUN_BUCKETS, TOP_PROCESSES};
 
 const TEMPLATE: &str = include_str!("html/page.html");
@@ -462,6 +463,7 @@ fn write_leaks(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                 )?;
             }
             writeln!(out, "</tbody></table>")?;
+            write_estimates("lost-estimates", stacks.sampling.as_ref(), out)?;
             let shown: u64 = lost.iter().map(|s| s.lost_blocks).sum();
             if shown < l.definitely_lost.blocks {
                 writeln!(
@@ -494,6 +496,7 @@ fn write_flames(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     };
     let command = report.run.command.join(" ");
     out.write_all(b"<section id=\"flames\"><h2>Flame graphs</h2>\n")?;
+    write_estimates("flame-estimates", profile.sampling.as_ref(), out)?;
     for (view, what) in [
         (View::Peak, "live bytes at the heap peak"),
         (View::Allocated, "bytes allocated"),
@@ -516,6 +519,23 @@ fn write_flames(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         )?;
     }
     out.write_all(b"</section>\n")
+}
+
+/// That the values of the sites or flame graphs beside it are estimates from sampled stacks,
+/// when they are: a note of `words::estimates_note`, its element id `id`.
+fn write_estimates(
+    id: &str,
+    sampling: Option<&StackSampling>,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    match sampling {
+        Some(s) => writeln!(
+            out,
+            "<p class=\"note\" id=\"{id}\">{}.</p>",
+            escape(&words::capitalized(&words::estimates_note(s)))
+        ),
+        None => Ok(()),
+    }
 }
 
 /// The height of a frame whose SVG does not say its own.
@@ -653,6 +673,42 @@ mod tests {
             "{doc}"
         );
         assert!(doc.contains("function init_when_wide(evt)"), "{doc}");
+    }
+
+    #[test]
+    fn sampled_sites_and_flame_graphs_say_their_values_are_estimates() {
+        use crate::analyze::stacks::SiteOptions;
+        let mut report = two_sites_report(SiteOptions {
+            profile: true,
+            ..SiteOptions::default()
+        });
+        // One block definitely lost, at the first site: the page lists it.
+        lost_at_first_site(&mut report, 64);
+        let sections = |r: &Report| {
+            let mut out = Vec::new();
+            write_leaks(r, &mut out).unwrap();
+            write_flames(r, &mut out).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let exact = sections(&report);
+        assert!(exact.contains("id=\"lost-sites\"") && exact.contains("<iframe"));
+        assert!(!exact.contains("stimate"), "{exact}");
+        report.stacks.as_mut().unwrap().sampling = Some(stack_sampling());
+        report.profile.as_mut().unwrap().sampling = Some(stack_sampling());
+        let sampled = sections(&report);
+        for id in ["lost-estimates", "flame-estimates"] {
+            let p = format!(
+                "<p class=\"note\" id=\"{id}\">E{}.</p>\n",
+                &SAMPLED_NOTE[1..]
+            );
+            assert!(sampled.contains(&p), "{id}: {sampled}");
+        }
+        // And each of the three flame graphs under its title.
+        assert_eq!(
+            sampled.matches(&format!(">{SAMPLED}</text>")).count(),
+            3,
+            "{sampled}"
+        );
     }
 
     #[test]

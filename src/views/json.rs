@@ -101,6 +101,18 @@ mod tests {
 
     /// [`sites_sample`] with the sites pass's `options`.
     fn sites_sample_with(walks: bool, options: crate::analyze::stacks::SiteOptions) -> Value {
+        to_value(&sites_report(walks, options))
+    }
+
+    /// `report` as its JSON.
+    fn to_value(report: &Report) -> Value {
+        let mut out = Vec::new();
+        write_json(report, &mut out).unwrap();
+        serde_json::from_slice(&out).unwrap()
+    }
+
+    /// The report of [`sites_sample_with`].
+    fn sites_report(walks: bool, options: crate::analyze::stacks::SiteOptions) -> Report {
         use crate::model::metrics::Scope;
         use crate::testkit::{malloc_from, module, stack_node, stack_prelude, stack_stats, symbol};
         let mut kinds = vec![
@@ -114,16 +126,7 @@ mod tests {
         }
         let mut events = stack_prelude(kinds);
         events.extend([at(5, 1, 1, malloc_from(2, 0x10, 24)), at(6, 1, 1, exit(0))]);
-        let report = crate::analyze::accounting::analyze_sites(
-            &header(),
-            events,
-            None,
-            &Scope::Run,
-            options,
-        );
-        let mut out = Vec::new();
-        write_json(&report, &mut out).unwrap();
-        serde_json::from_slice(&out).unwrap()
+        crate::analyze::accounting::analyze_sites(&header(), events, None, &Scope::Run, options)
     }
 
     /// The keys of object `v`, sorted.
@@ -264,6 +267,38 @@ mod tests {
                 (&Value::from(24), &Value::from(24))
             );
         }
+    }
+
+    #[test]
+    fn sampled_sites_and_functions_carry_their_sampling() {
+        use crate::analyze::functions::FunctionOptions;
+        use crate::analyze::stacks::SiteOptions;
+        let mut report = sites_report(
+            true,
+            SiteOptions {
+                functions: Some(FunctionOptions::default()),
+                ..SiteOptions::default()
+            },
+        );
+        let exact = to_value(&report);
+        assert!(exact["stacks"].get("sampling").is_none());
+        assert!(exact["functions"].get("sampling").is_none());
+        let sampling = crate::testkit::stack_sampling();
+        report.stacks.as_mut().unwrap().sampling = Some(sampling);
+        report.functions.as_mut().unwrap().sampling = Some(sampling);
+        let mut v = to_value(&report);
+        let expected = serde_json::json!({
+            "mean_bytes": 524288,
+            "seed": 7,
+            "sampled_allocations": 1200,
+            "allocations": 52000
+        });
+        for part in ["stacks", "functions"] {
+            let object = v[part].as_object_mut().unwrap();
+            assert_eq!(object.remove("sampling"), Some(expected.clone()), "{part}");
+        }
+        // Nothing else changes.
+        assert_eq!(v, exact);
     }
 
     #[test]

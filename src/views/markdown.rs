@@ -19,14 +19,14 @@ use super::functions;
 use super::rows::Rows;
 use super::rows::{self, Measures, Rest, RowOptions, Selection};
 use super::words::{
-    blocks, clean, counted, exit_code, exit_text, frame_text, functions_shown, live_at_end,
-    lost_causes, order_label, peak, plural, processes, rest_label, scope_title, sites_shown,
-    temporary, ProcessNames, NO_FUNCTIONS, NO_STACKS,
+    blocks, capitalized, clean, counted, estimates_note, exit_code, exit_text, frame_text,
+    functions_shown, live_at_end, lost_causes, order_label, peak, plural, processes, rest_label,
+    scope_title, sites_shown, temporary, ProcessNames, NO_FUNCTIONS, NO_STACKS,
 };
 use crate::model::functions::FunctionReport;
 use crate::model::metric::value_text;
 use crate::model::metrics::{BenchmarkMetrics, ProcessMetrics, Report};
-use crate::model::sites::{SiteFrame, SiteMetrics, StackReport};
+use crate::model::sites::{SiteFrame, SiteMetrics, StackReport, StackSampling};
 
 /// Frames shown per allocation site, innermost first (a folded run is one); the JSON has
 /// them all.
@@ -359,6 +359,7 @@ fn write_sites(title: &str, stacks: &StackReport, out: &mut dyn Write) -> io::Re
             )?;
         }
     }
+    write_estimates(stacks.sampling.as_ref(), out)?;
     if stacks.sites.is_empty() {
         return Ok(());
     }
@@ -395,6 +396,7 @@ fn write_functions(title: &str, f: &FunctionReport, out: &mut dyn Write) -> io::
         functions_shown(f),
         value_text(measure.unit(), Some(f.total.value(measure)))
     )?;
+    write_estimates(f.sampling.as_ref(), out)?;
     if f.functions.is_empty() {
         return Ok(());
     }
@@ -408,6 +410,15 @@ fn write_functions(title: &str, f: &FunctionReport, out: &mut dyn Write) -> io::
     }
     writeln!(out)?;
     writeln!(out, "{}", escape(functions::FOOTER))
+}
+
+/// That the values under it are estimates from sampled stacks, when they are: a paragraph
+/// of `words::estimates_note`.
+fn write_estimates(sampling: Option<&StackSampling>, out: &mut dyn Write) -> io::Result<()> {
+    match sampling {
+        Some(s) => writeln!(out, "\n{}.", escape(&capitalized(&estimates_note(s)))),
+        None => Ok(()),
+    }
 }
 
 /// The cells of one site's row; its frames joined by "←", the standard library's runs folded.
@@ -447,15 +458,6 @@ fn short_frame(f: &SiteFrame) -> String {
     match f.line {
         0 => format!("{} ({file})", f.function),
         line => format!("{} ({file}:{line})", f.function),
-    }
-}
-
-/// "processes: top 20…" as a heading: "Processes: top 20…".
-fn capitalized(text: &str) -> String {
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(first) => first.to_uppercase().chain(chars).collect(),
-        None => String::new(),
     }
 }
 
@@ -552,6 +554,30 @@ mod tests {
             let bars = line.matches('|').count() - line.matches("\\|").count();
             assert_eq!(bars, 8, "{line}");
         }
+    }
+
+    #[test]
+    fn sampled_sites_and_functions_say_their_values_are_estimates() {
+        use crate::analyze::functions::FunctionOptions;
+        use crate::analyze::stacks::SiteOptions;
+        use crate::testkit::{stack_sampling, two_sites_report};
+        let mut report = two_sites_report(SiteOptions {
+            functions: Some(FunctionOptions::default()),
+            ..SiteOptions::default()
+        });
+        let exact = render(&report, RowOptions::default());
+        assert!(!exact.contains("stimate"), "{exact}");
+        report.stacks.as_mut().unwrap().sampling = Some(stack_sampling());
+        report.functions.as_mut().unwrap().sampling = Some(stack_sampling());
+        let sampled = render(&report, RowOptions::default());
+        let note = &format!("\nE{}.\n", &crate::testkit::SAMPLED_NOTE[1..]);
+        // Under each heading, and nothing else changed.
+        for heading in ["#### Allocation sites", "#### Allocating functions"] {
+            let at = sampled.find(heading).expect(heading);
+            let line_end = at + sampled[at..].find('\n').unwrap() + 1;
+            assert!(sampled[line_end..].starts_with(note), "{sampled}");
+        }
+        assert_eq!(sampled.replace(note, ""), exact);
     }
 
     #[test]

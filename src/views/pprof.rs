@@ -15,6 +15,7 @@ use flate2::write::GzEncoder;
 use flate2::Compression;
 use prost::Message;
 
+use super::words::estimates_note;
 use crate::model::metrics::Report;
 use crate::model::profile::{frame_name, Naming, Profile as Model, View, Weight, NO_STACK};
 use crate::model::sites::SiteFrame;
@@ -200,6 +201,11 @@ pub fn build(model: &Model, report: &Report, view: View, weight: Weight) -> Prof
     p.default_sample_type = strings.get(default);
     let command = format!("memtrack recording of: {}", report.run.command.join(" "));
     p.comment.push(strings.get(&command));
+    // The sample types stay those of an exact profile, so `go tool pprof` reads both alike;
+    // a comment (`pprof -comments`) says the values are estimates.
+    if let Some(sampling) = &model.sampling {
+        p.comment.push(strings.get(&estimates_note(sampling)));
+    }
 
     let mut tables = Tables {
         p,
@@ -389,4 +395,59 @@ pub fn write_pprof(
     gz.write_all(&bytes)?;
     gz.finish()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::stacks::SiteOptions;
+    use crate::testkit::*;
+
+    /// The report and profile of two sites under main.
+    fn report() -> Report {
+        two_sites_report(SiteOptions {
+            profile: true,
+            ..SiteOptions::default()
+        })
+    }
+
+    fn comments(p: &Profile) -> Vec<&str> {
+        p.comment
+            .iter()
+            .map(|&i| p.string_table[i as usize].as_str())
+            .collect()
+    }
+
+    #[test]
+    fn a_sampled_profile_says_so_in_a_comment_with_the_same_sample_types() {
+        let mut report = report();
+        let mut model = report.profile.take().unwrap();
+        let exact = build(&model, &report, View::Peak, Weight::Bytes);
+        assert_eq!(comments(&exact), ["memtrack recording of: /bin/root arg"]);
+        model.sampling = Some(stack_sampling());
+        let sampled = build(&model, &report, View::Peak, Weight::Bytes);
+        assert_eq!(
+            comments(&sampled),
+            ["memtrack recording of: /bin/root arg", SAMPLED_NOTE]
+        );
+        // The same sample types (names and units), default and values: pprof reads both alike.
+        let types = |p: &Profile| -> Vec<(String, String)> {
+            let s = |i: i64| p.string_table[i as usize].clone();
+            p.sample_type
+                .iter()
+                .map(|t| (s(t.r#type), s(t.unit)))
+                .collect()
+        };
+        assert_eq!(types(&sampled), types(&exact));
+        let default = |p: &Profile| p.string_table[p.default_sample_type as usize].clone();
+        assert_eq!(default(&sampled), "inuse_space");
+        assert_eq!(default(&exact), "inuse_space");
+        let values =
+            |p: &Profile| -> Vec<Vec<i64>> { p.sample.iter().map(|s| s.value.clone()).collect() };
+        assert_eq!(values(&sampled), values(&exact));
+        assert_eq!(
+            values(&exact),
+            [[1, 64, 1, 64, 1, 64, 0, 0], [1, 32, 1, 32, 1, 32, 0, 0]]
+        );
+    }
 }

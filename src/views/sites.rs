@@ -70,6 +70,9 @@ fn write_sites(
     )?;
     write_walks(stacks, out)?;
     write_local_symbols(stacks, out)?;
+    if let Some(sampling) = &stacks.sampling {
+        writeln!(out, "  {}", estimates_note(sampling))?;
+    }
     if stacks.sites.is_empty() {
         return Ok(());
     }
@@ -258,22 +261,76 @@ mod tests {
     }
 
     fn render_sites(events: Vec<Event>, top: usize) -> String {
+        sites_text(&sites_report(events, top))
+    }
+
+    fn sites_report(events: Vec<Event>, top: usize) -> Report {
         let options = SiteOptions {
             order: SiteOrder::Peak,
             top,
             profile: false,
             functions: None,
         };
-        let report = analyze_sites(&header(), events, None, &Scope::Run, options);
+        analyze_sites(&header(), events, None, &Scope::Run, options)
+    }
+
+    /// The sites section of the text report of `report`, 200 columns wide.
+    fn sites_text(report: &Report) -> String {
         let layout = TextLayout {
             width: 200,
             ..TextLayout::default()
         };
         let mut out = Vec::new();
-        write_text(&report, &layout, &mut out).unwrap();
+        write_text(report, &layout, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         let at = text.find("allocation sites").expect("a sites section");
         text[at..].to_string()
+    }
+
+    #[test]
+    fn sampled_sites_say_their_values_are_estimates() {
+        let exact = render_sites(events(), 10);
+        assert!(!exact.contains("estimate"), "{exact}");
+        let mut report = sites_report(events(), 10);
+        report.stacks.as_mut().unwrap().sampling = Some(stack_sampling());
+        // One line under the walk counters, and nothing else changed.
+        let note = format!("  {SAMPLED_NOTE}\n");
+        let expected = inserted_after(&exact, "0 sent uncached\n", &note);
+        assert_eq!(sites_text(&report), expected);
+    }
+
+    /// One site's 10 bytes, allocated inside benchmark parse::small's window.
+    fn benchmark_events() -> Vec<Event> {
+        let mut events = stack_prelude(vec![module(1, "/a"), stack_node(1, 0, 1, 5)]);
+        events.extend([
+            bench(1, "parse::small", 0),
+            start(2),
+            at(3, 1, 1, malloc_from(1, 1, 10)),
+            stop(4),
+            at(5, 1, 1, exit(0)),
+        ]);
+        events
+    }
+
+    #[test]
+    fn a_sampled_benchmarks_sites_say_so_too() {
+        let events = benchmark_events();
+        let mut report =
+            analyze_sites(&header(), events, None, &Scope::Run, SiteOptions::default());
+        let render = |report: &Report| {
+            let mut out = Vec::new();
+            write_benchmarks_text(report, &TextLayout::default(), &mut out).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        assert!(!render(&report).contains("estimates"));
+        report.benchmarks[0].stacks.as_mut().unwrap().sampling = Some(stack_sampling());
+        let text = render(&report);
+        assert_eq!(
+            text.matches("  estimates: values estimated from 1200 sampled")
+                .count(),
+            1,
+            "{text}"
+        );
     }
 
     #[test]
@@ -390,14 +447,7 @@ mod tests {
 
     #[test]
     fn by_bench_lists_each_benchmarks_sites() {
-        let mut events = stack_prelude(vec![module(1, "/a"), stack_node(1, 0, 1, 5)]);
-        events.extend([
-            bench(1, "parse::small", 0),
-            start(2),
-            at(3, 1, 1, malloc_from(1, 1, 10)),
-            stop(4),
-            at(5, 1, 1, exit(0)),
-        ]);
+        let events = benchmark_events();
         let report = analyze_sites(&header(), events, None, &Scope::Run, SiteOptions::default());
         let mut out = Vec::new();
         let layout = TextLayout {

@@ -11,6 +11,7 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
+use super::words::estimates;
 use crate::model::profile::{frame_name, Naming, Profile, View, Weight, NO_STACK};
 
 /// speedscope's `FileFormat.File`.
@@ -66,6 +67,17 @@ pub const PROFILES: [(View, Weight); 8] = [
     (View::Leaked, Weight::Count),
     (View::Temporary, Weight::Count),
 ];
+
+/// The name of the profile of `view` weighed by `weight`, as speedscope's profile menu shows
+/// it: "live at the heap peak (bytes)", then, when the values are estimates from sampled
+/// stacks, `words::estimates`.
+fn profile_name(profile: &Profile, view: View, weight: Weight) -> String {
+    let name = format!("{} ({})", view.describe(), weight.unit());
+    match &profile.sampling {
+        Some(s) => format!("{name}, {}", estimates(s)),
+        None => name,
+    }
+}
 
 /// Writes the speedscope file of `profile`, named `title`, opening on `view` weighed by
 /// `weight`, to `out`.
@@ -126,7 +138,7 @@ pub fn write_speedscope(
                 .unzip();
             Sampled {
                 r#type: "sampled",
-                name: format!("{} ({})", v.describe(), w.unit()),
+                name: profile_name(profile, v, w),
                 unit: if w == Weight::Bytes { "bytes" } else { "none" },
                 start_value: 0,
                 end_value: weights.iter().fold(0u64, |a, &b| a.saturating_add(b)),
@@ -148,4 +160,41 @@ pub fn write_speedscope(
     };
     serde_json::to_writer(&mut *out, &file).map_err(io::Error::other)?;
     writeln!(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::{stack_sampling, two_sites_report, SAMPLED};
+
+    /// The profile names of the speedscope file of `profile`.
+    fn names(profile: &Profile) -> Vec<String> {
+        let mut out = Vec::new();
+        write_speedscope(profile, View::Peak, Weight::Bytes, "t", &mut out).unwrap();
+        let file: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        file["profiles"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["name"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn sampled_profiles_say_their_values_are_estimates_in_their_names() {
+        let mut profile = two_sites_report(crate::analyze::stacks::SiteOptions {
+            profile: true,
+            ..Default::default()
+        })
+        .profile
+        .unwrap();
+        let exact = names(&profile);
+        assert_eq!(exact[1], "allocated (bytes)");
+        profile.sampling = Some(stack_sampling());
+        let sampled = names(&profile);
+        assert_eq!(sampled.len(), PROFILES.len());
+        for (e, s) in exact.iter().zip(&sampled) {
+            assert_eq!(*s, format!("{e}, {SAMPLED}"));
+        }
+    }
 }

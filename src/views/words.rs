@@ -6,7 +6,7 @@ use crate::model::metrics::{
     HeapMetrics, LeakMetrics, LostEvents, Metrics, ProcessMetrics, Report, ResidentMetrics,
     RunInfo, Scope, SuppressionReport,
 };
-use crate::model::sites::{SiteFrame, StackReport};
+use crate::model::sites::{SiteFrame, StackReport, StackSampling};
 use std::collections::HashMap;
 
 use crate::units::{format_bytes, format_duration_ns};
@@ -24,6 +24,15 @@ pub fn blocks(count: u64, bytes: u64) -> String {
         counted(count, "block", "blocks"),
         format_bytes(bytes)
     )
+}
+
+/// A phrase as a sentence or heading starts: "processes: top 20…" is "Processes: top 20…".
+pub fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
 }
 
 /// Text from the recording with control characters replaced, so a newline or escape sequence
@@ -116,6 +125,35 @@ pub fn either<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
         Some((last, [])) => last.to_string(),
         Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
     }
+}
+
+/// How the values of sites from sampled stacks were estimated (issue 32): "estimated from 1200
+/// sampled allocations of 52000, 1 per 512.0 KiB", the mean interval in the report's units.
+/// Every view says it in these words ([`estimates`]); `diff` says it per recording.
+pub fn estimated_from(s: &StackSampling) -> String {
+    format!(
+        "estimated from {} of {}, 1 per {}",
+        counted(
+            s.sampled_allocations,
+            "sampled allocation",
+            "sampled allocations"
+        ),
+        s.allocations,
+        format_bytes(s.mean_bytes)
+    )
+}
+
+/// The mark of values from sampled stacks where a title or a comment has room for one line
+/// (pprof's comment, speedscope's profile names, a flame graph's subtitle): "estimates: values
+/// estimated from ...".
+pub fn estimates(s: &StackSampling) -> String {
+    format!("estimates: values {}", estimated_from(s))
+}
+
+/// [`estimates`] with what to do for exact values, the note under a table of sites or
+/// functions (text, markdown, html, `check`).
+pub fn estimates_note(s: &StackSampling) -> String {
+    format!("{}; record with --stacks for exact values", estimates(s))
 }
 
 /// The words for a `--stacks-by` order in the sites' title line.
@@ -595,6 +633,30 @@ mod tests {
 
     fn name(argv: &[&str]) -> String {
         names(&[argv]).remove(0)
+    }
+
+    #[test]
+    fn estimates_say_how_many_were_sampled_of_how_many_and_how_often() {
+        let s = crate::testkit::stack_sampling();
+        assert_eq!(
+            estimated_from(&s),
+            "estimated from 1200 sampled allocations of 52000, 1 per 512.0 KiB"
+        );
+        assert_eq!(
+            estimates_note(&s),
+            "estimates: values estimated from 1200 sampled allocations of 52000, 1 per 512.0 \
+             KiB; record with --stacks for exact values"
+        );
+        let one = StackSampling {
+            mean_bytes: 100,
+            sampled_allocations: 1,
+            allocations: 1,
+            ..s
+        };
+        assert_eq!(
+            estimates(&one),
+            "estimates: values estimated from 1 sampled allocation of 1, 1 per 100 B"
+        );
     }
 
     const RUSTC: &str = "/root/.rustup/toolchains/stable-x86_64-unknown-linux-gnu/bin/rustc";
