@@ -8,7 +8,7 @@ use gimli::write::{
 };
 use gimli::{Encoding, Format, LittleEndian, X86_64};
 
-use super::row::{CfaRule, RbpRule, RowRule};
+use super::row::{CfaRule, RaRule, RbpRule, RowRule};
 
 /// CFA = rsp + `offset`, rbp untouched: the rule of most rows.
 pub(crate) fn rsp(offset: i32) -> RowRule {
@@ -17,6 +17,7 @@ pub(crate) fn rsp(offset: i32) -> RowRule {
         cfa_offset: offset,
         rbp: RbpRule::Same,
         rbp_offset: 0,
+        ra: RaRule::CfaMinus8,
     }
 }
 
