@@ -18,6 +18,15 @@
  * lazy PLT stubs (CFA_PLT), and signal trampolines (CFA_SIGNAL), past which the walk goes on in
  * the code the signal interrupted, with the registers the kernel saved.
  *
+ * arm64 (issue 31) walks the same rows with three differences, under __TARGET_ARCH_arm64: the
+ * first frame's caller may still be in the link register x30 (RA_LR: the probe is at the
+ * function's entry, before its prologue saves x30); a saved return address is wherever the row
+ * says (RA_AT_CFA, RA_ABOVE_FP), not at CFA-8; and every return address is stripped of its
+ * pointer-authentication signature (pac-ret) with stack_pc_mask before it is looked up. A
+ * caller's pc is its return address minus 4, the bl itself. arm64's signal trampoline is the
+ * vDSO's __kernel_rt_sigreturn, in no file: a walk from a signal handler ends there, marked
+ * unknown, with the handler's frames.
+ *
  * Dedup: the frames are hashed twice as the walk goes. The first hash keys `stack_ids`, the
  * second must match what it stored: a mismatch is a collision, counted, and that stack is sent
  * again under a new id instead of being confused with the other. A new stack is sent once
@@ -89,6 +98,19 @@ struct {
 	__type(value, __u32);
 } stack_config SEC(".maps");
 
+#if defined(__TARGET_ARCH_arm64)
+/* The bits of a user address, all others a return address may carry being pac-ret's signature
+ * (and the top byte's tag): set by user space before load (record::stacks::pc_mask, which says
+ * how it is found). All ones, nothing stripped, if it is not. */
+const volatile __u64 stack_pc_mask SEC(".rodata.stack") = ~0ULL;
+
+/* A caller's pc is its return address minus the width of the call: arm64's are 4 bytes. */
+#define CALL_BACK 4
+#else
+/* A caller's pc is its return address minus 1, inside the variable-length call instruction. */
+#define CALL_BACK 1
+#endif
+
 /* The most rows of one file: the binary search takes this many halvings. */
 #define ROW_SEARCH_STEPS 24
 
@@ -143,6 +165,7 @@ struct memo {
 	__u64 pc;
 	__u64 sp;
 	__u64 bp; /* compared only if uses_bp */
+	__u64 lr; /* arm64: the link register (x86-64: 0) */
 	__u32 id;
 	__u32 reads; /* entries of read[] */
 	__u32 uses_bp;
@@ -162,6 +185,7 @@ struct walk {
 	__u64 pc; /* the frame's pc: the probed site, then each return address */
 	__u64 sp; /* its CFA-to-be: rsp at the frame's pc */
 	__u64 bp;
+	__u64 lr; /* arm64: the entry's link register, the first frame's return address (RA_LR) */
 	__u64 hash;
 	__u64 check;
 	struct cached_file cur; /* the mapping the last pc was in */
@@ -416,6 +440,36 @@ static __always_inline void mix(struct walk *w, __u64 frame)
 	w->check ^= w->check >> 32;
 }
 
+#if defined(__TARGET_ARCH_arm64)
+/* The caller's return address of a frame whose CFA is `cfa`, in `*ra`, stripped of its pac-ret
+ * signature; `row`'s rbp_rule is left with the x29 rule alone. False, with the walk's end set,
+ * if it cannot be had: in x30 past the first frame (only the probe's x30 is known), or
+ * unreadable. */
+static __always_inline bool arm64_return_address(struct walk_state *s, struct unwind_row *row,
+						 __u64 cfa, __u32 depth, __u64 *ra)
+{
+	__u32 rule = row->rbp_rule >> 4;
+	__u64 at;
+
+	row->rbp_rule &= 15;
+	if (rule == RA_LR && !depth) {
+		*ra = s->w.lr;
+	} else if (rule == RA_AT_CFA || rule == RA_ABOVE_FP) {
+		at = cfa + row->rbp_offset + (rule == RA_ABOVE_FP ? 8 : 0);
+		if (!read_stack(s, at, ra)) {
+			s->w.end = STACK_UNSUPPORTED;
+			return false;
+		}
+		memo_note(s, at, *ra);
+	} else {
+		s->w.end = STACK_UNSUPPORTED;
+		return false;
+	}
+	*ra &= stack_pc_mask;
+	return true;
+}
+#endif
+
 /* One frame: record it, then find its caller. Returns 1 to end the walk.
  *
  * A global function, verified once on its own: inlined into the walk's loop, the verifier
@@ -439,7 +493,7 @@ __noinline long walk_frame(struct walk_state *s)
 	/* A caller's return address can be the first byte past its function (a call to a
 	 * noreturn function ends it): its own call instruction is the byte before. The pc a
 	 * signal interrupted is the instruction itself. */
-	pc = depth && !w->exact ? w->pc - 1 : w->pc;
+	pc = depth && !w->exact ? w->pc - CALL_BACK : w->pc;
 	w->exact = 0;
 	if ((pc < w->cur.start || pc >= w->cur.end) && !find_file(w, pc)) {
 		w->end = STACK_UNKNOWN;
@@ -516,11 +570,16 @@ __noinline long walk_frame(struct walk_state *s)
 		w->end = STACK_UNSUPPORTED;
 		return 1;
 	}
+#if defined(__TARGET_ARCH_arm64)
+	if (!arm64_return_address(s, &row, cfa, depth, &ra))
+		return 1;
+#else
 	if (!read_stack(s, cfa - 8, &ra)) {
 		w->end = STACK_UNSUPPORTED;
 		return 1;
 	}
 	memo_note(s, cfa - 8, ra);
+#endif
 	if (row.rbp_rule == RBP_AT_CFA) {
 		if (read_stack(s, cfa + row.rbp_offset, &w->bp)) {
 			w->bp_addr = cfa + row.rbp_offset;
@@ -583,7 +642,7 @@ __noinline __u32 memo_hit(struct walk_state *s, __u32 slot, __u64 seq)
 		return 0;
 	m = &s->memos[slot & (MEMOS - 1)];
 	if (!m->mm || m->mm != mm || m->seq != seq || m->pc != s->w.pc || m->sp != s->w.sp ||
-	    (m->uses_bp && m->bp != s->w.bp))
+	    m->lr != s->w.lr || (m->uses_bp && m->bp != s->w.bp))
 		return 0;
 	for (int i = 0; i < MEMO_READS; i++) {
 		if (i >= m->reads)
@@ -665,7 +724,7 @@ __noinline __u32 stack_id(STACK_CTX *ctx)
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct walk_state *s;
 	struct memo *m;
-	__u64 mm, seq, pc, sp, bp;
+	__u64 mm, seq, pc, sp, bp, lr = 0;
 	__u32 id, slot;
 	bool kept;
 
@@ -681,9 +740,13 @@ __noinline __u32 stack_id(STACK_CTX *ctx)
 	pc = PT_REGS_IP(ctx);
 	sp = PT_REGS_SP(ctx);
 	bp = PT_REGS_FP(ctx);
+#if defined(__TARGET_ARCH_arm64)
+	lr = ctx->regs[30]; /* the link register: the caller, until the prologue saves it */
+#endif
 	s->w.pc = pc;
 	s->w.sp = sp;
 	s->w.bp = bp;
+	s->w.lr = lr;
 	s->window_len = 0; /* the stack changed since the last walk */
 	mm = (__u64)task->mm;
 	seq = mm_seq(task);
@@ -736,6 +799,7 @@ __noinline __u32 stack_id(STACK_CTX *ctx)
 		m->pc = pc;
 		m->sp = sp;
 		m->bp = bp;
+		m->lr = lr;
 		m->id = id;
 		m->mm = mm;
 	}
