@@ -2,12 +2,16 @@
 """Checks the serial console of the arm64 guest (scripts/arm64.sh) against the exact counts of
 its fixtures. Prints one line per check and exits 1 when any fails.
 
-Usage: arm64-check.py CONSOLE"""
+Usage: arm64-check.py CONSOLE [GDB]
+
+GDB is gdb's backtrace of testdata/stacks/chain.c (scripts/arm64.sh, gdb_backtrace), which the
+guest's recording of the same binary must equal."""
 import json
 import re
 import sys
 
 text = open(sys.argv[1], errors="replace").read().replace("\r", "")
+gdb_text = open(sys.argv[2], errors="replace").read() if len(sys.argv) > 2 else None
 steps = {}
 for m in re.finditer(r"^@@@ begin (\S+)\n(.*?)^@@@ end \1 rc=(\d+)$", text, re.S | re.M):
     steps[m.group(1)] = (m.group(2), int(m.group(3)))
@@ -26,13 +30,25 @@ def output(name):
     return out
 
 
+steps_report = {}
+
+
 def report(name):
     out = output(name)
     try:
-        return json.loads(out[out.index("{") :])
+        steps_report[name] = json.loads(out[out.index("{") :])
+        return steps_report[name]
     except ValueError:
         check(name, False, "no JSON report")
         return None
+
+
+def walk_ends(name, d):
+    """Every walk of the recording `d` (a report with --stacks) ended complete."""
+    s = d.get("stacks") or {}
+    got = (s.get("walks"), s.get("truncated"), s.get("unknown"), s.get("unsupported"))
+    check(name + " walks", bool(got[0]) and got[1:] == (0, 0, 0),
+          "walks/truncated/unknown/unsupported = %s/%s/%s/%s" % got)
 
 
 if "@@@ done" not in text:
@@ -67,7 +83,7 @@ for ex, startup in (("example", 0), ("example-static", 5)):
                      for p in d["processes"])
         check(ex + " processes", per == [(0, "true"), (10014 + startup, ex), (50001, ex)], str(per))
 
-# The example once more with --stacks: the same exact counts.
+# The example once more with --stacks: the same exact counts, and every walk complete.
 output("record-stacks")
 d = report("json-stacks")
 if d:
@@ -75,6 +91,13 @@ if d:
     got = (h["allocs"], h["frees"], h["bytes_allocated"], d["lost_events"]["total"])
     check("example --stacks", got == (60015, 60013, 7864320, 0),
           "allocs/frees/bytes/lost = %s/%s/%s/%s" % got)
+    walk_ends("example --stacks", d)
+    # What a walk per allocation costs under TCG (only the ratio means anything there; 6.1 has
+    # no mm_lock_seq, so every allocation walks and looks each frame's mapping up again).
+    base = (steps_report.get("json-example") or {}).get("run", {}).get("duration_ns")
+    if base:
+        print("arm64: TCG cost: example --stacks ran %.1f s, without %.1f s (x%.1f)"
+              % (d["run"]["duration_ns"] / 1e9, base / 1e9, d["run"]["duration_ns"] / base))
 text_stacks = output("report-stacks")
 for line in text_stacks.splitlines():
     if "stack" in line.lower() and ("unwind" in line.lower() or "truncated" in line.lower()):
@@ -102,5 +125,27 @@ if d:
     bins = {(b["min_bytes"], b["max_bytes"]): b["count"] for b in h["size_histogram"]}
     check("cxx new/delete", bins.get((16384, 32767)) == 13 and d["lost_events"]["total"] == 0,
           f"blocks of 16-32 KiB: {bins.get((16384, 32767))} (want 13), lost {d['lost_events']['total']}")
+
+
+
+# testdata/stacks/chain.c with --stacks: the 7777-byte allocation's frames, innermost first,
+# are gdb's (malloc, chain_e, chain_d, lib_c, lib_b, chain_a, main, then libc's start code and
+# _start); a function neither names (libc's local __libc_start_call_main) is "??" in both.
+output("record-chain")
+d = report("json-chain")
+if d:
+    walk_ends("chain", d)
+    sites = [s for s in (d.get("stacks") or {}).get("sites", []) if s["allocated_bytes"] == 7777]
+    ours = [f["function"] or "??" for f in sites[0]["frames"]] if len(sites) == 1 else None
+    gdb = None
+    if gdb_text and "==memtrack-stop==" in gdb_text:
+        bt = gdb_text.split("==memtrack-stop==")[1].split("==memtrack-end==")[0]
+        gdb = re.findall(r"^#\d+\s+(?:0x[0-9a-f]+ in )?(\S+)", bt, re.M)
+    # One allocator, two names at one address: gdb says malloc, the symbol table may say
+    # __libc_malloc (glibc's alias); the frame is the same.
+    if ours and ours[0] == "__libc_malloc":
+        ours[0] = "malloc"
+    check("chain stack = gdb", ours is not None and ours == gdb,
+          "memtrack %s, gdb %s" % (ours, gdb if gdb is not None else (gdb_text or "")[-600:]))
 
 sys.exit(1 if failed else 0)
