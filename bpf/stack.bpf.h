@@ -24,8 +24,9 @@
  * says (RA_AT_CFA, RA_ABOVE_FP), not at CFA-8; and every return address is stripped of its
  * pointer-authentication signature (pac-ret) with stack_pc_mask before it is looked up. A
  * caller's pc is its return address minus 4, the bl itself. arm64's signal trampoline is the
- * vDSO's __kernel_rt_sigreturn, in no file: a walk from a signal handler ends there, marked
- * unknown, with the handler's frames.
+ * vDSO's __kernel_rt_sigreturn, in no file and without CFI: the walk knows it by its two
+ * instructions and goes on in the code the signal interrupted (arm64_sigreturn), recording no
+ * frame for the trampoline itself.
  *
  * Dedup: the frames are hashed twice as the walk goes. The first hash keys `stack_ids`, the
  * second must match what it stored: a mismatch is a collision, counted, and that stack is sent
@@ -185,7 +186,7 @@ struct walk {
 	__u64 pc; /* the frame's pc: the probed site, then each return address */
 	__u64 sp; /* its CFA-to-be: rsp at the frame's pc */
 	__u64 bp;
-	__u64 lr; /* arm64: the entry's link register, the first frame's return address (RA_LR) */
+	__u64 lr; /* arm64: the link register of the entry, or of the code a signal interrupted */
 	__u64 hash;
 	__u64 check;
 	struct cached_file cur; /* the mapping the last pc was in */
@@ -198,7 +199,7 @@ struct walk {
 	__u32 bp_source;
 	__u32 memo_ok; /* the walk can be remembered in memos[memo_slot] */
 	__u32 memo_slot;
-	__u32 _pad;
+	__u32 lr_ok; /* arm64: lr is this frame's x30 (the first frame, or one a signal interrupted) */
 };
 
 #define ROW_CACHE 512
@@ -443,16 +444,16 @@ static __always_inline void mix(struct walk *w, __u64 frame)
 #if defined(__TARGET_ARCH_arm64)
 /* The caller's return address of a frame whose CFA is `cfa`, in `*ra`, stripped of its pac-ret
  * signature; `row`'s rbp_rule is left with the x29 rule alone. False, with the walk's end set,
- * if it cannot be had: in x30 past the first frame (only the probe's x30 is known), or
- * unreadable. */
+ * if it cannot be had: in x30 of a frame whose x30 is not known (only the probe's and a signal
+ * frame's are), or unreadable. */
 static __always_inline bool arm64_return_address(struct walk_state *s, struct unwind_row *row,
-						 __u64 cfa, __u32 depth, __u64 *ra)
+						 __u64 cfa, __u64 *ra)
 {
 	__u32 rule = row->rbp_rule >> 4;
 	__u64 at;
 
 	row->rbp_rule &= 15;
-	if (rule == RA_LR && !depth) {
+	if (rule == RA_LR && s->w.lr_ok) {
 		*ra = s->w.lr;
 	} else if (rule == RA_AT_CFA || rule == RA_ABOVE_FP) {
 		at = cfa + row->rbp_offset + (rule == RA_ABOVE_FP ? 8 : 0);
@@ -466,6 +467,36 @@ static __always_inline bool arm64_return_address(struct walk_state *s, struct un
 		return false;
 	}
 	*ra &= stack_pc_mask;
+	s->w.lr_ok = 0;
+	return true;
+}
+
+/* __kernel_rt_sigreturn (arch/arm64/kernel/vdso/sigreturn.S), where a handler returns to:
+ * `mov x8, #__NR_rt_sigreturn; svc #0`, as one little-endian word. */
+#define SIGRETURN_CODE 0xd4000001d2801168ULL
+/* Where the interrupted x0 is from the sp the trampoline runs with: struct rt_sigframe is the
+ * siginfo (128 bytes), then the ucontext, whose uc_mcontext (struct sigcontext, 16-aligned) is
+ * 176 bytes in and starts with fault_address; then regs[31], sp, pc. gdb's aarch64-linux-tdep.c
+ * reads the same offsets. */
+#define SIGFRAME_REGS (128 + 176 + 8)
+
+/* If the walk's pc, which no file maps, is the vDSO's signal trampoline: makes the code the
+ * signal interrupted the walk's next frame, with its registers from the signal frame. */
+static __always_inline bool arm64_sigreturn(struct walk_state *s)
+{
+	__u64 code = 0, regs = s->w.sp + SIGFRAME_REGS, sp, pc;
+
+	if (bpf_probe_read_user(&code, sizeof(code), (void *)s->w.pc) || code != SIGRETURN_CODE)
+		return false;
+	if (!read_stack(s, regs + 29 * 8, &s->w.bp) || !read_stack(s, regs + 30 * 8, &s->w.lr) ||
+	    !read_stack(s, regs + 31 * 8, &sp) || !read_stack(s, regs + 32 * 8, &pc))
+		return false;
+	s->w.memo_ok = 0; /* rare: not worth noting the signal frame's words */
+	s->w.bp_lost = 0;
+	s->w.sp = sp;
+	s->w.pc = pc;
+	s->w.exact = 1; /* where the code was, not a return address */
+	s->w.lr_ok = 1;
 	return true;
 }
 #endif
@@ -496,6 +527,10 @@ __noinline long walk_frame(struct walk_state *s)
 	pc = depth && !w->exact ? w->pc - CALL_BACK : w->pc;
 	w->exact = 0;
 	if ((pc < w->cur.start || pc >= w->cur.end) && !find_file(w, pc)) {
+#if defined(__TARGET_ARCH_arm64)
+		if (pc != w->pc && arm64_sigreturn(s))
+			return 0;
+#endif
 		w->end = STACK_UNKNOWN;
 		return 1;
 	}
@@ -571,7 +606,7 @@ __noinline long walk_frame(struct walk_state *s)
 		return 1;
 	}
 #if defined(__TARGET_ARCH_arm64)
-	if (!arm64_return_address(s, &row, cfa, depth, &ra))
+	if (!arm64_return_address(s, &row, cfa, &ra))
 		return 1;
 #else
 	if (!read_stack(s, cfa - 8, &ra)) {
@@ -774,6 +809,7 @@ __noinline __u32 stack_id(STACK_CTX *ctx)
 	s->w.end = STACK_COMPLETE;
 	s->w.bp_lost = 0;
 	s->w.exact = 0;
+	s->w.lr_ok = 1;
 	if (s->w.cache.mm != mm || s->w.cache.seq != seq || (seq & 1)) {
 		__builtin_memset(&s->w.cache, 0, sizeof(s->w.cache));
 		s->w.cache.mm = mm;

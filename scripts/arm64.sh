@@ -16,7 +16,10 @@
 #     are the frames gdb's bt shows at malloc's first instruction when the same binary runs on
 #     this machine under qemu-aarch64-static with the same userland (gdb-multiarch; the oracle
 #     runs with pointer authentication off, since qemu 7.2's gdb stub does not tell gdb the PAC
-#     mask and gdb's own unwinding then stops at the first signed return address).
+#     mask and gdb's own unwinding then stops at the first signed return address),
+#   - testdata/stacks/signal.c likewise, through the vDSO's signal trampoline: the handler's
+#     frames as gdb shows them at malloc, then the interrupted code's as gdb shows them where
+#     SIGUSR1 arrives (gdb does not unwind through qemu-user's own trampoline).
 #
 # The guest prints each step's output between markers on its serial console; this script
 # checks them with python3 on the host. Any mismatch fails the job (exit 1).
@@ -78,7 +81,9 @@ boot_with() {
     -o "$root/t/libstacks_chain.so" testdata/stacks/chainlib.c
   aarch64-linux-gnu-gcc "${cflags[@]}" -fomit-frame-pointer -o "$root/t/chain" \
     testdata/stacks/chain.c -L"$root/t" -lstacks_chain -Wl,-rpath,/t
-  gdb_backtrace "$root" >"$work/gdb.txt"
+  aarch64-linux-gnu-gcc "${cflags[@]}" -fomit-frame-pointer -o "$root/t/signal" \
+    testdata/stacks/signal.c
+  { gdb_backtrace "$root" chain 7777 && gdb_backtrace "$root" signal 7853 2; } >"$work/gdb.txt"
   cat >"$root/init" <<'INIT'
 #!/bin/busybox sh
 /bin/busybox --install -s /bin
@@ -114,6 +119,8 @@ step json-stacks memtrack report --stacks --format json /tmp/stacks.mt
 step report-stacks memtrack report --stacks /tmp/stacks.mt
 step record-chain memtrack record -q --stacks -o /tmp/chain.mt -- /t/chain
 step json-chain memtrack report --stacks --format json /tmp/chain.mt
+step record-signal memtrack record -q --stacks -o /tmp/signal.mt -- /t/signal
+step json-signal memtrack report --stacks --format json /tmp/signal.mt
 step record-fork_tree memtrack record -q -o /tmp/fork_tree.mt -- /t/fork_tree /t/malloc_free
 step json-fork_tree memtrack report --format json /tmp/fork_tree.mt
 step record-cxx memtrack record -q -o /tmp/cxx.mt -- /t/cxx_new_delete
@@ -142,20 +149,25 @@ INIT
   python3 scripts/arm64-check.py "$console" "$work/gdb.txt"
 }
 
-# gdb_backtrace ROOT: gdb's bt at the 7777-byte malloc of ROOT/t/chain, run under
-# qemu-aarch64-static with ROOT as its root (the libraries the guest has, /lib included),
-# between markers.
+# gdb_backtrace ROOT NAME SIZE [STOPS]: gdb's bt at each of STOPS (1) stops of ROOT/t/NAME
+# after main, the last the SIZE-byte malloc, run under qemu-aarch64-static with ROOT as its
+# root (the libraries the guest has, /lib included); each between markers named NAME. A signal
+# stops it (gdb's default for SIGUSR1), and is passed on when it continues.
 gdb_backtrace() {
-  local root=$1 port=$((20000 + RANDOM % 20000)) pid
-  qemu-aarch64-static -cpu max,pauth=off -L "$root" -g "$port" "$root/t/chain" >/dev/null &
+  local root=$1 name=$2 size=$3 stops=${4:-1} port=$((20000 + RANDOM % 20000)) pid i
+  local -a at=()
+  for ((i = 0; i < stops; i++)); do
+    at+=(-ex continue -ex "echo ==memtrack-stop $name==\\n" -ex bt)
+  done
+  qemu-aarch64-static -cpu max,pauth=off -L "$root" -g "$port" "$root/t/$name" >/dev/null &
   pid=$!
   # gdb retries the connection until qemu listens (tcp auto-retry, on by default).
   timeout 120 gdb-multiarch -batch -nx \
     -ex 'set pagination off' -ex 'set width 0' -ex 'set confirm off' \
     -ex 'set print frame-arguments none' -ex 'set backtrace past-main on' \
-    -ex "set sysroot $root" -ex "file $root/t/chain" -ex "target remote 127.0.0.1:$port" \
-    -ex 'break main' -ex continue -ex 'break *malloc if $x0 == 7777' -ex continue \
-    -ex 'echo ==memtrack-stop==\n' -ex bt -ex 'echo ==memtrack-end==\n' -ex kill 2>&1 || true
+    -ex "set sysroot $root" -ex "file $root/t/$name" -ex "target remote 127.0.0.1:$port" \
+    -ex 'break main' -ex continue -ex "break *malloc if \$x0 == $size" "${at[@]}" \
+    -ex "echo ==memtrack-end $name==\\n" -ex kill 2>&1 || true
   kill "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
 }
