@@ -391,7 +391,7 @@ where
 
 #[cfg(test)]
 mod tests {
-    use super::super::synthetic::{eh_frame, rsp, Fde};
+    use super::super::synthetic::{eh_frame, eh_frame_aarch64, rsp, Fde};
     use super::*;
     use gimli::write::{CallFrameInstruction as I, Expression};
     use gimli::EhFrame;
@@ -566,5 +566,107 @@ mod tests {
         let (rules, why) = rules(false, &[(0, I::CfaOffset(16)), (4, I::RestoreState)]);
         assert_eq!(rules, vec![UNSUPPORTED]);
         assert_eq!(why.damaged_fde, 1);
+    }
+
+    /// The rules of one aarch64 FDE at 0x1000 with `instructions`, and why any is unsupported.
+    fn aarch64_rules(signal: bool, instructions: &[(u32, I)]) -> (Vec<RowRule>, UnsupportedCounts) {
+        let data = eh_frame_aarch64(signal, &[Fde::new(0x1000, 0x40, instructions)]);
+        let mut section = EhFrame::new(&data, LittleEndian);
+        section.set_vendor(gimli::Vendor::AArch64);
+        let cfi = walk(&section, &BaseAddresses::default(), Machine::Aarch64).unwrap();
+        (cfi.rows.iter().map(|r| r.rule).collect(), cfi.unsupported)
+    }
+
+    /// `stp x29, x30, [sp, #-32]!` at 4 (after `paciasp` at 0).
+    const FRAME_RECORD: &[(u32, I)] = &[
+        (0, I::NegateRaState),
+        (4, I::CfaOffset(32)),
+        (4, I::Offset(AArch64::X29, -32)),
+        (4, I::Offset(AArch64::X30, -24)),
+    ];
+
+    #[test]
+    fn aarch64_return_address_in_x30_then_in_the_frame_record() {
+        let (rules, why) = aarch64_rules(false, FRAME_RECORD);
+        let entry = RowRule {
+            ra: RaRule::Lr,
+            ..RowRule::bare(CfaRule::Rsp)
+        };
+        let record = RowRule {
+            cfa: CfaRule::Rsp,
+            cfa_offset: 32,
+            rbp: RbpRule::AtCfa,
+            rbp_offset: -32,
+            ra: RaRule::AboveFp,
+        };
+        assert_eq!(rules, vec![entry, record]);
+        assert_eq!(why, UnsupportedCounts::default());
+    }
+
+    #[test]
+    fn aarch64_return_address_saved_alone_or_apart_from_x29() {
+        let ra_at = |rbp, rbp_offset| RowRule {
+            cfa: CfaRule::Rsp,
+            cfa_offset: 16,
+            rbp,
+            rbp_offset,
+            ra: RaRule::AtCfa,
+        };
+        let alone = [(4, I::CfaOffset(16)), (4, I::Offset(AArch64::X30, -16))];
+        let (rules, why) = aarch64_rules(false, &alone);
+        assert_eq!(rules[1], ra_at(RbpRule::Same, -16));
+        assert_eq!(why.rbp, 0);
+        // x29 saved, but not right below x30: one offset cannot say both.
+        let apart = [
+            (4, I::CfaOffset(16)),
+            (4, I::Offset(AArch64::X30, -16)),
+            (4, I::Offset(AArch64::X29, -8)),
+        ];
+        let (rules, why) = aarch64_rules(false, &apart);
+        assert_eq!(rules[1], ra_at(RbpRule::Unsupported, -16));
+        assert_eq!(why.rbp, 1);
+    }
+
+    #[test]
+    fn aarch64_rules_the_walk_cannot_follow() {
+        let cases = [
+            (
+                I::Undefined(AArch64::X30),
+                RowRule::bare(CfaRule::End),
+                None,
+            ),
+            (
+                I::Register(AArch64::X30, AArch64::X29),
+                UNSUPPORTED,
+                Some("return_address"),
+            ),
+            (
+                I::Offset(AArch64::X30, -40_000),
+                UNSUPPORTED,
+                Some("return_address"),
+            ),
+            (
+                I::CfaRegister(gimli::Register(19)),
+                UNSUPPORTED,
+                Some("cfa_register"),
+            ),
+        ];
+        for (instruction, want, counted) in cases {
+            let (rules, why) = aarch64_rules(false, &[(4, instruction.clone())]);
+            assert_eq!(rules[1], want, "{instruction:?}");
+            let count = match counted {
+                Some("return_address") => why.return_address,
+                Some(_) => why.cfa_register,
+                None => 0,
+            };
+            assert_eq!(
+                count,
+                usize::from(counted.is_some()),
+                "{instruction:?}: {why:?}"
+            );
+        }
+        // aarch64's only trampoline is the vDSO's, which no file's CFI describes.
+        let (rules, why) = aarch64_rules(true, &[]);
+        assert_eq!((rules, why.signal_frame), (vec![UNSUPPORTED], 1));
     }
 }
