@@ -65,11 +65,11 @@ fn main() {
         .header("bpf/event.h")
         .allowlist_type("(alloc|fork|exec|exit|rss|rmap|rmap_region|stop|map|stack)_event|event_header|unwind_file")
         .allowlist_type(
-            "event_kind|alloc_func|alloc_layout|arg_reg|lost_cause|tracked_state|stop_reason|gate_state|stack_end|stack_stat|cfa_rule|rbp_rule",
+            "event_kind|alloc_func|alloc_layout|arg_reg|lost_cause|tracked_state|stop_reason|gate_state|stack_end|stack_stat|cfa_rule|rbp_rule|ra_rule",
         )
         .allowlist_var("EXEC_.*|COOKIE_.*|STACK_MAX_DEPTH|STACK_ID_MISSING|SAMPLE_DRAWS|RMAP_NAME_MAX")
         .rustified_enum(
-            "event_kind|alloc_func|alloc_layout|arg_reg|lost_cause|tracked_state|stop_reason|gate_state|stack_end|stack_stat|cfa_rule|rbp_rule",
+            "event_kind|alloc_func|alloc_layout|arg_reg|lost_cause|tracked_state|stop_reason|gate_state|stack_end|stack_stat|cfa_rule|rbp_rule|ra_rule",
         )
         .derive_default(true)
         .layout_tests(true)

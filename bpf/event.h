@@ -262,11 +262,15 @@ struct map_event {
 
 /* Unwind tables (src/unwind/): one file's call frame information as rows sorted by pc, built
  * in user space from .eh_frame and binary-searched by the BPF stack walk. A row applies from
- * its pc up to the next row's pc; the return address is at CFA-8 under every rule that has a
- * CFA. Numbered as CfaRule and RbpRule in src/unwind/row.rs. */
+ * its pc up to the next row's pc; where the return address is says its enum ra_rule (at CFA-8
+ * on x86-64). Numbered as CfaRule, RbpRule and RaRule in src/unwind/row.rs.
+ *
+ * One layout for both machines: on arm64 "rsp" is sp and "rbp" is x29, the frame pointer, and
+ * the high four bits of rbp_rule say where the return address is (x30 or a stack slot at any
+ * offset); x86-64 rows keep them 0. A bigger row would cost 16 MiB more kernel memory. */
 enum cfa_rule {
-	CFA_RSP = 0,         /* CFA = rsp + cfa_offset */
-	CFA_RBP = 1,         /* CFA = rbp + cfa_offset */
+	CFA_RSP = 0,         /* CFA = rsp (arm64: sp) + cfa_offset */
+	CFA_RBP = 1,         /* CFA = rbp (arm64: x29) + cfa_offset */
 	CFA_PLT = 2,         /* .plt: CFA = rsp + 8 + ((rip & 15) >= 11 ? 8 : 0) */
 	CFA_END = 3,         /* the return address is undefined: the outermost frame, walk complete */
 	CFA_UNKNOWN = 4,     /* no CFI covers this pc: end the walk, marked unknown */
@@ -282,12 +286,20 @@ enum rbp_rule {
 	RBP_AT_SP = 3,       /* saved at rsp + rbp_offset (a signal frame's sigcontext) */
 };
 
+/* Where the return address is: unwind_row.rbp_rule >> 4. */
+enum ra_rule {
+	RA_CFA_MINUS_8 = 0, /* at CFA-8 (x86-64's call pushed it) */
+	RA_LR = 1,          /* arm64: still in x30, known only for the first frame */
+	RA_AT_CFA = 2,      /* arm64: at CFA + rbp_offset; x29 not saved beside it */
+	RA_ABOVE_FP = 3,    /* arm64: at CFA + rbp_offset + 8, x29 at CFA + rbp_offset */
+};
+
 struct unwind_row {
 	__u32 pc;         /* ELF virtual address; the walk subtracts the mapping's load bias */
 	__s32 cfa_offset;
 	__s16 rbp_offset;
 	__u8 cfa_rule;    /* enum cfa_rule */
-	__u8 rbp_rule;    /* enum rbp_rule */
+	__u8 rbp_rule;    /* enum rbp_rule | enum ra_rule << 4 */
 };
 
 /* A file with an unwind table: the value of the `unwind_files` map, keyed by the file's

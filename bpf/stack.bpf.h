@@ -18,6 +18,16 @@
  * lazy PLT stubs (CFA_PLT), and signal trampolines (CFA_SIGNAL), past which the walk goes on in
  * the code the signal interrupted, with the registers the kernel saved.
  *
+ * arm64 (issue 31) walks the same rows with three differences, under __TARGET_ARCH_arm64: the
+ * first frame's caller may still be in the link register x30 (RA_LR: the probe is at the
+ * function's entry, before its prologue saves x30); a saved return address is wherever the row
+ * says (RA_AT_CFA, RA_ABOVE_FP), not at CFA-8; and every return address is stripped of its
+ * pointer-authentication signature (pac-ret) with stack_pc_mask before it is looked up. A
+ * caller's pc is its return address minus 4, the bl itself. arm64's signal trampoline is the
+ * vDSO's __kernel_rt_sigreturn, in no file and without CFI: the walk knows it by its two
+ * instructions and goes on in the code the signal interrupted (arm64_sigreturn), recording no
+ * frame for the trampoline itself.
+ *
  * Dedup: the frames are hashed twice as the walk goes. The first hash keys `stack_ids`, the
  * second must match what it stored: a mismatch is a collision, counted, and that stack is sent
  * again under a new id instead of being confused with the other. A new stack is sent once
@@ -89,6 +99,19 @@ struct {
 	__type(value, __u32);
 } stack_config SEC(".maps");
 
+#if defined(__TARGET_ARCH_arm64)
+/* The bits of a user address, all others a return address may carry being pac-ret's signature
+ * (and the top byte's tag): set by user space before load (record::stacks::pc_mask, which says
+ * how it is found). All ones, nothing stripped, if it is not. */
+const volatile __u64 stack_pc_mask SEC(".rodata.stack") = ~0ULL;
+
+/* A caller's pc is its return address minus the width of the call: arm64's are 4 bytes. */
+#define CALL_BACK 4
+#else
+/* A caller's pc is its return address minus 1, inside the variable-length call instruction. */
+#define CALL_BACK 1
+#endif
+
 /* The most rows of one file: the binary search takes this many halvings. */
 #define ROW_SEARCH_STEPS 24
 
@@ -143,6 +166,7 @@ struct memo {
 	__u64 pc;
 	__u64 sp;
 	__u64 bp; /* compared only if uses_bp */
+	__u64 lr; /* arm64: the link register (x86-64: 0) */
 	__u32 id;
 	__u32 reads; /* entries of read[] */
 	__u32 uses_bp;
@@ -162,6 +186,7 @@ struct walk {
 	__u64 pc; /* the frame's pc: the probed site, then each return address */
 	__u64 sp; /* its CFA-to-be: rsp at the frame's pc */
 	__u64 bp;
+	__u64 lr; /* arm64: the link register of the entry, or of the code a signal interrupted */
 	__u64 hash;
 	__u64 check;
 	struct cached_file cur; /* the mapping the last pc was in */
@@ -174,7 +199,7 @@ struct walk {
 	__u32 bp_source;
 	__u32 memo_ok; /* the walk can be remembered in memos[memo_slot] */
 	__u32 memo_slot;
-	__u32 _pad;
+	__u32 lr_ok; /* arm64: lr is this frame's x30 (the first frame, or one a signal interrupted) */
 };
 
 #define ROW_CACHE 512
@@ -416,6 +441,66 @@ static __always_inline void mix(struct walk *w, __u64 frame)
 	w->check ^= w->check >> 32;
 }
 
+#if defined(__TARGET_ARCH_arm64)
+/* The caller's return address of a frame whose CFA is `cfa`, in `*ra`, stripped of its pac-ret
+ * signature; `row`'s rbp_rule is left with the x29 rule alone. False, with the walk's end set,
+ * if it cannot be had: in x30 of a frame whose x30 is not known (only the probe's and a signal
+ * frame's are), or unreadable. */
+static __always_inline bool arm64_return_address(struct walk_state *s, struct unwind_row *row,
+						 __u64 cfa, __u64 *ra)
+{
+	__u32 rule = row->rbp_rule >> 4;
+	__u64 at;
+
+	row->rbp_rule &= 15;
+	if (rule == RA_LR && s->w.lr_ok) {
+		*ra = s->w.lr;
+	} else if (rule == RA_AT_CFA || rule == RA_ABOVE_FP) {
+		at = cfa + row->rbp_offset + (rule == RA_ABOVE_FP ? 8 : 0);
+		if (!read_stack(s, at, ra)) {
+			s->w.end = STACK_UNSUPPORTED;
+			return false;
+		}
+		memo_note(s, at, *ra);
+	} else {
+		s->w.end = STACK_UNSUPPORTED;
+		return false;
+	}
+	*ra &= stack_pc_mask;
+	s->w.lr_ok = 0;
+	return true;
+}
+
+/* __kernel_rt_sigreturn (arch/arm64/kernel/vdso/sigreturn.S), where a handler returns to:
+ * `mov x8, #__NR_rt_sigreturn; svc #0`, as one little-endian word. */
+#define SIGRETURN_CODE 0xd4000001d2801168ULL
+/* Where the interrupted x0 is from the sp the trampoline runs with: struct rt_sigframe is the
+ * siginfo (128 bytes), then the ucontext, whose uc_mcontext (struct sigcontext, 16-aligned) is
+ * 176 bytes in and starts with fault_address; then regs[31], sp, pc. gdb's aarch64-linux-tdep.c
+ * reads the same offsets. */
+#define SIGFRAME_REGS (128 + 176 + 8)
+
+/* If the walk's pc, which no file maps, is the vDSO's signal trampoline: makes the code the
+ * signal interrupted the walk's next frame, with its registers from the signal frame. */
+static __always_inline bool arm64_sigreturn(struct walk_state *s)
+{
+	__u64 code = 0, regs = s->w.sp + SIGFRAME_REGS, sp, pc;
+
+	if (bpf_probe_read_user(&code, sizeof(code), (void *)s->w.pc) || code != SIGRETURN_CODE)
+		return false;
+	if (!read_stack(s, regs + 29 * 8, &s->w.bp) || !read_stack(s, regs + 30 * 8, &s->w.lr) ||
+	    !read_stack(s, regs + 31 * 8, &sp) || !read_stack(s, regs + 32 * 8, &pc))
+		return false;
+	s->w.memo_ok = 0; /* rare: not worth noting the signal frame's words */
+	s->w.bp_lost = 0;
+	s->w.sp = sp;
+	s->w.pc = pc;
+	s->w.exact = 1; /* where the code was, not a return address */
+	s->w.lr_ok = 1;
+	return true;
+}
+#endif
+
 /* One frame: record it, then find its caller. Returns 1 to end the walk.
  *
  * A global function, verified once on its own: inlined into the walk's loop, the verifier
@@ -439,9 +524,13 @@ __noinline long walk_frame(struct walk_state *s)
 	/* A caller's return address can be the first byte past its function (a call to a
 	 * noreturn function ends it): its own call instruction is the byte before. The pc a
 	 * signal interrupted is the instruction itself. */
-	pc = depth && !w->exact ? w->pc - 1 : w->pc;
+	pc = depth && !w->exact ? w->pc - CALL_BACK : w->pc;
 	w->exact = 0;
 	if ((pc < w->cur.start || pc >= w->cur.end) && !find_file(w, pc)) {
+#if defined(__TARGET_ARCH_arm64)
+		if (pc != w->pc && arm64_sigreturn(s))
+			return 0;
+#endif
 		w->end = STACK_UNKNOWN;
 		return 1;
 	}
@@ -516,11 +605,16 @@ __noinline long walk_frame(struct walk_state *s)
 		w->end = STACK_UNSUPPORTED;
 		return 1;
 	}
+#if defined(__TARGET_ARCH_arm64)
+	if (!arm64_return_address(s, &row, cfa, &ra))
+		return 1;
+#else
 	if (!read_stack(s, cfa - 8, &ra)) {
 		w->end = STACK_UNSUPPORTED;
 		return 1;
 	}
 	memo_note(s, cfa - 8, ra);
+#endif
 	if (row.rbp_rule == RBP_AT_CFA) {
 		if (read_stack(s, cfa + row.rbp_offset, &w->bp)) {
 			w->bp_addr = cfa + row.rbp_offset;
@@ -583,7 +677,7 @@ __noinline __u32 memo_hit(struct walk_state *s, __u32 slot, __u64 seq)
 		return 0;
 	m = &s->memos[slot & (MEMOS - 1)];
 	if (!m->mm || m->mm != mm || m->seq != seq || m->pc != s->w.pc || m->sp != s->w.sp ||
-	    (m->uses_bp && m->bp != s->w.bp))
+	    m->lr != s->w.lr || (m->uses_bp && m->bp != s->w.bp))
 		return 0;
 	for (int i = 0; i < MEMO_READS; i++) {
 		if (i >= m->reads)
@@ -665,7 +759,7 @@ __noinline __u32 stack_id(STACK_CTX *ctx)
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct walk_state *s;
 	struct memo *m;
-	__u64 mm, seq, pc, sp, bp;
+	__u64 mm, seq, pc, sp, bp, lr = 0;
 	__u32 id, slot;
 	bool kept;
 
@@ -681,9 +775,13 @@ __noinline __u32 stack_id(STACK_CTX *ctx)
 	pc = PT_REGS_IP(ctx);
 	sp = PT_REGS_SP(ctx);
 	bp = PT_REGS_FP(ctx);
+#if defined(__TARGET_ARCH_arm64)
+	lr = ctx->regs[30]; /* the link register: the caller, until the prologue saves it */
+#endif
 	s->w.pc = pc;
 	s->w.sp = sp;
 	s->w.bp = bp;
+	s->w.lr = lr;
 	s->window_len = 0; /* the stack changed since the last walk */
 	mm = (__u64)task->mm;
 	seq = mm_seq(task);
@@ -711,6 +809,7 @@ __noinline __u32 stack_id(STACK_CTX *ctx)
 	s->w.end = STACK_COMPLETE;
 	s->w.bp_lost = 0;
 	s->w.exact = 0;
+	s->w.lr_ok = 1;
 	if (s->w.cache.mm != mm || s->w.cache.seq != seq || (seq & 1)) {
 		__builtin_memset(&s->w.cache, 0, sizeof(s->w.cache));
 		s->w.cache.mm = mm;
@@ -736,6 +835,7 @@ __noinline __u32 stack_id(STACK_CTX *ctx)
 		m->pc = pc;
 		m->sp = sp;
 		m->bp = bp;
+		m->lr = lr;
 		m->id = id;
 		m->mm = mm;
 	}

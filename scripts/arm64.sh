@@ -10,7 +10,16 @@
 #   - `memtrack doctor` says the kernel can record,
 #   - testdata/example.c (dynamic against Debian's arm64 glibc, and static) with its exact counts,
 #   - testdata/fork_tree.c exec'ing testdata/malloc_free.c: every process's exact heap,
-#   - testdata/alloc/cxx_new_delete.cpp: libstdc++'s operator new/delete, the 13 fingerprints.
+#   - testdata/alloc/cxx_new_delete.cpp: libstdc++'s operator new/delete, the 13 fingerprints,
+#   - testdata/example.c with --stacks: the same counts, every walk complete,
+#   - testdata/stacks/chain.c with --stacks: its 7777-byte allocation's frames, innermost first,
+#     are the frames gdb's bt shows at malloc's first instruction when the same binary runs on
+#     this machine under qemu-aarch64-static with the same userland (gdb-multiarch; the oracle
+#     runs with pointer authentication off, since qemu 7.2's gdb stub does not tell gdb the PAC
+#     mask and gdb's own unwinding then stops at the first signed return address),
+#   - testdata/stacks/signal.c likewise, through the vDSO's signal trampoline: the handler's
+#     frames as gdb shows them at malloc, then the interrupted code's as gdb shows them where
+#     SIGUSR1 arrives (gdb does not unwind through qemu-user's own trampoline).
 #
 # The guest prints each step's output between markers on its serial console; this script
 # checks them with python3 on the host. Any mismatch fails the job (exit 1).
@@ -22,7 +31,8 @@ if [ "${MEMTRACK_ARM64:-1}" = 0 ]; then
   echo "arm64: skipped (MEMTRACK_ARM64=0)" >&2
   exit 0
 fi
-for tool in qemu-system-aarch64 aarch64-linux-gnu-gcc aarch64-linux-gnu-g++ cpio python3; do
+for tool in qemu-system-aarch64 qemu-aarch64-static gdb-multiarch aarch64-linux-gnu-gcc \
+  aarch64-linux-gnu-g++ cpio python3; do
   command -v "$tool" >/dev/null || {
     echo "arm64: $tool is missing; run scripts/setup.sh" >&2
     exit 1
@@ -66,6 +76,14 @@ boot_with() {
   aarch64-linux-gnu-gcc "${cflags[@]}" -o "$root/t/malloc_free" testdata/malloc_free.c
   aarch64-linux-gnu-g++ -O2 -g -Wall -Werror -std=c++17 -o "$root/t/cxx_new_delete" \
     testdata/alloc/cxx_new_delete.cpp
+  # The stacks fixture as tests/stacks.rs builds it (-fomit-frame-pointer), its library in /t.
+  aarch64-linux-gnu-gcc "${cflags[@]}" -fomit-frame-pointer -shared -fPIC \
+    -o "$root/t/libstacks_chain.so" testdata/stacks/chainlib.c
+  aarch64-linux-gnu-gcc "${cflags[@]}" -fomit-frame-pointer -o "$root/t/chain" \
+    testdata/stacks/chain.c -L"$root/t" -lstacks_chain -Wl,-rpath,/t
+  aarch64-linux-gnu-gcc "${cflags[@]}" -fomit-frame-pointer -o "$root/t/signal" \
+    testdata/stacks/signal.c
+  { gdb_backtrace "$root" chain 7777 && gdb_backtrace "$root" signal 7853 2; } >"$work/gdb.txt"
   cat >"$root/init" <<'INIT'
 #!/bin/busybox sh
 /bin/busybox --install -s /bin
@@ -95,10 +113,14 @@ for ex in example example-static; do
   step "record-$ex" sh -c "memtrack record -q -o /tmp/$ex.mt -- /t/$ex | cat"
   step "json-$ex" memtrack report --format json "/tmp/$ex.mt"
 done
-# With --stacks: the counts must not change (arm64 stacks are not unwound yet: see the report).
+# With --stacks: the counts must not change, and every walk is complete.
 step record-stacks sh -c "memtrack record -q --stacks -o /tmp/stacks.mt -- /t/example | cat"
-step json-stacks memtrack report --format json /tmp/stacks.mt
+step json-stacks memtrack report --stacks --format json /tmp/stacks.mt
 step report-stacks memtrack report --stacks /tmp/stacks.mt
+step record-chain memtrack record -q --stacks -o /tmp/chain.mt -- /t/chain
+step json-chain memtrack report --stacks --format json /tmp/chain.mt
+step record-signal memtrack record -q --stacks -o /tmp/signal.mt -- /t/signal
+step json-signal memtrack report --stacks --format json /tmp/signal.mt
 step record-fork_tree memtrack record -q -o /tmp/fork_tree.mt -- /t/fork_tree /t/malloc_free
 step json-fork_tree memtrack report --format json /tmp/fork_tree.mt
 step record-cxx memtrack record -q -o /tmp/cxx.mt -- /t/cxx_new_delete
@@ -124,7 +146,30 @@ INIT
     exec {fd}>&-
   fi
   echo "arm64: $suite userland on $release ran $((SECONDS - t0)) s (qemu exit $rc); console in $console" >&2
-  python3 scripts/arm64-check.py "$console"
+  python3 scripts/arm64-check.py "$console" "$work/gdb.txt"
+}
+
+# gdb_backtrace ROOT NAME SIZE [STOPS]: gdb's bt at each of STOPS (1) stops of ROOT/t/NAME
+# after main, the last the SIZE-byte malloc, run under qemu-aarch64-static with ROOT as its
+# root (the libraries the guest has, /lib included); each between markers named NAME. A signal
+# stops it (gdb's default for SIGUSR1), and is passed on when it continues.
+gdb_backtrace() {
+  local root=$1 name=$2 size=$3 stops=${4:-1} port=$((20000 + RANDOM % 20000)) pid i
+  local -a at=()
+  for ((i = 0; i < stops; i++)); do
+    at+=(-ex continue -ex "echo ==memtrack-stop $name==\\n" -ex bt)
+  done
+  qemu-aarch64-static -cpu max,pauth=off -L "$root" -g "$port" "$root/t/$name" >/dev/null &
+  pid=$!
+  # gdb retries the connection until qemu listens (tcp auto-retry, on by default).
+  timeout 120 gdb-multiarch -batch -nx \
+    -ex 'set pagination off' -ex 'set width 0' -ex 'set confirm off' \
+    -ex 'set print frame-arguments none' -ex 'set backtrace past-main on' \
+    -ex "set sysroot $root" -ex "file $root/t/$name" -ex "target remote 127.0.0.1:$port" \
+    -ex 'break main' -ex continue -ex "break *malloc if \$x0 == $size" "${at[@]}" \
+    -ex "echo ==memtrack-end $name==\\n" -ex kill 2>&1 || true
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
 }
 
 failed=0

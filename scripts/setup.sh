@@ -28,6 +28,8 @@ packages=(
   busybox-static                # tests/containers.rs: the shell of the roots the tests build
   gcc-aarch64-linux-gnu g++-aarch64-linux-gnu  # the arm64 job (scripts/arm64.sh): the static
   qemu-system-arm cpio          # arm64 binary and fixtures, booted under qemu-system-aarch64
+  gdb-multiarch qemu-user-static  # the arm64 job's stacks oracle: gdb's bt of the fixtures run
+                                  # under qemu-aarch64-static -g on this machine
 )
 
 missing=()

@@ -83,6 +83,14 @@ fn sampled_sites_estimate_the_exact_ones() {
     let all: u64 = PATHS.iter().map(|p| p.1).sum();
     assert!(allocations >= all, "{sampling:#}");
     assert!(walked > 500 && walked < all / 5, "{sampling:#}");
+    // Every view says the sites are estimates (views::words): the text and the functions.
+    let text = common::report_text(&rec.path, &["--stacks", "--functions"], None);
+    assert!(
+        text.matches("estimated from").count() >= 2,
+        "sites and functions both marked:\n{text}"
+    );
+    let functions = report_json(&rec.path, &["--functions"]);
+    assert_eq!(functions["functions"]["sampling"]["mean_bytes"], MEAN);
     // The heap's own figures stay exact: every allocation, and the bytes to the byte.
     let heap = &r["totals"]["heap"];
     assert_eq!(heap["allocs"].as_u64(), Some(allocations), "{heap:#}");

@@ -3,7 +3,10 @@
 //! row readelf prints, the builder's table must give the same CFA register and offset and the
 //! same rbp rule at the row's first pc, its last pc and one inside; every expression must be
 //! the PLT's (`CfaRule::Plt`) or unsupported, exactly as designed; and code between FDEs must
-//! be `CfaRule::Unknown`. Also: the row layout against `bpf/event.h` as the C compiler sees it,
+//! be `CfaRule::Unknown`. aarch64 files (Debian's arm64 glibc of the cross toolchain, and
+//! testdata/unwind/frames.c cross-compiled with and without pointer authentication) against the
+//! same oracle, read with the aarch64 rules: CFA from sp or x29, the return address in x30 or
+//! saved at any offset. Also: the row layout against `bpf/event.h` as the C compiler sees it,
 //! bad input, and (ignored) the build time per file.
 
 mod common;
@@ -13,7 +16,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use memtrack::unwind::{self, CfaRule, CfiSection, RbpRule, RowRule, UnwindRow, UnwindTable};
+use memtrack::unwind::{
+    self, CfaRule, CfiSection, RaRule, RbpRule, RowRule, UnwindRow, UnwindTable,
+};
 
 /// The PLT's CFA expression as `readelf --debug-dump=frames` prints it.
 const PLT_EXPRESSION_TEXT: &str = "DW_CFA_def_cfa_expression (DW_OP_breg7 (rsp): 8; \
@@ -41,6 +46,10 @@ struct OracleFde {
     plt: bool,
     /// Where its instructions say a signal frame's registers are (from the raw dump).
     layout: SignalLayout,
+    /// An aarch64 file's FDE, and from which address it says `DW_CFA_undefined` for x30, if
+    /// it does (readelf prints "u" alike for that and for no rule, which on aarch64 means the
+    /// return address is still in x30).
+    aarch64: Option<Option<u64>>,
     rows: Vec<OracleRow>,
 }
 
@@ -138,10 +147,45 @@ struct SignalLayout {
 fn oracle(file: &Path) -> Vec<OracleFde> {
     let interp = readelf(&["--debug-dump=frames-interp,no-follow-links"], file);
     let raw = readelf(&["--debug-dump=frames,no-follow-links"], file);
+    let aarch64 = readelf(&["--file-header"], file).contains("AArch64");
     [CfiSection::EhFrame, CfiSection::DebugFrame]
         .into_iter()
-        .flat_map(|section| oracle_section(&interp, &raw, section))
+        .flat_map(|section| {
+            let mut fdes = oracle_section(&interp, &raw, section);
+            if aarch64 {
+                let undefined = undefined_x30_fdes(&raw, section);
+                for fde in &mut fdes {
+                    let from = undefined
+                        .get(&fde.offset)
+                        .map(|loc| loc.unwrap_or(fde.start));
+                    fde.aarch64 = Some(from);
+                }
+            }
+            fdes
+        })
         .collect()
+}
+
+/// Where the raw instructions of an FDE say `DW_CFA_undefined` for x30 (aarch64's outermost
+/// frames: `_start`, a thread's start), by FDE offset: the address it takes effect at (the
+/// last `DW_CFA_advance_loc` before it), `None` for the FDE's start.
+fn undefined_x30_fdes(raw: &str, section: CfiSection) -> HashMap<String, Option<u64>> {
+    let mut found = HashMap::new();
+    let mut current = None;
+    let mut loc = None;
+    for line in section_lines(raw, section) {
+        if let Some((offset, kind, _)) = entry_header(line) {
+            current = (kind == "FDE").then(|| offset.to_string());
+            loc = None;
+        } else if let Some((_, to)) = line.split_once(" to ") {
+            loc = u64::from_str_radix(to.trim(), 16).ok();
+        } else if line.contains("DW_CFA_undefined: r30 (x30)") {
+            if let Some(fde) = &current {
+                found.insert(fde.clone(), loc);
+            }
+        }
+    }
+    found
 }
 
 /// readelf's interpreted table of one section, from its outputs `interp` (frames-interp) and
@@ -188,6 +232,7 @@ fn oracle_section(interp: &str, raw: &str, section: CfiSection) -> Vec<OracleFde
                     signal,
                     plt: plt.iter().any(|p| p == offset),
                     layout: layouts.get(offset).copied().unwrap_or_default(),
+                    aarch64: None,
                     rows: cie_rows
                         .into_iter()
                         .map(|r| OracleRow { loc: start, ..r })
@@ -232,7 +277,7 @@ fn oracle_section(interp: &str, raw: &str, section: CfiSection) -> Vec<OracleFde
         let row = OracleRow {
             loc,
             cfa: words[1].clone(),
-            rbp: column("rbp"),
+            rbp: column("rbp").or_else(|| column("x29")),
             ra: column("ra"),
         };
         let rows = match &entry {
@@ -251,6 +296,10 @@ fn oracle_section(interp: &str, raw: &str, section: CfiSection) -> Vec<OracleFde
 
 /// The rule the design gives a readelf row.
 fn expected(fde: &OracleFde, row: &OracleRow) -> RowRule {
+    if let Some(undefined_from) = fde.aarch64 {
+        let undefined_ra = undefined_from.is_some_and(|from| row.loc >= from);
+        return expected_aarch64(fde.signal, undefined_ra, row);
+    }
     let bare = RowRule::bare;
     // A signal frame: the interrupted rsp loaded from rsp+N and rip right above it (the
     // sigcontext's order) is the one layout the walk reads; rbp is kept if saved too.
@@ -266,6 +315,7 @@ fn expected(fde: &OracleFde, row: &OracleRow) -> RowRule {
                     RbpRule::Unsupported
                 },
                 rbp_offset: l.bp.unwrap_or(0) as i16,
+                ra: RaRule::CfaMinus8,
             },
             _ => bare(CfaRule::Unsupported),
         };
@@ -299,6 +349,54 @@ fn expected(fde: &OracleFde, row: &OracleRow) -> RowRule {
         cfa_offset,
         rbp,
         rbp_offset,
+        ra: RaRule::CfaMinus8,
+    }
+}
+
+/// The rule the design gives a readelf row of an aarch64 file: CFA from sp or x29; the return
+/// address still in x30 ("u" or "s" without `DW_CFA_undefined`), above a saved x29 (the frame
+/// record), or saved alone; x29 saved elsewhere than right below it cannot be followed.
+fn expected_aarch64(signal: bool, undefined_ra: bool, row: &OracleRow) -> RowRule {
+    let bare = RowRule::bare;
+    if signal {
+        return bare(CfaRule::Unsupported);
+    }
+    let saved = |rule: Option<&str>| -> Result<Option<i16>, ()> {
+        match rule {
+            None | Some("u") | Some("s") => Ok(None),
+            Some(rule) => match rule.strip_prefix('c').map(str::parse::<i16>) {
+                Some(Ok(n)) => Ok(Some(n)),
+                _ => Err(()),
+            },
+        }
+    };
+    let ra = saved(row.ra.as_deref());
+    if undefined_ra && ra == Ok(None) {
+        return bare(CfaRule::End);
+    }
+    let (cfa, cfa_offset) = if let Some(n) = row.cfa.strip_prefix("sp+") {
+        (CfaRule::Rsp, n.parse().unwrap())
+    } else if let Some(n) = row.cfa.strip_prefix("x29+") {
+        (CfaRule::Rbp, n.parse().unwrap())
+    } else {
+        return bare(CfaRule::Unsupported);
+    };
+    let fp = saved(row.rbp.as_deref());
+    let (rbp, rbp_offset, ra) = match (ra, fp) {
+        (Err(()), _) => return bare(CfaRule::Unsupported),
+        (Ok(None), Ok(None)) => (RbpRule::Same, 0, RaRule::Lr),
+        (Ok(None), Ok(Some(at))) => (RbpRule::AtCfa, at, RaRule::Lr),
+        (Ok(None), Err(())) => (RbpRule::Unsupported, 0, RaRule::Lr),
+        (Ok(Some(ra)), Ok(Some(at))) if ra - 8 == at => (RbpRule::AtCfa, at, RaRule::AboveFp),
+        (Ok(Some(ra)), Ok(None)) => (RbpRule::Same, ra, RaRule::AtCfa),
+        (Ok(Some(ra)), _) => (RbpRule::Unsupported, ra, RaRule::AtCfa),
+    };
+    RowRule {
+        cfa,
+        cfa_offset,
+        rbp,
+        rbp_offset,
+        ra,
     }
 }
 
@@ -544,6 +642,133 @@ fn c_fixture_with_debug_frame_matches_readelf() {
 #[test]
 fn rust_binary_matches_readelf() {
     assert_matches_readelf(Path::new(common::memtrack()));
+}
+
+/// Debian's arm64 glibc as the cross toolchain ships it (libc6-arm64-cross).
+const AARCH64_LIBC: &str = "/usr/aarch64-linux-gnu/lib/libc.so.6";
+
+/// A file of the arm64 job's trixie userland (scripts/arm64.sh), whose glibc 2.41 is built
+/// with pointer authentication: its CFI says `DW_CFA_AARCH64_negate_ra_state`.
+const AARCH64_PAC_LIBC: &str = "target/arm64/root-trixie/root/usr/lib/aarch64-linux-gnu/libc.so.6";
+
+#[test]
+fn aarch64_libc_matches_readelf() {
+    let libc = Path::new(AARCH64_LIBC);
+    if !libc.exists() {
+        eprintln!("aarch64_libc_matches_readelf: skipped, no {AARCH64_LIBC} (scripts/setup.sh)");
+        return;
+    }
+    let (table, c) = assert_matches_readelf(libc);
+    let s = table.stats();
+    // No expressions, and every FDE evaluated; `_start`-like frames (clone's thread start)
+    // end walks.
+    assert_eq!(
+        (c.expression_rows, s.unsupported.damaged_fde),
+        (0, 0),
+        "{s:?}"
+    );
+    assert!(s.rules.end > 0, "{s:?}");
+    let pac = Path::new(env!("CARGO_MANIFEST_DIR")).join(AARCH64_PAC_LIBC);
+    if pac.exists() {
+        let (table, _) = assert_matches_readelf(&pac);
+        assert_eq!(table.stats().unsupported.damaged_fde, 0);
+    } else {
+        eprintln!(
+            "aarch64_libc_matches_readelf: no {AARCH64_PAC_LIBC}: scripts/arm64.sh fetches it"
+        );
+    }
+}
+
+/// testdata/unwind/frames.c cross-compiled -O2 for aarch64 with `flags` as `out`; `None`
+/// (saying why) without the cross compiler.
+fn aarch64_frames(out: &str, flags: &[&str]) -> Option<PathBuf> {
+    let gcc = "aarch64-linux-gnu-gcc";
+    if Command::new(gcc).arg("--version").output().is_err() {
+        eprintln!("{out}: skipped, no {gcc} (scripts/setup.sh installs gcc-aarch64-linux-gnu)");
+        return None;
+    }
+    let dir = common::scratch_dir().join("fixtures");
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join(out);
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/unwind/frames.c");
+    run(Command::new(gcc)
+        .args(["-O2", "-o"])
+        .arg(&exe)
+        .args(flags)
+        .arg(&src));
+    Some(exe)
+}
+
+/// The instructions of `function` in `exe`, as (address, text) from objdump.
+fn disassembly(exe: &Path, function: &str) -> Vec<(u64, String)> {
+    let out = Command::new("aarch64-linux-gnu-objdump")
+        .args(["-d", "--no-show-raw-insn"])
+        .arg(format!("--disassemble={function}"))
+        .arg(exe)
+        .output()
+        .expect("run aarch64-linux-gnu-objdump (binutils-aarch64-linux-gnu)");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let (addr, text) = l.trim().split_once(":\t")?;
+            Some((u64::from_str_radix(addr, 16).ok()?, text.replace('\t', " ")))
+        })
+        .collect()
+}
+
+/// The rows at an aarch64 function's prologue: the return address in x30 at its entry (and
+/// after `paciasp`, which signs it in place), then above x29 in the frame record once `stp x29,
+/// x30, [sp, #-N]!` ran, CFA = sp + N; and in x30 again after the epilogue's `ldp`.
+#[test]
+fn aarch64_prologues_with_and_without_pointer_authentication() {
+    let entry = RowRule {
+        ra: RaRule::Lr,
+        ..RowRule::bare(CfaRule::Rsp)
+    };
+    for (out, flags) in [
+        ("unwind_frames_aarch64", &[][..]),
+        (
+            "unwind_frames_aarch64_pac",
+            &["-mbranch-protection=standard"][..],
+        ),
+    ] {
+        let Some(exe) = aarch64_frames(out, flags) else {
+            return;
+        };
+        let (table, _) = assert_matches_readelf(&exe);
+        let code = disassembly(&exe, "saves_registers");
+        let (start, first) = code.first().cloned().expect("saves_registers disassembled");
+        assert_eq!(table.lookup(start), entry, "{out}: at entry");
+        let pac = !flags.is_empty();
+        assert_eq!(first.starts_with("paciasp"), pac, "{out}: {first}");
+        let (at, stp) = code
+            .iter()
+            .find(|(_, t)| t.starts_with("stp x29, x30, [sp, #-"))
+            .unwrap_or_else(|| panic!("{out}: no frame record in {code:?}"));
+        let n: i32 = stp["stp x29, x30, [sp, #-".len()..]
+            .trim_end_matches("]!")
+            .parse()
+            .unwrap();
+        assert_eq!(table.lookup(*at), entry, "{out}: before {stp}");
+        let record = RowRule {
+            cfa: CfaRule::Rsp,
+            cfa_offset: n,
+            rbp: RbpRule::AtCfa,
+            rbp_offset: -n as i16,
+            ra: RaRule::AboveFp,
+        };
+        assert_eq!(table.lookup(at + 4), record, "{out}: after {stp}");
+        let (ldp, _) = code
+            .iter()
+            .find(|(_, t)| t.starts_with("ldp x29, x30, [sp], #"))
+            .unwrap_or_else(|| panic!("{out}: no epilogue in {code:?}"));
+        assert_eq!(table.lookup(ldp + 4), entry, "{out}: after the epilogue");
+        let leaf = disassembly(&exe, "leaf");
+        assert!(
+            leaf.iter().all(|&(pc, _)| table.lookup(pc) == entry),
+            "{out}: a leaf keeps its return address in x30: {leaf:?}"
+        );
+    }
 }
 
 /// Issue 32: the recorder's rows array holds what a `cargo build` maps. The toolchain's

@@ -415,10 +415,11 @@ impl StackPass {
             .profile
             .then(|| self.profile_of(table, &uri_of));
         let sites = self.sorted_sites(&self.sites);
-        let functions = self
-            .options
-            .functions
-            .map(|f| functions::report(&sites, &self.names, f, self.recorded));
+        let functions = self.options.functions.map(|f| FunctionReport {
+            // Estimates as the sites they are added up from.
+            sampling: self.sampling_of(&self.sites),
+            ..functions::report(&sites, &self.names, f, self.recorded)
+        });
         Finished {
             scope: self.cut(sites, &self.sites, start_ns),
             benches,

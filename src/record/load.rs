@@ -435,6 +435,12 @@ fn configure(
         if walk == Walk::Preemptible {
             open.set_rodata(WALK_RODATA, &[0]).map_err(kernel_error)?;
         }
+        if opts.stacks == StackMode::All && cfg!(target_arch = "aarch64") {
+            // What the walk strips pac-ret's signatures with (record::stacks::pc_mask).
+            let mask = crate::record::stacks::pc_mask();
+            open.set_rodata(crate::record::stacks::PC_MASK_RODATA, &mask.to_ne_bytes())
+                .map_err(kernel_error)?;
+        }
     }
     if object.name == "mmap" && !caps.preemptible_syscall_tracepoints {
         for copy in MMAP_COPIES {

@@ -119,6 +119,40 @@ pub fn fill_draws(alloc: &LoadedObject, sample: StackSample) -> Result<(), BpfEr
     Ok(())
 }
 
+/// The section of bpf/stack.bpf.h's `stack_pc_mask`, arm64's only: what [`pc_mask`] gives.
+pub const PC_MASK_RODATA: &str = ".rodata.stack";
+
+/// The bits of a user address on this machine, which the arm64 walk keeps of every return
+/// address: the rest is pac-ret's signature (bits vabits..54, and 56..63 since Linux does not
+/// ignore the top byte of instruction addresses when it enables pointer authentication).
+///
+/// Found from where the kernel put this process's stack, at the top of the default mmap
+/// window, whose size is the user VA size (`DEFAULT_MAP_WINDOW`: 2^48 on Debian's kernels,
+/// 2^39 or 2^42 on some others, and 2^48 still with 52-bit VA, where only mappings that ask
+/// for an address above it get one, never code the loader maps). The bits of the `[stack]`
+/// mapping's end are that size. `PTRACE_GETREGSET NT_ARM_PAC_MASK` would say the same, but only
+/// of a stopped tracee, and the BPF objects load before the command starts. Without a
+/// `[stack]` line, or one outside 36-52 bits, 48 (Debian's, and the kernel's default).
+pub fn pc_mask() -> u64 {
+    pc_mask_of(&std::fs::read_to_string("/proc/self/maps").unwrap_or_default())
+}
+
+/// [`pc_mask`] of the text of a `/proc/PID/maps`.
+fn pc_mask_of(maps: &str) -> u64 {
+    let stack_end = maps.lines().find(|l| l.ends_with("[stack]")).and_then(|l| {
+        let (_, end) = l.split_whitespace().next()?.split_once('-')?;
+        u64::from_str_radix(end, 16).ok()
+    });
+    let bits = match stack_end.map(|end| 64 - (end - 1).leading_zeros()) {
+        Some(bits @ 36..=52) => bits,
+        _ => {
+            log::debug!("no [stack] end of 36-52 bits ({stack_end:x?}): user addresses of 48");
+            48
+        }
+    };
+    (1u64 << bits) - 1
+}
+
 /// The names of the BPF maps this module works on (bpf/stack.bpf.h).
 const ROWS_MAP: &str = "unwind_rows";
 const DRAWS_MAP: &str = "sample_draws";
@@ -455,5 +489,25 @@ mod tests {
             "{above} above the mean"
         );
         assert!(a.iter().all(|&d| d >= 1));
+    }
+
+    #[test]
+    fn pc_mask_has_the_bits_of_the_stacks_end() {
+        let maps = "aaaab0a70000-aaaab0a8d000 r-xp 00000000 fe:01 1234 /usr/bin/true\n\
+                    ffffe7e0a000-ffffe7e2b000 rw-p 00000000 00:00 0 [stack]\n";
+        assert_eq!(pc_mask_of(maps), (1 << 48) - 1);
+        let maps = "7fc6a000-7fc8b000 rw-p 00000000 00:00 0 [stack]";
+        assert_eq!(
+            pc_mask_of(maps),
+            (1 << 48) - 1,
+            "below 36 bits: the default"
+        );
+        let maps = "7ffff8a000-7ffff8b000 rw-p 00000000 00:00 0 [stack]";
+        assert_eq!(pc_mask_of(maps), (1 << 39) - 1, "a 39-bit VA kernel");
+        assert_eq!(pc_mask_of(""), (1 << 48) - 1);
+        // This machine's: user addresses fit.
+        let mask = pc_mask();
+        let here = pc_mask as *const () as u64;
+        assert_eq!(here & mask, here);
     }
 }

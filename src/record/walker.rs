@@ -93,6 +93,11 @@ impl Walker {
             if classic {
                 open.use_classic_uprobe(PROGRAM)?;
             }
+            if cfg!(target_arch = "aarch64") {
+                // As alloc.bpf.o's walk (load.rs): pac-ret's signatures stripped with it.
+                let mask = crate::record::stacks::pc_mask();
+                open.set_rodata(crate::record::stacks::PC_MASK_RODATA, &mask.to_ne_bytes())?;
+            }
             Ok(open)
         };
         let thread = std::thread::Builder::new()

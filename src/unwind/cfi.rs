@@ -1,17 +1,18 @@
 //! The gimli walk over one call-frame-information section (`.eh_frame` or `.debug_frame`):
 //! every FDE's rows, each reduced to the few rules the BPF walk can apply (`RowRule`). The
 //! section comes from `unwind::elf`; the rows go to `unwind::table`, which sorts and merges
-//! them into the file's table.
+//! them into the file's table. x86-64 and aarch64 files each have their own reduction (the
+//! file's `Machine`), into the one row layout of `unwind::row`.
 
 use std::collections::HashMap;
 use std::ops::Range;
 
 use gimli::{
-    BaseAddresses, CieOrFde, CommonInformationEntry, EndianSlice, LittleEndian, Reader,
+    AArch64, BaseAddresses, CieOrFde, CommonInformationEntry, EndianSlice, LittleEndian, Reader,
     RegisterRule, UnwindContext, UnwindOffset, UnwindSection, UnwindTableRow, X86_64,
 };
 
-use super::row::{CfaRule, RbpRule, RowRule};
+use super::row::{CfaRule, RaRule, RbpRule, RowRule};
 use super::{RuleCounts, UnsupportedCounts};
 
 /// The section bytes as gimli reads them: borrowed from the mapped file, never copied.
@@ -28,6 +29,17 @@ pub(crate) type Slice<'a> = EndianSlice<'a, LittleEndian>;
 pub const PLT_CFA_EXPRESSION: [u8; 11] = [
     0x77, 0x08, 0x80, 0x00, 0x3f, 0x1a, 0x3b, 0x2a, 0x33, 0x24, 0x22,
 ];
+
+/// The machine a file's code is for, which says what its CFI's register numbers mean.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Machine {
+    /// x86-64: rsp, rbp, the return address at CFA-8.
+    X86_64,
+    /// aarch64: sp, x29 and x30 (the link register), return addresses signed with pointer
+    /// authentication where the CFI says `DW_CFA_AARCH64_negate_ra_state` (which the walk
+    /// strips from every return address, so the rows need no rule for it).
+    Aarch64,
+}
 
 /// One FDE: the code range it covers and its rows in `Cfi::rows`.
 #[derive(Clone, Debug)]
@@ -84,7 +96,11 @@ impl Cfi {
 /// damaged) fails the whole section: where the next entry starts is then unknown. An FDE whose
 /// instructions cannot be evaluated keeps its range, as one `Unsupported` row, so the walk
 /// stops there instead of the file losing all its rows.
-pub(crate) fn walk<'a, S>(section: &S, bases: &BaseAddresses) -> gimli::Result<Cfi>
+pub(crate) fn walk<'a, S>(
+    section: &S,
+    bases: &BaseAddresses,
+    machine: Machine,
+) -> gimli::Result<Cfi>
 where
     S: UnwindSection<Slice<'a>>,
 {
@@ -118,7 +134,10 @@ where
                 if row.start_address() >= row.end_address() {
                     continue;
                 }
-                let rule = classify(row, signal, section, &mut cfi.unsupported);
+                let rule = match machine {
+                    Machine::X86_64 => classify(row, signal, section, &mut cfi.unsupported),
+                    Machine::Aarch64 => classify_aarch64(row, signal, &mut cfi.unsupported),
+                };
                 cfi.rows.push(CfiRow {
                     start: row.start_address(),
                     rule,
@@ -176,19 +195,9 @@ where
     }
     let (cfa, cfa_offset) = match row.cfa() {
         gimli::CfaRule::RegisterAndOffset { register, offset } => {
-            let Ok(offset) = i32::try_from(*offset) else {
-                why.offset_range += 1;
-                return RowRule::bare(CfaRule::Unsupported);
-            };
-            if *register == X86_64::RSP {
-                (CfaRule::Rsp, offset)
-            } else if *register == X86_64::RBP {
-                (CfaRule::Rbp, offset)
-            } else {
-                // e.g. a stack-realigning function that keeps the old rsp in r10 for a few
-                // instructions; the uprobe's registers would have it, a caller frame's not.
-                why.cfa_register += 1;
-                return RowRule::bare(CfaRule::Unsupported);
+            match register_cfa(*register, *offset, [X86_64::RSP, X86_64::RBP], why) {
+                Some(cfa) => cfa,
+                None => return RowRule::bare(CfaRule::Unsupported),
             }
         }
         gimli::CfaRule::Expression(expression) => {
@@ -221,7 +230,104 @@ where
         cfa_offset,
         rbp,
         rbp_offset,
+        ra: RaRule::CfaMinus8,
     }
+}
+
+/// The CFA rule of "CFA = `register` + `offset`", where `[sp, fp]` are the machine's stack and
+/// frame pointers; `None` (counted) for another register or an offset beyond 32 bits.
+fn register_cfa(
+    register: gimli::Register,
+    offset: i64,
+    [sp, fp]: [gimli::Register; 2],
+    why: &mut UnsupportedCounts,
+) -> Option<(CfaRule, i32)> {
+    let Ok(offset) = i32::try_from(offset) else {
+        why.offset_range += 1;
+        return None;
+    };
+    if register == sp {
+        Some((CfaRule::Rsp, offset))
+    } else if register == fp {
+        Some((CfaRule::Rbp, offset))
+    } else {
+        // e.g. a stack-realigning function that keeps the old rsp in r10 for a few
+        // instructions; the uprobe's registers would have it, a caller frame's not.
+        why.cfa_register += 1;
+        None
+    }
+}
+
+/// Reduces one gimli row of an aarch64 file. The CFA is sp or x29 plus an offset; the return
+/// address (x30) is still in x30 until the prologue saves it (no rule, or "same value"), then at
+/// CFA + N, usually right above x29 in the frame record `stp x29, x30` saves (N is the frame's
+/// size there, not a fixed 8). Signal frames are unsupported: aarch64's only trampoline is the
+/// vDSO's `__kernel_rt_sigreturn`, in no file the walk has a table of.
+fn classify_aarch64(
+    row: &UnwindTableRow<usize>,
+    signal: bool,
+    why: &mut UnsupportedCounts,
+) -> RowRule {
+    if signal {
+        why.signal_frame += 1;
+        return RowRule::bare(CfaRule::Unsupported);
+    }
+    let (cfa, cfa_offset) = match row.cfa() {
+        gimli::CfaRule::RegisterAndOffset { register, offset } => {
+            match register_cfa(*register, *offset, [AArch64::SP, AArch64::X29], why) {
+                Some(cfa) => cfa,
+                None => return RowRule::bare(CfaRule::Unsupported),
+            }
+        }
+        gimli::CfaRule::Expression(_) => {
+            why.cfa_expression += 1;
+            return RowRule::bare(CfaRule::Unsupported);
+        }
+    };
+    // x29 saved at CFA + this offset, `Err` when the walk cannot follow it.
+    let fp = match row.register(AArch64::X29) {
+        None | Some(RegisterRule::Undefined) | Some(RegisterRule::SameValue) => Ok(None),
+        Some(RegisterRule::Offset(offset)) => i16::try_from(offset).map(Some).map_err(|_| ()),
+        Some(_) => Err(()),
+    };
+    let rule = |rbp, rbp_offset, ra| RowRule {
+        cfa,
+        cfa_offset,
+        rbp,
+        rbp_offset,
+        ra,
+    };
+    let rule = match row.register(AArch64::X30) {
+        // `_start` and a thread's start (glibc's clone) say `.cfi_undefined x30`.
+        Some(RegisterRule::Undefined) => return RowRule::bare(CfaRule::End),
+        None | Some(RegisterRule::SameValue) => match fp {
+            Ok(None) => rule(RbpRule::Same, 0, RaRule::Lr),
+            Ok(Some(at)) => rule(RbpRule::AtCfa, at, RaRule::Lr),
+            Err(()) => rule(RbpRule::Unsupported, 0, RaRule::Lr),
+        },
+        Some(RegisterRule::Offset(ra)) => {
+            let Ok(ra) = i16::try_from(ra) else {
+                why.return_address += 1;
+                return RowRule::bare(CfaRule::Unsupported);
+            };
+            match fp {
+                Ok(Some(at)) if ra.checked_sub(8) == Some(at) => {
+                    rule(RbpRule::AtCfa, at, RaRule::AboveFp)
+                }
+                Ok(None) => rule(RbpRule::Same, ra, RaRule::AtCfa),
+                // x29 saved elsewhere than below the return address: one offset cannot say both.
+                Ok(Some(_)) | Err(()) => rule(RbpRule::Unsupported, ra, RaRule::AtCfa),
+            }
+        }
+        Some(_) => {
+            why.return_address += 1;
+            return RowRule::bare(CfaRule::Unsupported);
+        }
+    };
+    if rule.rbp == RbpRule::Unsupported {
+        why.rbp += 1;
+    }
+    rule
 }
 
 /// The rule of a signal trampoline's row whose CFI says what glibc's `__restore_rt` says on
@@ -279,12 +385,13 @@ where
         cfa_offset: i32::try_from(sp_at).ok()?,
         rbp,
         rbp_offset,
+        ra: RaRule::CfaMinus8,
     })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::synthetic::{eh_frame, rsp, Fde};
+    use super::super::synthetic::{eh_frame, eh_frame_aarch64, rsp, Fde};
     use super::*;
     use gimli::write::{CallFrameInstruction as I, Expression};
     use gimli::EhFrame;
@@ -295,6 +402,7 @@ mod tests {
         let cfi = walk(
             &EhFrame::new(&data, LittleEndian),
             &BaseAddresses::default(),
+            Machine::X86_64,
         )
         .unwrap();
         assert_eq!(cfi.fdes.len(), 1);
@@ -366,6 +474,7 @@ mod tests {
             cfa_offset: 160,
             rbp: RbpRule::AtSp,
             rbp_offset: 120,
+            ra: RaRule::CfaMinus8,
         };
         assert_eq!(rules, vec![signal]);
         assert_eq!(why, UnsupportedCounts::default());
@@ -374,6 +483,7 @@ mod tests {
         let cfi = walk(
             &EhFrame::new(&data, LittleEndian),
             &BaseAddresses::default(),
+            Machine::X86_64,
         )
         .unwrap();
         assert_eq!(cfi.rows[0].rule, UNSUPPORTED);
@@ -456,5 +566,107 @@ mod tests {
         let (rules, why) = rules(false, &[(0, I::CfaOffset(16)), (4, I::RestoreState)]);
         assert_eq!(rules, vec![UNSUPPORTED]);
         assert_eq!(why.damaged_fde, 1);
+    }
+
+    /// The rules of one aarch64 FDE at 0x1000 with `instructions`, and why any is unsupported.
+    fn aarch64_rules(signal: bool, instructions: &[(u32, I)]) -> (Vec<RowRule>, UnsupportedCounts) {
+        let data = eh_frame_aarch64(signal, &[Fde::new(0x1000, 0x40, instructions)]);
+        let mut section = EhFrame::new(&data, LittleEndian);
+        section.set_vendor(gimli::Vendor::AArch64);
+        let cfi = walk(&section, &BaseAddresses::default(), Machine::Aarch64).unwrap();
+        (cfi.rows.iter().map(|r| r.rule).collect(), cfi.unsupported)
+    }
+
+    /// `stp x29, x30, [sp, #-32]!` at 4 (after `paciasp` at 0).
+    const FRAME_RECORD: &[(u32, I)] = &[
+        (0, I::NegateRaState),
+        (4, I::CfaOffset(32)),
+        (4, I::Offset(AArch64::X29, -32)),
+        (4, I::Offset(AArch64::X30, -24)),
+    ];
+
+    #[test]
+    fn aarch64_return_address_in_x30_then_in_the_frame_record() {
+        let (rules, why) = aarch64_rules(false, FRAME_RECORD);
+        let entry = RowRule {
+            ra: RaRule::Lr,
+            ..RowRule::bare(CfaRule::Rsp)
+        };
+        let record = RowRule {
+            cfa: CfaRule::Rsp,
+            cfa_offset: 32,
+            rbp: RbpRule::AtCfa,
+            rbp_offset: -32,
+            ra: RaRule::AboveFp,
+        };
+        assert_eq!(rules, vec![entry, record]);
+        assert_eq!(why, UnsupportedCounts::default());
+    }
+
+    #[test]
+    fn aarch64_return_address_saved_alone_or_apart_from_x29() {
+        let ra_at = |rbp, rbp_offset| RowRule {
+            cfa: CfaRule::Rsp,
+            cfa_offset: 16,
+            rbp,
+            rbp_offset,
+            ra: RaRule::AtCfa,
+        };
+        let alone = [(4, I::CfaOffset(16)), (4, I::Offset(AArch64::X30, -16))];
+        let (rules, why) = aarch64_rules(false, &alone);
+        assert_eq!(rules[1], ra_at(RbpRule::Same, -16));
+        assert_eq!(why.rbp, 0);
+        // x29 saved, but not right below x30: one offset cannot say both.
+        let apart = [
+            (4, I::CfaOffset(16)),
+            (4, I::Offset(AArch64::X30, -16)),
+            (4, I::Offset(AArch64::X29, -8)),
+        ];
+        let (rules, why) = aarch64_rules(false, &apart);
+        assert_eq!(rules[1], ra_at(RbpRule::Unsupported, -16));
+        assert_eq!(why.rbp, 1);
+    }
+
+    #[test]
+    fn aarch64_rules_the_walk_cannot_follow() {
+        let cases = [
+            (
+                I::Undefined(AArch64::X30),
+                RowRule::bare(CfaRule::End),
+                None,
+            ),
+            (
+                I::Register(AArch64::X30, AArch64::X29),
+                UNSUPPORTED,
+                Some("return_address"),
+            ),
+            (
+                I::Offset(AArch64::X30, -40_000),
+                UNSUPPORTED,
+                Some("return_address"),
+            ),
+            (
+                I::CfaRegister(gimli::Register(19)),
+                UNSUPPORTED,
+                Some("cfa_register"),
+            ),
+        ];
+        for (instruction, want, counted) in cases {
+            let (rules, why) = aarch64_rules(false, &[(4, instruction.clone())]);
+            assert_eq!(rules[1], want, "{instruction:?}");
+            let count = match counted {
+                Some("return_address") => why.return_address,
+                Some(_) => why.cfa_register,
+                None => 0,
+            };
+            assert_eq!(
+                count,
+                usize::from(counted.is_some()),
+                "{instruction:?}: {why:?}"
+            );
+        }
+        // aarch64's only trampoline is the vDSO's, which no file's CFI describes.
+        let (rules, why) = aarch64_rules(true, &[]);
+        assert_eq!((rules, why.signal_frame), (vec![UNSUPPORTED], 1));
     }
 }

@@ -9,6 +9,7 @@ use object::{
     ReadRef,
 };
 
+use super::cfi::Machine;
 use super::{FileIdentity, UnwindErrorKind};
 
 /// Which DWARF section rows come from.
@@ -57,6 +58,8 @@ pub(crate) struct CfiBytes<'a> {
     /// `e_entry`, where the process (or, for the dynamic loader, the loader) starts: the code
     /// there has no caller. `None` when 0 (most shared libraries).
     pub entry: Option<u64>,
+    /// What the CFI's register numbers mean.
+    pub machine: Machine,
 }
 
 /// An executable `PT_LOAD` segment: where its code is in memory (ELF virtual addresses, which
@@ -71,21 +74,25 @@ pub struct Segment {
     pub offset: u64,
 }
 
-/// Finds the call-frame sections of an x86-64 ELF file. `data` is the whole file: mapped, in
+/// Finds the call-frame sections of an x86-64 or aarch64 ELF file. `data` is the whole file: mapped, in
 /// memory, or an `object::ReadCache` that reads only the headers and the sections asked for.
 pub(crate) fn cfi_bytes<'d, R: ReadRef<'d>>(data: R) -> Result<CfiBytes<'d>, UnwindErrorKind> {
     match FileKind::parse(data) {
         Ok(FileKind::Elf64) => {}
-        Ok(FileKind::Elf32) => return Err(UnwindErrorKind::NotX86_64("a 32-bit ELF file")),
+        Ok(FileKind::Elf32) => return Err(UnwindErrorKind::OtherMachine("a 32-bit ELF file")),
         _ => return Err(UnwindErrorKind::NotElf),
     }
     let file = ElfFile64::<Endianness, R>::parse(data)
         .map_err(|e| UnwindErrorKind::Damaged(e.to_string()))?;
-    if file.architecture() != Architecture::X86_64 || !file.is_little_endian() {
-        return Err(UnwindErrorKind::NotX86_64(
-            "an ELF file for another machine",
-        ));
-    }
+    let machine = match file.architecture() {
+        Architecture::X86_64 if file.is_little_endian() => Machine::X86_64,
+        Architecture::Aarch64 if file.is_little_endian() => Machine::Aarch64,
+        _ => {
+            return Err(UnwindErrorKind::OtherMachine(
+                "an ELF file for another machine",
+            ))
+        }
+    };
     // Relocatable objects have unapplied relocations in their CFI; they are never mapped.
     if file.kind() == ObjectKind::Relocatable {
         return Err(UnwindErrorKind::Relocatable);
@@ -139,6 +146,7 @@ pub(crate) fn cfi_bytes<'d, R: ReadRef<'d>>(data: R) -> Result<CfiBytes<'d>, Unw
         identity,
         segments,
         entry: Some(file.entry()).filter(|&e| e != 0),
+        machine,
     })
 }
 
@@ -148,7 +156,7 @@ pub(crate) fn build_id<'d, R: ReadRef<'d>>(data: R) -> Result<Option<Vec<u8>>, U
     let file = match FileKind::parse(data) {
         Ok(FileKind::Elf64) => ElfFile64::<Endianness, R>::parse(data)
             .map_err(|e| UnwindErrorKind::Damaged(e.to_string()))?,
-        Ok(FileKind::Elf32) => return Err(UnwindErrorKind::NotX86_64("a 32-bit ELF file")),
+        Ok(FileKind::Elf32) => return Err(UnwindErrorKind::OtherMachine("a 32-bit ELF file")),
         _ => return Err(UnwindErrorKind::NotElf),
     };
     match file.build_id() {

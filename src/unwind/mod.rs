@@ -26,11 +26,12 @@ use std::fmt;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use gimli::{BaseAddresses, DebugFrame, EhFrame, LittleEndian};
+use gimli::{BaseAddresses, DebugFrame, EhFrame, LittleEndian, Vendor};
 
+pub use cfi::Machine;
 pub use cfi::PLT_CFA_EXPRESSION;
 pub use elf::{CfiSection, Segment};
-pub use row::{CfaRule, RbpRule, RowRule, UnwindRow};
+pub use row::{CfaRule, RaRule, RbpRule, RowRule, UnwindRow};
 
 /// One file's unwind table: the rows the BPF walk searches, what went into them, and what
 /// identifies the file's content.
@@ -90,9 +91,10 @@ impl UnwindTable {
     /// The rule at `pc` (an ELF virtual address), found as the BPF walk finds it: the last row
     /// at or before `pc`. A pc before the first row has no CFI: `CfaRule::Unknown`.
     ///
-    /// For a caller's frame the walk must look up its return address minus 1: a call to a
-    /// noreturn function can be a function's last instruction, so the return address is the
-    /// first byte past the function (another function, or a gap without CFI).
+    /// For a caller's frame the walk must look up its return address minus 1 (minus 4 on
+    /// aarch64, whose instructions are 4 bytes: the call itself): a call to a noreturn function
+    /// can be a function's last instruction, so the return address is the first byte past the
+    /// function (another function, or a gap without CFI).
     pub fn lookup(&self, pc: u64) -> RowRule {
         let Ok(pc) = u32::try_from(pc) else {
             return RowRule::bare(CfaRule::Unknown);
@@ -159,13 +161,14 @@ impl RuleCounts {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct UnsupportedCounts {
     /// Signal trampolines whose CFI does not say the x86-64 sigcontext's layout (interrupted
-    /// rsp, then rip, at fixed offsets from rsp; rbp at another).
+    /// rsp, then rip, at fixed offsets from rsp; rbp at another); every aarch64 one.
     pub signal_frame: usize,
     /// A CFA by DWARF expression other than the PLT's.
     pub cfa_expression: usize,
     /// A CFA relative to a register other than rsp or rbp.
     pub cfa_register: usize,
-    /// A return address anywhere but at CFA-8.
+    /// A return address anywhere but at CFA-8 (x86-64), or neither in x30 nor at CFA + N
+    /// within 16 bits (aarch64).
     pub return_address: usize,
     /// A CFA offset beyond 32 bits.
     pub offset_range: usize,
@@ -247,7 +250,7 @@ pub struct UnwindError {
 enum UnwindErrorKind {
     Io(std::io::Error),
     NotElf,
-    NotX86_64(&'static str),
+    OtherMachine(&'static str),
     Relocatable,
     Damaged(String),
     NoCfi,
@@ -264,8 +267,11 @@ impl fmt::Display for UnwindError {
         match &self.kind {
             UnwindErrorKind::Io(e) => write!(f, "cannot read the file: {e}"),
             UnwindErrorKind::NotElf => write!(f, "not an ELF file"),
-            UnwindErrorKind::NotX86_64(what) => {
-                write!(f, "{what}; unwind tables are built for x86-64 only")
+            UnwindErrorKind::OtherMachine(what) => {
+                write!(
+                    f,
+                    "{what}; unwind tables are built for x86-64 and aarch64 only"
+                )
             }
             UnwindErrorKind::Relocatable => write!(
                 f,
@@ -344,19 +350,31 @@ fn table_of(cfi: elf::CfiBytes<'_>) -> Result<UnwindTable, UnwindErrorKind> {
     if let Some(got) = cfi.got_address {
         bases = bases.set_got(got);
     }
+    // 0x2d is aarch64's DW_CFA_AARCH64_negate_ra_state (the pac-ret ranges), which gimli
+    // reads only when told the vendor; elsewhere it is SPARC's window save.
+    let vendor = match cfi.machine {
+        Machine::X86_64 => Vendor::Default,
+        Machine::Aarch64 => Vendor::AArch64,
+    };
     let mut all = cfi::Cfi::default();
     let mut fdes = SectionFdes::default();
     for bytes in &cfi.sections {
         let walked = match bytes.section {
-            CfiSection::EhFrame => cfi::walk(
-                &EhFrame::new(bytes.data, LittleEndian),
-                &bases.clone().set_eh_frame(bytes.address),
-            ),
+            CfiSection::EhFrame => {
+                let mut section = EhFrame::new(bytes.data, LittleEndian);
+                section.set_vendor(vendor);
+                cfi::walk(
+                    &section,
+                    &bases.clone().set_eh_frame(bytes.address),
+                    cfi.machine,
+                )
+            }
             CfiSection::DebugFrame => {
                 let mut section = DebugFrame::new(bytes.data, LittleEndian);
+                section.set_vendor(vendor);
                 // DWARF 4+ CIEs carry the address size; older ones rely on this.
                 section.set_address_size(8);
-                cfi::walk(&section, &bases)
+                cfi::walk(&section, &bases, cfi.machine)
             }
         }
         .map_err(|e| UnwindErrorKind::Cfi(bytes.section, e))?;
@@ -468,6 +486,7 @@ mod tests {
             identity: FileIdentity::CfiHash(0),
             segments: Vec::new(),
             entry: None,
+            machine: Machine::X86_64,
         })
         .map_err(|kind| UnwindError { path: None, kind })
     }
@@ -511,6 +530,7 @@ mod tests {
             cfa_offset: 16,
             rbp: RbpRule::AtCfa,
             rbp_offset: -16,
+            ra: RaRule::CfaMinus8,
         };
         let unknown = RowRule::bare(CfaRule::Unknown);
         assert_eq!(t.lookup(0xfff), unknown);

@@ -2,18 +2,26 @@
 //! the user-space builder (`unwind::cfi`, `unwind::table`) writes these and the BPF walk
 //! binary-searches them, so the Rust mirror and the C struct must agree byte for byte (checked
 //! against the header compiled by the C compiler in `tests/unwind.rs`).
+//!
+//! One layout for both machines. On aarch64 the "rbp" fields speak of x29, the frame pointer,
+//! and `CfaRule::Rsp`/`CfaRule::Rbp` of sp/x29; where the return address is (x86-64 has one
+//! place, CFA-8; aarch64 has the link register x30 or a slot at any offset) is a [`RaRule`] in
+//! the high four bits of `rbp_rule`. Growing the row for it would cost every x86-64 recording
+//! 16 MiB of kernel memory (4 Mi rows); x86-64's rows keep those bits 0 and stay byte for byte
+//! what they were.
 
-/// How the walk finds the caller's canonical frame address (CFA), the value of rsp just before
-/// the call instruction; the return address is then at CFA-8 for every rule that has one.
+/// How the walk finds the caller's canonical frame address (CFA), the value of rsp (sp) just
+/// before the call instruction; where the return address is then says the row's [`RaRule`].
 ///
 /// Numbered as `enum cfa_rule` in `bpf/event.h`.
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum CfaRule {
-    /// CFA = rsp + cfa_offset: almost all -O2 code, which keeps no frame pointer.
+    /// CFA = rsp + cfa_offset (sp on aarch64): almost all -O2 code, which keeps no frame
+    /// pointer.
     Rsp = 0,
-    /// CFA = rbp + cfa_offset: functions that keep a frame pointer (or realign the stack, where
-    /// rsp no longer says where the frame starts).
+    /// CFA = rbp + cfa_offset (x29 on aarch64): functions that keep a frame pointer (or realign
+    /// the stack, where rsp no longer says where the frame starts).
     Rbp = 1,
     /// CFA = rsp + 8, plus 8 more when `(rip & 15) >= 11`: the lazy-binding `.plt` stubs, whose
     /// one shared FDE says this with a DWARF expression (`PLT_CFA_EXPRESSION`) because each
@@ -38,8 +46,9 @@ pub enum CfaRule {
     Signal = 6,
 }
 
-/// Where the caller's rbp is. Only rbp is tracked besides rsp and rip because a caller's CFA
-/// rule can be rbp-based; every other callee-saved register is irrelevant to finding frames.
+/// Where the caller's rbp (x29 on aarch64) is. Only it is tracked besides the stack pointer and
+/// the pc because a caller's CFA rule can be based on it; every other callee-saved register is
+/// irrelevant to finding frames.
 ///
 /// Numbered as `enum rbp_rule` in `bpf/event.h`.
 #[repr(u8)]
@@ -58,6 +67,25 @@ pub enum RbpRule {
     AtSp = 3,
 }
 
+/// Where the caller's return address is, once the CFA is known. Numbered as `enum ra_rule` in
+/// `bpf/event.h`; stored in the high four bits of the row's `rbp_rule`.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RaRule {
+    /// At CFA-8, where x86-64's `call` pushed it: every x86-64 row.
+    CfaMinus8 = 0,
+    /// Still in x30, the link register (aarch64): a function's first instructions, before its
+    /// prologue saves it, and leaf functions that never save it. Only the first frame's x30 is
+    /// known (the probe's registers); a caller's frame with this rule ends the walk.
+    Lr = 1,
+    /// At CFA + rbp_offset (aarch64), x29 not saved beside it: `rbp_offset` is the return
+    /// address's offset, and `rbp` is `Same` or `Unsupported`.
+    AtCfa = 2,
+    /// At CFA + rbp_offset + 8, above the saved x29 (aarch64's frame record `{x29, x30}`, what
+    /// `stp x29, x30, [sp, #-N]!` saves): `rbp` is `AtCfa` at rbp_offset.
+    AboveFp = 3,
+}
+
 /// What the walk does at a pc: the rule part of a row, without where it starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct RowRule {
@@ -67,8 +95,11 @@ pub struct RowRule {
     pub cfa_offset: i32,
     /// Where the caller's rbp is.
     pub rbp: RbpRule,
-    /// The offset from the CFA of the saved rbp (0 unless `rbp` is `AtCfa`).
+    /// The offset from the CFA of the saved rbp (0 unless `rbp` is `AtCfa`), or of the return
+    /// address for `RaRule::AtCfa`.
     pub rbp_offset: i16,
+    /// Where the return address is.
+    pub ra: RaRule,
 }
 
 impl RowRule {
@@ -80,6 +111,7 @@ impl RowRule {
             cfa_offset: 0,
             rbp: RbpRule::Same,
             rbp_offset: 0,
+            ra: RaRule::CfaMinus8,
         }
     }
 }
@@ -98,7 +130,7 @@ pub struct UnwindRow {
     pub rbp_offset: i16,
     /// A `CfaRule` as its number.
     pub cfa_rule: u8,
-    /// An `RbpRule` as its number.
+    /// An `RbpRule` as its number, plus an `RaRule`'s shifted left by 4.
     pub rbp_rule: u8,
 }
 
@@ -110,7 +142,7 @@ impl UnwindRow {
             cfa_offset: rule.cfa_offset,
             rbp_offset: rule.rbp_offset,
             cfa_rule: rule.cfa as u8,
-            rbp_rule: rule.rbp as u8,
+            rbp_rule: rule.rbp as u8 | (rule.ra as u8) << 4,
         }
     }
 
@@ -137,17 +169,24 @@ impl UnwindRow {
             6 => CfaRule::Signal,
             _ => CfaRule::Unsupported,
         };
-        let rbp = match self.rbp_rule {
+        let rbp = match self.rbp_rule & 15 {
             0 => RbpRule::Same,
             1 => RbpRule::AtCfa,
             3 => RbpRule::AtSp,
             _ => RbpRule::Unsupported,
+        };
+        let ra = match self.rbp_rule >> 4 {
+            0 => RaRule::CfaMinus8,
+            1 => RaRule::Lr,
+            2 => RaRule::AtCfa,
+            _ => RaRule::AboveFp,
         };
         RowRule {
             cfa,
             cfa_offset: self.cfa_offset,
             rbp,
             rbp_offset: self.rbp_offset,
+            ra,
         }
     }
 }
@@ -181,7 +220,7 @@ mod tests {
 
     #[test]
     fn rules_are_numbered_as_the_header_numbers_them() {
-        use crate::sys::raw::{cfa_rule, rbp_rule};
+        use crate::sys::raw::{cfa_rule, ra_rule, rbp_rule};
         let cfa = [
             (CfaRule::Rsp, cfa_rule::CFA_RSP),
             (CfaRule::Rbp, cfa_rule::CFA_RBP),
@@ -204,6 +243,15 @@ mod tests {
         for (rust, c) in rbp {
             assert_eq!(rust as u32, c as u32, "{rust:?}");
         }
+        let ra = [
+            (RaRule::CfaMinus8, ra_rule::RA_CFA_MINUS_8),
+            (RaRule::Lr, ra_rule::RA_LR),
+            (RaRule::AtCfa, ra_rule::RA_AT_CFA),
+            (RaRule::AboveFp, ra_rule::RA_ABOVE_FP),
+        ];
+        for (rust, c) in ra {
+            assert_eq!(rust as u32, c as u32, "{rust:?}");
+        }
     }
 
     #[test]
@@ -213,8 +261,26 @@ mod tests {
             cfa_offset: 16,
             rbp: RbpRule::AtCfa,
             rbp_offset: -16,
+            ra: RaRule::CfaMinus8,
         };
         assert_eq!(UnwindRow::new(0x1000, rule).rule(), rule);
+        // An x86-64 row's byte is its rbp rule alone; aarch64's frame record puts its return
+        // address rule above it.
+        assert_eq!(UnwindRow::new(0, rule).rbp_rule, 1);
+        let record = RowRule {
+            cfa: CfaRule::Rbp,
+            cfa_offset: 32,
+            rbp: RbpRule::AtCfa,
+            rbp_offset: -32,
+            ra: RaRule::AboveFp,
+        };
+        assert_eq!(UnwindRow::new(0, record).rbp_rule, 0x31);
+        assert_eq!(UnwindRow::new(0x1000, record).rule(), record);
+        let lr = RowRule {
+            ra: RaRule::Lr,
+            ..RowRule::bare(CfaRule::Rsp)
+        };
+        assert_eq!(UnwindRow::new(0x1000, lr).rule(), lr);
         let bare = RowRule::bare(CfaRule::Unsupported);
         assert_eq!(UnwindRow::new(0, bare).rule(), bare);
     }
