@@ -18,6 +18,7 @@
 //! Anything it does not understand (a BTF kind newer than this code, a damaged section) is an
 //! error, and the load goes on with the kernel's whole BTF, as before.
 
+use crate::sys::bpf::CustomBtf;
 use std::collections::{HashMap, HashSet};
 
 use object::{Object as _, ObjectSection as _};
@@ -187,6 +188,39 @@ fn relocated_names(object: &[u8], names: &mut HashSet<String>) -> Result<(), Str
         }
     }
     Ok(())
+}
+
+/// Set to `kernel`, CO-RE relocations read the kernel's whole BTF, as before this module.
+pub const FULL_BTF_VAR: &str = "MEMTRACK_CORE_BTF";
+
+/// The small BTF the CO-RE relocations of `objects` (ELF images) are resolved against (here), or `None`, said at -v, where it cannot be made: the loads then read the kernel's whole BTF.
+pub fn custom(objects: &[&[u8]], kernel: Option<&[u8]>) -> Option<CustomBtf> {
+    // The way back, to compare (tests/record.rs does, on every kernel of the matrix).
+    if std::env::var_os(FULL_BTF_VAR).is_some_and(|v| v == "kernel") {
+        log::info!("CO-RE relocations read the kernel's whole BTF ({FULL_BTF_VAR}=kernel)");
+        return None;
+    }
+    let began = std::time::Instant::now();
+    let made = kernel
+        .ok_or_else(|| "preflight did not read the kernel's BTF".to_string())
+        .and_then(|kernel| trim(kernel, objects))
+        .and_then(|bytes| {
+            let len = bytes.len();
+            CustomBtf::new(&bytes)
+                .map(|c| (c, len))
+                .map_err(|e| format!("cannot make a memfd: {e}"))
+        });
+    match made {
+        Ok((core, len)) => {
+            let ms = began.elapsed().as_secs_f64() * 1e3;
+            log::debug!("CO-RE types cut from the kernel's BTF: {len} bytes, in {ms:.1} ms");
+            Some(core)
+        }
+        Err(why) => {
+            log::info!("CO-RE relocations read the kernel's whole BTF ({why})");
+            None
+        }
+    }
 }
 
 /// The kernel's BTF `kernel` cut to the types the CO-RE relocations of `objects` name, and

@@ -34,7 +34,6 @@ use crate::record::listen::Control;
 use crate::record::load::Loaded;
 use crate::record::progress::{Counts, Progress};
 use crate::record::stacks::{self, Interner};
-use crate::record::walker::{Load, Walker};
 use crate::record::warnings::{Growth, Seen};
 use crate::sys::bpf::MapFd;
 use crate::sys::process::{self, Reaped, SignalSet};
@@ -520,37 +519,13 @@ impl<'a> Session<'a> {
         Ok(waiter)
     }
 
-    /// With sampled stacks: once the walker is loaded (walker.rs; `wait`: waiting for it), the
-    /// unwind tables of the files found so far, then the walker in the allocator's tail call.
+    /// With sampled stacks: the walker in place once loaded (walker.rs), waiting for it when
+    /// `wait` says so; the modules of the tables it made go to `sink`.
     fn install_walker(&mut self, sink: &mut Sink, wait: bool) {
-        let walker = self.objects.walker();
-        let load = if wait { walker.wait() } else { walker.poll() };
-        let walker = match load {
-            Load::Loading => return,
-            Load::Failed => {
-                self.discovery.set_tables_never();
-                return;
-            }
-            Load::Ready(walker) => walker,
-        };
-        let began = Instant::now();
-        match stacks::Tables::new(walker) {
-            Ok(tables) => self.discovery.set_tables(tables),
-            Err(e) => {
-                log::warn!("sampled stacks are not walked: {e}");
-                self.discovery.set_tables_never();
-                return;
-            }
-        }
+        let walker = &self.objects.walker;
+        walker.put_in_place(self.objects.allocator(), &mut self.discovery, wait);
         for ev in self.discovery.take_module_events() {
             sink.push(&ev);
-        }
-        match Walker::install(self.objects.allocator(), walker) {
-            Ok(()) => log::debug!(
-                "walker in place, its tables made in {:.1} ms",
-                began.elapsed().as_secs_f64() * 1e3
-            ),
-            Err(e) => log::warn!("sampled stacks are not walked: {e}"),
         }
     }
 

@@ -13,7 +13,7 @@ use crate::error::Error;
 use crate::preflight::{rmap_hooks, Capabilities, UprobeLinks};
 use crate::record::pidns::{self, PidNamespace};
 use crate::record::stacks::StackMode;
-use crate::record::walker::{Walker, WalkerSetup};
+use crate::record::walker::{refuses_walk_preempt_off, Walker, WalkerSetup};
 use crate::record::{attach, core_btf, discover, kernel_error, rmap, RecordOptions};
 use crate::sys::bpf::{BpfError, CustomBtf, Link, LoadedObject, OpenObject, SharedMap};
 use crate::sys::{raw, sched};
@@ -264,7 +264,7 @@ pub struct Loaded {
     /// rmap functions memtrack hooks): the one line `record` says with its closing lines.
     rmap_unavailable: OnceCell<String>,
     /// The walker of sampled stacks (walker.rs), loaded once alloc.bpf.o is.
-    walker: Walker,
+    pub walker: Walker,
 }
 
 /// One enabled object: loading, then loaded once joined.
@@ -299,13 +299,6 @@ const SAMPLE_RODATA: &str = ".rodata.sample";
 
 /// alloc.bpf.c's read-only flag for [`Walk`] (`walk_preempt_off`).
 const WALK_RODATA: &str = ".rodata.walk";
-
-/// Whether `e` is the verifier refusing a global function's call with preemption off.
-pub(crate) fn refuses_walk_preempt_off(e: &BpfError) -> bool {
-    e.verifier
-        .as_ref()
-        .is_some_and(|v| v.log.contains("global function calls are not allowed"))
-}
 
 /// The maps the enabled objects share, created from the first's definitions (common.bpf.h's:
 /// every object has them), the ring buffer sized as `opts` says. Created before any object
@@ -344,41 +337,6 @@ fn reuse_shared(
         open.reuse_map(map)?;
     }
     Ok(())
-}
-
-/// Set to `kernel`, CO-RE relocations read the kernel's whole BTF, as before core_btf.rs.
-pub const FULL_BTF_VAR: &str = "MEMTRACK_CORE_BTF";
-
-/// The small BTF the CO-RE relocations of `enabled` are resolved against (core_btf.rs), or
-/// `None`, said at -v, where it cannot be made: the loads then read the kernel's whole BTF.
-fn core_btf(enabled: &[&'static Object], kernel: Option<&[u8]>) -> Option<CustomBtf> {
-    // The way back, to compare (tests/record.rs does, on every kernel of the matrix).
-    if std::env::var_os(FULL_BTF_VAR).is_some_and(|v| v == "kernel") {
-        log::info!("CO-RE relocations read the kernel's whole BTF ({FULL_BTF_VAR}=kernel)");
-        return None;
-    }
-    let began = std::time::Instant::now();
-    let objects: Vec<&[u8]> = enabled.iter().map(|o| o.bytes).collect();
-    let made = kernel
-        .ok_or_else(|| "preflight did not read the kernel's BTF".to_string())
-        .and_then(|kernel| core_btf::trim(kernel, &objects))
-        .and_then(|bytes| {
-            let len = bytes.len();
-            CustomBtf::new(&bytes)
-                .map(|c| (c, len))
-                .map_err(|e| format!("cannot make a memfd: {e}"))
-        });
-    match made {
-        Ok((core, len)) => {
-            let ms = began.elapsed().as_secs_f64() * 1e3;
-            log::debug!("CO-RE types cut from the kernel's BTF: {len} bytes, in {ms:.1} ms");
-            Some(core)
-        }
-        Err(why) => {
-            log::info!("CO-RE relocations read the kernel's whole BTF ({why})");
-            None
-        }
-    }
 }
 
 /// Open `object` and set it up as `opts` and `caps` say, with the maps of `shared` it shares
@@ -483,12 +441,12 @@ impl Loaded {
         // cut.
         let kernel = caps.kernel_btf.as_ref().map(|k| k.bytes());
         // The walker loads later (walker.rs), against the same CO-RE types.
-        let mut relocated = enabled.clone();
-        if matches!(opts.stacks, StackMode::Sampled(_)) && !opts.probe_floor {
-            relocated.push(&WALK);
-        }
+        let sampled = matches!(opts.stacks, StackMode::Sampled(_)) && !opts.probe_floor;
+        let relocated = enabled.iter().chain(sampled.then_some(&&WALK));
         let (shared, core) = std::thread::scope(|scope| {
-            let core = scope.spawn(|| core_btf(&relocated, kernel));
+            let core = scope.spawn(|| {
+                core_btf::custom(&relocated.map(|o| o.bytes).collect::<Vec<_>>(), kernel)
+            });
             let shared = create_shared(&enabled, opts);
             (shared, core.join().expect("the CO-RE cut panicked"))
         });
@@ -647,11 +605,6 @@ impl Loaded {
         })
     }
 
-    /// The walker of sampled stacks.
-    pub fn walker(&self) -> &Walker {
-        &self.walker
-    }
-
     /// Why the rmap hooks were wanted and not loaded, once every object is joined.
     pub fn rmap_unavailable(&self) -> Option<&String> {
         self.rmap_unavailable.get()
@@ -669,7 +622,10 @@ impl Loaded {
             .filter(|o| o.name != "rmap")
             .chain(std::iter::once(&WALK))
             .collect();
-        let core = core_btf(&tried, caps.kernel_btf.as_ref().map(|k| k.bytes()));
+        let core = core_btf::custom(
+            &tried.iter().map(|o| o.bytes).collect::<Vec<_>>(),
+            caps.kernel_btf.as_ref().map(|k| k.bytes()),
+        );
         tried
             .into_iter()
             .map(|object| {

@@ -17,7 +17,9 @@ use std::cell::{OnceCell, RefCell};
 use std::thread::JoinHandle;
 
 use crate::error::Error;
+use crate::record::discover::Discovery;
 use crate::record::kernel_error;
+use crate::record::stacks::Tables;
 use crate::sys::bpf::{BpfError, CustomBtf, LoadedObject, OpenObject, SharedMap};
 use crate::sys::raw;
 use crate::sys::sched::Priority;
@@ -110,7 +112,7 @@ impl Walker {
                 }
                 let began = std::time::Instant::now();
                 let loaded = match open(true).and_then(OpenObject::load) {
-                    Err(e) if crate::record::load::refuses_walk_preempt_off(&e) => {
+                    Err(e) if refuses_walk_preempt_off(&e) => {
                         log::info!(
                             "this kernel's verifier refuses the stack walk with preemption off; \
                              it walks preemptible"
@@ -169,9 +171,43 @@ impl Walker {
         }
     }
 
-    /// Let `alloc`'s sampled entries tail-call the walker: only once the unwind tables of every
-    /// file discovered so far are in.
-    pub fn install(alloc: &LoadedObject, walker: &LoadedObject) -> Result<(), BpfError> {
-        alloc.set_tail_call(WALKERS_MAP, 0, walker, PROGRAM)
+    /// Once the walker is loaded (`wait`: waiting for its load to end), give `discovery` the
+    /// unwind tables of the files it found so far, then let `alloc`'s sampled entries
+    /// tail-call the walker, so that it never meets a file without its table. A failure is
+    /// said once, and discovery stops keeping files for tables.
+    pub fn put_in_place<'obj>(
+        &'obj self,
+        alloc: &LoadedObject,
+        discovery: &mut Discovery<'obj>,
+        wait: bool,
+    ) {
+        let load = if wait { self.wait() } else { self.poll() };
+        let walker = match load {
+            Load::Loading => return,
+            Load::Failed => return discovery.set_tables_never(),
+            Load::Ready(walker) => walker,
+        };
+        let began = std::time::Instant::now();
+        match Tables::new(walker) {
+            Ok(tables) => discovery.set_tables(tables),
+            Err(e) => {
+                log::warn!("sampled stacks are not walked: {e}");
+                return discovery.set_tables_never();
+            }
+        }
+        match alloc.set_tail_call(WALKERS_MAP, 0, walker, PROGRAM) {
+            Ok(()) => log::debug!(
+                "walker in place, its tables made in {:.1} ms",
+                began.elapsed().as_secs_f64() * 1e3
+            ),
+            Err(e) => log::warn!("sampled stacks are not walked: {e}"),
+        }
     }
+}
+
+/// Whether `e` is the verifier refusing a global function's call with preemption off.
+pub fn refuses_walk_preempt_off(e: &BpfError) -> bool {
+    e.verifier
+        .as_ref()
+        .is_some_and(|v| v.log.contains("global function calls are not allowed"))
 }

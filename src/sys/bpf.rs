@@ -8,6 +8,8 @@
 use std::ffi::{CStr, CString};
 use std::marker::PhantomData;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+
+pub use super::custom_btf::CustomBtf;
 use std::os::raw::{c_char, c_int, c_void};
 use std::ptr::NonNull;
 
@@ -163,41 +165,6 @@ pub fn route_libbpf_logs() {
     }
 }
 
-/// A BTF blob libbpf reads CO-RE relocations' types from instead of the kernel's
-/// (`btf_custom_path`), held in a memfd for the loads that read it: libbpf takes a path.
-pub struct CustomBtf {
-    _file: std::fs::File,
-    path: CString,
-}
-
-impl CustomBtf {
-    /// A memfd holding `bytes`, named by its /proc/self/fd path.
-    pub fn new(bytes: &[u8]) -> std::io::Result<CustomBtf> {
-        use std::io::Write;
-        // SAFETY: the name is NUL-terminated; the returned fd is checked and then owned.
-        let fd = unsafe { libc::memfd_create(c"memtrack-core-btf".as_ptr(), libc::MFD_CLOEXEC) };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: fd is a fresh descriptor nobody else owns.
-        let mut file = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
-        file.write_all(bytes)?;
-        Ok(CustomBtf {
-            path: cstring(&format!("/proc/self/fd/{}", file.as_raw_fd())),
-            _file: file,
-        })
-    }
-
-    /// The same blob through a descriptor of its own, for a load on another thread.
-    pub fn try_clone(&self) -> std::io::Result<CustomBtf> {
-        let file = self._file.try_clone()?;
-        Ok(CustomBtf {
-            path: cstring(&format!("/proc/self/fd/{}", file.as_raw_fd())),
-            _file: file,
-        })
-    }
-}
-
 /// A BPF object file opened from memory, not yet loaded into the kernel.
 pub struct OpenObject {
     ptr: NonNull<sys::bpf_object>,
@@ -222,7 +189,7 @@ impl OpenObject {
         let opts = sys::bpf_object_open_opts {
             sz: std::mem::size_of::<sys::bpf_object_open_opts>() as sys::size_t,
             object_name: cname.as_ptr(),
-            btf_custom_path: core.map_or(std::ptr::null(), |c| c.path.as_ptr()),
+            btf_custom_path: core.map_or(std::ptr::null(), |c| c.path().as_ptr()),
             ..Default::default()
         };
         // SAFETY: bytes outlives the object ('static); opts is fully initialised with sz set.

@@ -4,6 +4,7 @@
 
 pub mod bpf;
 pub mod caps;
+pub mod custom_btf;
 pub mod fifo;
 pub mod inspect;
 pub mod kernel_btf;
