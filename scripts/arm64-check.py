@@ -83,14 +83,18 @@ for ex, startup in (("example", 0), ("example-static", 5)):
                      for p in d["processes"])
         check(ex + " processes", per == [(0, "true"), (10014 + startup, ex), (50001, ex)], str(per))
 
+def exact_example_counts(name, d):
+    """The dynamic example's exact heap counts, whatever the stacks."""
+    h = d["totals"]["heap"]
+    got = (h["allocs"], h["frees"], h["bytes_allocated"], d["lost_events"]["total"])
+    check(name, got == (60015, 60013, 7864320, 0), "allocs/frees/bytes/lost = %s/%s/%s/%s" % got)
+
+
 # The example once more with --stacks: the same exact counts, and every walk complete.
 output("record-stacks")
 d = report("json-stacks")
 if d:
-    h = d["totals"]["heap"]
-    got = (h["allocs"], h["frees"], h["bytes_allocated"], d["lost_events"]["total"])
-    check("example --stacks", got == (60015, 60013, 7864320, 0),
-          "allocs/frees/bytes/lost = %s/%s/%s/%s" % got)
+    exact_example_counts("example --stacks", d)
     walk_ends("example --stacks", d)
     # What a walk per allocation costs under TCG (only the ratio means anything there; 6.1 has
     # no mm_lock_seq, so every allocation walks and looks each frame's mapping up again).
@@ -98,6 +102,18 @@ if d:
     if base:
         print("arm64: TCG cost: example --stacks ran %.1f s, without %.1f s (x%.1f)"
               % (d["run"]["duration_ns"] / 1e9, base / 1e9, d["run"]["duration_ns"] / base))
+# And with a sample of the stacks: the counts stay exact, the sites are estimates.
+output("record-sampled")
+d = report("json-sampled")
+if d:
+    exact_example_counts("example --stack-sample", d)
+    sampling = d["stacks"].get("sampling") or {}
+    check("example --stack-sample sites", sampling.get("allocations") == 60015
+          and sampling.get("sampled_allocations", 0) > 0, "sampling = %s" % sampling)
+    # The walker was in place before the command's first allocation: no site without frames.
+    lost = [s for s in d["stacks"]["sites"]
+            if not s["frames"] or s["frames"][0]["function"] == "[no stack]"]
+    check("example --stack-sample walked", not lost, "sites without a stack: %s" % lost)
 text_stacks = output("report-stacks")
 for line in text_stacks.splitlines():
     if "stack" in line.lower() and ("unwind" in line.lower() or "truncated" in line.lower()):

@@ -117,6 +117,10 @@ done
 step record-stacks sh -c "memtrack record -q --stacks -o /tmp/stacks.mt -- /t/example | cat"
 step json-stacks memtrack report --stacks --format json /tmp/stacks.mt
 step report-stacks memtrack report --stacks /tmp/stacks.mt
+# With a sample of the stacks (the walker tail-called, or walked inline where the kernel
+# refuses the tail call): the same exact counts.
+step record-sampled sh -c "memtrack record -q --stack-sample 16KiB -o /tmp/sampled.mt -- /t/example | cat"
+step json-sampled memtrack report --stacks --format json /tmp/sampled.mt
 step record-chain memtrack record -q --stacks -o /tmp/chain.mt -- /t/chain
 step json-chain memtrack report --stacks --format json /tmp/chain.mt
 step record-signal memtrack record -q --stacks -o /tmp/signal.mt -- /t/signal
