@@ -130,27 +130,26 @@ static __always_inline bool sampled(struct call_state *st, __u64 size)
  * verifies only what it runs: the walk is 2,000 instructions, 25 ms of a recording's start. */
 enum walks {
 	WALKS_NONE = 0,   /* no stacks (`--no-stacks`) */
-	WALKS_INLINE = 1, /* in the entry program: every stack, or a sample by `stack_sample_mean` */
+	WALKS_INLINE = 1, /* every stack, in the entry program (`--stacks`) */
 	WALKS_LATER = 2,  /* a sample, walked by walk.bpf.c's program, tail-called after the entry */
 };
 
 /* The stack id an outermost call (or label, `walk_for`) of `size` bytes carries: its walk's if
- * walked, 0 if not. A sampled walk that gave none is STACK_ID_MISSING; so is one left to the
- * walker, which replaces it (`st->walk_for` says where; see alloc_enter_sampled). Walking every
- * stack, a walk that gave none is 0, as before sampling. */
+ * walked, 0 if not. One left to the walker is STACK_ID_MISSING until the walker replaces it
+ * (`st->walk_for` says where; see alloc_enter_sampled). The inline walk has no countdown: with
+ * it, alloc_enter_stacks's stack frame passed what 6.1's verifier allows the walk's four calls
+ * together (512 bytes). */
 static __always_inline __u32 stack_of(struct pt_regs *ctx, struct call_state *st, __u64 size,
 				      enum walks walks, __u32 walk_for)
 {
-	__u32 id;
-
-	if (walks == WALKS_NONE || !sampled(st, size))
+	if (walks == WALKS_NONE)
 		return 0;
-	if (walks == WALKS_LATER) {
-		st->walk_for = walk_for;
-		return STACK_ID_MISSING;
-	}
-	id = stack_id((STACK_CTX *)ctx);
-	return id || !stack_sample_mean ? id : STACK_ID_MISSING;
+	if (walks == WALKS_INLINE)
+		return stack_id((STACK_CTX *)ctx);
+	if (!sampled(st, size))
+		return 0;
+	st->walk_for = walk_for;
+	return STACK_ID_MISSING;
 }
 
 static __always_inline __u64 mul_saturating(__u64 a, __u64 b)
@@ -363,42 +362,32 @@ static __always_inline int alloc_enter_with(struct pt_regs *ctx, enum walks walk
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u32 func = cookie & COOKIE_FUNC_MASK;
 	__u32 layout = (cookie >> COOKIE_LAYOUT_SHIFT) & 0xff;
-	__u64 a[3], a1, a2, a3, size, arg = 0;
+	__u64 a[3], a1, a2, a3;
 
 	args_at(ctx, cookie, a);
 	a1 = a[0];
 	a2 = a[1];
 	a3 = a[2];
 
-	/* One call_enter for every layout: inlined once rather than once per case, which made
-	 * each entry program several times longer to verify. */
+	/* A call_enter per layout, each inlined: one call_enter for all of them made a shorter
+	 * program, but a stack frame 32 bytes deeper, past what 6.1's verifier allows
+	 * alloc_enter_stacks and the walk's three calls together (512 bytes). */
 	switch (layout) {
 	case LAYOUT_NMEMB_SIZE:
-		size = mul_saturating(a1, a2);
-		break;
+		return call_enter(ctx, func, layout, mul_saturating(a1, a2), 0, walks);
 	case LAYOUT_PTR_SIZE:
-		size = a2;
-		arg = a1;
-		break;
+		return call_enter(ctx, func, layout, a2, a1, walks);
 	case LAYOUT_PTR_NMEMB_SIZE:
-		size = mul_saturating(a2, a3);
-		arg = a1;
-		break;
+		return call_enter(ctx, func, layout, mul_saturating(a2, a3), a1, walks);
 	case LAYOUT_ALIGN_SIZE:
-		size = a2;
-		break;
+		return call_enter(ctx, func, layout, a2, 0, walks);
 	case LAYOUT_MEMPTR_ALIGN_SIZE:
-		size = a3;
-		arg = a1;
-		break;
+		return call_enter(ctx, func, layout, a3, a1, walks);
 	case LAYOUT_LABEL:
 		return label_enter(ctx, func, a1, walks);
-	default:
-		layout = LAYOUT_SIZE;
-		size = a1;
-		break;
+	default: /* LAYOUT_SIZE */
+		return call_enter(ctx, func, LAYOUT_SIZE, a1, 0, walks);
 	}
-	return call_enter(ctx, func, layout, size, arg, walks);
 }
 
 /* Loaded when no stacks are recorded (user space switches the others off before load). A probe
@@ -416,8 +405,7 @@ int alloc_enter(struct pt_regs *ctx)
  * with this false (src/record/load.rs), and the walk runs preemptible, as it did before. */
 const volatile bool walk_preempt_off SEC(".rodata.walk") = true;
 
-/* Loaded when every stack is walked (`--stacks`), or a sample where the walker cannot be
- * tail-called: the same, and the walk. */
+/* Loaded when every stack is walked (`--stacks`): the same, and the walk. */
 SEC("uprobe.multi")
 int alloc_enter_stacks(struct pt_regs *ctx)
 {
