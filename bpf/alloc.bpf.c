@@ -136,9 +136,8 @@ enum walks {
 
 /* The stack id an outermost call (or label, `walk_for`) of `size` bytes carries: its walk's if
  * walked, 0 if not. One left to the walker is STACK_ID_MISSING until the walker replaces it
- * (`st->walk_for` says where; see alloc_enter_sampled). The inline walk has no countdown: with
- * it, alloc_enter_stacks's stack frame passed what 6.1's verifier allows the walk's four calls
- * together (512 bytes). */
+ * (`st->walk_for` says where; see alloc_enter_sampled). The inline walk has no countdown: it
+ * serves `--stacks` alone, which walks every stack, so its program carries none. */
 static __always_inline __u32 stack_of(struct pt_regs *ctx, struct call_state *st, __u64 size,
 				      enum walks walks, __u32 walk_for)
 {
