@@ -83,6 +83,14 @@ static __always_inline struct call_state *thread_state(__u32 tgid)
  * The draws are user space's (it has floating point and a seeded generator): `sample_draws`
  * holds SAMPLE_DRAWS of them, and each thread reads them in order from a start its ordinal in
  * its process picks, so two recordings of a deterministic program walk the same allocations.
+ *
+ * The walker is a program of its own (walk.bpf.c), loaded beside the command's start, not before
+ * it. A call sampled before it is in place is walked at the outermost call's return instead: the
+ * entry stops the process (STOP_WALKER), user space continues it once the walker is in place,
+ * and the return tail-calls the walker's return program. Its callers' frames are as they were
+ * at the entry, so that walk gives the entry's stack exactly (stack.bpf.h, stack_id_at_return),
+ * and every sampled call is walked, however late the walker: the sample stays reproducible and
+ * the command is held only when, and as long as, a sampled call needs the walker.
  */
 const volatile __u64 stack_sample_mean SEC(".rodata.sample") = 0; /* 0: walk every one */
 
@@ -163,9 +171,6 @@ static __always_inline __u64 mul_saturating(__u64 a, __u64 b)
 	return b > limit ? ~0ULL : a * b;
 }
 
-static __always_inline void emit(__u32 kind, __u32 func, __u64 addr, __u64 size, __u64 old_addr,
-				 __u32 stack);
-
 /* Returns 1 when the walker is to walk this call's stack (WALKS_LATER), else 0. */
 static __always_inline int call_enter(struct pt_regs *ctx, __u32 func, __u32 layout, __u64 size,
 				      __u64 arg, enum walks walks)
@@ -189,6 +194,7 @@ static __always_inline int call_enter(struct pt_regs *ctx, __u32 func, __u32 lay
 		st->depth = 0;
 		st->label = 0;
 		st->free_ptr = 0;
+		st->walk_at_return = 0;
 		if ((layout == LAYOUT_PTR_SIZE || layout == LAYOUT_PTR_NMEMB_SIZE) && arg)
 			emit(EV_FREE, func, arg, 0, 0, 0);
 		return 0;
@@ -206,8 +212,11 @@ static __always_inline int call_enter(struct pt_regs *ctx, __u32 func, __u32 lay
 		st->label = 0;
 	}
 	st->walk_for = WALK_NONE;
-	if (!labelled)
+	if (!labelled) {
+		/* A label's walk left to the return carries over to the call it labels. */
+		st->walk_at_return = 0;
 		st->stack = stack_of(ctx, st, size, walks, WALK_CALL);
+	}
 	st->sp = sp;
 	st->size = size;
 	st->arg = arg;
@@ -239,65 +248,10 @@ static __always_inline int label_enter(struct pt_regs *ctx, __u32 func, __u64 si
 	st->label_sp = sp;
 	st->label_size = size;
 	st->walk_for = WALK_NONE;
+	st->walk_at_return = 0;
 	st->label_stack = walks != WALKS_NONE && gate_open() ?
 				  stack_of(ctx, st, size, walks, WALK_LABEL) : 0;
 	return st->walk_for != WALK_NONE;
-}
-
-static __always_inline void emit(__u32 kind, __u32 func, __u64 addr, __u64 size, __u64 old_addr,
-				 __u32 stack)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	struct alloc_event *e = reserve(sizeof(*e), LOST_RING_ALLOC);
-
-	if (!e)
-		return;
-	fill_header(&e->h, kind, id >> 32, (__u32)id);
-	e->addr = addr;
-	e->size = size;
-	e->old_addr = old_addr;
-	e->func = func;
-	e->stack_id = stack;
-	submit(e);
-}
-
-/* The outermost call returned `ret`; say what it did. */
-static __always_inline int call_exit(struct pt_regs *ctx, __u64 ret)
-{
-	struct call_state *st = bpf_task_storage_get(&call_state, bpf_get_current_task_btf(), 0, 0);
-	__u64 addr = ret;
-	__u32 func;
-
-	if (!st || !st->depth)
-		return 0;
-	if (--st->depth)
-		return 0;
-	func = st->func;
-	switch (st->layout) {
-	case LAYOUT_PTR_SIZE:
-	case LAYOUT_PTR_NMEMB_SIZE:
-		if (!st->arg)
-			break; /* realloc(NULL, n) is an allocation */
-		if (ret) {
-			emit(EV_REALLOC, func, ret, st->size, st->arg, st->stack);
-		} else if (!st->size) {
-			emit(EV_FREE, func, st->arg, 0, 0, 0); /* realloc(p, 0) freed p */
-		} else {
-			emit(EV_ALLOC_FAILED, func, 0, st->size, st->arg, 0);
-		}
-		return 0;
-	case LAYOUT_MEMPTR_ALIGN_SIZE:
-		/* Returns 0 and stores the block through memptr, or an error number. */
-		addr = 0;
-		if ((int)ret == 0 && bpf_probe_read_user(&addr, sizeof(addr), (void *)st->arg))
-			addr = 0;
-		break;
-	}
-	if (addr)
-		emit(EV_ALLOC, func, addr, st->size, 0, st->stack);
-	else
-		emit(EV_ALLOC_FAILED, func, 0, st->size, 0, 0);
-	return 0;
 }
 
 /* Argument `i` (0-based) of the function whose probe fired, where the cookie says the
@@ -415,26 +369,45 @@ int alloc_enter_stacks(struct pt_regs *ctx)
 	return 0;
 }
 
-/* The walker of sampled stacks, walk.bpf.c's `alloc_walk`, once user space has loaded it (its
- * verification is most of what stacks add to a recording's start, so it loads beside the
- * command's start rather than before it: src/record/walker.rs) and its files' unwind tables. */
+/* The walker of sampled stacks, walk.bpf.c's programs (enum walker_slot), once user space has
+ * loaded them (their verification is most of what stacks add to a recording's start, so they
+ * load beside the command's start rather than before it: src/record/walker.rs) and the unwind
+ * tables of the files found so far. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, WALKER_SLOTS);
 	__type(key, __u32);
 	__type(value, __u32);
 } walkers SEC(".maps");
 
+/* The entry found no walker to tail-call: leave the walk to the outermost call's return, and
+ * stop the process until user space has put the walker in place (see "Sampled stacks"). */
+static __always_inline int walk_at_return(struct pt_regs *ctx)
+{
+	struct call_state *st = bpf_task_storage_get(&call_state, bpf_get_current_task_btf(), 0, 0);
+	__u64 id = bpf_get_current_pid_tgid();
+
+	if (!st)
+		return 0;
+	st->walk_for = WALK_NONE;
+	st->walk_at_return = 1;
+	st->return_pc = PT_REGS_IP(ctx);
+	st->return_sp = PT_REGS_SP(ctx) + RETURN_ADDRESS_BYTES;
+	stop(id >> 32, (__u32)id, STOP_WALKER);
+	return 0;
+}
+
 /* Loaded when a sample of the stacks is walked: the entry decides which calls are (countdown in
  * `call_state`), and tail-calls the walker for them, with preemption back on, as the walk needs
  * on some kernels (see walk_preempt_off). Until the walker is in `walkers` the tail call does
- * nothing, and the call keeps STACK_ID_MISSING: its sampled allocation is a "[no stack]" site,
- * shown, never dropped. */
+ * nothing, and the walk is left to the return. */
 SEC("uprobe.multi")
 int alloc_enter_sampled(struct pt_regs *ctx)
 {
-	if (PREEMPT_OFF(alloc_enter_with(ctx, WALKS_LATER)))
-		bpf_tail_call(ctx, &walkers, 0);
+	if (PREEMPT_OFF(alloc_enter_with(ctx, WALKS_LATER))) {
+		bpf_tail_call(ctx, &walkers, WALKER_AT_ENTRY);
+		PREEMPT_OFF(walk_at_return(ctx));
+	}
 	return 0;
 }
 
@@ -442,6 +415,26 @@ int alloc_enter_sampled(struct pt_regs *ctx)
 SEC("uretprobe.multi")
 int BPF_URETPROBE(alloc_exit, __u64 ret)
 {
+	return PREEMPT_OFF(call_exit(ctx, ret));
+}
+
+/* Whether the outermost call returning now has its walk left to its return. */
+static __always_inline bool walk_due(void)
+{
+	struct call_state *st = bpf_task_storage_get(&call_state, bpf_get_current_task_btf(), 0, 0);
+
+	return st && st->walk_at_return && st->depth == 1;
+}
+
+/* The return program with sampled stacks: as alloc_exit, but a call whose walk was left to its
+ * return goes to the walker's return program, which walks, then reports the call. Should that
+ * walker be missing (it failed to load), the call is reported here, its stack STACK_ID_MISSING:
+ * a "[no stack]" site, shown, never dropped. */
+SEC("uretprobe.multi")
+int BPF_URETPROBE(alloc_exit_sampled, __u64 ret)
+{
+	if (PREEMPT_OFF(walk_due()))
+		bpf_tail_call(ctx, &walkers, WALKER_AT_RETURN);
 	return PREEMPT_OFF(call_exit(ctx, ret));
 }
 

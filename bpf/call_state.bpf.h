@@ -5,6 +5,10 @@
  * a program of its own loaded beside the recorded command's start (src/record/walker.rs), which
  * stores the stack it walks where the entry said. One definition, so that the two objects' maps
  * match when user space makes the walker reuse the allocator's (bpf_map__reuse_fd).
+ *
+ * A call sampled before the walker is in place is walked at its return instead, by the walker's
+ * return program, which then reports the call as alloc.bpf.c's return would: so the return's
+ * report (call_exit) is here too, for both objects.
  */
 #ifndef MEMTRACK_CALL_STATE_BPF_H
 #define MEMTRACK_CALL_STATE_BPF_H
@@ -16,6 +20,13 @@ enum walk_for {
 	WALK_NONE = 0,
 	WALK_CALL = 1,  /* the outermost call's, `stack` */
 	WALK_LABEL = 2, /* the label's, `label_stack` */
+};
+
+/* The slots of alloc.bpf.c's `walkers` program array: walk.bpf.c's programs. */
+enum walker_slot {
+	WALKER_AT_ENTRY = 0,  /* alloc_walk: tail-called by the sampled entry */
+	WALKER_AT_RETURN = 1, /* alloc_walk_return: by the sampled return, for a walk left to it */
+	WALKER_SLOTS = 2,
 };
 
 /* Per thread: the outermost allocator call in progress (alloc.bpf.c). */
@@ -38,6 +49,11 @@ struct call_state {
 	__u32 sampling;  /* 1 once countdown and draw are set */
 	__u32 ordinal;   /* this thread's order among its process's threads to call an allocator */
 	__u32 walk_for;  /* enum walk_for: the walk walk.bpf.c is to make after this entry */
+	/* A walk left to the outermost call's return (alloc.bpf.c, "Sampled stacks"): */
+	__u32 walk_at_return; /* 1 while one is due */
+	__u32 _pad;
+	__u64 return_pc; /* the walked entry's pc: the stack's first frame */
+	__u64 return_sp; /* the lowest stack pointer of a frame of its callers */
 };
 
 /* Kept in the thread's own task storage, which the kernel frees with the thread: a lookup is a
@@ -52,5 +68,61 @@ struct {
 	__type(key, int);
 	__type(value, struct call_state);
 } call_state SEC(".maps");
+
+static __always_inline void emit(__u32 kind, __u32 func, __u64 addr, __u64 size, __u64 old_addr,
+				 __u32 stack)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct alloc_event *e = reserve(sizeof(*e), LOST_RING_ALLOC);
+
+	if (!e)
+		return;
+	fill_header(&e->h, kind, id >> 32, (__u32)id);
+	e->addr = addr;
+	e->size = size;
+	e->old_addr = old_addr;
+	e->func = func;
+	e->stack_id = stack;
+	submit(e);
+}
+
+/* The outermost call returned `ret`; say what it did. */
+static __always_inline int call_exit(struct pt_regs *ctx, __u64 ret)
+{
+	struct call_state *st = bpf_task_storage_get(&call_state, bpf_get_current_task_btf(), 0, 0);
+	__u64 addr = ret;
+	__u32 func;
+
+	if (!st || !st->depth)
+		return 0;
+	if (--st->depth)
+		return 0;
+	func = st->func;
+	switch (st->layout) {
+	case LAYOUT_PTR_SIZE:
+	case LAYOUT_PTR_NMEMB_SIZE:
+		if (!st->arg)
+			break; /* realloc(NULL, n) is an allocation */
+		if (ret) {
+			emit(EV_REALLOC, func, ret, st->size, st->arg, st->stack);
+		} else if (!st->size) {
+			emit(EV_FREE, func, st->arg, 0, 0, 0); /* realloc(p, 0) freed p */
+		} else {
+			emit(EV_ALLOC_FAILED, func, 0, st->size, st->arg, 0);
+		}
+		return 0;
+	case LAYOUT_MEMPTR_ALIGN_SIZE:
+		/* Returns 0 and stores the block through memptr, or an error number. */
+		addr = 0;
+		if ((int)ret == 0 && bpf_probe_read_user(&addr, sizeof(addr), (void *)st->arg))
+			addr = 0;
+		break;
+	}
+	if (addr)
+		emit(EV_ALLOC, func, addr, st->size, 0, st->stack);
+	else
+		emit(EV_ALLOC_FAILED, func, 0, st->size, 0, 0);
+	return 0;
+}
 
 #endif /* MEMTRACK_CALL_STATE_BPF_H */

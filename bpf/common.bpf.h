@@ -298,4 +298,28 @@ static __always_inline void submit(void *rec)
 	bpf_ringbuf_submit(rec, BPF_RB_NO_WAKEUP);
 }
 
+/* Signal number of SIGSTOP on x86, arm64, riscv, s390 and powerpc (asm-generic). */
+#define SIGSTOP 19
+
+/* Stop the current process for user space, which continues it once done with `reason` (enum
+ * stop_reason): bpf_send_signal(SIGSTOP) stops the whole process before it returns to user
+ * space. The record is reserved before the signal is sent, so a full ring never leaves a
+ * process stopped with nobody to continue it. */
+static __always_inline void stop(__u32 tgid, __u32 tid, __u32 reason)
+{
+	struct stop_event *e = reserve(sizeof(*e), LOST_STOP);
+
+	if (!e)
+		return;
+	fill_header(&e->h, EV_STOP, tgid, tid);
+	e->reason = reason;
+	e->_pad = 0;
+	if (bpf_send_signal(SIGSTOP)) {
+		bpf_ringbuf_discard(e, 0);
+		return;
+	}
+	/* User space is waiting for this one: wake it at once (the rest are polled). */
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+}
+
 #endif /* MEMTRACK_COMMON_BPF_H */

@@ -15,16 +15,13 @@
  *   scanned already (the start-up of a program run before, a dlopen of a known library): the
  *   probe walks the process's mappings with the task VMA iterator to find out.
  *
- * The stop is bpf_send_signal(SIGSTOP): the whole process stops before it returns to user
- * space; user space sends SIGCONT when it is done. The record is reserved before the signal is
- * sent, so a full ring never leaves a process stopped with nobody to continue it.
+ * The stop is common.bpf.h's: the whole process stops before it returns to user space; user
+ * space sends SIGCONT when it is done.
  */
 #include "common.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
-/* Signal number of SIGSTOP on x86, arm64, riscv, s390 and powerpc (asm-generic). */
-#define SIGSTOP 19
 /* struct r_debug { int r_version; struct link_map *r_map; ElfW(Addr) r_brk; enum r_state; } */
 #define R_STATE_OFFSET 24
 #define RT_CONSISTENT 0
@@ -87,23 +84,6 @@ static __always_inline bool all_mappings_scanned(void)
 	}
 	bpf_iter_task_vma_destroy(&it);
 	return all;
-}
-
-static __always_inline void stop(__u32 tgid, __u32 tid, __u32 reason)
-{
-	struct stop_event *e = reserve(sizeof(*e), LOST_STOP);
-
-	if (!e)
-		return;
-	fill_header(&e->h, EV_STOP, tgid, tid);
-	e->reason = reason;
-	e->_pad = 0;
-	if (bpf_send_signal(SIGSTOP)) {
-		bpf_ringbuf_discard(e, 0);
-		return;
-	}
-	/* User space is waiting for this one: wake it at once (the rest are polled). */
-	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 }
 
 /* Attached after process.bpf.c's sched_process_exec, so the Exec event comes first. */

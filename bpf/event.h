@@ -112,6 +112,7 @@ enum stop_reason {
 	STOP_EXEC = 1, /* it executed a file not yet scanned */
 	STOP_DL = 2,   /* the dynamic loader finished mapping libraries (dlopen, start-up) */
 	STOP_EXIT = 3, /* it called the C library's _exit: scan its heap before it goes (leaks) */
+	STOP_WALKER = 4, /* an allocation was sampled before the walker was in place: wait for it */
 };
 
 /* Why an event was lost; index into the `lost` map. Names in src/record/decode.rs. */

@@ -107,9 +107,13 @@ const volatile __u64 stack_pc_mask SEC(".rodata.stack") = ~0ULL;
 
 /* A caller's pc is its return address minus the width of the call: arm64's are 4 bytes. */
 #define CALL_BACK 4
+/* What a call pushes: nothing, the return address goes to the link register. */
+#define RETURN_ADDRESS_BYTES 0
 #else
 /* A caller's pc is its return address minus 1, inside the variable-length call instruction. */
 #define CALL_BACK 1
+/* What a call pushes: the return address. */
+#define RETURN_ADDRESS_BYTES 8
 #endif
 
 /* The most rows of one file: the binary search takes this many halvings. */
@@ -200,6 +204,9 @@ struct walk {
 	__u32 memo_ok; /* the walk can be remembered in memos[memo_slot] */
 	__u32 memo_slot;
 	__u32 lr_ok; /* arm64: lr is this frame's x30 (the first frame, or one a signal interrupted) */
+	__u64 keep_sp; /* frames below this stack pointer are unwound, not kept (stack_id_at_return) */
+	__u32 only_record; /* keep the first frame, and leave its caller to the caller (the same) */
+	__u32 _pad2;
 };
 
 #define ROW_CACHE 512
@@ -501,7 +508,8 @@ static __always_inline bool arm64_sigreturn(struct walk_state *s)
 }
 #endif
 
-/* One frame: record it, then find its caller. Returns 1 to end the walk.
+/* One frame: record it, then find its caller. Returns 1 to end the walk; 2 once the frame is
+ * recorded, with `only_record`.
  *
  * A global function, verified once on its own: inlined into the walk's loop, the verifier
  * would go through it for every depth the walk can reach, and run out of budget. */
@@ -512,6 +520,7 @@ __noinline long walk_frame(struct walk_state *s)
 	__u64 pc, cfa, ra, frame;
 	struct walk *w;
 	__u32 off, depth;
+	bool kept;
 
 	if (!s)
 		return 1;
@@ -536,9 +545,16 @@ __noinline long walk_frame(struct walk_state *s)
 	}
 	off = (__u32)(pc + w->cur.delta);
 	frame = ((__u64)w->cur.module << 32) | off;
-	s->ev.frames[depth] = frame;
-	w->depth = depth + 1;
-	mix(w, frame);
+	kept = w->sp >= w->keep_sp;
+	if (kept) {
+		s->ev.frames[depth] = frame;
+		w->depth = depth + 1;
+		mix(w, frame);
+	}
+	if (w->only_record) {
+		w->only_record = 0;
+		return 2;
+	}
 
 	slot = row_slot(frame);
 	if (slot && slot->frame == frame + 1) {
@@ -578,7 +594,8 @@ __noinline long walk_frame(struct walk_state *s)
 		/* The handler returned here: the frame is the trampoline itself (named by its own
 		 * address, the byte before it being no function's), and the caller is the code the
 		 * signal interrupted, whose registers the kernel saved in the sigcontext at rsp. */
-		s->ev.frames[depth] = frame + 1;
+		if (kept)
+			s->ev.frames[depth] = frame + 1;
 		w->memo_ok = 0; /* rare: not worth noting the sigcontext's words */
 		if (!read_stack(s, w->sp + row.cfa_offset, &cfa) ||
 		    !read_stack(s, w->sp + row.cfa_offset + 8, &ra)) {
@@ -738,6 +755,81 @@ static __always_inline __u32 id_of_walk(struct walk_state *s)
 	return ev->id;
 }
 
+/* This thread's walk state; 0, counted, if there is no memory for it. */
+static __always_inline struct walk_state *walk_state_of(struct task_struct *task)
+{
+	struct walk_state *s =
+		bpf_task_storage_get(&walk_state, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+
+	if (!s) {
+		/* No memory for this thread's walk: counted, never silent. */
+		count_stat(STAT_WALKS);
+		count_stat(STAT_UNSUPPORTED);
+	}
+	return s;
+}
+
+/* Sets `s` up to walk from the registers in s->w (pc, sp, bp, lr) in `mm` under `seq`, noting
+ * the words it reads in memo `slot`, which is empty until the walk is done. */
+static __always_inline void walk_begin(struct walk_state *s, __u32 slot, __u64 mm, __u64 seq)
+{
+	struct memo *m = &s->memos[slot & (MEMOS - 1)];
+
+	m->mm = 0;
+	m->reads = 0;
+	m->uses_bp = 0;
+	s->w.memo_slot = slot;
+	s->w.memo_ok = 1;
+	s->w.bp_source = BP_FROM_REGS;
+	s->w.hash = 0xcbf29ce484222325ULL;
+	s->w.check = 0x84222325cbf29ce4ULL;
+	s->w.cur.start = 0;
+	s->w.cur.end = 0;
+	s->w.depth = 0;
+	s->w.end = STACK_COMPLETE;
+	s->w.bp_lost = 0;
+	s->w.exact = 0;
+	s->w.lr_ok = 1;
+	s->w.keep_sp = 0;
+	s->w.only_record = 0;
+	if (s->w.cache.mm != mm || s->w.cache.seq != seq || (seq & 1)) {
+		__builtin_memset(&s->w.cache, 0, sizeof(s->w.cache));
+		s->w.cache.mm = mm;
+		s->w.cache.seq = seq;
+	}
+}
+
+/* More than STACK_MAX_DEPTH: a walk from a return unwinds a frame or two it does not keep. */
+#define WALK_STEPS (STACK_MAX_DEPTH + 4)
+
+/* Walks from the frame s->w holds to the end; true if no mapping of the mm (under `seq`)
+ * changed meanwhile, and the file cache is kept for the next walk. */
+static __always_inline bool walk_frames(struct walk_state *s, struct task_struct *task, __u64 seq)
+{
+	bool kept;
+	int i;
+
+	/* walk_frame is a global function, so the verifier checks its body once and this loop as
+	 * so many calls (bpf_loop would cost a callback and a task storage lookup per frame). */
+	for (i = 0; i < WALK_STEPS; i++) {
+		if (walk_frame(s))
+			break;
+	}
+	if (i == WALK_STEPS)
+		s->w.end = STACK_TRUNCATED;
+	kept = !(seq & 1) && mm_seq(task) == seq;
+	if (!kept)
+		s->w.cache.mm = 0;
+	return kept;
+}
+
+static __always_inline void count_walk(struct walk_state *s)
+{
+	count_stat(STAT_WALKS);
+	if (s->w.end != STACK_COMPLETE)
+		count_stat(s->w.end); /* STAT_TRUNCATED, STAT_UNKNOWN, STAT_UNSUPPORTED */
+}
+
 /*
  * The id of the current call stack, from the allocator's entry registers: sent through the ring
  * first if it is new. 0 when stacks are off, or when its record could not be sent (counted as
@@ -765,13 +857,9 @@ __noinline __u32 stack_id(STACK_CTX *ctx)
 
 	if (!stacks_on())
 		return 0;
-	s = bpf_task_storage_get(&walk_state, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!s) {
-		/* No memory for this thread's walk: counted, never silent. */
-		count_stat(STAT_WALKS);
-		count_stat(STAT_UNSUPPORTED);
+	s = walk_state_of(task);
+	if (!s)
 		return 0;
-	}
 	pc = PT_REGS_IP(ctx);
 	sp = PT_REGS_SP(ctx);
 	bp = PT_REGS_FP(ctx);
@@ -794,43 +882,13 @@ __noinline __u32 stack_id(STACK_CTX *ctx)
 			return id;
 		}
 	}
-	m = &s->memos[slot];
-	m->mm = 0;
-	m->reads = 0;
-	m->uses_bp = 0;
-	s->w.memo_slot = slot;
-	s->w.memo_ok = 1;
-	s->w.bp_source = BP_FROM_REGS;
-	s->w.hash = 0xcbf29ce484222325ULL;
-	s->w.check = 0x84222325cbf29ce4ULL;
-	s->w.cur.start = 0;
-	s->w.cur.end = 0;
-	s->w.depth = 0;
-	s->w.end = STACK_COMPLETE;
-	s->w.bp_lost = 0;
-	s->w.exact = 0;
-	s->w.lr_ok = 1;
-	if (s->w.cache.mm != mm || s->w.cache.seq != seq || (seq & 1)) {
-		__builtin_memset(&s->w.cache, 0, sizeof(s->w.cache));
-		s->w.cache.mm = mm;
-		s->w.cache.seq = seq;
-	}
-	/* walk_frame is a global function, so the verifier checks its body once and this loop as
-	 * 128 calls (bpf_loop would cost a callback and a task storage lookup per frame). */
-	for (int i = 0; i <= STACK_MAX_DEPTH; i++) {
-		if (walk_frame(s))
-			break;
-	}
-	/* Kept for the next walk only if no mapping changed while this one ran. */
-	kept = !(seq & 1) && mm_seq(task) == seq;
-	if (!kept)
-		s->w.cache.mm = 0;
-
-	count_stat(STAT_WALKS);
-	if (s->w.end != STACK_COMPLETE)
-		count_stat(s->w.end); /* STAT_TRUNCATED, STAT_UNKNOWN, STAT_UNSUPPORTED */
+	walk_begin(s, slot, mm, seq);
+	kept = walk_frames(s, task, seq);
+	count_walk(s);
 	id = id_of_walk(s);
+	/* Kept for the next walk only if no mapping changed while this one ran. */
 	if (id && kept && s->w.memo_ok && s->w.end == STACK_COMPLETE) {
+		m = &s->memos[slot];
 		m->seq = seq;
 		m->pc = pc;
 		m->sp = sp;
@@ -840,6 +898,49 @@ __noinline __u32 stack_id(STACK_CTX *ctx)
 		m->mm = mm;
 	}
 	return id;
+}
+
+/*
+ * The id of the stack an allocator call had at its entry, at `entry_pc`, walked at the
+ * outermost call's return instead (a walk alloc.bpf.c left there: the walker was not in place
+ * at the entry). The entry's own frame comes first; then the frames the return's registers
+ * unwind to, from the first whose stack pointer is at least `keep_sp`, the entry's above its
+ * return address. Frames below that are the allocator's, made since the entry (the labelled
+ * operator new a malloc returns to). The callers' frames are as they were at the entry, so
+ * this is the entry's walk frame for frame, with the same id. Rare: no memo is made or used.
+ *
+ * A global function, as stack_id.
+ */
+__noinline __u32 stack_id_at_return(STACK_CTX *ctx, __u64 entry_pc, __u64 keep_sp)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct walk_state *s;
+	__u64 seq;
+
+	if (!stacks_on())
+		return 0;
+	s = walk_state_of(task);
+	if (!s)
+		return 0;
+	s->w.pc = entry_pc;
+	s->w.sp = keep_sp;
+	s->w.bp = 0;
+	s->w.lr = 0;
+	s->window_len = 0;
+	seq = mm_seq(task);
+	walk_begin(s, (keep_sp >> 4) & (MEMOS - 1), (__u64)task->mm, seq);
+	s->w.memo_ok = 0;
+	s->w.only_record = 1;
+	if (walk_frame(s) == 2) {
+		s->w.pc = PT_REGS_IP(ctx); /* the return address: the kernel put it back */
+		s->w.sp = PT_REGS_SP(ctx);
+		s->w.bp = PT_REGS_FP(ctx);
+		s->w.lr_ok = 0; /* arm64: a caller's return address is on the stack */
+		s->w.keep_sp = keep_sp;
+		walk_frames(s, task, seq);
+	}
+	count_walk(s);
+	return id_of_walk(s);
 }
 
 #endif /* MEMTRACK_STACK_BPF_H */

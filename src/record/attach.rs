@@ -9,15 +9,28 @@
 use std::path::Path;
 
 use crate::binary::Sites;
+use crate::record::stacks::StackMode;
 use crate::sys::bpf::{BpfError, Link, LoadedObject};
 
-/// The BPF programs of `bpf/alloc.bpf.c`, named as there. The entry program comes in two
-/// variants, one loaded per recording (`load`): with the stack walk, or without it.
+/// The BPF programs of `bpf/alloc.bpf.c`, named as there. The entry program comes in three
+/// variants, one loaded per recording (`load`): without stacks, with the stack walk, or with
+/// a sample of the stacks; the return program in two, the second for a sample.
 pub const ALLOC_ENTER: &str = "alloc_enter";
 pub const ALLOC_ENTER_STACKS: &str = "alloc_enter_stacks";
 pub const ALLOC_ENTER_SAMPLED: &str = "alloc_enter_sampled";
 pub const ALLOC_EXIT: &str = "alloc_exit";
+pub const ALLOC_EXIT_SAMPLED: &str = "alloc_exit_sampled";
 pub const FREE_ENTER: &str = "free_enter";
+
+/// The entry and return programs of the variants that a recording with `stacks` loads: the walk
+/// is verified only where it is used.
+pub fn programs_for(stacks: StackMode) -> [&'static str; 2] {
+    match stacks {
+        StackMode::Off => [ALLOC_ENTER, ALLOC_EXIT],
+        StackMode::All => [ALLOC_ENTER_STACKS, ALLOC_EXIT],
+        StackMode::Sampled(_) => [ALLOC_ENTER_SAMPLED, ALLOC_EXIT_SAMPLED],
+    }
+}
 
 /// Attach `sites` of the file at `path` for every process: with one uprobe_multi link per
 /// program, or, with `classic`, one perf-event uprobe per site (kernels before 6.6).
@@ -41,14 +54,19 @@ fn attach_scoped<'obj>(
     pid: i32,
 ) -> Result<Vec<Link<'obj>>, BpfError> {
     let path = path.to_string_lossy();
-    // The one entry program `load` kept of the three.
+    // The one entry program `load` kept of the three, and return program of the two.
     let enter = [ALLOC_ENTER_STACKS, ALLOC_ENTER_SAMPLED]
         .into_iter()
         .find(|p| obj.has_loaded(p))
         .unwrap_or(ALLOC_ENTER);
+    let exit = if obj.has_loaded(ALLOC_EXIT_SAMPLED) {
+        ALLOC_EXIT_SAMPLED
+    } else {
+        ALLOC_EXIT
+    };
     let groups = [
         (enter, false, &sites.enter),
-        (ALLOC_EXIT, true, &sites.exit),
+        (exit, true, &sites.exit),
         (FREE_ENTER, false, &sites.free),
     ];
     let mut links = Vec::new();

@@ -51,8 +51,8 @@ const EV_STACK: u32 = event_kind::EV_STACK as u32;
 const EV_RMAP: u32 = event_kind::EV_RMAP as u32;
 const EV_RMAP_REGION: u32 = event_kind::EV_RMAP_REGION as u32;
 
-/// A process the kernel side stopped so that the recorder can scan what it mapped (see
-/// bpf/discover.bpf.c). Not an event of the file.
+/// A process the kernel side stopped for the recorder (bpf/discover.bpf.c, bpf/alloc.bpf.c),
+/// which continues it once done. Not an event of the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stop {
     /// When it was stopped (CLOCK_MONOTONIC ns).
@@ -61,10 +61,21 @@ pub struct Stop {
     pub pid: u32,
     /// The thread that was running.
     pub tid: u32,
-    /// Whether it executed a file (true) or the dynamic loader mapped libraries (false).
-    pub at_exec: bool,
-    /// Whether it is about to exit (the C library's `_exit`): held for the leak scan.
-    pub at_exit: bool,
+    /// What the recorder is to do before it continues the process.
+    pub why: StopWhy,
+}
+
+/// Why a process was stopped (`enum stop_reason`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopWhy {
+    /// It executed a file not scanned yet: scan it.
+    Exec,
+    /// The dynamic loader mapped libraries: scan those not scanned yet.
+    Loader,
+    /// It is about to exit (the C library's `_exit`): held for the leak scan.
+    Exit,
+    /// A sampled allocator call found no walker: continue once the walker is in place.
+    Walker,
 }
 
 /// The stop record `b`, if it is one.
@@ -76,8 +87,12 @@ pub fn stop(b: &[u8]) -> Option<Stop> {
         ts_ns: u64_at(b, offset_of!(event_header, ts_ns)),
         pid: u32_at(b, offset_of!(event_header, pid)),
         tid: u32_at(b, offset_of!(event_header, tid)),
-        at_exec: u32_at(b, offset_of!(stop_event, reason)) == stop_reason::STOP_EXEC as u32,
-        at_exit: u32_at(b, offset_of!(stop_event, reason)) == stop_reason::STOP_EXIT as u32,
+        why: match u32_at(b, offset_of!(stop_event, reason)) {
+            r if r == stop_reason::STOP_EXEC as u32 => StopWhy::Exec,
+            r if r == stop_reason::STOP_EXIT as u32 => StopWhy::Exit,
+            r if r == stop_reason::STOP_WALKER as u32 => StopWhy::Walker,
+            _ => StopWhy::Loader,
+        },
     })
 }
 
@@ -483,8 +498,7 @@ mod tests {
                 ts_ns: 9,
                 pid: 7,
                 tid: 8,
-                at_exec: true,
-                at_exit: false
+                why: StopWhy::Exec,
             })
         );
         assert!(decode(&bytes(&e)).is_err());

@@ -126,7 +126,7 @@ struct Probed {
     taxes_machine: bool,
 }
 
-/// How long tracked processes stood stopped for discovery.
+/// How long tracked processes stood stopped, for discovery or for the walker.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct StopStats {
     /// Stops handled.
@@ -135,6 +135,29 @@ pub struct StopStats {
     pub total_ns: u64,
     /// The longest of them, ns.
     pub max_ns: u64,
+}
+
+impl StopStats {
+    /// Count `stop`, continued now; returns how long it stood, ns.
+    fn note(&mut self, stop: &Stop) -> u64 {
+        let waited = process::monotonic_ns().saturating_sub(stop.ts_ns);
+        self.stops += 1;
+        self.total_ns += waited;
+        self.max_ns = self.max_ns.max(waited);
+        waited
+    }
+
+    /// "; N <one|many>, M µs on average", or nothing without a stop.
+    fn summary(&self, one: &str, many: &str) -> String {
+        match self.stops {
+            0 => String::new(),
+            n => format!(
+                "; {n} {}, {} µs on average",
+                if n == 1 { one } else { many },
+                self.total_ns / n / 1000
+            ),
+        }
+    }
 }
 
 /// A file scanned before the unwind tables were there (sampled stacks), kept open for them.
@@ -154,6 +177,8 @@ pub struct Discovery<'obj> {
     files: HashMap<FileKey, Probed>,
     links: Vec<Link<'obj>>,
     stats: StopStats,
+    /// Stops for the walker of sampled stacks.
+    walker_stats: StopStats,
     /// The `--allocator` functions to probe wherever they are defined.
     custom: Vec<Custom>,
     /// The symbols of `custom` some file defined.
@@ -189,6 +214,7 @@ impl<'obj> Discovery<'obj> {
             files: HashMap::new(),
             links: Vec::new(),
             stats: StopStats::default(),
+            walker_stats: StopStats::default(),
             custom: Vec::new(),
             custom_found: HashSet::new(),
             custom_empty: Vec::new(),
@@ -317,13 +343,22 @@ impl<'obj> Discovery<'obj> {
             Err(e) => log::debug!("cannot read the mappings of pid {pid}: {e}"),
         }
         process::kill(pid as i32, libc::SIGCONT);
-        let waited = process::monotonic_ns().saturating_sub(stop.ts_ns);
-        self.stats.stops += 1;
-        self.stats.total_ns += waited;
-        self.stats.max_ns = self.stats.max_ns.max(waited);
+        let waited = self.stats.note(&stop);
         log::trace!(
-            "pid {pid} stopped at {} for {} µs",
-            if stop.at_exec { "exec" } else { "dl" },
+            "pid {pid} stopped ({:?}) for {} µs",
+            stop.why,
+            waited / 1000
+        );
+    }
+
+    /// A tracked process stopped for the walker of sampled stacks (StopWhy::Walker), now in
+    /// place or failed: continue it.
+    pub fn continue_for_walker(&mut self, stop: Stop) {
+        process::kill(stop.pid as i32, libc::SIGCONT);
+        let waited = self.walker_stats.note(&stop);
+        log::debug!(
+            "pid {} stopped for the walker for {} µs",
+            stop.pid,
             waited / 1000
         );
     }
@@ -557,14 +592,12 @@ impl<'obj> Discovery<'obj> {
                 stepped.join(", ")
             ));
         }
-        if self.stats.stops > 0 {
-            line.push_str(&format!(
-                "; {} discovery stop{}, {} µs on average",
-                self.stats.stops,
-                if self.stats.stops == 1 { "" } else { "s" },
-                self.stats.total_ns / self.stats.stops / 1000
-            ));
-        }
+        line.push_str(&self.stats.summary("discovery stop", "discovery stops"));
+        line.push_str(
+            &self
+                .walker_stats
+                .summary("stop for the walker", "stops for the walker"),
+        );
         let mut taxing: Vec<&str> = self
             .files
             .values()

@@ -25,7 +25,7 @@ use crate::error::Error;
 use crate::format::{
     ControlCommand, Event, EventKind, Exec, FormatError, Header, Lost, LostCount, Trailer, Writer,
 };
-use crate::record::decode::{self, Stop, LOST_CAUSES};
+use crate::record::decode::{self, Stop, StopWhy, LOST_CAUSES};
 use crate::record::discover::Discovery;
 use crate::record::foreground::CommandGroup;
 use crate::record::guardian::Guardian;
@@ -337,12 +337,8 @@ impl<'a> Session<'a> {
         loop {
             let found = self.ring.unread_bytes();
             self.drain_into(&mut sink);
-            if self.discovery.tables_waiting() {
-                // The command's first stop (its exec) waits for the walker: a sample whose
-                // first allocations went unwalked would be neither complete nor reproducible.
-                let wait = !sink.stops.is_empty();
-                self.install_walker(&mut sink, wait);
-            }
+            // Without waiting: a process that needs the walker stops for it.
+            self.install_walker(&mut sink, false);
             // Stopped processes first: they wait for us, whatever else went wrong. A stop
             // pauses the drain, so the rest of the ring is read right after.
             let paused_at_stop = !sink.stops.is_empty();
@@ -519,9 +515,12 @@ impl<'a> Session<'a> {
         Ok(waiter)
     }
 
-    /// With sampled stacks: the walker in place once loaded (walker.rs), waiting for it when
-    /// `wait` says so; the modules of the tables it made go to `sink`.
+    /// With sampled stacks: the walker in place once loaded (walker.rs), unless it is (or will
+    /// never be), waiting for it when `wait` says so; the modules of its tables go to `sink`.
     fn install_walker(&mut self, sink: &mut Sink, wait: bool) {
+        if !self.discovery.tables_waiting() {
+            return;
+        }
         let walker = &self.objects.walker;
         walker.put_in_place(self.objects.allocator(), &mut self.discovery, wait);
         for ev in self.discovery.take_module_events() {
@@ -536,10 +535,17 @@ impl<'a> Session<'a> {
         // A leak scan drains the ring, which may find more stops: until none is left.
         while !sink.stops.is_empty() {
             for stop in std::mem::take(&mut sink.stops) {
-                if stop.at_exit {
-                    self.scan_for_leaks(stop, sink);
-                } else {
-                    self.discovery.handle_stop(stop, &mut coverage);
+                match stop.why {
+                    StopWhy::Exit => self.scan_for_leaks(stop, sink),
+                    StopWhy::Exec | StopWhy::Loader => {
+                        self.discovery.handle_stop(stop, &mut coverage)
+                    }
+                    StopWhy::Walker => {
+                        // A sampled call waits, stopped, for the walker to walk it at its
+                        // return (bpf/alloc.bpf.c, "Sampled stacks").
+                        self.install_walker(sink, true);
+                        self.discovery.continue_for_walker(stop);
+                    }
                 }
             }
         }

@@ -227,7 +227,7 @@ pub const WALK: Object = Object {
     name: "walk",
     bytes: raw::WALK_BPF_OBJECT,
     shares: SHARED,
-    programs: Programs::Uprobes(&["alloc_walk"]),
+    programs: Programs::Uprobes(crate::record::walker::PROGRAMS),
     feature: None,
     when: When::Always,
 };
@@ -235,13 +235,14 @@ pub const WALK: Object = Object {
 /// The programs of alloc.bpf.c, and of floor.bpf.c which stands in for it.
 const FLOOR_PROGRAMS: &[&str] = &[attach::ALLOC_ENTER, attach::ALLOC_EXIT, attach::FREE_ENTER];
 
-/// The programs of alloc.bpf.c: floor.bpf.c's, and the entry program with the stack walk, of
-/// which `load` keeps one per recording.
+/// The programs of alloc.bpf.c: floor.bpf.c's, and the variants with stacks, of which `load`
+/// keeps one entry and one return program per recording.
 const ALLOC_ENTRY_VARIANTS: &[&str] = &[
     attach::ALLOC_ENTER,
     attach::ALLOC_ENTER_STACKS,
     attach::ALLOC_ENTER_SAMPLED,
     attach::ALLOC_EXIT,
+    attach::ALLOC_EXIT_SAMPLED,
     attach::FREE_ENTER,
 ];
 
@@ -376,14 +377,13 @@ fn configure(
                 open.set_max_entries(map, 1).map_err(kernel_error)?;
             }
         }
-        // One entry program of the three: the walk is verified only when the entry walks.
-        let entry = match opts.stacks {
-            StackMode::Off => attach::ALLOC_ENTER,
-            StackMode::All => attach::ALLOC_ENTER_STACKS,
-            StackMode::Sampled(_) => attach::ALLOC_ENTER_SAMPLED,
-        };
-        for prog in &ALLOC_ENTRY_VARIANTS[..3] {
-            open.set_autoload(prog, *prog == entry)
+        // One entry and one return program of the variants (attach::programs_for).
+        let wanted = attach::programs_for(opts.stacks);
+        for prog in ALLOC_ENTRY_VARIANTS
+            .iter()
+            .filter(|p| **p != attach::FREE_ENTER)
+        {
+            open.set_autoload(prog, wanted.contains(prog))
                 .map_err(kernel_error)?;
         }
         if let StackMode::Sampled(sample) = opts.stacks {

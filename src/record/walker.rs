@@ -7,11 +7,12 @@
 //! Flow: once alloc.bpf.o is loaded, [`Walker::start`] loads bpf/walk.bpf.c on a thread of its
 //! own, sharing the allocator's per-thread `call_state` and the maps every object shares. The
 //! command starts meanwhile, with alloc_enter_sampled attached: until the walker is in place,
-//! its tail call does nothing and a sampled allocation keeps no stack (a "[no stack]" site of
-//! the report, shown with its estimate). The drain loop asks [`Walker::ready`] as it goes; once
-//! loaded, the unwind tables of the files discovered so far are built (record::stacks), and
-//! only then the walker is put in the allocator's `walkers` array, so it never walks a file
-//! without its table.
+//! its tail call does nothing, and a sampled call's walk is left to its return, its process
+//! stopped (STOP_WALKER) until the walker is in place (bpf/alloc.bpf.c, "Sampled stacks"). The
+//! drain loop polls [`Walker::put_in_place`] as it goes, and waits on it only for such a stop;
+//! once loaded, the unwind tables of the files discovered so far are built (record::stacks),
+//! and only then the walker's programs are put in the allocator's `walkers` array, so they
+//! never walk a file without its table.
 
 use std::cell::{OnceCell, RefCell};
 use std::thread::JoinHandle;
@@ -24,9 +25,15 @@ use crate::sys::bpf::{BpfError, CustomBtf, LoadedObject, OpenObject, SharedMap};
 use crate::sys::raw;
 use crate::sys::sched::Priority;
 
-/// walk.bpf.c's program, and the allocator's program array it goes in.
-const PROGRAM: &str = "alloc_walk";
+/// walk.bpf.c's programs, in the order of their slots in the allocator's program array
+/// (`enum walker_slot`): the walk at an entry, and the walk at a return.
+pub const PROGRAMS: &[&str] = &["alloc_walk", "alloc_walk_return"];
 const WALKERS_MAP: &str = "walkers";
+
+/// For tests/sampled.rs: with this set in the environment, only the walker at a return is put
+/// in place, so that every sampled call is walked at its return (its process stopped for it
+/// each time), and the test compares each of those walks with the entry's own.
+const AT_RETURN_ONLY: &str = "MEMTRACK_TEST_WALK_AT_RETURN";
 
 /// The allocator's maps the walker works on besides those every object shares.
 const FROM_ALLOCATOR: &[&str] = &["call_state"];
@@ -93,7 +100,9 @@ impl Walker {
                 open.set_rodata(WALK_RODATA, &[0])?;
             }
             if classic {
-                open.use_classic_uprobe(PROGRAM)?;
+                for prog in PROGRAMS {
+                    open.use_classic_uprobe(prog)?;
+                }
             }
             if cfg!(target_arch = "aarch64") {
                 // As alloc.bpf.o's walk (load.rs): pac-ret's signatures stripped with it.
@@ -195,13 +204,26 @@ impl Walker {
                 return discovery.set_tables_never();
             }
         }
-        match alloc.set_tail_call(WALKERS_MAP, 0, walker, PROGRAM) {
-            Ok(()) => log::debug!(
-                "walker in place, its tables made in {:.1} ms",
-                began.elapsed().as_secs_f64() * 1e3
-            ),
-            Err(e) => log::warn!("sampled stacks are not walked: {e}"),
+        // The return's walker first: a call the entry walks needs no walk at its return.
+        let slots = if std::env::var_os(AT_RETURN_ONLY).is_some() {
+            1..PROGRAMS.len()
+        } else {
+            0..PROGRAMS.len()
+        };
+        for (slot, prog) in PROGRAMS
+            .iter()
+            .enumerate()
+            .rev()
+            .filter(|(i, _)| slots.contains(i))
+        {
+            if let Err(e) = alloc.set_tail_call(WALKERS_MAP, slot as u32, walker, prog) {
+                return log::warn!("sampled stacks are not walked: {e}");
+            }
         }
+        log::debug!(
+            "walker in place, its tables made in {:.1} ms",
+            began.elapsed().as_secs_f64() * 1e3
+        );
     }
 }
 
