@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Quick start: install what the build needs, build memtrack, record the bundled example
-# program (a small process tree that allocates, frees and leaks), and show what was recorded.
+# program (a small process tree that allocates, frees and leaks), and show what was recorded:
+# the totals, the processes, and the top allocation sites (from the default's sampled stacks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,4 +14,4 @@ sudo_cmd=()
 [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
 "${sudo_cmd[@]}" ./target/release/memtrack record -o target/demo/example.mt -- target/demo/example
 echo
-./target/release/memtrack report target/demo/example.mt
+./target/release/memtrack report target/demo/example.mt --stacks

@@ -217,7 +217,12 @@ fn sites_folded_and_flame_graph_of_two_recordings_with_stacks() {
     );
 
     // Without stacks in one of them: one line saying to record both with --stacks, exit 2.
-    let plain = record_fixture("diff_plain", &["--no-rss"], "diff", &["100", "1", "1"]);
+    let plain = record_fixture(
+        "diff_plain",
+        &["--no-rss", "--no-stacks"],
+        "diff",
+        &["100", "1", "1"],
+    );
     assert_eq!(plain.code(), 0);
     let p = plain.path.to_str().unwrap();
     let err = run(&["diff", b, p, "--format", "flamegraph"])

@@ -511,7 +511,11 @@ fn suppressions_by_name_wildcard_and_module() {
     assert_eq!(gate.stderr.trim().lines().count(), 1, "{}", gate.describe());
 
     // Without call stacks there is nothing to match: said, not pretended.
-    let r = record("leaks-suppress-nostacks", &[], &[exe.to_str().unwrap()]);
+    let r = record(
+        "leaks-suppress-nostacks",
+        &["--no-stacks"],
+        &[exe.to_str().unwrap()],
+    );
     check!(r, r.code() == 0, "the fixture exits 0");
     let gate = run(&[
         "check",
@@ -585,7 +589,7 @@ fn the_readme_gate_passes_leak_free_cpp_and_names_the_site_of_a_leak() {
     // Without stacks the gate still fails, and says how to name the site.
     let r = record(
         "leaks-readme-leak-nostacks",
-        &[],
+        &["--no-stacks"],
         &[leaky.to_str().unwrap()],
     );
     check!(r, r.code() == 0, "exit 0");
@@ -992,4 +996,31 @@ fn each_benchmark_splits_its_leaks_by_the_scan_of_its_process() {
     ] {
         assert!(text.contains(cell), "{cell} in\n{text}");
     }
+}
+
+#[test]
+fn the_default_recording_names_the_site_that_loses_blocks() {
+    skip_unless_recording!("default_names_leak_site");
+    // 300 blocks of 1,111 bytes lost from lose_one: the default's sample (1 per 16 KiB) walks
+    // about 20 of them, so the estimate names the site (with seed 0 always the same ones).
+    let r = record_fixture(
+        "leaks-default-sample",
+        &["--no-rss"],
+        "leaks/lose_n",
+        &["300", "0"],
+    );
+    check!(r, r.code() == 0, "exit 0");
+    let gate = run(&["check", r.path.to_str().unwrap(), "--max-leaked", "0"]);
+    assert_eq!(gate.code(), 1, "{}", gate.describe());
+    let out = &gate.stdout;
+    assert!(
+        out.contains("definitely lost  325.5 KiB (333300 bytes)  limit 0 B (0 bytes)  FAIL"),
+        "the total stays exact: {out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("top lost site: ") && l.contains(": lose_one (lose_n.c:")),
+        "{out}"
+    );
+    assert!(out.contains("estimates: values estimated from "), "{out}");
 }

@@ -417,7 +417,7 @@ fn stack_formats_need_stacks_and_their_flags_need_them() {
     if !can_record(test) {
         return;
     }
-    let r = record_fixture("views_stacks_plain", &[], "malloc_free", &[]);
+    let r = record_fixture("views_stacks_plain", &["--no-stacks"], "malloc_free", &[]);
     let file = r.path.to_str().unwrap();
     for format in ["folded", "flamegraph", "pprof", "speedscope"] {
         run(&["report", file, "--format", format])

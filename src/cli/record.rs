@@ -61,20 +61,22 @@ pub struct RecordArgs {
     #[argh(switch)]
     pub no_mappings: bool,
     /// walk the call stack of every allocation, so that report --stacks gives exact sites
-    /// (about 0.5 µs more per allocation at ten frames; docs/PERFORMANCE.md)
+    /// rather than estimates (about 0.5 µs more per allocation at ten frames;
+    /// docs/PERFORMANCE.md)
     #[argh(switch)]
     pub stacks: bool,
-    /// walk the stacks of a sample of the allocations instead, one per BYTES requested bytes
-    /// on average (allocations of BYTES or more always), and estimate each site from them;
-    /// every allocation is still counted exactly (16KiB kept each site above 2 % of the bytes
-    /// within 15 % on the bench's g++ and git; docs/PERFORMANCE.md)
+    /// walk the stacks of a sample of the allocations, one per BYTES requested bytes on
+    /// average (allocations of BYTES or more always), and estimate each site from them; every
+    /// allocation is still counted exactly (default: 16KiB, which kept each site above 2 % of
+    /// the bytes within 15 % on the bench's g++ and git; docs/PERFORMANCE.md)
     #[argh(option, from_str_fn(parse_sample))]
     pub stack_sample: Option<u64>,
     /// the seed of the sampled stacks' draws: the same seed and the same deterministic program
     /// sample the same allocations (default: 0)
     #[argh(option)]
     pub stack_seed: Option<u64>,
-    /// do not walk any call stack (the default; wins over --stacks and --stack-sample)
+    /// do not walk any call stack, not even the default sample (wins over --stacks and
+    /// --stack-sample)
     #[argh(switch)]
     pub no_stacks: bool,
     /// do not write the symbols of the stacks' frames at the end of the recording (faster;
@@ -187,11 +189,10 @@ fn stack_mode(a: &RecordArgs) -> Result<record::stacks::StackMode, Error> {
             "--stacks walks every stack and --stack-sample a sample: give one".into(),
         )),
         (true, None) => Ok(StackMode::All),
-        (false, Some(mean_bytes)) => Ok(StackMode::Sampled(StackSample {
-            mean_bytes,
+        (false, sample) => Ok(StackMode::Sampled(StackSample {
+            mean_bytes: sample.unwrap_or(record::stacks::DEFAULT_SAMPLE_BYTES),
             seed: a.stack_seed.unwrap_or(0),
         })),
-        (false, None) => Ok(StackMode::Off),
     }
 }
 
