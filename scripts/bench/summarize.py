@@ -182,15 +182,17 @@ def main():
         """What the default recording's runs walked, from their stacks= words: the table says
         what was measured, not what the default is meant to be."""
         modes = defaultdict(int)
-        for (_, t), rs in runs.items():
+        for (w, t), rs in runs.items():
             for r in rs:
-                if t == "memtrack":
+                # Only the workloads' runs: the bystander's recordings have no such words.
+                if t == "memtrack" and w in workloads:
                     mode = {"none": "no stacks", "exact": "every stack",
                             "sampled": "sampled stacks, one walk per %s requested on average"
                             % size(r.num("sample_bytes"))}.get(r.extra.get("stacks"),
                                                                "stacks not known")
                     modes[mode] += 1
-        return "; ".join("%s, in %d runs" % m for m in sorted(modes.items())) or "no runs"
+        return "; ".join("%s, in %d run%s" % (m, n, "s" if n > 1 else "")
+                         for m, n in sorted(modes.items())) or "no runs"
 
     # --- the run ------------------------------------------------------------------------------
     foreign = sum(1 for rs in runs.values() for r in rs if (r.num("foreign") or 0) > 0)
