@@ -22,10 +22,11 @@ enum walk_for {
 	WALK_LABEL = 2, /* the label's, `label_stack` */
 };
 
-/* The slots of alloc.bpf.c's `walkers` program array: walk.bpf.c's programs. */
+/* The slots of alloc.bpf.c's `walkers` program array, both for walk.bpf.c's alloc_walk: one
+ * for the entry's tail call, one for the return's, so that a test can leave the first empty. */
 enum walker_slot {
-	WALKER_AT_ENTRY = 0,  /* alloc_walk: tail-called by the sampled entry */
-	WALKER_AT_RETURN = 1, /* alloc_walk_return: by the sampled return, for a walk left to it */
+	WALKER_AT_ENTRY = 0,  /* tail-called by the sampled entry */
+	WALKER_AT_RETURN = 1, /* by the sampled return, for a walk left to it */
 	WALKER_SLOTS = 2,
 };
 

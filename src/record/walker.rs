@@ -25,14 +25,17 @@ use crate::sys::bpf::{BpfError, CustomBtf, LoadedObject, OpenObject, SharedMap};
 use crate::sys::raw;
 use crate::sys::sched::Priority;
 
-/// walk.bpf.c's programs, in the order of their slots in the allocator's program array
-/// (`enum walker_slot`): the walk at an entry, and the walk at a return.
-pub const PROGRAMS: &[&str] = &["alloc_walk", "alloc_walk_return"];
+/// walk.bpf.c's program, which walks at an entry and at a return.
+const PROGRAM: &str = "alloc_walk";
+pub const PROGRAMS: &[&str] = &[PROGRAM];
+/// The allocator's program array it goes in, and its slots (`enum walker_slot`): the entry's
+/// tail call, then the return's.
 const WALKERS_MAP: &str = "walkers";
+const SLOTS: u32 = 2;
 
-/// For tests/sampled.rs: with this set in the environment, only the walker at a return is put
-/// in place, so that every sampled call is walked at its return (its process stopped for it
-/// each time), and the test compares each of those walks with the entry's own.
+/// For tests/sampled.rs: with this set in the environment, the walker goes in the return's slot
+/// alone, so that every sampled call is walked at its return (its process stopped for it each
+/// time), and the test compares each of those walks with the entry's own.
 const AT_RETURN_ONLY: &str = "MEMTRACK_TEST_WALK_AT_RETURN";
 
 /// The allocator's maps the walker works on besides those every object shares.
@@ -100,9 +103,7 @@ impl Walker {
                 open.set_rodata(WALK_RODATA, &[0])?;
             }
             if classic {
-                for prog in PROGRAMS {
-                    open.use_classic_uprobe(prog)?;
-                }
+                open.use_classic_uprobe(PROGRAM)?;
             }
             if cfg!(target_arch = "aarch64") {
                 // As alloc.bpf.o's walk (load.rs): pac-ret's signatures stripped with it.
@@ -205,18 +206,9 @@ impl Walker {
             }
         }
         // The return's walker first: a call the entry walks needs no walk at its return.
-        let slots = if std::env::var_os(AT_RETURN_ONLY).is_some() {
-            1..PROGRAMS.len()
-        } else {
-            0..PROGRAMS.len()
-        };
-        for (slot, prog) in PROGRAMS
-            .iter()
-            .enumerate()
-            .rev()
-            .filter(|(i, _)| slots.contains(i))
-        {
-            if let Err(e) = alloc.set_tail_call(WALKERS_MAP, slot as u32, walker, prog) {
+        let first = u32::from(std::env::var_os(AT_RETURN_ONLY).is_some());
+        for slot in (first..SLOTS).rev() {
+            if let Err(e) = alloc.set_tail_call(WALKERS_MAP, slot, walker, PROGRAM) {
                 return log::warn!("sampled stacks are not walked: {e}");
             }
         }
