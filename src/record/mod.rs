@@ -190,6 +190,8 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
     // uprobe waits for a kernel grace period, which passes while the other objects load.
     let objects = load::Loaded::start(opts, caps, &pidns)?;
     objects.wait_probes(opts, caps, &pidns)?;
+    // Sampled stacks: the walker loads beside the rest of the start, unwaited for (walker.rs).
+    objects.start_walker(opts, caps, &pidns)?;
     clock.step("allocator and discovery objects' load");
     let mut discovered = Vec::new();
     let discovery = discovery(opts, caps, &objects, private.as_ref(), &mut discovered)?;
@@ -241,8 +243,6 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
         }
     };
     let file = pending.commit();
-    // Sampled stacks: the walker loads beside the command, off the start's path (walker.rs).
-    objects.start_walker(opts, caps, &pidns)?;
     clock.step("ring, output and the command's fork");
     clock.log();
     // Held, so that the tree's last exit does not tear its namespace down (RCU grace periods,
