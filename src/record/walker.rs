@@ -117,6 +117,11 @@ impl Walker {
         let thread = std::thread::Builder::new()
             .name("load walk".into())
             .spawn(move || {
+                // It may outlive the start, whose signals the recorder blocks only later: a
+                // SIGTERM for the recorder must not end it here.
+                if let Err(e) = crate::sys::process::block_all_signals() {
+                    log::debug!("the walker's load takes signals: {e}");
+                }
                 // Beside the command's start, not in its way: the lowest priority, as the
                 // objects that attach after the uprobes (load.rs).
                 if let Err(e) = crate::sys::sched::set_thread_priority(Priority::Nice(19)) {

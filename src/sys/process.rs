@@ -116,6 +116,24 @@ impl Drop for BlockedSignals {
     }
 }
 
+/// Block every signal in the calling thread. For a thread started before the recorder blocks
+/// the signals it takes from its signalfd and still running after (record::walker): the kernel
+/// hands a process's signal to any thread that does not block it, and there SIGTERM's default
+/// action would end the recorder mid-recording instead of ending its wait.
+pub fn block_all_signals() -> io::Result<()> {
+    // SAFETY: sigset_t is plain data that sigfillset initialises; pthread_sigmask only changes
+    // the calling thread's mask (faults are still delivered: the kernel unblocks them).
+    let rc = unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut set);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut())
+    };
+    match rc {
+        0 => Ok(()),
+        errno => Err(io::Error::from_raw_os_error(errno)),
+    }
+}
+
 /// Signals caught by [`note_signal`] while [`with_unblocked`] runs, one bit per number.
 /// Written by the handler, read and cleared once `with_unblocked` has blocked them again.
 static CAUGHT: AtomicU64 = AtomicU64::new(0);
