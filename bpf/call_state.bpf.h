@@ -6,8 +6,8 @@
  * stores the stack it walks where the entry said. One definition, so that the two objects' maps
  * match when user space makes the walker reuse the allocator's (bpf_map__reuse_fd).
  *
- * A call sampled before the walker is in place is walked at its return instead, by the walker's
- * return program, which then reports the call as alloc.bpf.c's return would: so the return's
+ * A call sampled before the walker is in place is walked at its return instead, by the walker
+ * tail-called from the return, which then reports the call as alloc.bpf.c's return would: so the return's
  * report (call_exit) is here too, for both objects.
  */
 #ifndef MEMTRACK_CALL_STATE_BPF_H

@@ -227,7 +227,7 @@ pub const WALK: Object = Object {
     name: "walk",
     bytes: raw::WALK_BPF_OBJECT,
     shares: SHARED,
-    programs: Programs::Uprobes(crate::record::walker::PROGRAMS),
+    programs: Programs::Uprobes(&[crate::record::walker::PROGRAM]),
     feature: None,
     when: When::Always,
 };

@@ -8,13 +8,14 @@
 //! own, sharing the allocator's per-thread `call_state` and the maps every object shares, while
 //! the rest of the recording starts: started after the command's fork instead, it was ready
 //! later and cost more (`record -- true` 1.15x `--no-stacks` against 1.06x, a python run 1.72x
-//! against 1.53x, 11 and 9 interleaved rounds). The command starts meanwhile, with alloc_enter_sampled attached: until the walker is in place,
-//! its tail call does nothing, and a sampled call's walk is left to its return, its process
+//! against 1.53x, 11 and 9 interleaved rounds). The command starts meanwhile, with
+//! alloc_enter_sampled attached: until the walker is in place, its tail call does nothing, and
+//! a sampled call's walk is left to its return, its process
 //! stopped (STOP_WALKER) until the walker is in place (bpf/alloc.bpf.c, "Sampled stacks"). The
 //! drain loop polls [`Walker::put_in_place`] as it goes, and waits on it only for such a stop;
 //! once loaded, the unwind tables of the files discovered so far are built (record::stacks),
-//! and only then the walker's programs are put in the allocator's `walkers` array, so they
-//! never walk a file without its table.
+//! and only then the walker is put in both slots of the allocator's `walkers` array, so it
+//! never walks a file without its table.
 
 use std::cell::{OnceCell, RefCell};
 use std::thread::JoinHandle;
@@ -28,8 +29,7 @@ use crate::sys::raw;
 use crate::sys::sched::Priority;
 
 /// walk.bpf.c's program, which walks at an entry and at a return.
-const PROGRAM: &str = "alloc_walk";
-pub const PROGRAMS: &[&str] = &[PROGRAM];
+pub const PROGRAM: &str = "alloc_walk";
 /// The allocator's program array it goes in, and its slots (`enum walker_slot`): the entry's
 /// tail call, then the return's.
 const WALKERS_MAP: &str = "walkers";
@@ -212,7 +212,8 @@ impl Walker {
                 return discovery.set_tables_never();
             }
         }
-        // The return's walker first: a call the entry walks needs no walk at its return.
+        // The return's slot first, so that a call left to its return never finds the entry's
+        // slot filled and its own empty.
         let first = u32::from(std::env::var_os(AT_RETURN_ONLY).is_some());
         for slot in (first..SLOTS).rev() {
             if let Err(e) = alloc.set_tail_call(WALKERS_MAP, slot, walker, PROGRAM) {
