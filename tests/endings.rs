@@ -415,15 +415,16 @@ fn issue13_grace_wait_all_and_signals_end_the_wait() {
     // command's status and a finished file.
     for signal in ["TERM", "INT"] {
         let path = scratch_file(format!("wait-all-{signal}.mt"));
-        let mut cmd = record_command(
-            &path,
-            &["--wait-all"],
-            &[
-                "sh",
-                "-c",
-                "echo $$; (setsid sleep 60 <&- >/dev/null 2>&1 &); exit 7",
-            ],
+        // The command ends once the daemon is in a session of its own (it made the mark): a
+        // signal passed on to the command's group before that would end the daemon too (its
+        // first allocation can hold it for the walker of sampled stacks for tens of ms).
+        let mark = scratch_file(format!("wait-all-{signal}.daemon"));
+        let script = format!(
+            "echo $$; (setsid sh -c 'touch {m}; exec sleep 60' <&- >/dev/null 2>&1 &); \
+             while [ ! -e {m} ]; do sleep 0.01; done; exit 7",
+            m = mark.display()
         );
+        let mut cmd = record_command(&path, &["--wait-all"], &["sh", "-c", &script]);
         cmd.stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
         let mut child = cmd.spawn().unwrap();
