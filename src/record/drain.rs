@@ -113,7 +113,7 @@ pub struct Session<'a> {
     pub progress: Progress,
     /// The control channel, with `--control`.
     pub control: Option<Control<'a>>,
-    /// With call stacks: whether the symbols of their frames are written at the end.
+    /// With call stacks: whether the symbols of their frames are written (named as they come).
     pub symbols: bool,
     /// The command's parent, which reports on the tree (guardian.rs).
     pub guardian: &'a Guardian,
@@ -314,7 +314,7 @@ impl<'a> Session<'a> {
             lost_seen: [0; LOST_CAUSES.len()],
             clients: HashSet::new(),
             client_records: 0,
-            stacks: Interner::default(),
+            stacks: Interner::new(self.symbols),
             nodes: Vec::new(),
             seen: Seen::default(),
             heaps: self.leak_scan.then(Heaps::default),
@@ -339,6 +339,7 @@ impl<'a> Session<'a> {
             self.drain_into(&mut sink);
             // Without waiting: a process that needs the walker stops for it.
             self.install_walker(&mut sink, false);
+            sink.stacks.feed_names(self.discovery.tables());
             // Stopped processes first: they wait for us, whatever else went wrong. A stop
             // pauses the drain, so the rest of the ring is read right after.
             let paused_at_stop = !sink.stops.is_empty();
@@ -419,8 +420,7 @@ impl<'a> Session<'a> {
         }
     }
 
-    /// Once the tree is gone: the last drain, the symbols, the trailer; what the recording
-    /// amounted to.
+    /// Once the tree is gone: the last drain, the symbols, the trailer, and the summary.
     fn finish(
         mut self,
         mut sink: Sink,
@@ -444,7 +444,7 @@ impl<'a> Session<'a> {
         self.push_lost(&mut sink);
         if let Some(tables) = self.discovery.tables() {
             log::info!("{}; {} stack nodes", tables.summary(), sink.stacks.nodes());
-            for ev in stacks::finish(tables, &sink.stacks, self.symbols) {
+            for ev in stacks::finish(tables, &mut sink.stacks) {
                 sink.push(&ev);
             }
         }

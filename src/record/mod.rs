@@ -21,6 +21,7 @@ pub mod identity;
 pub mod leakscan;
 pub mod listen;
 pub mod load;
+pub mod names;
 // The file `record -o` writes is made by the one output module every `-o` shares.
 pub use crate::output;
 pub mod pidns;

@@ -19,7 +19,8 @@ use std::path::{Path, PathBuf};
 use crate::format::{self, Event, EventKind, StackWalks, Symbol, MODULE_MARK};
 use crate::record::decode::KernelStack;
 use crate::record::file_key::FileKey;
-use crate::stacks::symbolize::{self, ModuleFile};
+use crate::record::names::Names;
+use crate::stacks::symbolize::ModuleFile;
 use crate::stacks::trie::{Frame, NewNode, StackTrie};
 use crate::sys::bpf::{BpfError, LoadedObject, MapFd, MappedArray};
 use crate::sys::process;
@@ -346,9 +347,37 @@ pub struct Interner {
     leaves: HashMap<u32, u32>,
     created: Vec<NewNode>,
     frames: Vec<Frame>,
+    /// Names the frames as they come (record/names.rs), unless the symbols are left out.
+    names: Option<Names>,
+    /// Nodes whose frames went to it.
+    named: usize,
 }
 
 impl Interner {
+    /// An empty trie, whose frames are named as they come if `symbols`.
+    pub fn new(symbols: bool) -> Interner {
+        Interner {
+            names: symbols.then(Names::default),
+            ..Interner::default()
+        }
+    }
+
+    /// Hands the naming thread the modules `tables` made and the frames the trie gained since
+    /// the last call, so that they are named while the command runs.
+    pub fn feed_names(&mut self, tables: Option<&Tables<'_>>) {
+        let (Some(names), Some(tables)) = (self.names.as_mut(), tables) else {
+            return;
+        };
+        let modules = tables.modules[names.modules_sent..]
+            .iter()
+            .filter_map(|m| Tables::symbol_path(m).map(|path| ModuleFile { id: m.id, path }))
+            .collect();
+        names.modules_sent = tables.modules.len();
+        let frames = self.trie.frames_since(self.named).collect();
+        self.named = self.trie.len();
+        names.feed(modules, frames);
+    }
+
     /// Intern `stack`, appending the nodes it creates to `out` as `StackNode` events.
     pub fn add(&mut self, stack: &KernelStack, out: &mut Vec<Event>) {
         log::trace!(
@@ -414,35 +443,32 @@ impl Interner {
     }
 }
 
-/// The events that close a recording with stacks: the walk counters, then (with `symbols`) what
-/// every frame of the trie is.
-pub fn finish(tables: &Tables<'_>, interner: &Interner, symbols: bool) -> Vec<Event> {
+/// The events that close a recording with stacks: the walk counters, then (unless the symbols
+/// are left out) what every frame of the trie is.
+pub fn finish(tables: &Tables<'_>, interner: &mut Interner) -> Vec<Event> {
     let mut out = vec![tables.stats_event()];
-    if !symbols {
-        return out;
-    }
     let started = process::monotonic_ns();
-    let modules: Vec<ModuleFile> = tables
-        .modules
-        .iter()
-        .filter_map(|m| Tables::symbol_path(m).map(|path| ModuleFile { id: m.id, path }))
-        .collect();
-    let resolved = symbolize::symbolize(&modules, interner.trie.frames());
+    interner.feed_names(Some(tables));
+    let Some(names) = interner.names.take() else {
+        return out;
+    };
+    let mut named = names.finish();
     let ts_ns = process::monotonic_ns();
-    let count = resolved.len();
-    out.extend(resolved.into_iter().map(|(f, frames)| Event {
+    let frames: Vec<Frame> = interner.trie.frames().collect();
+    let count = frames.len();
+    out.extend(frames.into_iter().map(|f| Event {
         ts_ns,
         pid: 0,
         tid: 0,
         kind: EventKind::Symbol(Symbol {
             module: f.module,
             offset: f.offset,
-            frames,
+            frames: named.remove(&f).unwrap_or_default(),
         }),
     }));
     log::info!(
-        "symbols: {count} frames of {} modules in {} ms",
-        modules.len(),
+        "symbols: {count} frames of {} modules, named while the command ran but for {} ms",
+        tables.modules.len(),
         process::monotonic_ns().saturating_sub(started) / 1_000_000
     );
     out

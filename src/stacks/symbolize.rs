@@ -79,23 +79,53 @@ pub fn symbolize(
 
 /// The frames of each of `offsets` (file offsets) in the ELF file at `path`.
 fn symbolize_file(path: &Path, offsets: &[u64]) -> Vec<Vec<SymbolFrame>> {
-    // One symbolizer per file: each file is symbolized once, and its parsed DWARF (tens of MB
-    // for a big debug file) is freed before the next one is read.
-    let symbolizer = Symbolizer::builder()
-        .enable_code_info(true)
-        .enable_inlined_fns(true)
-        .enable_demangling(true)
-        .build();
-    let source = Source::Elf(Elf::new(path));
-    match symbolizer.symbolize(&source, Input::FileOffset(offsets)) {
-        Ok(found) => found.into_iter().map(frames_of).collect(),
-        Err(e) => {
-            log::debug!(
-                "{}: cannot symbolize its {} stack frames ({e}); they stay unnamed",
-                path.display(),
-                offsets.len()
-            );
-            vec![Vec::new(); offsets.len()]
+    // One namer per file: each file is symbolized once, and its parsed DWARF (tens of MB for a
+    // big debug file) is freed before the next one is read.
+    FrameNamer::new().name(path, offsets)
+}
+
+/// Names frames, file by file, keeping what it read of each file (its symbol tables, its
+/// decompressed DWARF) until it is dropped: a file's frames can then be named in several
+/// batches for the price of one read, as `record` does while the command runs
+/// (record/names.rs).
+pub struct FrameNamer {
+    symbolizer: Symbolizer,
+}
+
+impl Default for FrameNamer {
+    fn default() -> Self {
+        FrameNamer::new()
+    }
+}
+
+impl FrameNamer {
+    pub fn new() -> FrameNamer {
+        FrameNamer {
+            symbolizer: Symbolizer::builder()
+                .enable_code_info(true)
+                .enable_inlined_fns(true)
+                .enable_demangling(true)
+                .build(),
+        }
+    }
+
+    /// The frames of each of `offsets` (file offsets) in the ELF file at `path`; all empty if
+    /// the file cannot be read (said in a debug line).
+    pub fn name(&self, path: &Path, offsets: &[u64]) -> Vec<Vec<SymbolFrame>> {
+        let source = Source::Elf(Elf::new(path));
+        match self
+            .symbolizer
+            .symbolize(&source, Input::FileOffset(offsets))
+        {
+            Ok(found) => found.into_iter().map(frames_of).collect(),
+            Err(e) => {
+                log::debug!(
+                    "{}: cannot symbolize its {} stack frames ({e}); they stay unnamed",
+                    path.display(),
+                    offsets.len()
+                );
+                vec![Vec::new(); offsets.len()]
+            }
         }
     }
 }

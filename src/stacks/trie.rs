@@ -119,6 +119,17 @@ impl StackTrie {
         sorted.into_iter()
     }
 
+    /// The frames of the nodes made after the first `nodes`, in creation order, repeats
+    /// included, without the `MODULE_MARK` frames: what the trie gained since it had `nodes`.
+    pub fn frames_since(&self, nodes: usize) -> impl Iterator<Item = Frame> + '_ {
+        self.nodes
+            .get(nodes..)
+            .unwrap_or_default()
+            .iter()
+            .map(|n| n.frame)
+            .filter(|f| f.module != MODULE_MARK)
+    }
+
     /// How many nodes the trie has (the root not counted).
     pub fn len(&self) -> usize {
         self.nodes.len()

@@ -51,6 +51,24 @@ pub fn set_thread_priority(priority: Priority) -> io::Result<()> {
     }
 }
 
+/// The calling thread's id (its tid), for [`set_nice_of`] from another thread.
+pub fn current_thread_id() -> i32 {
+    // SAFETY: gettid takes nothing and cannot fail.
+    unsafe { libc::gettid() }
+}
+
+/// Gives thread `tid` of this process nice value `nice`: how one thread hands another the
+/// normal priority back once its work is awaited (record/names.rs). Lowering a nice value
+/// needs CAP_SYS_NICE; fails with EPERM without it.
+pub fn set_nice_of(tid: i32, nice: i32) -> io::Result<()> {
+    // SAFETY: setpriority reads its arguments only; on Linux, PRIO_PROCESS with a tid is that
+    // thread alone.
+    if unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 fn set_policy(policy: libc::c_int, rt_priority: i32) -> io::Result<()> {
     let param = libc::sched_param {
         sched_priority: rt_priority,
