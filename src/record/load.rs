@@ -13,7 +13,7 @@ use crate::error::Error;
 use crate::preflight::{rmap_hooks, Capabilities, UprobeLinks};
 use crate::record::pidns::{self, PidNamespace};
 use crate::record::stacks::StackMode;
-use crate::record::walker::{refuses_walk_preempt_off, Walker, WalkerSetup};
+use crate::record::walker::{self, refuses_walk_preempt_off, Walker, WalkerSetup};
 use crate::record::{attach, core_btf, discover, kernel_error, rmap, RecordOptions};
 use crate::sys::bpf::{BpfError, CustomBtf, Link, LoadedObject, OpenObject, SharedMap};
 use crate::sys::{raw, sched};
@@ -221,8 +221,9 @@ pub const OBJECTS: &[Object] = &[
     },
 ];
 
-/// walk.bpf.c, the walker of sampled stacks: not in [`OBJECTS`], since it loads after
-/// alloc.bpf.o, beside the command's start (walker.rs); `doctor` loads it with the others.
+/// walk.bpf.c, the walker of sampled stacks: not in [`OBJECTS`], since nothing waits for its
+/// load, which goes on beside the command's start (walker.rs); `doctor` loads it with the
+/// others.
 pub const WALK: Object = Object {
     name: "walk",
     bytes: raw::WALK_BPF_OBJECT,
@@ -264,7 +265,7 @@ pub struct Loaded {
     /// Why the rmap hooks were wanted and not loaded (the kernel refuses fentry, or has no
     /// rmap functions memtrack hooks): the one line `record` says with its closing lines.
     rmap_unavailable: OnceCell<String>,
-    /// The walker of sampled stacks (walker.rs), loaded once alloc.bpf.o is.
+    /// The walker of sampled stacks (walker.rs), loading beside alloc.bpf.o.
     pub walker: Walker,
 }
 
@@ -440,7 +441,7 @@ impl Loaded {
         // The ring buffer's pages are cleared (some 3 ms for 16 MiB) while the CO-RE types are
         // cut.
         let kernel = caps.kernel_btf.as_ref().map(|k| k.bytes());
-        // The walker loads later (walker.rs), against the same CO-RE types.
+        // The walker loads beside them (walker.rs), against the same CO-RE types.
         let sampled = matches!(opts.stacks, StackMode::Sampled(_)) && !opts.probe_floor;
         let relocated = enabled.iter().chain(sampled.then_some(&&WALK));
         let (shared, core) = std::thread::scope(|scope| {
@@ -486,8 +487,12 @@ impl Loaded {
         // kernel's BTF and runs the verifier, most of a recording's fixed cost. The uprobes'
         // objects come first: the others load at the lowest priority, so that the probes' grace
         // period passes while they load rather than after.
-        for (object, open) in opened {
+        // The walker of sampled stacks shares the allocator's call_state, made first (the
+        // allocator's maps alone) so that the two objects verify side by side.
+        let (to_walker, for_walker) = std::sync::mpsc::sync_channel(1);
+        for (object, mut open) in opened {
             let waits = !object.goes_on_uprobes();
+            let to_walker = (sampled && object.name == "alloc").then(|| to_walker.clone());
             let load = move || {
                 if waits {
                     if let Err(e) = sched::set_thread_priority(sched::Priority::Nice(19)) {
@@ -495,6 +500,16 @@ impl Loaded {
                     }
                 }
                 let began = std::time::Instant::now();
+                if let Some(to_walker) = to_walker {
+                    // The walker may have failed to start: the allocator goes on all the same.
+                    match open.prepare_and_share(walker::FROM_ALLOCATOR) {
+                        Ok(maps) => drop(to_walker.send(Ok(maps))),
+                        Err(e) => {
+                            let _ = to_walker.send(Err(BpfError::new(e.what.clone(), e.errno)));
+                            return Err(e);
+                        }
+                    }
+                }
                 let loaded = open.load();
                 let ms = began.elapsed().as_secs_f64() * 1e3;
                 log::debug!("{}.bpf.o loaded in {ms:.1} ms", object.name);
@@ -509,6 +524,15 @@ impl Loaded {
                 loading: RefCell::new(Some(thread)),
                 loaded: OnceCell::new(),
             });
+        }
+        if sampled {
+            loaded.walker.start(WalkerSetup {
+                from_allocator: for_walker,
+                shared: &loaded.shared,
+                core: loaded.core.as_ref(),
+                classic: matches!(caps.uprobes, UprobeLinks::Classic(_)),
+                pidns_rodata: pidns.rodata(),
+            })?;
         }
         Ok(loaded)
     }
@@ -583,26 +607,6 @@ impl Loaded {
     /// The joined objects in table order, with their table rows.
     fn joined(&self) -> impl Iterator<Item = (&'static Object, &LoadedObject)> {
         (self.slots.iter()).filter_map(|s| s.loaded.get().map(|loaded| (s.object, loaded)))
-    }
-
-    /// Start loading the walker of sampled stacks, when `opts` samples them (walker.rs); the
-    /// allocator's object must be joined ([`Self::wait_probes`]).
-    pub fn start_walker(
-        &self,
-        opts: &RecordOptions,
-        caps: &Capabilities,
-        pidns: &PidNamespace,
-    ) -> Result<(), Error> {
-        if !matches!(opts.stacks, StackMode::Sampled(_)) || opts.probe_floor {
-            return Ok(());
-        }
-        self.walker.start(WalkerSetup {
-            alloc: self.allocator(),
-            shared: &self.shared,
-            core: self.core.as_ref(),
-            classic: matches!(caps.uprobes, UprobeLinks::Classic(_)),
-            pidns_rodata: pidns.rodata(),
-        })
     }
 
     /// Why the rmap hooks were wanted and not loaded, once every object is joined.

@@ -191,8 +191,6 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
     // uprobe waits for a kernel grace period, which passes while the other objects load.
     let objects = load::Loaded::start(opts, caps, &pidns)?;
     objects.wait_probes(opts, caps, &pidns)?;
-    // Sampled stacks: the walker loads beside the rest of the start, unwaited for (walker.rs).
-    objects.start_walker(opts, caps, &pidns)?;
     clock.step("allocator and discovery objects' load");
     let mut discovered = Vec::new();
     let discovery = discovery(opts, caps, &objects, private.as_ref(), &mut discovered)?;

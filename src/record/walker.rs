@@ -4,20 +4,25 @@
 //! of every recording, and a recording that samples its stacks by default must not pay them
 //! before the command runs.
 //!
-//! Flow: once alloc.bpf.o is loaded, [`Walker::start`] loads bpf/walk.bpf.c on a thread of its
-//! own, sharing the allocator's per-thread `call_state` and the maps every object shares, while
-//! the rest of the recording starts: started after the command's fork instead, it was ready
-//! later and cost more (`record -- true` 1.15x `--no-stacks` against 1.06x, a python run 1.72x
-//! against 1.53x, 11 and 9 interleaved rounds). The command starts meanwhile, with
-//! alloc_enter_sampled attached: until the walker is in place, its tail call does nothing, and
-//! a sampled call's walk is left to its return, its process
-//! stopped (STOP_WALKER) until the walker is in place (bpf/alloc.bpf.c, "Sampled stacks"). The
-//! drain loop polls [`Walker::put_in_place`] as it goes, and waits on it only for such a stop;
-//! once loaded, the unwind tables of the files discovered so far are built (record::stacks),
-//! and only then the walker is put in both slots of the allocator's `walkers` array, so it
-//! never walks a file without its table.
+//! Flow: [`Walker::start`] loads bpf/walk.bpf.c on a thread of its own, beside the other
+//! objects, sharing the allocator's per-thread `call_state` and the maps every object shares,
+//! while the rest of the recording starts. alloc.bpf.o makes its maps first and sends them
+//! (`OpenObject::prepare_and_share`), so that the two verify side by side. Started once
+//! alloc.bpf.o was loaded instead, the walker was ready later (`sort` 1.44x `--no-stacks`
+//! against 1.39x, a python run 1.17x against 1.16x, 13 and 11 interleaved rounds); started
+//! after the command's fork, later still (`record -- true` 1.15x against 1.06x, a python run
+//! 1.72x against 1.53x, 11 and 9 rounds).
+//!
+//! The command starts meanwhile, with alloc_enter_sampled attached: until the walker is in
+//! place, its tail call does nothing, and a sampled call's walk is left to its return, its
+//! process stopped (STOP_WALKER) until the walker is in place (bpf/alloc.bpf.c, "Sampled
+//! stacks"). The drain loop polls [`Walker::put_in_place`] as it goes, and waits on it only
+//! for such a stop; once loaded, the unwind tables of the files discovered so far are built
+//! (record::stacks), and only then the walker is put in both slots of the allocator's
+//! `walkers` array, so it never walks a file without its table.
 
 use std::cell::{OnceCell, RefCell};
+use std::sync::mpsc::Receiver;
 use std::thread::JoinHandle;
 
 use crate::error::Error;
@@ -41,7 +46,7 @@ const SLOTS: u32 = 2;
 const AT_RETURN_ONLY: &str = "MEMTRACK_TEST_WALK_AT_RETURN";
 
 /// The allocator's maps the walker works on besides those every object shares.
-const FROM_ALLOCATOR: &[&str] = &["call_state"];
+pub const FROM_ALLOCATOR: &[&str] = &["call_state"];
 
 /// walk.bpf.c's read-only flag `walk_preempt_off`, as alloc.bpf.c's.
 const WALK_RODATA: &str = ".rodata.walk";
@@ -65,8 +70,9 @@ pub enum Load<'a> {
 
 /// What the walker's load needs from the recording's other loads.
 pub struct WalkerSetup<'a> {
-    /// The loaded allocator object, whose `call_state` the walker shares.
-    pub alloc: &'a LoadedObject,
+    /// The allocator's maps it shares ([`FROM_ALLOCATOR`]), sent once the allocator's object
+    /// has made them, before that object's own verification.
+    pub from_allocator: Receiver<Result<Vec<SharedMap>, BpfError>>,
     /// The maps every object shares (the ring, the lost counters, the tracked processes).
     pub shared: &'a [SharedMap],
     /// The CO-RE types the loads are relocated against.
@@ -80,24 +86,23 @@ pub struct WalkerSetup<'a> {
 
 impl Walker {
     /// Start loading the walker on a thread of its own: everything but copying a few
-    /// descriptors happens there, the object's opening included.
+    /// descriptors happens there, the object's opening and the wait for the allocator's maps
+    /// included.
     pub fn start(&self, setup: WalkerSetup<'_>) -> Result<(), Error> {
         let mut shared = Vec::new();
         for map in setup.shared {
             shared.push(map.try_clone().map_err(kernel_error)?);
-        }
-        for map in FROM_ALLOCATOR {
-            shared.push(setup.alloc.share_map(map).map_err(kernel_error)?);
         }
         let core = match setup.core.map(CustomBtf::try_clone).transpose() {
             Ok(core) => core,
             Err(e) => return Err(Error::Internal(format!("cannot copy the CO-RE types: {e}"))),
         };
         let (classic, pidns_rodata) = (setup.classic, setup.pidns_rodata);
-        let open = move |preempt_off: bool| -> Result<OpenObject, BpfError> {
+        let from_allocator = setup.from_allocator;
+        let open = move |shared: &[SharedMap], preempt_off: bool| -> Result<OpenObject, BpfError> {
             let mut open = OpenObject::open_with("walk", raw::WALK_BPF_OBJECT, core.as_ref())?;
             open.set_rodata(crate::record::pidns::RODATA_SECTION, &pidns_rodata)?;
-            for map in &shared {
+            for map in shared {
                 open.reuse_map(map)?;
             }
             open.set_max_entries("unwind_rows", crate::record::stacks::row_elements())?;
@@ -128,13 +133,21 @@ impl Walker {
                     log::debug!("walk.bpf.o loads at the normal priority: {e}");
                 }
                 let began = std::time::Instant::now();
-                let loaded = match open(true).and_then(OpenObject::load) {
+                match from_allocator.recv() {
+                    Ok(Ok(maps)) => shared.extend(maps),
+                    Ok(Err(e)) => return Err(e),
+                    Err(_) => {
+                        let what = "share the allocator's maps: its load ended first";
+                        return Err(BpfError::new(what.to_string(), libc::ECANCELED));
+                    }
+                }
+                let loaded = match open(&shared, true).and_then(OpenObject::load) {
                     Err(e) if refuses_walk_preempt_off(&e) => {
                         log::info!(
                             "this kernel's verifier refuses the stack walk with preemption off; \
                              it walks preemptible"
                         );
-                        open(false).and_then(OpenObject::load)
+                        open(&shared, false).and_then(OpenObject::load)
                     }
                     other => other,
                 };

@@ -78,7 +78,8 @@ fn verifier_log_of(msg: &str) -> Option<VerifierLog> {
 }
 
 impl BpfError {
-    fn new(what: impl Into<String>, errno: i32) -> BpfError {
+    /// What failed, with its errno (either sign).
+    pub fn new(what: impl Into<String>, errno: i32) -> BpfError {
         BpfError {
             what: what.into(),
             errno: errno.abs(),
@@ -316,6 +317,35 @@ impl OpenObject {
         // SAFETY: p is a program of this open, not yet loaded object.
         let rc = unsafe { sys::bpf_program__set_autoload(p.as_ptr(), load) };
         check(rc, || format!("set autoload of {prog}"))
+    }
+
+    /// Create the object's maps now, before its programs load ([`Self::load`] then loads
+    /// only them), and share `maps` with an object that loads meanwhile on another thread: the
+    /// walker of sampled stacks shares the allocator's `call_state` without waiting for the
+    /// allocator's verification (record/walker.rs).
+    pub fn prepare_and_share(&mut self, maps: &[&str]) -> Result<Vec<SharedMap>, BpfError> {
+        // SAFETY: self.ptr is a live, not yet prepared object.
+        let rc = unsafe { sys::bpf_object__prepare(self.ptr.as_ptr()) };
+        check(rc, || {
+            format!("create the maps of BPF object {}", self.name)
+        })?;
+        let mut shared = Vec::with_capacity(maps.len());
+        for &map in maps {
+            let m = self.map_ptr(map)?;
+            // SAFETY: m belongs to this object, whose maps were just created; its fd is only
+            // duplicated here.
+            let fd = unsafe { sys::bpf_map__fd(m.as_ptr()) };
+            check(fd, || format!("share map {map} of {}", self.name))?;
+            // SAFETY: fd is the live map fd this object owns.
+            let fd = unsafe { BorrowedFd::borrow_raw(fd) }
+                .try_clone_to_owned()
+                .map_err(|e| BpfError::io(format!("share map {map} of {}", self.name), e))?;
+            shared.push(SharedMap {
+                name: map.to_string(),
+                fd,
+            });
+        }
+        Ok(shared)
     }
 
     /// Load every program and create every map.
