@@ -665,13 +665,20 @@ struct mm_struct___lock_seq_int {
 	int mm_lock_seq;
 } __attribute__((preserve_access_index));
 
-/* The mm's VMA sequence (odd while a writer holds the mmap lock); 1 on kernels without it, so
- * that nothing is cached there. The int of 6.4-6.13 is doubled to stay even: it cannot say that
- * a writer is at work, only that one has finished, which is what a cached mapping needs (the
- * allocating thread runs code from that mapping, so only another thread's change of it, in that
- * window, would go unseen). CO-RE matches each flavour only where the field's kind matches. */
-static __always_inline __u64 mm_seq(struct task_struct *task)
+/* The current mm's VMA sequence (odd while a writer holds the mmap lock); 1 on kernels without
+ * it, so that nothing is cached there. The int of 6.4-6.13 is doubled to stay even: it cannot
+ * say that a writer is at work, only that one has finished, which is what a cached mapping needs
+ * (the allocating thread runs code from that mapping, so only another thread's change of it, in
+ * that window, would go unseen). CO-RE matches each flavour only where the field's kind matches.
+ *
+ * A global function, verified once whatever the number of paths that reach its calls: each
+ * load of a pointer through the task's BTF pointer costs the verifier a search of the kernel's
+ * BTF by name (is the field a trusted pointer?), and inlined after the walk's loop, it was
+ * verified again for every depth the loop can end at. */
+__noinline __u64 mm_seq(void)
 {
+	struct task_struct *task = bpf_get_current_task_btf();
+
 	if (bpf_core_field_exists(struct mm_struct___lock_seq_int, mm_lock_seq))
 		return (__u64)(__u32)((struct mm_struct___lock_seq_int *)task->mm)->mm_lock_seq << 1;
 	if (!bpf_core_field_exists(struct mm_struct, mm_lock_seq))
@@ -812,7 +819,7 @@ static __always_inline void walk_begin(struct walk_state *s, __u32 slot, __u64 m
 
 /* Walks from the frame s->w holds to the end; true if no mapping of the mm (under `seq`)
  * changed meanwhile, and the file cache is kept for the next walk. */
-static __always_inline bool walk_frames(struct walk_state *s, struct task_struct *task, __u64 seq)
+static __always_inline bool walk_frames(struct walk_state *s, __u64 seq)
 {
 	bool kept;
 	int i;
@@ -825,7 +832,7 @@ static __always_inline bool walk_frames(struct walk_state *s, struct task_struct
 	}
 	if (i == WALK_STEPS)
 		s->w.end = STACK_TRUNCATED;
-	kept = !(seq & 1) && mm_seq(task) == seq;
+	kept = !(seq & 1) && mm_seq() == seq;
 	if (!kept)
 		s->w.cache.mm = 0;
 	return kept;
@@ -880,7 +887,7 @@ __noinline __u32 stack_id(STACK_CTX *ctx)
 	s->w.lr = lr;
 	s->window_len = 0; /* the stack changed since the last walk */
 	mm = (__u64)task->mm;
-	seq = mm_seq(task);
+	seq = mm_seq();
 	/* Call sites are 16-byte aligned frames apart: rsp's next bits tell nearby depths apart. */
 	slot = (sp >> 4) & (MEMOS - 1);
 	if (!(seq & 1)) {
@@ -891,7 +898,7 @@ __noinline __u32 stack_id(STACK_CTX *ctx)
 		}
 	}
 	walk_begin(s, slot, mm, seq);
-	kept = walk_frames(s, task, seq);
+	kept = walk_frames(s, seq);
 	count_walk(s);
 	id = id_of_walk(s);
 	/* Kept for the next walk only if no mapping changed while this one ran. */
@@ -935,7 +942,7 @@ __noinline __u32 stack_id_at_return(STACK_CTX *ctx, __u64 entry_pc, __u64 keep_s
 	s->w.bp = 0;
 	s->w.lr = 0;
 	s->window_len = 0;
-	seq = mm_seq(task);
+	seq = mm_seq();
 	walk_begin(s, (keep_sp >> 4) & (MEMOS - 1), (__u64)task->mm, seq);
 	s->w.memo_ok = 0;
 	s->w.only_record = 1;
@@ -945,7 +952,7 @@ __noinline __u32 stack_id_at_return(STACK_CTX *ctx, __u64 entry_pc, __u64 keep_s
 		s->w.bp = PT_REGS_FP(ctx);
 		s->w.lr_ok = 0; /* arm64: a caller's return address is on the stack */
 		s->w.keep_sp = keep_sp;
-		walk_frames(s, task, seq);
+		walk_frames(s, seq);
 	}
 	count_walk(s);
 	return id_of_walk(s);
