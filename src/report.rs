@@ -373,7 +373,7 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         assert!(
             text.trim_end()
-                .ends_with("record again with --stacks to see where the allocations come from"),
+                .ends_with("record again without it to see where the allocations come from"),
             "{text}"
         );
     }

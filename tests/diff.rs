@@ -216,7 +216,7 @@ fn sites_folded_and_flame_graph_of_two_recordings_with_stacks() {
         "base widths"
     );
 
-    // Without stacks in one of them: one line saying to record both with --stacks, exit 2.
+    // Without stacks in one of them: one line saying to record both without --no-stacks, exit 2.
     let plain = record_fixture(
         "diff_plain",
         &["--no-rss", "--no-stacks"],
@@ -230,7 +230,7 @@ fn sites_folded_and_flame_graph_of_two_recordings_with_stacks() {
         .stderr;
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
-        err.contains(p) && err.contains("record both recordings with `memtrack record --stacks`"),
+        err.contains(p) && err.contains("record both recordings without `--no-stacks`"),
         "{err}"
     );
 }

@@ -128,8 +128,8 @@ fn without_stacks_the_functions_say_so() {
     let text = report_text(&rec.path, &["--functions"], Some("200"));
     assert!(
         text.contains(
-            "allocating functions: this recording has no call stacks (record takes them only \
-             when asked); record again with --stacks"
+            "allocating functions: this recording has no call stacks (it was recorded with \
+             --no-stacks); record again without it"
         ),
         "{text}"
     );

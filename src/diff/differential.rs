@@ -82,7 +82,7 @@ pub fn run(opts: &DiffOptions, out: &mut dyn Write) -> Result<()> {
 }
 
 /// The whole run of the recording at `path` and its profile; a recording without call stacks
-/// is a usage error saying to record both with `--stacks`.
+/// is a usage error saying to record both without `--no-stacks`.
 fn read_profile(path: &Path) -> Result<(Report, Profile)> {
     let sites = SiteOptions {
         order: SiteOrder::Allocated,
@@ -95,7 +95,7 @@ fn read_profile(path: &Path) -> Result<(Report, Profile)> {
         Some(profile) if profile.recorded => Ok((report, profile)),
         _ => Err(Error::Usage(format!(
             "{} has no call stacks, so a differential folded or flame graph has nothing to \
-             compare: record both recordings with `memtrack record --stacks`",
+             compare: record both recordings without `--no-stacks`",
             path.display()
         ))),
     }

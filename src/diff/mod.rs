@@ -299,7 +299,7 @@ pub fn compare(base: &Report, new: &Report, top: usize) -> Diff {
             };
             let _ = n;
             notes.push(format!(
-                "{which} call stacks (record both with --stacks): sites are not compared"
+                "{which} call stacks (record both without --no-stacks): sites are not compared"
             ));
             None
         }

@@ -441,7 +441,7 @@ fn write_leaks(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         None => writeln!(
             out,
             "<p id=\"lost-no-stacks\">{} definitely lost; this recording has no call stacks \
-             to say where they were allocated: record again with --stacks.</p>",
+             to say where they were allocated: record again without --no-stacks.</p>",
             escape(&in_blocks(l.definitely_lost))
         )?,
         Some(stacks) => {

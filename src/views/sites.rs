@@ -440,8 +440,8 @@ mod tests {
         let text = render_sites(events, 10);
         assert_eq!(
             text,
-            "allocation sites: this recording has no call stacks (record takes them only when \
-             asked); record again with --stacks to see where the allocations come from\n"
+            "allocation sites: this recording has no call stacks (it was recorded with \
+             --no-stacks); record again without it to see where the allocations come from\n"
         );
     }
 

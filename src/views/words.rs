@@ -495,8 +495,8 @@ macro_rules! no_stacks {
     ($what:literal) => {
         concat!(
             $what,
-            ": this recording has no call stacks (record takes them only when asked); record \
-             again with --stacks to see where the allocations come from"
+            ": this recording has no call stacks (it was recorded with --no-stacks); record \
+             again without it to see where the allocations come from"
         )
     };
 }
