@@ -31,7 +31,8 @@ use crate::record::attach;
 use crate::record::decode::Stop;
 use crate::record::file_key::FileKey;
 use crate::record::stacks::Tables;
-use crate::sys::bpf::{BpfError, Link, LoadedObject, MapFd};
+use crate::sys::bpf::{BpfError, Link, LoadedObject};
+use crate::sys::bpf_map::MapFd;
 use crate::sys::process;
 
 /// The BPF program at the dynamic loader's `_dl_debug_state` (bpf/discover.bpf.c).

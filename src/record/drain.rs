@@ -35,7 +35,7 @@ use crate::record::load::Loaded;
 use crate::record::progress::{Counts, Progress};
 use crate::record::stacks::{self, Interner};
 use crate::record::warnings::{Growth, Seen};
-use crate::sys::bpf::MapFd;
+use crate::sys::bpf_map::MapFd;
 use crate::sys::process::{self, Reaped, SignalSet};
 use crate::sys::raw::STACK_ID_MISSING;
 use crate::sys::ring::RingBuffer;

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use crate::control::{self, echo, printable, Reply, Request, MAX_LINE_BYTES};
 use crate::error::Error;
-use crate::sys::bpf::MapFd;
+use crate::sys::bpf_map::MapFd;
 use crate::sys::{fifo, process, raw};
 
 /// At most this many bytes are read per call, so a client flooding the FIFO cannot hold up the

@@ -210,11 +210,7 @@ impl OpenObject {
     }
 
     fn map_ptr(&self, map: &str) -> Result<NonNull<sys::bpf_map>, BpfError> {
-        let cname = cstring(map);
-        // SAFETY: self.ptr is a live object; the name is NUL-terminated.
-        let ptr = unsafe { sys::bpf_object__find_map_by_name(self.ptr.as_ptr(), cname.as_ptr()) };
-        NonNull::new(ptr)
-            .ok_or_else(|| BpfError::new(format!("find map {map} in {}", self.name), libc::ENOENT))
+        find_map(self.ptr, &self.name, map)
     }
 
     /// Set the number of entries of `map` (for a ring buffer: its size in bytes).
@@ -329,23 +325,9 @@ impl OpenObject {
         check(rc, || {
             format!("create the maps of BPF object {}", self.name)
         })?;
-        let mut shared = Vec::with_capacity(maps.len());
-        for &map in maps {
-            let m = self.map_ptr(map)?;
-            // SAFETY: m belongs to this object, whose maps were just created; its fd is only
-            // duplicated here.
-            let fd = unsafe { sys::bpf_map__fd(m.as_ptr()) };
-            check(fd, || format!("share map {map} of {}", self.name))?;
-            // SAFETY: fd is the live map fd this object owns.
-            let fd = unsafe { BorrowedFd::borrow_raw(fd) }
-                .try_clone_to_owned()
-                .map_err(|e| BpfError::io(format!("share map {map} of {}", self.name), e))?;
-            shared.push(SharedMap {
-                name: map.to_string(),
-                fd,
-            });
-        }
-        Ok(shared)
+        maps.iter()
+            .map(|m| share(self.ptr, &self.name, m))
+            .collect()
     }
 
     /// Load every program and create every map.
@@ -427,15 +409,7 @@ impl LoadedObject {
     /// Map `map` of this loaded object, for an object loaded later to use instead of its own
     /// ([`OpenObject::reuse_map`]): its own copy of the fd.
     pub fn share_map(&self, map: &str) -> Result<SharedMap, BpfError> {
-        let fd = self.map_fd(map)?;
-        // SAFETY: fd is the live map fd this object owns; it is only duplicated here.
-        let fd = unsafe { BorrowedFd::borrow_raw(fd) }
-            .try_clone_to_owned()
-            .map_err(|e| BpfError::io(format!("share map {map} of {}", self.name), e))?;
-        Ok(SharedMap {
-            name: map.to_string(),
-            fd,
-        })
+        share(self.ptr, &self.name, map)
     }
 
     /// Put program `prog` of `from` at `index` of the program array `map` of this object, so
@@ -471,7 +445,7 @@ impl LoadedObject {
     }
 
     /// The key and value sizes of map `map`, bytes.
-    fn map_sizes(&self, map: &str) -> Result<(usize, usize), BpfError> {
+    pub(super) fn map_sizes(&self, map: &str) -> Result<(usize, usize), BpfError> {
         let m = self.map(map)?;
         // SAFETY: m is a map of this loaded object.
         let sizes = unsafe {
@@ -484,11 +458,7 @@ impl LoadedObject {
     }
 
     fn map(&self, map: &str) -> Result<NonNull<sys::bpf_map>, BpfError> {
-        let cname = cstring(map);
-        // SAFETY: live object, NUL-terminated name.
-        let m = unsafe { sys::bpf_object__find_map_by_name(self.ptr.as_ptr(), cname.as_ptr()) };
-        NonNull::new(m)
-            .ok_or_else(|| BpfError::new(format!("find map {map} in {}", self.name), libc::ENOENT))
+        find_map(self.ptr, &self.name, map)
     }
 
     /// How many times the kernel skipped each of this object's loaded programs, by name (its
@@ -666,160 +636,40 @@ impl Drop for Link<'_> {
     }
 }
 
-fn check(rc: c_int, what: impl FnOnce() -> String) -> Result<(), BpfError> {
+/// Map `map` of the object `obj` (named `name`), open or loaded.
+fn find_map(
+    obj: NonNull<sys::bpf_object>,
+    name: &str,
+    map: &str,
+) -> Result<NonNull<sys::bpf_map>, BpfError> {
+    let cname = cstring(map);
+    // SAFETY: obj is a live object (its owner's borrow); the name is NUL-terminated.
+    let m = unsafe { sys::bpf_object__find_map_by_name(obj.as_ptr(), cname.as_ptr()) };
+    NonNull::new(m).ok_or_else(|| BpfError::new(format!("find map {map} in {name}"), libc::ENOENT))
+}
+
+/// Map `map` of the object `obj` (named `name`), whose maps exist, through a descriptor of its
+/// own: for another object to use instead of its own ([`OpenObject::reuse_map`]).
+fn share(obj: NonNull<sys::bpf_object>, name: &str, map: &str) -> Result<SharedMap, BpfError> {
+    let m = find_map(obj, name, map)?;
+    // SAFETY: m is a map of the live object obj.
+    let fd = unsafe { sys::bpf_map__fd(m.as_ptr()) };
+    check(fd, || format!("share map {map} of {name}: it has no fd"))?;
+    // SAFETY: fd is the live map fd the object owns; it is only duplicated here.
+    let fd = unsafe { BorrowedFd::borrow_raw(fd) }
+        .try_clone_to_owned()
+        .map_err(|e| BpfError::io(format!("share map {map} of {name}"), e))?;
+    Ok(SharedMap {
+        name: map.to_string(),
+        fd,
+    })
+}
+
+pub(super) fn check(rc: c_int, what: impl FnOnce() -> String) -> Result<(), BpfError> {
     if rc < 0 {
         Err(BpfError::new(what(), rc))
     } else {
         Ok(())
-    }
-}
-
-/// Typed access to a map through its fd (borrowed from the [`LoadedObject`] that owns it).
-#[derive(Clone, Copy)]
-pub struct MapFd<'obj> {
-    fd: c_int,
-    name: &'static str,
-    key_size: usize,
-    value_size: usize,
-    _obj: PhantomData<&'obj LoadedObject>,
-}
-
-impl<'obj> MapFd<'obj> {
-    /// The map `name` of `obj`.
-    pub fn of(obj: &'obj LoadedObject, name: &'static str) -> Result<MapFd<'obj>, BpfError> {
-        let (key_size, value_size) = obj.map_sizes(name)?;
-        Ok(MapFd {
-            fd: obj.map_fd(name)?,
-            name,
-            key_size,
-            value_size,
-            _obj: PhantomData,
-        })
-    }
-
-    /// The raw fd, for mmap (the ring buffer).
-    pub fn fd(&self) -> c_int {
-        self.fd
-    }
-
-    /// Set the key whose bytes are `key` to the value whose bytes are `value`; both must be
-    /// exactly the map's sizes (the layouts of the BPF side's key and value structs).
-    pub fn update_bytes(&self, key: &[u8], value: &[u8]) -> Result<(), BpfError> {
-        if key.len() != self.key_size || value.len() != self.value_size {
-            return Err(BpfError::new(
-                format!(
-                    "update map {}: {}-byte key and {}-byte value given, the map has {} and {}",
-                    self.name,
-                    key.len(),
-                    value.len(),
-                    self.key_size,
-                    self.value_size
-                ),
-                libc::EINVAL,
-            ));
-        }
-        // SAFETY: key and value hold exactly the map's key and value sizes (checked above).
-        let rc = unsafe {
-            sys::bpf_map_update_elem(
-                self.fd,
-                key.as_ptr() as *const c_void,
-                value.as_ptr() as *const c_void,
-                sys::BPF_ANY as u64,
-            )
-        };
-        check(rc, || format!("update map {}", self.name))
-    }
-
-    /// Set `key` to `value`.
-    pub fn update_u32(&self, key: u32, value: u32) -> Result<(), BpfError> {
-        // SAFETY: key and value are the map's key and value sizes (u32, u32).
-        let rc = unsafe {
-            sys::bpf_map_update_elem(
-                self.fd,
-                &key as *const u32 as *const c_void,
-                &value as *const u32 as *const c_void,
-                sys::BPF_ANY as u64,
-            )
-        };
-        check(rc, || format!("update map {}", self.name))
-    }
-
-    /// Remove `key` (missing keys are fine).
-    pub fn delete_u32(&self, key: u32) {
-        // SAFETY: key is the map's key size.
-        unsafe {
-            sys::bpf_map_delete_elem(self.fd, &key as *const u32 as *const c_void);
-        }
-    }
-
-    /// The values of this array map (created `BPF_F_MMAPABLE` with `entries` elements), mapped
-    /// read-write, so that user space fills them with plain stores rather than a syscall per
-    /// element.
-    pub fn map_array(&self, entries: usize) -> Result<MappedArray, BpfError> {
-        let stride = self.value_size.next_multiple_of(8);
-        let len = (stride * entries).next_multiple_of(super::ring::page_size());
-        // SAFETY: an mmapable array map's values are meant to be mapped shared read-write; the
-        // BPF side reads them concurrently, so the caller must publish each range (here: the
-        // `unwind_files` entry that points at it) only after writing it.
-        let map = unsafe { memmap2::MmapOptions::new().len(len).map_mut(self.fd) }
-            .map_err(|e| BpfError::io(format!("map the values of {}", self.name), e))?;
-        Ok(MappedArray { map, stride })
-    }
-
-    /// The sum over every CPU of the u64 at `key` of a per-CPU array map.
-    pub fn lookup_percpu_u64_sum(&self, key: u32) -> Result<u64, BpfError> {
-        // SAFETY: a plain query of the machine's possible CPUs.
-        let cpus = unsafe { sys::libbpf_num_possible_cpus() };
-        if cpus <= 0 {
-            return Err(BpfError::new("count the possible CPUs", -cpus));
-        }
-        // The kernel writes each CPU's value rounded up to 8 bytes: u64 values exactly.
-        let mut values = vec![0u64; cpus as usize];
-        // SAFETY: key is u32; values holds one u64 per possible CPU, what the kernel copies
-        // out for a per-CPU map with 8-byte values.
-        let rc = unsafe {
-            sys::bpf_map_lookup_elem(
-                self.fd,
-                &key as *const u32 as *const c_void,
-                values.as_mut_ptr() as *mut c_void,
-            )
-        };
-        check(rc, || format!("read map {}", self.name))?;
-        Ok(values.iter().sum())
-    }
-
-    /// Read the u64 at `key` of an array map.
-    pub fn lookup_u64(&self, key: u32) -> Result<u64, BpfError> {
-        let mut value = 0u64;
-        // SAFETY: key is u32 and value u64, the map's sizes.
-        let rc = unsafe {
-            sys::bpf_map_lookup_elem(
-                self.fd,
-                &key as *const u32 as *const c_void,
-                &mut value as *mut u64 as *mut c_void,
-            )
-        };
-        check(rc, || format!("read map {}", self.name))?;
-        Ok(value)
-    }
-}
-
-/// The values of an mmapable array map (`MapFd::map_array`). The mapping keeps the map alive
-/// even if its fd is closed first.
-pub struct MappedArray {
-    map: memmap2::MmapMut,
-    stride: usize,
-}
-
-impl MappedArray {
-    /// The values as one byte slice: element `i` at `i * stride()`.
-    pub fn bytes_mut(&mut self) -> &mut [u8] {
-        &mut self.map
-    }
-
-    /// Bytes from one element to the next (the value size rounded up to 8).
-    pub fn stride(&self) -> usize {
-        self.stride
     }
 }
 

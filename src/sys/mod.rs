@@ -3,6 +3,7 @@
 //! layer is safe Rust.
 
 pub mod bpf;
+pub mod bpf_map;
 pub mod caps;
 pub mod custom_btf;
 pub mod fifo;
