@@ -10,7 +10,8 @@
 //! - [`Interner`]: each new kernel stack (`decode::KernelStack`) becomes a leaf of the
 //!   recording's [`StackTrie`]; the nodes it creates are written before the allocation that
 //!   refers to them, and allocation events carry the leaf's id instead of the kernel's.
-//! - [`finish`]: the walk counters and the symbols of every frame, at the end of `record`.
+//! - [`finish`]: the walk counters and the symbols of every frame (named as they came, by
+//!   record/names.rs), at the end of `record`.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -167,7 +168,7 @@ const STATS_MAP: &str = "stack_stats";
 struct Module {
     id: u32,
     path: String,
-    /// The file as it was mapped, open, for the symbols at the end.
+    /// The file as it was mapped, open, for its frames' symbols.
     file: Option<File>,
 }
 

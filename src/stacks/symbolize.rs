@@ -1,10 +1,11 @@
 //! Names stack frames: each (module, file offset) of the recording's trie becomes the chain of
 //! functions it is in (the inlined ones first), with file:line, through blazesym.
 //!
-//! Where it sits in the flow: at the end of `record`, while the files that ran are still there
+//! Where it sits in the flow: while `record` runs, while the files that ran are still there
 //! (and their debug files: Debian's `/usr/lib/debug/.build-id/xx/yyyy.debug`, found by build
-//! id or debug link), the recorder symbolizes [`StackTrie::frames`](super::StackTrie::frames)
-//! and writes one `Symbol` event per frame, so a report on another machine needs no binaries.
+//! id or debug link), the recorder's naming thread (record/names.rs) names each new frame of
+//! the trie with a [`FrameNamer`], and at the end it writes one `Symbol` event per frame, so a
+//! report on another machine needs no binaries.
 //! blazesym reads DWARF (with the inline chain and lines) where there is some, else the ELF
 //! symbol tables, and demangles C++ and Rust names. A module it cannot read costs its frames
 //! their names, with a debug log line, never the recording.
