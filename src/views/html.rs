@@ -553,10 +553,17 @@ const FLAME_HEIGHT: u32 = 420;
 /// only corrects it later). A frame that loads before the page has laid it out (a loaded
 /// machine) has no width yet, and `init` would set the graph's width to -20 (a console error):
 /// so the SVG's `onload` starts `init` only once the frame has a width, at load or at the first
-/// resize that gives it one.
+/// resize that gives it one. Even then the root SVG's own width can still read 0 on a loaded
+/// machine (one run in four of tests/views_html.rs's `--pid` page, 2026-12-06): the frames'
+/// width is kept at 1 at least, and inferno's resize handler sets the right one once the frame
+/// is laid out.
 fn flame_document(svg: &str) -> String {
     let svg = svg.find("<svg").map_or(svg, |start| &svg[start..]);
-    let svg = svg.replacen(INFERNO_ONLOAD, WIDE_ONLOAD, 1);
+    let svg = svg.replacen(INFERNO_ONLOAD, WIDE_ONLOAD, 1).replacen(
+        INFERNO_FRAMES_WIDTH,
+        KEPT_FRAMES_WIDTH,
+        1,
+    );
     format!(
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><style>html, body {{ margin: 0; \
          }} svg {{ display: block; width: 100%; }}</style><script>(function () {{ var replace = \
@@ -573,6 +580,13 @@ fn flame_document(svg: &str) -> String {
 /// The root element's `onload` in inferno's SVG, and the one that waits for a width.
 const INFERNO_ONLOAD: &str = "onload=\"init(evt)\"";
 const WIDE_ONLOAD: &str = "onload=\"init_when_wide(evt)\"";
+
+/// inferno's script sizing the frames to the SVG's width less its padding, and the same kept
+/// positive.
+const INFERNO_FRAMES_WIDTH: &str =
+    "frames.attributes.width.value = svg.width.baseVal.value - xpad * 2;";
+const KEPT_FRAMES_WIDTH: &str =
+    "frames.attributes.width.value = Math.max(1, svg.width.baseVal.value - xpad * 2);";
 
 /// The `height` attribute of an SVG's root element, in pixels.
 fn svg_height(svg: &str) -> Option<u32> {
@@ -654,7 +668,8 @@ mod tests {
     fn a_flame_frame_is_a_standards_mode_page_as_tall_as_its_svg() {
         let svg = "<?xml version=\"1.0\" standalone=\"no\"?><!DOCTYPE svg PUBLIC \"x\">\
                    <svg version=\"1.1\" width=\"1200\" height=\"182\" onload=\"init(evt)\">\
-                   <rect height=\"16\"/></svg>";
+                   <script>frames.attributes.width.value = svg.width.baseVal.value - xpad * 2;\
+                   </script><rect height=\"16\"/></svg>";
         assert_eq!(svg_height(svg), Some(182));
         assert_eq!(svg_height("<svg width=\"1\">"), None);
         assert_eq!(svg_height("no svg"), None);
@@ -667,9 +682,12 @@ mod tests {
         assert!(doc.contains("width: 100%"), "{doc}");
         assert!(doc.contains("history.replaceState = function"), "{doc}");
         assert!(doc.contains("<svg version=\"1.1\""), "{doc}");
-        // inferno starts only once the frame has a width.
+        // inferno starts only once the frame has a width, and never makes the frames' negative.
         assert!(
-            doc.contains(WIDE_ONLOAD) && !doc.contains(INFERNO_ONLOAD),
+            doc.contains(WIDE_ONLOAD)
+                && !doc.contains(INFERNO_ONLOAD)
+                && doc.contains(KEPT_FRAMES_WIDTH)
+                && !doc.contains(INFERNO_FRAMES_WIDTH),
             "{doc}"
         );
         assert!(doc.contains("function init_when_wide(evt)"), "{doc}");
