@@ -88,10 +88,10 @@ static __always_inline struct call_state *thread_state(__u32 tgid)
  * it. A call sampled before it is in place is walked at the outermost call's return instead: the
  * entry stops the process (STOP_WALKER), user space continues it once the walker is in place,
  * and the return tail-calls the walker, which walks from there, then reports the call. Its
- * callers' frames are as they were
- * at the entry, so that walk gives the entry's stack exactly (stack.bpf.h, stack_id_at_return),
- * and every sampled call is walked, however late the walker: the sample stays reproducible and
- * the command is held only when, and as long as, a sampled call needs the walker.
+ * callers' frames are as they were at the entry, so that walk gives the entry's stack exactly
+ * (stack.bpf.h, stack_id_at_return), and every sampled call is walked, however late the walker:
+ * the sample stays reproducible and the command is held only when, and as long as, a sampled
+ * call needs the walker.
  */
 const volatile __u64 stack_sample_mean SEC(".rodata.sample") = 0; /* 0: walk every one */
 
@@ -428,9 +428,9 @@ static __always_inline bool walk_due(void)
 }
 
 /* The return program with sampled stacks: as alloc_exit, but a call whose walk was left to its
- * return goes to the walker, which walks, then reports the call. Should that
- * walker be missing (it failed to load), the call is reported here, its stack STACK_ID_MISSING:
- * a "[no stack]" site, shown, never dropped. */
+ * return goes to the walker, which walks, then reports the call. Should the walker be missing
+ * (it failed to load), the call is reported here, its stack STACK_ID_MISSING: a "[no stack]"
+ * site, shown, never dropped. */
 SEC("uretprobe.multi")
 int BPF_URETPROBE(alloc_exit_sampled, __u64 ret)
 {

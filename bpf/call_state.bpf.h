@@ -7,8 +7,8 @@
  * match when user space makes the walker reuse the allocator's (bpf_map__reuse_fd).
  *
  * A call sampled before the walker is in place is walked at its return instead, by the walker
- * tail-called from the return, which then reports the call as alloc.bpf.c's return would: so the return's
- * report (call_exit) is here too, for both objects.
+ * tail-called from the return, which then reports the call as alloc.bpf.c's return would: so
+ * the return's report (call_exit) is here too, for both objects.
  */
 #ifndef MEMTRACK_CALL_STATE_BPF_H
 #define MEMTRACK_CALL_STATE_BPF_H

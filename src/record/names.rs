@@ -23,7 +23,7 @@ use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 
 use crate::format::SymbolFrame;
-use crate::stacks::symbolize::{FrameNamer, ModuleFile};
+use crate::stacks::symbolize::{offsets_by_module, FrameNamer, ModuleFile};
 use crate::stacks::trie::Frame;
 use crate::sys::sched::{self, Priority};
 
@@ -130,27 +130,13 @@ fn name_all(batches: mpsc::Receiver<Batch>) -> Named {
             paths.extend(batch.modules.into_iter().map(|m| (m.id, m.path)));
             frames.extend(batch.frames);
         }
-        let mut by_module: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
-        for f in frames {
-            if named.contains_key(&f) {
-                continue;
-            }
-            if paths.contains_key(&f.module) {
-                by_module.entry(f.module).or_default().push(f.offset);
-            } else {
-                waiting.push(f);
-            }
-        }
-        for (module, mut offsets) in by_module {
-            offsets.sort_unstable();
-            offsets.dedup();
-            let names = namer.name(&paths[&module], &offsets);
-            named.extend(
-                offsets
-                    .into_iter()
-                    .zip(names)
-                    .map(|(offset, frames)| (Frame { module, offset }, frames)),
-            );
+        let (known, unknown): (Vec<Frame>, Vec<Frame>) = frames
+            .into_iter()
+            .filter(|f| !named.contains_key(f))
+            .partition(|f| paths.contains_key(&f.module));
+        waiting = unknown;
+        for (module, offsets) in offsets_by_module(known) {
+            named.extend(namer.name_module(module, &paths[&module], offsets));
         }
     }
     for f in waiting {

@@ -469,7 +469,7 @@ pub fn finish(tables: &Tables<'_>, interner: &mut Interner) -> Vec<Event> {
         }),
     }));
     log::info!(
-        "symbols: {count} frames of {} modules, named while the command ran but for {} ms",
+        "symbols: {count} frames of {} modules, named as they came; {} ms at the end",
         tables.modules.len(),
         process::monotonic_ns().saturating_sub(started) / 1_000_000
     );

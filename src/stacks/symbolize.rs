@@ -56,33 +56,34 @@ pub fn symbolize(
     modules: &[ModuleFile],
     frames: impl IntoIterator<Item = Frame>,
 ) -> Vec<(Frame, Vec<SymbolFrame>)> {
-    let mut by_module: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
-    for f in frames {
-        by_module.entry(f.module).or_default().push(f.offset);
-    }
     let mut out = Vec::new();
-    for (module, mut offsets) in by_module {
-        offsets.sort_unstable();
-        offsets.dedup();
-        let named = match modules.iter().find(|m| m.id == module) {
-            Some(m) => symbolize_file(&m.path, &offsets),
-            None => vec![Vec::new(); offsets.len()],
-        };
-        out.extend(
-            offsets
-                .into_iter()
-                .zip(named)
-                .map(|(offset, frames)| (Frame { module, offset }, frames)),
-        );
+    for (module, offsets) in offsets_by_module(frames) {
+        match modules.iter().find(|m| m.id == module) {
+            // One namer per file: each file is symbolized once, and its parsed DWARF (tens of
+            // MB for a big debug file) is freed before the next one is read.
+            Some(m) => out.extend(FrameNamer::new().name_module(module, &m.path, offsets)),
+            None => out.extend(
+                offsets
+                    .into_iter()
+                    .map(|offset| (Frame { module, offset }, vec![])),
+            ),
+        }
     }
     out
 }
 
-/// The frames of each of `offsets` (file offsets) in the ELF file at `path`.
-fn symbolize_file(path: &Path, offsets: &[u64]) -> Vec<Vec<SymbolFrame>> {
-    // One namer per file: each file is symbolized once, and its parsed DWARF (tens of MB for a
-    // big debug file) is freed before the next one is read.
-    FrameNamer::new().name(path, offsets)
+/// The offsets of `frames` by module, each module's sorted and once: what one call to
+/// blazesym per module takes.
+pub fn offsets_by_module(frames: impl IntoIterator<Item = Frame>) -> BTreeMap<u32, Vec<u64>> {
+    let mut by_module: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+    for f in frames {
+        by_module.entry(f.module).or_default().push(f.offset);
+    }
+    for offsets in by_module.values_mut() {
+        offsets.sort_unstable();
+        offsets.dedup();
+    }
+    by_module
 }
 
 /// Names frames, file by file, keeping what it read of each file (its symbol tables, its
@@ -110,9 +111,22 @@ impl FrameNamer {
         }
     }
 
+    /// Each of `offsets` (file offsets) of module `module`, read from the ELF file at `path`,
+    /// with its frames.
+    pub fn name_module(
+        &self,
+        module: u32,
+        path: &Path,
+        offsets: Vec<u64>,
+    ) -> impl Iterator<Item = (Frame, Vec<SymbolFrame>)> {
+        let names = self.name(path, &offsets);
+        (offsets.into_iter().zip(names))
+            .map(move |(offset, frames)| (Frame { module, offset }, frames))
+    }
+
     /// The frames of each of `offsets` (file offsets) in the ELF file at `path`; all empty if
     /// the file cannot be read (said in a debug line).
-    pub fn name(&self, path: &Path, offsets: &[u64]) -> Vec<Vec<SymbolFrame>> {
+    fn name(&self, path: &Path, offsets: &[u64]) -> Vec<Vec<SymbolFrame>> {
         let source = Source::Elf(Elf::new(path));
         match self
             .symbolizer

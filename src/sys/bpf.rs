@@ -397,13 +397,7 @@ pub struct LoadedObject {
 impl LoadedObject {
     /// The fd of map `map`, valid while this object lives.
     pub fn map_fd(&self, map: &str) -> Result<c_int, BpfError> {
-        let m = self.map(map)?;
-        // SAFETY: m is a map of this loaded object.
-        let fd = unsafe { sys::bpf_map__fd(m.as_ptr()) };
-        if fd < 0 {
-            return Err(BpfError::new(format!("map {map} has no fd"), fd));
-        }
-        Ok(fd)
+        fd_of(self.ptr, &self.name, map)
     }
 
     /// Map `map` of this loaded object, for an object loaded later to use instead of its own
@@ -648,13 +642,20 @@ fn find_map(
     NonNull::new(m).ok_or_else(|| BpfError::new(format!("find map {map} in {name}"), libc::ENOENT))
 }
 
-/// Map `map` of the object `obj` (named `name`), whose maps exist, through a descriptor of its
-/// own: for another object to use instead of its own ([`OpenObject::reuse_map`]).
-fn share(obj: NonNull<sys::bpf_object>, name: &str, map: &str) -> Result<SharedMap, BpfError> {
+/// The fd of map `map` of the object `obj` (named `name`), whose maps exist, valid while the
+/// object lives.
+fn fd_of(obj: NonNull<sys::bpf_object>, name: &str, map: &str) -> Result<c_int, BpfError> {
     let m = find_map(obj, name, map)?;
     // SAFETY: m is a map of the live object obj.
     let fd = unsafe { sys::bpf_map__fd(m.as_ptr()) };
-    check(fd, || format!("share map {map} of {name}: it has no fd"))?;
+    check(fd, || format!("map {map} of {name} has no fd"))?;
+    Ok(fd)
+}
+
+/// Map `map` of the object `obj` (named `name`), whose maps exist, through a descriptor of its
+/// own: for another object to use instead of its own ([`OpenObject::reuse_map`]).
+fn share(obj: NonNull<sys::bpf_object>, name: &str, map: &str) -> Result<SharedMap, BpfError> {
+    let fd = fd_of(obj, name, map)?;
     // SAFETY: fd is the live map fd the object owns; it is only duplicated here.
     let fd = unsafe { BorrowedFd::borrow_raw(fd) }
         .try_clone_to_owned()
