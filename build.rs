@@ -67,7 +67,9 @@ fn main() {
         .allowlist_type(
             "event_kind|alloc_func|alloc_layout|arg_reg|lost_cause|tracked_state|stop_reason|gate_state|stack_end|stack_stat|cfa_rule|rbp_rule|ra_rule",
         )
-        .allowlist_var("EXEC_.*|COOKIE_.*|STACK_MAX_DEPTH|STACK_ID_MISSING|SAMPLE_DRAWS|RMAP_NAME_MAX")
+        .allowlist_var(
+            "EXEC_.*|COOKIE_.*|STACK_MAX_DEPTH|STACK_ID_MISSING|SAMPLE_DRAWS|RMAP_NAME_MAX|UNWIND_CHUNK.*",
+        )
         .rustified_enum(
             "event_kind|alloc_func|alloc_layout|arg_reg|lost_cause|tracked_state|stop_reason|gate_state|stack_end|stack_stat|cfa_rule|rbp_rule|ra_rule",
         )

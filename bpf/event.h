@@ -307,7 +307,7 @@ struct unwind_row {
  * (ino, dev) as bpf/discover.bpf.c's `scanned` map is. */
 struct unwind_file {
 	__u32 module; /* the recording's module id (EventKind::Module), from 1 */
-	__u32 first;  /* index of its first row in `unwind_rows` */
+	__u32 first;  /* index of its first row in `unwind_rows`, across the chunks */
 	__u32 count;  /* its rows */
 	__u32 _pad;
 };
@@ -317,6 +317,12 @@ struct unwind_file {
 struct unwind_row_pair {
 	struct unwind_row rows[2];
 };
+
+/* The `unwind_rows` chunks (bpf/stack.bpf.h): 2^UNWIND_CHUNK_SHIFT elements each (256 Ki rows,
+ * 3 MiB: one holds a Python run's tables, three a C++ compile's), and at most UNWIND_CHUNKS of
+ * them, 8 Mi rows in all. */
+#define UNWIND_CHUNK_SHIFT 17
+#define UNWIND_CHUNKS 32
 
 /* The most frames a walk records; a deeper stack keeps its innermost STACK_MAX_DEPTH frames and
  * is marked truncated. */

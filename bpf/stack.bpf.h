@@ -39,15 +39,31 @@
 
 #include "common.bpf.h"
 
-/* Every file's rows, one file after another; user space sets the size before load and writes
- * the rows through a memory mapping of the map (src/record/stacks.rs). */
-struct {
+/* Every file's rows, one file after another, in chunks of 2^row_chunk_shift elements that user
+ * space makes as the tables need them and writes through a memory mapping of each
+ * (src/record/stacks.rs). A file's rows may run on from one chunk into the next. One array
+ * made whole at load was 48 MiB of kernel memory, 10 ms to clear, for the 0.4 MiB a `sort`
+ * needs. The chunks are all of one size, so that the verifier still inlines their lookups. */
+struct unwind_chunk {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, 1);
+	__uint(max_entries, 1 << UNWIND_CHUNK_SHIFT);
+	/* Sizes rather than types: clang's BTF has the value type of an inner map only as a
+	 * forward declaration, and libbpf cannot size that. */
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(struct unwind_row_pair));
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, UNWIND_CHUNKS);
 	__type(key, __u32);
-	__type(value, struct unwind_row_pair);
+	__array(values, struct unwind_chunk);
 } unwind_rows SEC(".maps");
+
+/* log2 of the elements per chunk: UNWIND_CHUNK_SHIFT, or smaller for tests (user space sets it,
+ * with the chunks' size, before load). */
+const volatile __u32 row_chunk_shift SEC(".rodata.rows") = UNWIND_CHUNK_SHIFT;
 
 /* Where each file's rows are, by the file's (ino, dev). */
 struct {
@@ -357,8 +373,14 @@ static __always_inline bool find_file(struct walk *w, __u64 pc)
 static __always_inline struct unwind_row *row_at(__u32 i)
 {
 	__u32 pair = i >> 1;
-	struct unwind_row_pair *p = bpf_map_lookup_elem(&unwind_rows, &pair);
+	__u32 chunk = pair >> row_chunk_shift;
+	__u32 at = pair & ((1U << row_chunk_shift) - 1);
+	struct unwind_row_pair *p;
+	void *rows = bpf_map_lookup_elem(&unwind_rows, &chunk);
 
+	if (!rows)
+		return 0;
+	p = bpf_map_lookup_elem(rows, &at);
 	return p ? &p->rows[i & 1] : 0;
 }
 

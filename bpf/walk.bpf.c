@@ -12,8 +12,8 @@
  * One program for both, so that the verifier goes through the walk's functions once.
  *
  * An object of its own so that user space can load it after the recorded command has started:
- * its verification (the walk is some 2,000 instructions) and its 48 MiB rows array are most of
- * what stacks add to a recording's start (src/record/walker.rs).
+ * its verification (the walk is some 2,000 instructions) is most of what stacks add to a
+ * recording's start (src/record/walker.rs).
  */
 #include "stack.bpf.h"
 #include "call_state.bpf.h"

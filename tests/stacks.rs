@@ -517,11 +517,26 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 /// `memtrack record --stacks -o <scratch>/NAME.mt -- COMMAND`, asserted to succeed: the file
 /// and the run.
 fn record_with_stacks(name: &str, command: &[String]) -> (PathBuf, common::Run) {
+    record_with_stacks_env(name, command, &[])
+}
+
+/// [`record_with_stacks`] with `env` set for the recorder, and at `-v` if `env` is not empty.
+fn record_with_stacks_env(
+    name: &str,
+    command: &[String],
+    env: &[(&str, &str)],
+) -> (PathBuf, common::Run) {
     let path = scratch_file(format!("{name}.mt"));
     let words: Vec<&str> = command.iter().map(String::as_str).collect();
     let run = {
         let _alone = one_at_a_time();
-        common::run_command(&mut common::record_command(&path, &["--stacks"], &words))
+        let extra: &[&str] = if env.is_empty() {
+            &["--stacks"]
+        } else {
+            &["--stacks", "-v"]
+        };
+        let mut record = common::record_command(&path, extra, &words);
+        common::run_command(record.envs(env.iter().copied()))
     };
     (path, run.expect_code(0))
 }
@@ -1514,10 +1529,22 @@ fn gdb_sees_the_whole_recursion() {
 
 /// Records `case` and asserts each of its allocations has gdb's stack, frame for frame.
 fn assert_stacks_are_gdbs(test: &str, case: Case) {
+    assert_stacks_are_gdbs_with(test, case, &[], |_| {});
+}
+
+/// [`assert_stacks_are_gdbs`] with `env` set for the recorder, whose run `check` is given.
+fn assert_stacks_are_gdbs_with(
+    test: &str,
+    case: Case,
+    env: &[(&str, &str)],
+    check: impl FnOnce(&common::Run),
+) {
     let Some(gdb) = gdb_of(test, &case) else {
         return;
     };
-    let stacks = record_stacks(case.name, &case.command);
+    let (path, run) = record_with_stacks_env(case.name, &case.command, env);
+    check(&run);
+    let stacks = dump_stacks(&path, &run);
     let leaves = case
         .picked(&stacks)
         .unwrap_or_else(|e| panic!("{test}: {e}"));
@@ -1561,6 +1588,34 @@ stacks_are_gdbs! {
     stack_in_a_forked_child_is_gdbs: fork_case();
     stack_in_a_thread_is_gdbs: thread_case();
     stack_through_a_signal_frame_is_gdbs: signal_case();
+}
+
+/// The unwind tables' rows come in chunks made as they are needed (bpf/stack.bpf.h), and a
+/// file's rows run on from one chunk into the next. With chunks of 2,048 rows instead of
+/// 262,144, the C library's 28,000 run across 14 of them, the fixture's and its library's
+/// across others, and every allocation still has gdb's stack.
+#[test]
+fn stacks_across_small_chunks_of_rows_are_gdbs() {
+    let test = "stacks_across_small_chunks_of_rows_are_gdbs";
+    skip_unless_recording!(test);
+    let Some(case) = require(test, glibc_case()) else {
+        return;
+    };
+    let case = Case {
+        name: "glibc_small_chunks",
+        ..case
+    };
+    let env = [("MEMTRACK_TEST_ROW_CHUNK_SHIFT", "10")];
+    assert_stacks_are_gdbs_with(test, case, &env, |run| {
+        // "unwind tables: 5 files, 40000 rows (468 KiB) in 20 chunks, 3 ms"
+        let chunks = run
+            .stderr
+            .split_once(" KiB) in ")
+            .and_then(|(_, rest)| rest.split_once(" chunk"))
+            .and_then(|(n, _)| n.parse::<u32>().ok())
+            .unwrap_or_else(|| panic!("{test}: no chunk count\n{}", run.describe()));
+        assert!(chunks >= 14, "{test}: {chunks} chunks\n{}", run.describe());
+    });
 }
 
 /// The walk's memo (bpf/stack.bpf.h) skips a walk from where the last one started when every

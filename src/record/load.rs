@@ -12,7 +12,7 @@ use std::thread::JoinHandle;
 use crate::error::Error;
 use crate::preflight::{rmap_hooks, Capabilities, UprobeLinks};
 use crate::record::pidns::{self, PidNamespace};
-use crate::record::stacks::StackMode;
+use crate::record::stacks::{self, StackMode};
 use crate::record::walker::{self, refuses_walk_preempt_off, Walker, WalkerSetup};
 use crate::record::{attach, core_btf, discover, kernel_error, rmap, RecordOptions};
 use crate::sys::bpf::{BpfError, CustomBtf, Link, LoadedObject, OpenObject, SharedMap};
@@ -359,18 +359,11 @@ fn configure(
         .map_err(kernel_error)?;
     reuse_shared(&mut open, object, shared).map_err(kernel_error)?;
     if object.name == "alloc" {
-        // The rows of every file's unwind table (record::stacks), 48 MiB of kernel memory,
-        // created only when stacks are recorded.
-        // With a sample, walk.bpf.o walks (walker.rs) and has the tables; alloc.bpf.o's are
-        // unused.
+        // The chunks of every file's unwind table (record::stacks) are made only as stacks
+        // are walked, and with a sample walk.bpf.o walks (walker.rs) and has the tables:
+        // alloc.bpf.o's are unused.
         let walks_here = opts.stacks == StackMode::All;
-        let rows = if walks_here {
-            crate::record::stacks::row_elements()
-        } else {
-            1
-        };
-        open.set_max_entries("unwind_rows", rows)
-            .map_err(kernel_error)?;
+        stacks::size_rows(&mut open, walks_here).map_err(kernel_error)?;
         if !walks_here {
             // Without a walk nothing uses them, and a hash map's buckets are made and set up
             // at creation even unpreallocated: 4.25 MiB of kernel memory for these two.
@@ -396,8 +389,8 @@ fn configure(
         }
         if opts.stacks == StackMode::All && cfg!(target_arch = "aarch64") {
             // What the walk strips pac-ret's signatures with (record::stacks::pc_mask).
-            let mask = crate::record::stacks::pc_mask();
-            open.set_rodata(crate::record::stacks::PC_MASK_RODATA, &mask.to_ne_bytes())
+            let mask = stacks::pc_mask();
+            open.set_rodata(stacks::PC_MASK_RODATA, &mask.to_ne_bytes())
                 .map_err(kernel_error)?;
         }
     }
@@ -641,7 +634,7 @@ impl Loaded {
                                 open.set_rodata(WALK_RODATA, &[0])?;
                             }
                             // The default's sampled walk, which a mean of 0 leaves out.
-                            let mean = crate::record::stacks::DEFAULT_SAMPLE_BYTES;
+                            let mean = stacks::DEFAULT_SAMPLE_BYTES;
                             open.set_rodata(SAMPLE_RODATA, &mean.to_ne_bytes())?;
                             if let (Programs::Uprobes(programs), UprobeLinks::Classic(_)) =
                                 (&object.programs, &caps.uprobes)

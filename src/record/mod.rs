@@ -446,7 +446,7 @@ fn discovery<'obj>(
     // A sample: the walker loads meanwhile (walker.rs); the draws go in now, the tables later.
     let tables = match opts.stacks {
         stacks::StackMode::All if stacks => {
-            Some(stacks::Tables::new(objects.allocator()).map_err(kernel_error)?)
+            Some(stacks::Tables::new(objects.allocator(), None).map_err(kernel_error)?)
         }
         stacks::StackMode::Sampled(sample) if stacks => {
             features.push(sample.feature());

@@ -2,7 +2,8 @@
 //! stacks it sends, interned into the recording's trie.
 //!
 //! - [`Tables`]: when discovery meets a new executable file, its `.eh_frame` rows (`unwind`)
-//!   go into the BPF `unwind_rows` array, one file after another, and the file's (ino, dev)
+//!   go into the BPF `unwind_rows` chunks, one file after another (a chunk is made when the
+//!   rows reach it), and the file's (ino, dev)
 //!   into `unwind_files`, which tells the walk where they are (bpf/stack.bpf.h). The process
 //!   is stopped meanwhile, so the walk never meets a file of it without a table. Each such file
 //!   is a module of the recording (`EventKind::Module`), kept open until the end so that its
@@ -23,25 +24,76 @@ use crate::record::file_key::FileKey;
 use crate::record::names::Names;
 use crate::stacks::symbolize::ModuleFile;
 use crate::stacks::trie::{Frame, NewNode, StackTrie};
-use crate::sys::bpf::{BpfError, LoadedObject};
-use crate::sys::bpf_map::{MapFd, MappedArray};
+use crate::sys::bpf::{BpfError, LoadedObject, OpenObject, SharedMap};
+use crate::sys::bpf_map::{ArrayChunks, MapFd};
 use crate::sys::process;
-use crate::sys::raw::{stack_stat, STACK_ID_MISSING};
+use crate::sys::raw::{stack_stat, STACK_ID_MISSING, UNWIND_CHUNKS, UNWIND_CHUNK_SHIFT};
 use crate::unwind::UnwindRow;
 
-/// Rows the `unwind_rows` array holds: 4 Mi rows, 48 MiB of kernel memory. A C++ compile needs
-/// about 0.7 Mi (cc1plus alone has 0.45 Mi), a Python or git run well under 0.2 Mi; a `cargo
-/// build` 3.3 Mi (issue 32: libLLVM 1.44 Mi, librustc_driver 1.15 Mi, cargo 0.42 Mi, rustup
-/// 0.21 Mi), which 2 Mi could not hold: the file found last (libLLVM or librustc_driver) had no
-/// rows, and every allocation entering through its `operator new` had no frame at all.
-pub const ROW_CAPACITY: u32 = 4 << 20;
+/// Rows the `unwind_rows` chunks hold at most: 8 Mi rows, 96 MiB of kernel memory if every
+/// chunk were made. A C++ compile needs about 0.7 Mi (cc1plus alone has 0.45 Mi), a Python or
+/// git run well under 0.2 Mi; a `cargo build` 3.3 Mi (issue 32: libLLVM 1.44 Mi,
+/// librustc_driver 1.15 Mi, cargo 0.42 Mi, rustup 0.21 Mi), which 2 Mi could not hold: the file
+/// found last (libLLVM or librustc_driver) had no rows, and every allocation entering through
+/// its `operator new` had no frame at all. Only the chunks the tables reach are made.
+pub const ROW_CAPACITY: u32 = UNWIND_CHUNKS << (UNWIND_CHUNK_SHIFT + 1);
 
-/// Rows per element of `unwind_rows` (`struct unwind_row_pair`).
+/// Rows per element of `unwind_rows`' chunks (`struct unwind_row_pair`).
 const ROWS_PER_ELEMENT: u32 = 2;
 
-/// The `unwind_rows` elements to create, for `OpenObject::set_max_entries`.
-pub fn row_elements() -> u32 {
-    ROW_CAPACITY / ROWS_PER_ELEMENT
+/// bpf/stack.bpf.h's `row_chunk_shift`, in a section of its own.
+const ROWS_RODATA: &str = ".rodata.rows";
+
+/// For tests/stacks.rs: chunks of 2^N elements instead of 2^UNWIND_CHUNK_SHIFT, so that every
+/// file's rows run across several of them.
+const CHUNK_SHIFT_FOR_TESTS: &str = "MEMTRACK_TEST_ROW_CHUNK_SHIFT";
+
+/// log2 of the elements per chunk of `unwind_rows`.
+fn chunk_shift() -> u32 {
+    std::env::var(CHUNK_SHIFT_FOR_TESTS)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|s| (1..=UNWIND_CHUNK_SHIFT).contains(s))
+        .unwrap_or(UNWIND_CHUNK_SHIFT)
+}
+
+/// The bytes of one element of `unwind_rows`' chunks.
+const ELEMENT_SIZE: u32 = ROWS_PER_ELEMENT * std::mem::size_of::<UnwindRow>() as u32;
+
+/// `unwind_rows` (of the walking object), whose chunks are made as the tables need them.
+fn row_chunks(outer: SharedMap) -> ArrayChunks {
+    ArrayChunks::new(outer, ELEMENT_SIZE, 1 << chunk_shift())
+}
+
+/// Load `open`, which walks, while its first chunk of rows is made beside the verifier: making
+/// a chunk waits for an RCU grace period (`ArrayChunks::grow`), and the first table is needed
+/// as soon as the walker is.
+pub fn load_with_rows(mut open: OpenObject) -> Result<(LoadedObject, ArrayChunks), BpfError> {
+    let outer = open.prepare_and_share(&[ROWS_MAP])?.remove(0);
+    let first = std::thread::Builder::new()
+        .name("rows".into())
+        .spawn(move || {
+            let mut chunks = row_chunks(outer);
+            chunks.grow().map(|()| chunks)
+        })
+        .map_err(|e| BpfError::io("start a thread", e))?;
+    // A refused load leaves the chunk's thread to end on its own, with the last of the map.
+    let loaded = open.load()?;
+    let chunks = first.join().expect("the first rows' chunk panicked")?;
+    Ok((loaded, chunks))
+}
+
+/// Size `open`'s `unwind_rows` before load: its chunks for [`ROW_CAPACITY`] rows if `walks`,
+/// else one element (nothing reads them, and the kernel makes a chunk to check the array).
+pub fn size_rows(open: &mut OpenObject, walks: bool) -> Result<(), BpfError> {
+    let shift = chunk_shift();
+    let (chunks, elements) = match walks {
+        true => ((ROW_CAPACITY / ROWS_PER_ELEMENT) >> shift, 1 << shift),
+        false => (1, 1),
+    };
+    open.set_rodata(ROWS_RODATA, &shift.to_ne_bytes())?;
+    open.set_max_entries(ROWS_MAP, chunks)?;
+    open.set_inner_array(ROWS_MAP, ELEMENT_SIZE, elements)
 }
 
 /// Which allocations' stacks a recording walks.
@@ -174,7 +226,10 @@ struct Module {
 
 /// The unwind tables loaded into the kernel, and the modules they belong to.
 pub struct Tables<'obj> {
-    rows: MappedArray,
+    /// `unwind_rows`' chunks made so far, mapped.
+    rows: ArrayChunks,
+    /// Rows per chunk.
+    chunk_rows: u32,
     used: u32,
     files: MapFd<'obj>,
     stats: MapFd<'obj>,
@@ -189,12 +244,20 @@ pub struct Tables<'obj> {
 
 impl<'obj> Tables<'obj> {
     /// Switch stacks on in `walker` (alloc.bpf.o walking every stack, or walk.bpf.o walking a
-    /// sample) and map its rows array.
-    pub fn new(walker: &'obj LoadedObject) -> Result<Tables<'obj>, BpfError> {
-        let rows = MapFd::of(walker, ROWS_MAP)?.map_array(row_elements() as usize)?;
+    /// sample); its rows' chunks are made as the tables need them.
+    /// `rows`: its `unwind_rows`, with chunks made ahead ([`load_with_rows`]), if any.
+    pub fn new(
+        walker: &'obj LoadedObject,
+        rows: Option<ArrayChunks>,
+    ) -> Result<Tables<'obj>, BpfError> {
         MapFd::of(walker, CONFIG_MAP)?.update_u32(0, 1)?;
+        let rows = match rows {
+            Some(rows) => rows,
+            None => row_chunks(walker.share_map(ROWS_MAP)?),
+        };
         Ok(Tables {
             rows,
+            chunk_rows: ROWS_PER_ELEMENT << chunk_shift(),
             used: 0,
             files: MapFd::of(walker, FILES_MAP)?,
             stats: MapFd::of(walker, STATS_MAP)?,
@@ -263,7 +326,7 @@ impl<'obj> Tables<'obj> {
         );
     }
 
-    /// Where `n` rows go, if they fit.
+    /// Where `n` rows go, if they fit, with the chunks they reach made.
     fn reserve(&mut self, n: usize, shown: &str) -> Option<u32> {
         let n = u32::try_from(n).ok()?;
         if n > ROW_CAPACITY - self.used {
@@ -278,17 +341,24 @@ impl<'obj> Tables<'obj> {
         }
         let first = self.used;
         // Each file starts on an element, so that no two files share one.
-        self.used += n.next_multiple_of(ROWS_PER_ELEMENT);
+        let end = first + n.next_multiple_of(ROWS_PER_ELEMENT);
+        while (self.rows.len() as u32) * self.chunk_rows < end {
+            if let Err(e) = self.rows.grow() {
+                log::warn!("{shown}: no room for its unwind table ({e}); its frames end stacks");
+                return None;
+            }
+        }
+        self.used = end;
         Some(first)
     }
 
     fn write_rows(&mut self, first: u32, rows: &[UnwindRow]) {
         let size = std::mem::size_of::<UnwindRow>();
-        let bytes = self.rows.bytes_mut();
-        let start = first as usize * size;
         for (i, row) in rows.iter().enumerate() {
-            let at = start + i * size;
-            bytes[at..at + size].copy_from_slice(&row.to_bytes());
+            let at = first as usize + i;
+            let chunk = at / self.chunk_rows as usize;
+            let at = (at % self.chunk_rows as usize) * size;
+            self.rows.chunk_mut(chunk)[at..at + size].copy_from_slice(&row.to_bytes());
         }
     }
 
@@ -306,10 +376,12 @@ impl<'obj> Tables<'obj> {
     /// One line for the end of `record`.
     pub fn summary(&self) -> String {
         format!(
-            "unwind tables: {} files, {} rows ({} KiB), {} ms",
+            "unwind tables: {} files, {} rows ({} KiB) in {} chunk{}, {} ms",
             self.modules.len(),
             self.used,
             self.used as usize * std::mem::size_of::<UnwindRow>() / 1024,
+            self.rows.len(),
+            if self.rows.len() == 1 { "" } else { "s" },
             self.build_ns / 1_000_000
         )
     }

@@ -1,7 +1,7 @@
 //! The walker of sampled stacks (issue 32), loaded beside the recorded command's start instead
-//! of before it: its verification (the walk is some 2,000 instructions, 20-25 ms) and its rows
-//! array (48 MiB of kernel memory to clear) were most of what stacks added to the fixed cost
-//! of every recording, and a recording that samples its stacks by default must not pay them
+//! of before it: its verification (the walk is some 2,000 instructions, 15-25 ms) and its rows
+//! array (48 MiB of kernel memory to clear, before the rows came in chunks made as needed) were
+//! most of what stacks added to the fixed cost of every recording, and a recording that samples its stacks by default must not pay them
 //! before the command runs.
 //!
 //! Flow: [`Walker::start`] loads bpf/walk.bpf.c on a thread of its own, beside the other
@@ -28,8 +28,9 @@ use std::thread::JoinHandle;
 use crate::error::Error;
 use crate::record::discover::Discovery;
 use crate::record::kernel_error;
-use crate::record::stacks::Tables;
+use crate::record::stacks::{self, Tables};
 use crate::sys::bpf::{BpfError, CustomBtf, LoadedObject, OpenObject, SharedMap};
+use crate::sys::bpf_map::ArrayChunks;
 use crate::sys::raw;
 use crate::sys::sched::Priority;
 
@@ -54,11 +55,16 @@ const WALK_RODATA: &str = ".rodata.walk";
 /// The walker: loading on its thread, then loaded.
 #[derive(Default)]
 pub struct Walker {
-    loading: RefCell<Option<JoinHandle<Result<LoadedObject, BpfError>>>>,
+    loading: RefCell<Option<JoinHandle<Result<Walking, BpfError>>>>,
     loaded: OnceCell<LoadedObject>,
+    /// Its rows' first chunk, made as it loaded, until its tables take it.
+    rows: RefCell<Option<ArrayChunks>>,
     /// Why it is not walking, said once by the drain loop.
     failed: OnceCell<String>,
 }
+
+/// The walker loaded, and its rows' first chunk ([`stacks::load_with_rows`]).
+type Walking = (LoadedObject, ArrayChunks);
 
 /// Where the walker's load is ([`Walker::poll`]).
 pub enum Load<'a> {
@@ -105,7 +111,7 @@ impl Walker {
             for map in shared {
                 open.reuse_map(map)?;
             }
-            open.set_max_entries("unwind_rows", crate::record::stacks::row_elements())?;
+            stacks::size_rows(&mut open, true)?;
             if !preempt_off {
                 open.set_rodata(WALK_RODATA, &[0])?;
             }
@@ -141,13 +147,13 @@ impl Walker {
                         return Err(BpfError::new(what.to_string(), libc::ECANCELED));
                     }
                 }
-                let loaded = match open(&shared, true).and_then(OpenObject::load) {
+                let loaded = match open(&shared, true).and_then(stacks::load_with_rows) {
                     Err(e) if refuses_walk_preempt_off(&e) => {
                         log::info!(
                             "this kernel's verifier refuses the stack walk with preemption off; \
                              it walks preemptible"
                         );
-                        open(&shared, false).and_then(OpenObject::load)
+                        open(&shared, false).and_then(stacks::load_with_rows)
                     }
                     other => other,
                 };
@@ -188,7 +194,10 @@ impl Walker {
         };
         let thread = self.loading.borrow_mut().take().expect("a finished load");
         match thread.join().expect("the walker's load panicked") {
-            Ok(loaded) => Load::Ready(self.loaded.get_or_init(|| loaded)),
+            Ok((loaded, rows)) => {
+                *self.rows.borrow_mut() = Some(rows);
+                Load::Ready(self.loaded.get_or_init(|| loaded))
+            }
             Err(e) => {
                 let why = match &e.verifier {
                     Some(log) => crate::record::verifier_refusal(&e.what, log),
@@ -218,7 +227,7 @@ impl Walker {
             Load::Ready(walker) => walker,
         };
         let began = std::time::Instant::now();
-        match Tables::new(walker) {
+        match Tables::new(walker, self.rows.borrow_mut().take()) {
             Ok(tables) => discovery.set_tables(tables),
             Err(e) => {
                 log::warn!("sampled stacks are not walked: {e}");

@@ -7,7 +7,7 @@
 
 use std::ffi::{CStr, CString};
 use std::marker::PhantomData;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 pub use super::custom_btf::CustomBtf;
 use std::os::raw::{c_char, c_int, c_void};
@@ -170,6 +170,9 @@ pub fn route_libbpf_logs() {
 pub struct OpenObject {
     ptr: NonNull<sys::bpf_object>,
     name: String,
+    /// Maps libbpf was given as the model of an array of maps' inner maps
+    /// ([`OpenObject::set_inner_array`]): it uses their fds at load without owning them.
+    inner_models: Vec<OwnedFd>,
 }
 
 impl OpenObject {
@@ -204,6 +207,7 @@ impl OpenObject {
         let ptr =
             NonNull::new(ptr).ok_or_else(|| BpfError::last(format!("open BPF object {name}")))?;
         Ok(OpenObject {
+            inner_models: Vec::new(),
             ptr,
             name: name.to_string(),
         })
@@ -219,6 +223,25 @@ impl OpenObject {
         // SAFETY: m belongs to this open object.
         let rc = unsafe { sys::bpf_map__set_max_entries(m.as_ptr(), entries) };
         check(rc, || format!("size map {map} to {entries}"))
+    }
+
+    /// Make the array of maps `map` hold mmapable arrays of `entries` values of `value_size`
+    /// bytes: the verifier holds every inner map to the model given here. (The model libbpf
+    /// makes from the object's definition cannot be resized: libbpf 1.6 crashes on it.)
+    pub fn set_inner_array(
+        &mut self,
+        map: &str,
+        value_size: u32,
+        entries: u32,
+    ) -> Result<(), BpfError> {
+        let m = self.map_ptr(map)?;
+        let model = mmapable_array(value_size, entries, || format!("make the model of {map}"))?;
+        // SAFETY: m belongs to this open object; the fd stays open until the load has used it
+        // (self.inner_models).
+        let rc = unsafe { sys::bpf_map__set_inner_map_fd(m.as_ptr(), model.as_raw_fd()) };
+        check(rc, || format!("set the model of the maps in {map}"))?;
+        self.inner_models.push(model);
+        Ok(())
     }
 
     /// Set the read-only data of section `section` (a `.rodata.NAME` map of its own) to
@@ -331,11 +354,12 @@ impl OpenObject {
     }
 
     /// Load every program and create every map.
-    pub fn load(self) -> Result<LoadedObject, BpfError> {
+    pub fn load(mut self) -> Result<LoadedObject, BpfError> {
         LAST_VERIFIER_LOG.with(|last| last.borrow_mut().take());
         // SAFETY: self.ptr is a live, not yet loaded object.
         let rc = unsafe { sys::bpf_object__load(self.ptr.as_ptr()) };
         let name = self.name.clone();
+        drop(std::mem::take(&mut self.inner_models));
         // Ownership moves to LoadedObject whatever happens; on failure its Drop closes it.
         let loaded = LoadedObject {
             ptr: self.ptr,
@@ -369,6 +393,12 @@ impl Drop for OpenObject {
 pub struct SharedMap {
     name: String,
     fd: OwnedFd,
+}
+
+impl AsFd for SharedMap {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
 }
 
 impl SharedMap {
@@ -664,6 +694,36 @@ fn share(obj: NonNull<sys::bpf_object>, name: &str, map: &str) -> Result<SharedM
         name: map.to_string(),
         fd,
     })
+}
+
+/// A new mmapable array map of `entries` values of `value_size` bytes (u32 keys), for the
+/// arrays of maps that hold such arrays.
+pub(super) fn mmapable_array(
+    value_size: u32,
+    entries: u32,
+    what: impl FnOnce() -> String,
+) -> Result<OwnedFd, BpfError> {
+    let opts = sys::bpf_map_create_opts {
+        sz: std::mem::size_of::<sys::bpf_map_create_opts>() as sys::size_t,
+        map_flags: sys::BPF_F_MMAPABLE,
+        ..Default::default()
+    };
+    // SAFETY: the opts are zeroed but for sz and the flags; the name is NUL-terminated.
+    let fd = unsafe {
+        sys::bpf_map_create(
+            sys::BPF_MAP_TYPE_ARRAY,
+            c"memtrack_inner".as_ptr(),
+            4,
+            value_size,
+            entries,
+            &opts,
+        )
+    };
+    if fd < 0 {
+        return Err(BpfError::last(what()));
+    }
+    // SAFETY: bpf_map_create returned a new fd that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 pub(super) fn check(rc: c_int, what: impl FnOnce() -> String) -> Result<(), BpfError> {

@@ -1,14 +1,16 @@
 //! Typed access to the maps of a loaded BPF object, through their fds: lookups, updates and
-//! sums over CPUs ([`MapFd`]), and an mmapped array's values ([`MappedArray`]). Apart from
+//! sums over CPUs ([`MapFd`]), an mmapped array's values ([`MappedArray`]), and an array of
+//! such arrays filled as it is needed ([`ArrayChunks`]). Apart from
 //! bpf.rs, which owns the objects, since it is most of what the recorder does with them once
 //! they are loaded.
 
 use std::marker::PhantomData;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::os::raw::{c_int, c_void};
 
 use libbpf_sys as sys;
 
-use super::bpf::{check, BpfError, LoadedObject};
+use super::bpf::{check, BpfError, LoadedObject, SharedMap};
 
 /// Typed access to a map through its fd (borrowed from the [`LoadedObject`] that owns it).
 #[derive(Clone, Copy)]
@@ -92,14 +94,10 @@ impl<'obj> MapFd<'obj> {
     /// read-write, so that user space fills them with plain stores rather than a syscall per
     /// element.
     pub fn map_array(&self, entries: usize) -> Result<MappedArray, BpfError> {
-        let stride = self.value_size.next_multiple_of(8);
-        let len = (stride * entries).next_multiple_of(super::ring::page_size());
-        // SAFETY: an mmapable array map's values are meant to be mapped shared read-write; the
-        // BPF side reads them concurrently, so the caller must publish each range (here: the
-        // `unwind_files` entry that points at it) only after writing it.
-        let map = unsafe { memmap2::MmapOptions::new().len(len).map_mut(self.fd) }
-            .map_err(|e| BpfError::io(format!("map the values of {}", self.name), e))?;
-        Ok(MappedArray { map, stride })
+        // SAFETY: the fd is this live map's (the object's borrow).
+        let fd = unsafe { BorrowedFd::borrow_raw(self.fd) };
+        mapped_array(fd, self.value_size, entries)
+            .map_err(|e| BpfError::io(format!("map the values of {}", self.name), e))
     }
 
     /// The sum over every CPU of the u64 at `key` of a per-CPU array map.
@@ -140,6 +138,22 @@ impl<'obj> MapFd<'obj> {
     }
 }
 
+/// The values of the mmapable array map `fd`, of `entries` values of `value_size` bytes, mapped
+/// read-write.
+fn mapped_array(
+    fd: BorrowedFd<'_>,
+    value_size: usize,
+    entries: usize,
+) -> std::io::Result<MappedArray> {
+    let stride = value_size.next_multiple_of(8);
+    let len = (stride * entries).next_multiple_of(super::ring::page_size());
+    // SAFETY: an mmapable array map's values are meant to be mapped shared read-write; the
+    // BPF side reads them concurrently, so the caller must publish each range (for the unwind
+    // tables: the `unwind_files` entry that points at it) only after writing it.
+    let map = unsafe { memmap2::MmapOptions::new().len(len).map_mut(fd.as_raw_fd()) }?;
+    Ok(MappedArray { map, stride })
+}
+
 /// The values of an mmapable array map (`MapFd::map_array`). The mapping keeps the map alive
 /// even if its fd is closed first.
 pub struct MappedArray {
@@ -156,5 +170,66 @@ impl MappedArray {
     /// Bytes from one element to the next (the value size rounded up to 8).
     pub fn stride(&self) -> usize {
         self.stride
+    }
+}
+
+/// An array of maps whose elements are mmapable arrays of one size, made one at a time as they
+/// are needed and written through their mappings (the unwind tables' chunks of rows).
+pub struct ArrayChunks {
+    outer: SharedMap,
+    value_size: u32,
+    entries: u32,
+    chunks: Vec<MappedArray>,
+}
+
+impl ArrayChunks {
+    /// The array of maps `outer`, whose inner maps hold `entries` values of `value_size`
+    /// bytes; none made yet.
+    pub fn new(outer: SharedMap, value_size: u32, entries: u32) -> ArrayChunks {
+        ArrayChunks {
+            outer,
+            value_size,
+            entries,
+            chunks: Vec::new(),
+        }
+    }
+
+    /// The chunks made so far.
+    pub fn len(&self) -> usize {
+        self.chunks.len()
+    }
+
+    /// Make the next chunk and put it in the array. The kernel then waits for the BPF programs
+    /// running to end (an RCU grace period, some 10 ms): a wait, not work.
+    pub fn grow(&mut self) -> Result<(), BpfError> {
+        let slot = self.chunks.len() as u32;
+        let name = self.outer.name();
+        let inner = super::bpf::mmapable_array(self.value_size, self.entries, || {
+            format!("make element {slot} of map {name}")
+        })?;
+        let values = mapped_array(
+            inner.as_fd(),
+            self.value_size as usize,
+            self.entries as usize,
+        )
+        .map_err(|e| BpfError::io(format!("map the values of element {slot} of {name}"), e))?;
+        let inner_fd = inner.as_raw_fd();
+        // SAFETY: the key is u32 and the value an fd (u32), an array of maps' sizes.
+        let rc = unsafe {
+            sys::bpf_map_update_elem(
+                self.outer.as_fd().as_raw_fd(),
+                &slot as *const u32 as *const c_void,
+                &inner_fd as *const c_int as *const c_void,
+                sys::BPF_ANY as u64,
+            )
+        };
+        check(rc, || format!("put element {slot} in map {name}"))?;
+        self.chunks.push(values);
+        Ok(())
+    }
+
+    /// Chunk `i`'s values, element `e` at `e * stride()`.
+    pub fn chunk_mut(&mut self, i: usize) -> &mut [u8] {
+        self.chunks[i].bytes_mut()
     }
 }
