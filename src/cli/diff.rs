@@ -25,8 +25,8 @@ use super::{bad_value, named, parse_count, parse_view, parse_weight};
     example = "memtrack diff main.mt branch.mt",
     example = "memtrack diff main.mt branch.mt --stacks --format json",
     example = "memtrack diff main.mt branch.mt --format flamegraph > diff.svg",
-    note = "--format folded and flamegraph compare the call stacks of two recordings made with
---stacks, frames named by function and module so that two builds line up: folded prints
+    note = "--format folded and flamegraph compare the call stacks of two recordings made without
+--no-stacks, frames named by function and module so that two builds line up: folded prints
 `stack base new` per stack (the input of inferno-flamegraph and flamegraph.pl, as
 inferno-diff-folded and difffolded.pl write it), flamegraph draws it (widths from the new
 recording, red where it has more than the base, blue where less). They weigh allocated bytes
@@ -43,7 +43,7 @@ pub struct DiffArgs {
     /// (differential folded stacks) or flamegraph (a differential flame graph SVG)
     #[argh(option, default = "DiffFormat::Text", from_str_fn(parse_diff_format))]
     pub format: DiffFormat,
-    /// also compare the allocation sites (both recordings need call stacks: record --stacks)
+    /// also compare the allocation sites (both recordings need call stacks: not --no-stacks)
     #[argh(switch)]
     pub stacks: bool,
     /// how many changed sites to list (default 10, 0 for all); implies --stacks

@@ -77,7 +77,7 @@ pub struct ReportArgs {
     /// also list the top allocating functions of the scope (text, json, markdown): per
     /// function, what the allocations it made itself (its innermost program frame, the
     /// allocator's and the standard library's frames folded) and those under it (anywhere on
-    /// their stack) cost; needs a recording made with --stacks
+    /// their stack) cost; needs call stacks (any recording but one made with --no-stacks)
     #[argh(switch)]
     pub functions: bool,
     /// sort the functions by what they allocated themselves: peak (default), allocated, count,

@@ -297,7 +297,6 @@ pub fn compare(base: &Report, new: &Report, top: usize) -> Diff {
                 (false, true) => "the base recording has no",
                 _ => "the new recording has no",
             };
-            let _ = n;
             notes.push(format!(
                 "{which} call stacks (record both without --no-stacks): sites are not compared"
             ));
