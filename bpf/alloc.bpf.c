@@ -39,7 +39,6 @@
  * outermost one (realloc(NULL, n) shows up as the malloc it makes): still one event for one
  * allocation.
  */
-#include "stack.bpf.h"
 #include "call_state.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
@@ -92,6 +91,8 @@ static __always_inline struct call_state *thread_state(__u32 tgid)
  * (stack.bpf.h, stack_id_at_return), and every sampled call is walked, however late the walker:
  * the sample stays reproducible and the command is held only when, and as long as, a sampled
  * call needs the walker.
+ *
+ * `--stacks` is the same with a mean of 0: every call is sampled, and the walker walks each.
  */
 const volatile __u64 stack_sample_mean SEC(".rodata.sample") = 0; /* 0: walk every one */
 
@@ -134,26 +135,22 @@ static __always_inline bool sampled(struct call_state *st, __u64 size)
 	return true;
 }
 
-/* How an entry program walks stacks: a constant of each (alloc_enter, alloc_enter_stacks,
- * alloc_enter_sampled), so that clang leaves out what a program does not do and the kernel
- * verifies only what it runs: the walk is 2,000 instructions, 25 ms of a recording's start. */
+/* How an entry program walks stacks: a constant of each (alloc_enter, alloc_enter_sampled), so
+ * that clang leaves out what a program does not do. */
 enum walks {
-	WALKS_NONE = 0,   /* no stacks (`--no-stacks`) */
-	WALKS_INLINE = 1, /* every stack, in the entry program (`--stacks`) */
-	WALKS_LATER = 2,  /* a sample, walked by walk.bpf.c's program, tail-called after the entry */
+	WALKS_NONE = 0,  /* no stacks (`--no-stacks`) */
+	WALKS_LATER = 1, /* walked by walk.bpf.c's program, tail-called after the entry: a sample,
+			  * or every stack (`--stacks`, a mean of 0) */
 };
 
-/* The stack id an outermost call (or label, `walk_for`) of `size` bytes carries: its walk's if
- * walked, 0 if not. One left to the walker is STACK_ID_MISSING until the walker replaces it
- * (`st->walk_for` says where; see alloc_enter_sampled). The inline walk has no countdown: it
- * serves `--stacks` alone, which walks every stack, so its program carries none. */
+/* The stack id an outermost call (or label, `walk_for`) of `size` bytes carries: 0 if not
+ * walked; one left to the walker is STACK_ID_MISSING until the walker replaces it
+ * (`st->walk_for` says where; see alloc_enter_sampled). */
 static __always_inline __u32 stack_of(struct pt_regs *ctx, struct call_state *st, __u64 size,
 				      enum walks walks, __u32 walk_for)
 {
 	if (walks == WALKS_NONE)
 		return 0;
-	if (walks == WALKS_INLINE)
-		return stack_id((STACK_CTX *)ctx);
 	if (!sampled(st, size))
 		return 0;
 	st->walk_for = walk_for;
@@ -324,8 +321,8 @@ static __always_inline int alloc_enter_with(struct pt_regs *ctx, enum walks walk
 	a3 = a[2];
 
 	/* A call_enter per layout, each inlined: one call_enter for all of them made a shorter
-	 * program, but a stack frame 32 bytes deeper, past what 6.1's verifier allows
-	 * alloc_enter_stacks and the walk's three calls together (512 bytes). */
+	 * program, but a stack frame 32 bytes deeper, past what 6.1's verifier allowed the
+	 * entry and the walk's three calls together (512 bytes) when the entry walked inline. */
 	switch (layout) {
 	case LAYOUT_NMEMB_SIZE:
 		return call_enter(ctx, func, layout, mul_saturating(a1, a2), 0, walks);
@@ -350,23 +347,6 @@ SEC("uprobe.multi")
 int alloc_enter(struct pt_regs *ctx)
 {
 	PREEMPT_OFF(alloc_enter_with(ctx, WALKS_NONE));
-	return 0;
-}
-
-/* Whether alloc_enter_stacks runs with preemption off, as every other probe program does. The
- * walk's functions are global (verified once each), and kernels from 6.10 to about 6.16 refuse
- * a call of a global function with preemption off: there user space loads the program again
- * with this false (src/record/load.rs), and the walk runs preemptible, as it did before. */
-const volatile bool walk_preempt_off SEC(".rodata.walk") = true;
-
-/* Loaded when every stack is walked (`--stacks`): the same, and the walk. */
-SEC("uprobe.multi")
-int alloc_enter_stacks(struct pt_regs *ctx)
-{
-	if (walk_preempt_off)
-		PREEMPT_OFF(alloc_enter_with(ctx, WALKS_INLINE));
-	else
-		alloc_enter_with(ctx, WALKS_INLINE);
 	return 0;
 }
 

@@ -16,6 +16,14 @@
 
 #define MAX_TRACKED 65536
 
+/* What a call pushes on the stack: the return address on x86-64; nothing on arm64, where it
+ * goes to the link register. */
+#if defined(__TARGET_ARCH_arm64)
+#define RETURN_ADDRESS_BYTES 0
+#else
+#define RETURN_ADDRESS_BYTES 8
+#endif
+
 /* Hash maps are created with BPF_F_NO_PREALLOC: preallocating every entry of the larger maps
  * cost about 0.4 s of kernel time at start-up; entries are allocated on first use instead
  * (once per process or thread, not per event). */

@@ -123,13 +123,9 @@ const volatile __u64 stack_pc_mask SEC(".rodata.stack") = ~0ULL;
 
 /* A caller's pc is its return address minus the width of the call: arm64's are 4 bytes. */
 #define CALL_BACK 4
-/* What a call pushes: nothing, the return address goes to the link register. */
-#define RETURN_ADDRESS_BYTES 0
 #else
 /* A caller's pc is its return address minus 1, inside the variable-length call instruction. */
 #define CALL_BACK 1
-/* What a call pushes: the return address. */
-#define RETURN_ADDRESS_BYTES 8
 #endif
 
 /* The most rows of one file: the binary search takes this many halvings. */
@@ -391,7 +387,8 @@ static __always_inline struct unwind_row *row_at(__u32 i)
  * A global function, verified once on its own. Inlined, each of its halvings is a way out of
  * the loop with other bounds on lo and hi, and the verifier went through the rest of
  * walk_frame once for each: 34,000 of the 49,000 instructions it processed for
- * alloc_enter_stacks, 39 ms of every recording with stacks. */
+ * the entry program that walked then (alloc_enter_stacks), 39 ms of every recording with
+ * stacks. */
 __noinline long find_row(struct walk_state *s, __u32 off)
 {
 	__u32 lo = 0, hi, mid, above, first;

@@ -523,9 +523,11 @@ fn core_relocations_equal_the_kernels_whole_btf() {
     let relocations = |full: bool| {
         let path = common::scratch_file(format!("core_btf_{full}.mt"));
         let mut cmd = std::process::Command::new(common::memtrack());
+        // A command that allocates: its first allocation waits for the walker, whose load
+        // (beside the command's) is then sure to have ended, and logged, before the recording.
         cmd.args(["record", "--stacks", "-v", "-v", "-v", "-o"])
             .arg(&path)
-            .args(["--", "true"]);
+            .args(["--", "ls", "/"]);
         if full {
             cmd.env("MEMTRACK_CORE_BTF", "kernel");
         } else {

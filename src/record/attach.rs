@@ -12,23 +12,20 @@ use crate::binary::Sites;
 use crate::record::stacks::StackMode;
 use crate::sys::bpf::{BpfError, Link, LoadedObject};
 
-/// The BPF programs of `bpf/alloc.bpf.c`, named as there. The entry program comes in three
-/// variants, one loaded per recording (`load`): without stacks, with the stack walk, or with
-/// a sample of the stacks; the return program in two, the second for a sample.
+/// The BPF programs of `bpf/alloc.bpf.c`, named as there. The entry and return programs come in
+/// two variants each, one of each loaded per recording (`load`): without stacks, or with the
+/// walker's tail calls, which walk a sample of the stacks or every one.
 pub const ALLOC_ENTER: &str = "alloc_enter";
-pub const ALLOC_ENTER_STACKS: &str = "alloc_enter_stacks";
 pub const ALLOC_ENTER_SAMPLED: &str = "alloc_enter_sampled";
 pub const ALLOC_EXIT: &str = "alloc_exit";
 pub const ALLOC_EXIT_SAMPLED: &str = "alloc_exit_sampled";
 pub const FREE_ENTER: &str = "free_enter";
 
-/// The entry and return programs of the variants that a recording with `stacks` loads: the walk
-/// is verified only where it is used.
+/// The entry and return programs of the variants that a recording with `stacks` loads.
 pub fn programs_for(stacks: StackMode) -> [&'static str; 2] {
     match stacks {
         StackMode::Off => [ALLOC_ENTER, ALLOC_EXIT],
-        StackMode::All => [ALLOC_ENTER_STACKS, ALLOC_EXIT],
-        StackMode::Sampled(_) => [ALLOC_ENTER_SAMPLED, ALLOC_EXIT_SAMPLED],
+        StackMode::All | StackMode::Sampled(_) => [ALLOC_ENTER_SAMPLED, ALLOC_EXIT_SAMPLED],
     }
 }
 
@@ -54,15 +51,11 @@ fn attach_scoped<'obj>(
     pid: i32,
 ) -> Result<Vec<Link<'obj>>, BpfError> {
     let path = path.to_string_lossy();
-    // The one entry program `load` kept of the three, and return program of the two.
-    let enter = [ALLOC_ENTER_STACKS, ALLOC_ENTER_SAMPLED]
-        .into_iter()
-        .find(|p| obj.has_loaded(p))
-        .unwrap_or(ALLOC_ENTER);
-    let exit = if obj.has_loaded(ALLOC_EXIT_SAMPLED) {
-        ALLOC_EXIT_SAMPLED
+    // The entry and return programs `load` kept of the two of each.
+    let [enter, exit] = if obj.has_loaded(ALLOC_ENTER_SAMPLED) {
+        [ALLOC_ENTER_SAMPLED, ALLOC_EXIT_SAMPLED]
     } else {
-        ALLOC_EXIT
+        [ALLOC_ENTER, ALLOC_EXIT]
     };
     let groups = [
         (enter, false, &sites.enter),

@@ -161,7 +161,7 @@ impl StopStats {
     }
 }
 
-/// A file scanned before the unwind tables were there (sampled stacks), kept open for them.
+/// A file scanned before the unwind tables were there, kept open for them.
 struct WaitingTable {
     key: FileKey,
     file: std::fs::File,
@@ -178,7 +178,7 @@ pub struct Discovery<'obj> {
     files: HashMap<FileKey, Probed>,
     links: Vec<Link<'obj>>,
     stats: StopStats,
-    /// Stops for the walker of sampled stacks.
+    /// Stops for the walker of call stacks.
     walker_stats: StopStats,
     /// The `--allocator` functions to probe wherever they are defined.
     custom: Vec<Custom>,
@@ -188,7 +188,7 @@ pub struct Discovery<'obj> {
     custom_empty: Vec<String>,
     /// With call stacks: every scanned file's unwind table goes here too.
     tables: Option<Tables<'obj>>,
-    /// With sampled stacks, until the walker is loaded (walker.rs): the files scanned so far,
+    /// With call stacks, until the walker is loaded (walker.rs): the files scanned so far,
     /// open, whose tables [`Self::set_tables`] builds then.
     waiting_tables: Option<Vec<WaitingTable>>,
     /// The private copies of allocator libraries the tree maps instead of the real files
@@ -230,12 +230,6 @@ impl<'obj> Discovery<'obj> {
     /// scan).
     pub fn with_exit_hold(mut self, on: bool) -> Discovery<'obj> {
         self.exit_hold = on;
-        self
-    }
-
-    /// Build the unwind table of every file scanned from now on into `tables`.
-    pub fn with_tables(mut self, tables: Option<Tables<'obj>>) -> Discovery<'obj> {
-        self.tables = tables;
         self
     }
 
@@ -352,7 +346,7 @@ impl<'obj> Discovery<'obj> {
         );
     }
 
-    /// A tracked process stopped for the walker of sampled stacks (StopWhy::Walker), now in
+    /// A tracked process stopped for the walker of call stacks (StopWhy::Walker), now in
     /// place or failed: continue it.
     pub fn continue_for_walker(&mut self, stop: Stop) {
         process::kill(stop.pid as i32, libc::SIGCONT);

@@ -515,7 +515,7 @@ impl<'a> Session<'a> {
         Ok(waiter)
     }
 
-    /// With sampled stacks: the walker in place once loaded (walker.rs), unless it is (or will
+    /// With call stacks: the walker in place once loaded (walker.rs), unless it is (or will
     /// never be), waiting for it when `wait` says so; the modules of its tables go to `sink`.
     fn install_walker(&mut self, sink: &mut Sink, wait: bool) {
         if !self.discovery.tables_waiting() {

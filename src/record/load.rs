@@ -221,7 +221,7 @@ pub const OBJECTS: &[Object] = &[
     },
 ];
 
-/// walk.bpf.c, the walker of sampled stacks: not in [`OBJECTS`], since nothing waits for its
+/// walk.bpf.c, the walker of call stacks: not in [`OBJECTS`], since nothing waits for its
 /// load, which goes on beside the command's start (walker.rs); `doctor` loads it with the
 /// others.
 pub const WALK: Object = Object {
@@ -240,7 +240,6 @@ const FLOOR_PROGRAMS: &[&str] = &[attach::ALLOC_ENTER, attach::ALLOC_EXIT, attac
 /// keeps one entry and one return program per recording.
 const ALLOC_ENTRY_VARIANTS: &[&str] = &[
     attach::ALLOC_ENTER,
-    attach::ALLOC_ENTER_STACKS,
     attach::ALLOC_ENTER_SAMPLED,
     attach::ALLOC_EXIT,
     attach::ALLOC_EXIT_SAMPLED,
@@ -265,7 +264,7 @@ pub struct Loaded {
     /// Why the rmap hooks were wanted and not loaded (the kernel refuses fentry, or has no
     /// rmap functions memtrack hooks): the one line `record` says with its closing lines.
     rmap_unavailable: OnceCell<String>,
-    /// The walker of sampled stacks (walker.rs), loading beside alloc.bpf.o.
+    /// The walker of call stacks (walker.rs), loading beside alloc.bpf.o.
     pub walker: Walker,
 }
 
@@ -276,14 +275,6 @@ struct Slot {
     loaded: OnceCell<LoadedObject>,
 }
 
-/// How alloc_enter_stacks walks: with preemption off like every other probe program, or, on a
-/// kernel whose verifier refuses a global function's call there (6.10 to about 6.16), with it on.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Walk {
-    PreemptOff,
-    Preemptible,
-}
-
 /// mmap.bpf.c's read-only flag `copies_attached`: its copies ([`MMAP_COPIES`]) are loaded and
 /// attached only where the syscall tracepoints run preemptible (each costs every syscall of the
 /// machine one more program run: docs/PERFORMANCE.md).
@@ -292,14 +283,10 @@ const COPIES_RODATA: &str = ".rodata.copies";
 /// mmap.bpf.c's copies, loaded with [`COPIES_RODATA`].
 const MMAP_COPIES: [&str; 2] = ["mmap_sys_enter_again", "mmap_sys_exit_again"];
 
-/// The hash maps of bpf/stack.bpf.h only the walk uses: the unwind tables' files and the
-/// stacks sent (2^18 buckets).
-const STACK_HASHES: [&str; 2] = ["unwind_files", "stack_ids"];
-
 /// alloc.bpf.c's mean bytes between sampled stacks (`stack_sample_mean`; 0 walks every one).
 const SAMPLE_RODATA: &str = ".rodata.sample";
 
-/// alloc.bpf.c's read-only flag for [`Walk`] (`walk_preempt_off`).
+/// walk.bpf.c's read-only flag `walk_preempt_off`, for `doctor`'s load (walker.rs has its own).
 const WALK_RODATA: &str = ".rodata.walk";
 
 /// The maps the enabled objects share, created from the first's definitions (common.bpf.h's:
@@ -351,7 +338,6 @@ fn configure(
     opts: &RecordOptions,
     caps: &Capabilities,
     pidns: &PidNamespace,
-    walk: Walk,
 ) -> Result<OpenObject, Error> {
     let mut open = OpenObject::open_with(object.name, object.bytes, core).map_err(kernel_error)?;
     // The namespace whose pids the records carry (pidns.rs); floor.bpf.o has none.
@@ -359,18 +345,6 @@ fn configure(
         .map_err(kernel_error)?;
     reuse_shared(&mut open, object, shared).map_err(kernel_error)?;
     if object.name == "alloc" {
-        // The chunks of every file's unwind table (record::stacks) are made only as stacks
-        // are walked, and with a sample walk.bpf.o walks (walker.rs) and has the tables:
-        // alloc.bpf.o's are unused.
-        let walks_here = opts.stacks == StackMode::All;
-        stacks::size_rows(&mut open, walks_here).map_err(kernel_error)?;
-        if !walks_here {
-            // Without a walk nothing uses them, and a hash map's buckets are made and set up
-            // at creation even unpreallocated: 4.25 MiB of kernel memory for these two.
-            for map in STACK_HASHES {
-                open.set_max_entries(map, 1).map_err(kernel_error)?;
-            }
-        }
         // One entry and one return program of the variants (attach::programs_for).
         let wanted = attach::programs_for(opts.stacks);
         for prog in ALLOC_ENTRY_VARIANTS
@@ -380,17 +354,9 @@ fn configure(
             open.set_autoload(prog, wanted.contains(prog))
                 .map_err(kernel_error)?;
         }
+        // With `--stacks` the mean stays 0: every call goes to the walker.
         if let StackMode::Sampled(sample) = opts.stacks {
             open.set_rodata(SAMPLE_RODATA, &sample.mean_bytes.to_ne_bytes())
-                .map_err(kernel_error)?;
-        }
-        if walk == Walk::Preemptible {
-            open.set_rodata(WALK_RODATA, &[0]).map_err(kernel_error)?;
-        }
-        if opts.stacks == StackMode::All && cfg!(target_arch = "aarch64") {
-            // What the walk strips pac-ret's signatures with (record::stacks::pc_mask).
-            let mask = stacks::pc_mask();
-            open.set_rodata(stacks::PC_MASK_RODATA, &mask.to_ne_bytes())
                 .map_err(kernel_error)?;
         }
     }
@@ -435,8 +401,8 @@ impl Loaded {
         // cut.
         let kernel = caps.kernel_btf.as_ref().map(|k| k.bytes());
         // The walker loads beside them (walker.rs), against the same CO-RE types.
-        let sampled = matches!(opts.stacks, StackMode::Sampled(_)) && !opts.probe_floor;
-        let relocated = enabled.iter().chain(sampled.then_some(&&WALK));
+        let walks = opts.stacks.walks() && !opts.probe_floor;
+        let relocated = enabled.iter().chain(walks.then_some(&&WALK));
         let (shared, core) = std::thread::scope(|scope| {
             let core = scope.spawn(|| {
                 core_btf::custom(&relocated.map(|o| o.bytes).collect::<Vec<_>>(), kernel)
@@ -459,7 +425,7 @@ impl Loaded {
         for &object in &enabled {
             let (shared, core) = (&loaded.shared, loaded.core.as_ref());
             if !matches!(object.programs, Programs::Rmap) {
-                let open = configure(object, shared, core, opts, caps, pidns, Walk::PreemptOff)?;
+                let open = configure(object, shared, core, opts, caps, pidns)?;
                 opened.push((object, open));
                 continue;
             }
@@ -480,12 +446,12 @@ impl Loaded {
         // kernel's BTF and runs the verifier, most of a recording's fixed cost. The uprobes'
         // objects come first: the others load at the lowest priority, so that the probes' grace
         // period passes while they load rather than after.
-        // The walker of sampled stacks shares the allocator's call_state, made first (the
+        // The walker of call stacks shares the allocator's call_state, made first (the
         // allocator's maps alone) so that the two objects verify side by side.
         let (to_walker, for_walker) = std::sync::mpsc::sync_channel(1);
         for (object, mut open) in opened {
             let waits = !object.goes_on_uprobes();
-            let to_walker = (sampled && object.name == "alloc").then(|| to_walker.clone());
+            let to_walker = (walks && object.name == "alloc").then(|| to_walker.clone());
             let load = move || {
                 if waits {
                     if let Err(e) = sched::set_thread_priority(sched::Priority::Nice(19)) {
@@ -518,7 +484,7 @@ impl Loaded {
                 loaded: OnceCell::new(),
             });
         }
-        if sampled {
+        if walks {
             loaded.walker.start(WalkerSetup {
                 from_allocator: for_walker,
                 shared: &loaded.shared,
@@ -531,40 +497,23 @@ impl Loaded {
     }
 
     /// Wait for the objects whose programs go on uprobes: the allocator's and discover's.
-    pub fn wait_probes(
-        &self,
-        opts: &RecordOptions,
-        caps: &Capabilities,
-        pidns: &PidNamespace,
-    ) -> Result<(), Error> {
+    pub fn wait_probes(&self) -> Result<(), Error> {
         for slot in self.slots.iter().filter(|s| s.object.goes_on_uprobes()) {
-            self.join(slot, opts, caps, pidns)?;
+            self.join(slot)?;
         }
         Ok(())
     }
 
     /// Wait for every object.
-    pub fn wait_all(
-        &self,
-        opts: &RecordOptions,
-        caps: &Capabilities,
-        pidns: &PidNamespace,
-    ) -> Result<(), Error> {
+    pub fn wait_all(&self) -> Result<(), Error> {
         for slot in &self.slots {
-            self.join(slot, opts, caps, pidns)?;
+            self.join(slot)?;
         }
         Ok(())
     }
 
-    /// Join `slot`'s load, unless joined already: a refused rmap.bpf.o is left out (and said),
-    /// a refused walk loaded again preemptible.
-    fn join(
-        &self,
-        slot: &Slot,
-        opts: &RecordOptions,
-        caps: &Capabilities,
-        pidns: &PidNamespace,
-    ) -> Result<(), Error> {
+    /// Join `slot`'s load, unless joined already: a refused rmap.bpf.o is left out (and said).
+    fn join(&self, slot: &Slot) -> Result<(), Error> {
         let Some(thread) = slot.loading.borrow_mut().take() else {
             return Ok(());
         };
@@ -578,18 +527,6 @@ impl Loaded {
             Ok(_) if matches!(object.programs, Programs::Rmap) => {
                 log::info!("rmap hooks: fentry on {}", self.rmap_functions.join(", "));
                 result
-            }
-            Err(e)
-                if object.name == "alloc"
-                    && opts.stacks == StackMode::All
-                    && refuses_walk_preempt_off(&e) =>
-            {
-                log::info!(
-                    "this kernel's verifier refuses the stack walk with preemption off; it walks \
-                     preemptible"
-                );
-                let (shared, core) = (&self.shared, self.core.as_ref());
-                configure(object, shared, core, opts, caps, pidns, Walk::Preemptible)?.load()
             }
             other => other,
         };
@@ -626,11 +563,11 @@ impl Loaded {
         tried
             .into_iter()
             .map(|object| {
-                let try_load = |walk: Walk| {
+                let try_load = |preempt_off: bool| {
                     OpenObject::open_with(object.name, object.bytes, core.as_ref()).and_then(
                         |mut open| {
                             open.set_max_entries("events", 1 << 20)?;
-                            if walk == Walk::Preemptible {
+                            if !preempt_off {
                                 open.set_rodata(WALK_RODATA, &[0])?;
                             }
                             // The default's sampled walk, which a mean of 0 leaves out.
@@ -648,8 +585,8 @@ impl Loaded {
                     )
                 };
                 // As `load` does: where the verifier refuses the walk with preemption off.
-                let result = match try_load(Walk::PreemptOff) {
-                    Err(e) if refuses_walk_preempt_off(&e) => try_load(Walk::Preemptible),
+                let result = match try_load(true) {
+                    Err(e) if refuses_walk_preempt_off(&e) => try_load(false),
                     other => other,
                 }
                 .map(drop)

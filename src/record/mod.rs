@@ -191,12 +191,12 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
     // The probes on libc and the loader go on as soon as their objects are loaded: the first
     // uprobe waits for a kernel grace period, which passes while the other objects load.
     let objects = load::Loaded::start(opts, caps, &pidns)?;
-    objects.wait_probes(opts, caps, &pidns)?;
+    objects.wait_probes()?;
     clock.step("allocator and discovery objects' load");
     let mut discovered = Vec::new();
     let discovery = discovery(opts, caps, &objects, private.as_ref(), &mut discovered)?;
     clock.step("probes on libc and the loader");
-    objects.wait_all(opts, caps, &pidns)?;
+    objects.wait_all()?;
     clock.step("other objects' load");
     let links = objects.attach()?;
     clock.step("tracepoint attach");
@@ -442,20 +442,14 @@ fn discovery<'obj>(
     if stacks {
         features.push(crate::format::FEATURE_STACKS.to_string());
     }
-    // Every stack: the allocator's object walks, and its tables are made as files are found.
-    // A sample: the walker loads meanwhile (walker.rs); the draws go in now, the tables later.
-    let tables = match opts.stacks {
-        stacks::StackMode::All if stacks => {
-            Some(stacks::Tables::new(objects.allocator(), None).map_err(kernel_error)?)
-        }
-        stacks::StackMode::Sampled(sample) if stacks => {
+    // The walker loads meanwhile (walker.rs), and the tables of the files found until it is
+    // in place are made then. A sample's draws go in now; every stack (`--stacks`) needs none.
+    if let stacks::StackMode::Sampled(sample) = opts.stacks {
+        if stacks {
             features.push(sample.feature());
             stacks::fill_draws(objects.allocator(), sample).map_err(kernel_error)?;
-            None
         }
-        _ => None,
-    };
-    let tables_later = stacks && tables.is_none();
+    }
     let copies = private.iter().flat_map(|p| p.copies());
     if opts.leak_scan {
         features.push(crate::format::FEATURE_LEAK_SCAN.to_string());
@@ -464,8 +458,7 @@ fn discovery<'obj>(
         discovery
             .with_exit_hold(opts.leak_scan)
             .with_custom(opts.custom.clone())
-            .with_tables(tables)
-            .with_tables_later(tables_later)
+            .with_tables_later(stacks)
             .with_copies(copies.clone().map(|c| (c.key, c.real.clone()))),
         copies.collect(),
     )

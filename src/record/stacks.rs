@@ -243,18 +243,10 @@ pub struct Tables<'obj> {
 }
 
 impl<'obj> Tables<'obj> {
-    /// Switch stacks on in `walker` (alloc.bpf.o walking every stack, or walk.bpf.o walking a
-    /// sample); its rows' chunks are made as the tables need them.
-    /// `rows`: its `unwind_rows`, with chunks made ahead ([`load_with_rows`]), if any.
-    pub fn new(
-        walker: &'obj LoadedObject,
-        rows: Option<ArrayChunks>,
-    ) -> Result<Tables<'obj>, BpfError> {
+    /// Switch stacks on in `walker` (walk.bpf.o), whose `unwind_rows` is `rows`, with the chunk
+    /// made as it loaded ([`load_with_rows`]); later chunks are made as the tables need them.
+    pub fn new(walker: &'obj LoadedObject, rows: ArrayChunks) -> Result<Tables<'obj>, BpfError> {
         MapFd::of(walker, CONFIG_MAP)?.update_u32(0, 1)?;
-        let rows = match rows {
-            Some(rows) => rows,
-            None => row_chunks(walker.share_map(ROWS_MAP)?),
-        };
         Ok(Tables {
             rows,
             chunk_rows: ROWS_PER_ELEMENT << chunk_shift(),
