@@ -20,8 +20,8 @@
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
-/* As alloc.bpf.c's: false where the verifier refuses the walk's global functions with
- * preemption off (6.10 to about 6.16), and user space loads this object again. */
+/* False where the verifier refuses the walk's global functions with preemption off (6.10 to
+ * about 6.16): user space then loads this object again with it cleared (walker.rs). */
 const volatile bool walk_preempt_off SEC(".rodata.walk") = true;
 
 /* Walks what the thread's call_state asks for; 1 if that was a return's walk, whose call is

@@ -255,9 +255,8 @@ const ALLOC_ENTRY_VARIANTS: &[&str] = &[
 /// the loads instead of after them (docs/PERFORMANCE.md, "Fixed cost").
 pub struct Loaded {
     slots: Vec<Slot>,
-    /// The maps every object shares, and the CO-RE types they are relocated against (libbpf
-    /// reads the file at load): both kept for a second load of alloc.bpf.o (`Walk`).
-    shared: Vec<SharedMap>,
+    /// The CO-RE types the objects are relocated against: libbpf reads the file as each
+    /// object loads, on its thread, after `start` has returned.
     core: Option<CustomBtf>,
     /// The rmap functions hooked, said at -v once rmap.bpf.o is loaded.
     rmap_functions: Vec<&'static str>,
@@ -285,9 +284,6 @@ const MMAP_COPIES: [&str; 2] = ["mmap_sys_enter_again", "mmap_sys_exit_again"];
 
 /// alloc.bpf.c's mean bytes between sampled stacks (`stack_sample_mean`; 0 walks every one).
 const SAMPLE_RODATA: &str = ".rodata.sample";
-
-/// walk.bpf.c's read-only flag `walk_preempt_off`, for `doctor`'s load (walker.rs has its own).
-const WALK_RODATA: &str = ".rodata.walk";
 
 /// The maps the enabled objects share, created from the first's definitions (common.bpf.h's:
 /// every object has them), the ring buffer sized as `opts` says. Created before any object
@@ -413,7 +409,6 @@ impl Loaded {
         let shared = shared?;
         let mut loaded = Loaded {
             slots: Vec::with_capacity(enabled.len()),
-            shared,
             core,
             rmap_functions: Vec::new(),
             rmap_unavailable: OnceCell::new(),
@@ -423,7 +418,7 @@ impl Loaded {
         // recording goes on with rss_stat alone and says so once, at its end.
         let mut opened = Vec::with_capacity(enabled.len());
         for &object in &enabled {
-            let (shared, core) = (&loaded.shared, loaded.core.as_ref());
+            let (shared, core) = (&shared, loaded.core.as_ref());
             if !matches!(object.programs, Programs::Rmap) {
                 let open = configure(object, shared, core, opts, caps, pidns)?;
                 opened.push((object, open));
@@ -487,7 +482,7 @@ impl Loaded {
         if walks {
             loaded.walker.start(WalkerSetup {
                 from_allocator: for_walker,
-                shared: &loaded.shared,
+                shared: &shared,
                 core: loaded.core.as_ref(),
                 classic: matches!(caps.uprobes, UprobeLinks::Classic(_)),
                 pidns_rodata: pidns.rodata(),
@@ -568,7 +563,7 @@ impl Loaded {
                         |mut open| {
                             open.set_max_entries("events", 1 << 20)?;
                             if !preempt_off {
-                                open.set_rodata(WALK_RODATA, &[0])?;
+                                open.set_rodata(walker::WALK_RODATA, &[0])?;
                             }
                             // The default's sampled walk, which a mean of 0 leaves out.
                             let mean = stacks::DEFAULT_SAMPLE_BYTES;

@@ -83,17 +83,13 @@ pub fn load_with_rows(mut open: OpenObject) -> Result<(LoadedObject, ArrayChunks
     Ok((loaded, chunks))
 }
 
-/// Size `open`'s `unwind_rows` before load: its chunks for [`ROW_CAPACITY`] rows if `walks`,
-/// else one element (nothing reads them, and the kernel makes a chunk to check the array).
-pub fn size_rows(open: &mut OpenObject, walks: bool) -> Result<(), BpfError> {
+/// Size the walker's `unwind_rows` before load: chunks of 2^[`chunk_shift`] elements, as many
+/// as [`ROW_CAPACITY`] rows take.
+pub fn size_rows(open: &mut OpenObject) -> Result<(), BpfError> {
     let shift = chunk_shift();
-    let (chunks, elements) = match walks {
-        true => ((ROW_CAPACITY / ROWS_PER_ELEMENT) >> shift, 1 << shift),
-        false => (1, 1),
-    };
     open.set_rodata(ROWS_RODATA, &shift.to_ne_bytes())?;
-    open.set_max_entries(ROWS_MAP, chunks)?;
-    open.set_inner_array(ROWS_MAP, ELEMENT_SIZE, elements)
+    open.set_max_entries(ROWS_MAP, (ROW_CAPACITY / ROWS_PER_ELEMENT) >> shift)?;
+    open.set_inner_array(ROWS_MAP, ELEMENT_SIZE, 1 << shift)
 }
 
 /// Which allocations' stacks a recording walks.
@@ -228,8 +224,6 @@ struct Module {
 pub struct Tables<'obj> {
     /// `unwind_rows`' chunks made so far, mapped.
     rows: ArrayChunks,
-    /// Rows per chunk.
-    chunk_rows: u32,
     used: u32,
     files: MapFd<'obj>,
     stats: MapFd<'obj>,
@@ -249,7 +243,6 @@ impl<'obj> Tables<'obj> {
         MapFd::of(walker, CONFIG_MAP)?.update_u32(0, 1)?;
         Ok(Tables {
             rows,
-            chunk_rows: ROWS_PER_ELEMENT << chunk_shift(),
             used: 0,
             files: MapFd::of(walker, FILES_MAP)?,
             stats: MapFd::of(walker, STATS_MAP)?,
@@ -334,7 +327,7 @@ impl<'obj> Tables<'obj> {
         let first = self.used;
         // Each file starts on an element, so that no two files share one.
         let end = first + n.next_multiple_of(ROWS_PER_ELEMENT);
-        while (self.rows.len() as u32) * self.chunk_rows < end {
+        while (self.rows.len() as u32) * self.chunk_rows() < end {
             if let Err(e) = self.rows.grow() {
                 log::warn!("{shown}: no room for its unwind table ({e}); its frames end stacks");
                 return None;
@@ -344,12 +337,18 @@ impl<'obj> Tables<'obj> {
         Some(first)
     }
 
+    /// Rows per chunk.
+    fn chunk_rows(&self) -> u32 {
+        self.rows.entries() * ROWS_PER_ELEMENT
+    }
+
     fn write_rows(&mut self, first: u32, rows: &[UnwindRow]) {
         let size = std::mem::size_of::<UnwindRow>();
+        let chunk_rows = self.chunk_rows() as usize;
         for (i, row) in rows.iter().enumerate() {
             let at = first as usize + i;
-            let chunk = at / self.chunk_rows as usize;
-            let at = (at % self.chunk_rows as usize) * size;
+            let chunk = at / chunk_rows;
+            let at = (at % chunk_rows) * size;
             self.rows.chunk_mut(chunk)[at..at + size].copy_from_slice(&row.to_bytes());
         }
     }

@@ -52,8 +52,9 @@ const AT_RETURN_ONLY: &str = "MEMTRACK_TEST_WALK_AT_RETURN";
 /// The allocator's maps the walker works on besides those every object shares.
 pub const FROM_ALLOCATOR: &[&str] = &["call_state"];
 
-/// walk.bpf.c's read-only flag `walk_preempt_off`, as alloc.bpf.c's.
-const WALK_RODATA: &str = ".rodata.walk";
+/// walk.bpf.c's read-only flag `walk_preempt_off`, cleared where the verifier refuses the
+/// walk with preemption off ([`refuses_walk_preempt_off`]); `doctor` loads it so too.
+pub const WALK_RODATA: &str = ".rodata.walk";
 
 /// The walker: loading on its thread, then loaded.
 #[derive(Default)]
@@ -114,7 +115,7 @@ impl Walker {
             for map in shared {
                 open.reuse_map(map)?;
             }
-            stacks::size_rows(&mut open, true)?;
+            stacks::size_rows(&mut open)?;
             if !preempt_off {
                 open.set_rodata(WALK_RODATA, &[0])?;
             }
@@ -122,9 +123,9 @@ impl Walker {
                 open.use_classic_uprobe(PROGRAM)?;
             }
             if cfg!(target_arch = "aarch64") {
-                // As alloc.bpf.o's walk (load.rs): pac-ret's signatures stripped with it.
-                let mask = crate::record::stacks::pc_mask();
-                open.set_rodata(crate::record::stacks::PC_MASK_RODATA, &mask.to_ne_bytes())?;
+                // pac-ret's signatures are stripped from return addresses with it.
+                let mask = stacks::pc_mask();
+                open.set_rodata(stacks::PC_MASK_RODATA, &mask.to_ne_bytes())?;
             }
             Ok(open)
         };

@@ -265,31 +265,20 @@ impl OpenObject {
     /// Create map `map` in the kernel as this object defines it (type, key and value sizes,
     /// entries, flags), before the object loads, for objects to share ([`Self::reuse_map`]).
     pub fn create_map(&self, map: &str) -> Result<SharedMap, BpfError> {
-        let m = self.map_ptr(map)?;
-        let cname = cstring(map);
-        // SAFETY: m belongs to this open object; the opts are zeroed but for sz and the flags;
-        // the name is NUL-terminated and outlives the call.
-        let fd = unsafe {
-            let m = m.as_ptr();
-            let opts = sys::bpf_map_create_opts {
-                sz: std::mem::size_of::<sys::bpf_map_create_opts>() as sys::size_t,
-                map_flags: sys::bpf_map__map_flags(m),
-                ..Default::default()
-            };
-            sys::bpf_map_create(
-                sys::bpf_map__type(m),
-                cname.as_ptr(),
-                sys::bpf_map__key_size(m),
-                sys::bpf_map__value_size(m),
-                sys::bpf_map__max_entries(m),
-                &opts,
-            )
+        let m = self.map_ptr(map)?.as_ptr();
+        // SAFETY: m belongs to this open object; these only read its definition.
+        let spec = unsafe {
+            MapSpec {
+                map_type: sys::bpf_map__type(m),
+                key_size: sys::bpf_map__key_size(m),
+                value_size: sys::bpf_map__value_size(m),
+                entries: sys::bpf_map__max_entries(m),
+                flags: sys::bpf_map__map_flags(m),
+            }
         };
-        if fd < 0 {
-            return Err(BpfError::last(format!("create map {map} of {}", self.name)));
-        }
-        // SAFETY: bpf_map_create returned a new fd that nothing else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let fd = new_map(&cstring(map), spec, || {
+            format!("create map {map} of {}", self.name)
+        })?;
         Ok(SharedMap {
             name: map.to_string(),
             fd,
@@ -696,26 +685,35 @@ fn share(obj: NonNull<sys::bpf_object>, name: &str, map: &str) -> Result<SharedM
     })
 }
 
-/// A new mmapable array map of `entries` values of `value_size` bytes (u32 keys), for the
-/// arrays of maps that hold such arrays.
-pub(super) fn mmapable_array(
-    value_size: u32,
-    entries: u32,
+/// What a new map is ([`new_map`]).
+pub(super) struct MapSpec {
+    pub map_type: sys::bpf_map_type,
+    pub key_size: u32,
+    pub value_size: u32,
+    pub entries: u32,
+    pub flags: u32,
+}
+
+/// A new BPF map named `name`, as `spec` says, owned; `what` failed otherwise.
+pub(super) fn new_map(
+    name: &CStr,
+    spec: MapSpec,
     what: impl FnOnce() -> String,
 ) -> Result<OwnedFd, BpfError> {
     let opts = sys::bpf_map_create_opts {
         sz: std::mem::size_of::<sys::bpf_map_create_opts>() as sys::size_t,
-        map_flags: sys::BPF_F_MMAPABLE,
+        map_flags: spec.flags,
         ..Default::default()
     };
-    // SAFETY: the opts are zeroed but for sz and the flags; the name is NUL-terminated.
+    // SAFETY: the opts are zeroed but for sz and the flags; the name is NUL-terminated and
+    // outlives the call.
     let fd = unsafe {
         sys::bpf_map_create(
-            sys::BPF_MAP_TYPE_ARRAY,
-            c"memtrack_inner".as_ptr(),
-            4,
-            value_size,
-            entries,
+            spec.map_type,
+            name.as_ptr(),
+            spec.key_size,
+            spec.value_size,
+            spec.entries,
             &opts,
         )
     };
@@ -724,6 +722,23 @@ pub(super) fn mmapable_array(
     }
     // SAFETY: bpf_map_create returned a new fd that nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// A new mmapable array map of `entries` values of `value_size` bytes (u32 keys), for the
+/// arrays of maps that hold such arrays.
+pub(super) fn mmapable_array(
+    value_size: u32,
+    entries: u32,
+    what: impl FnOnce() -> String,
+) -> Result<OwnedFd, BpfError> {
+    let spec = MapSpec {
+        map_type: sys::BPF_MAP_TYPE_ARRAY,
+        key_size: 4,
+        value_size,
+        entries,
+        flags: sys::BPF_F_MMAPABLE,
+    };
+    new_map(c"memtrack_inner", spec, what)
 }
 
 pub(super) fn check(rc: c_int, what: impl FnOnce() -> String) -> Result<(), BpfError> {

@@ -70,16 +70,9 @@ impl<'obj> MapFd<'obj> {
 
     /// Set `key` to `value`.
     pub fn update_u32(&self, key: u32, value: u32) -> Result<(), BpfError> {
-        // SAFETY: key and value are the map's key and value sizes (u32, u32).
-        let rc = unsafe {
-            sys::bpf_map_update_elem(
-                self.fd,
-                &key as *const u32 as *const c_void,
-                &value as *const u32 as *const c_void,
-                sys::BPF_ANY as u64,
-            )
-        };
-        check(rc, || format!("update map {}", self.name))
+        // SAFETY: the fd is this live map's (the object's borrow).
+        let fd = unsafe { BorrowedFd::borrow_raw(self.fd) };
+        update_u32(fd, key, value, || format!("update map {}", self.name))
     }
 
     /// Remove `key` (missing keys are fine).
@@ -136,6 +129,26 @@ impl<'obj> MapFd<'obj> {
         check(rc, || format!("read map {}", self.name))?;
         Ok(value)
     }
+}
+
+/// Set `key` to `value` in the map `fd`, whose keys and values are 4 bytes; `what` failed
+/// otherwise.
+fn update_u32(
+    fd: BorrowedFd<'_>,
+    key: u32,
+    value: u32,
+    what: impl FnOnce() -> String,
+) -> Result<(), BpfError> {
+    // SAFETY: key and value are the map's key and value sizes (u32, u32).
+    let rc = unsafe {
+        sys::bpf_map_update_elem(
+            fd.as_raw_fd(),
+            &key as *const u32 as *const c_void,
+            &value as *const u32 as *const c_void,
+            sys::BPF_ANY as u64,
+        )
+    };
+    check(rc, what)
 }
 
 /// The values of the mmapable array map `fd`, of `entries` values of `value_size` bytes, mapped
@@ -199,6 +212,11 @@ impl ArrayChunks {
         self.chunks.len()
     }
 
+    /// The values each chunk holds.
+    pub fn entries(&self) -> u32 {
+        self.entries
+    }
+
     /// Make the next chunk and put it in the array. The kernel then waits for the BPF programs
     /// running to end (an RCU grace period, some 10 ms): a wait, not work.
     pub fn grow(&mut self) -> Result<(), BpfError> {
@@ -213,17 +231,11 @@ impl ArrayChunks {
             self.entries as usize,
         )
         .map_err(|e| BpfError::io(format!("map the values of element {slot} of {name}"), e))?;
-        let inner_fd = inner.as_raw_fd();
-        // SAFETY: the key is u32 and the value an fd (u32), an array of maps' sizes.
-        let rc = unsafe {
-            sys::bpf_map_update_elem(
-                self.outer.as_fd().as_raw_fd(),
-                &slot as *const u32 as *const c_void,
-                &inner_fd as *const c_int as *const c_void,
-                sys::BPF_ANY as u64,
-            )
-        };
-        check(rc, || format!("put element {slot} in map {name}"))?;
+        // An array of maps' values are the fds of the maps put in it.
+        let inner_fd = inner.as_raw_fd() as u32;
+        update_u32(self.outer.as_fd(), slot, inner_fd, || {
+            format!("put element {slot} in map {name}")
+        })?;
         self.chunks.push(values);
         Ok(())
     }

@@ -12,7 +12,7 @@ use std::ptr::NonNull;
 
 use libbpf_sys as sys;
 
-use crate::sys::bpf::BpfError;
+use crate::sys::bpf::{new_map, BpfError, MapSpec};
 
 /// `r0 = 0; exit`, as raw `struct bpf_insn`s (8 bytes each, little-endian on our targets):
 /// BPF_ALU64|BPF_MOV|BPF_K (0xb7) to r0 with imm 0, then BPF_JMP|BPF_EXIT (0x95).
@@ -49,19 +49,14 @@ fn create_map(
     max_entries: u32,
     what: &str,
 ) -> Result<(), BpfError> {
-    let name = CString::new("memtrack_probe").unwrap_or_default();
-    // SAFETY: the name is NUL-terminated; NULL opts means libbpf's defaults.
-    let fd = unsafe {
-        sys::bpf_map_create(
-            map_type,
-            name.as_ptr(),
-            key_size,
-            value_size,
-            max_entries,
-            std::ptr::null(),
-        )
+    let spec = MapSpec {
+        map_type,
+        key_size,
+        value_size,
+        entries: max_entries,
+        flags: 0,
     };
-    own(fd, what).map(drop)
+    new_map(c"memtrack_probe", spec, || what.to_string()).map(drop)
 }
 
 /// Whether the bpf() syscall works for us at all: create a one-entry array map.
