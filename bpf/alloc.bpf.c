@@ -33,11 +33,10 @@
  * The measuring gate (common.bpf.h) is read where an outermost call starts, never at a return
  * (frees are recorded whatever it says, see free_enter): a call that entered while the gate was
  * open is recorded even if it returns after `stop`, and one that entered while it was closed is
- * not recorded even if it returns after `start`. Calls nested in a call in progress follow their outer call, so flipping the gate
- * never leaves half a call recorded. The one case this cannot see: an outer call that entered
- * while closed has no state, so an internal call it makes after `start` is recorded as the
- * outermost one (realloc(NULL, n) shows up as the malloc it makes): still one event for one
- * allocation.
+ * not recorded even if it returns after `start`. Calls nested in a call in progress follow
+ * their outer call, so flipping the gate never leaves half a call recorded: a call entered
+ * while closed is followed like any other, muted, so that the blocks an allocator makes for
+ * its own bookkeeping after `start` (tracemalloc's hooks inside PyMem_Calloc) stay internal.
  */
 #include "call_state.bpf.h"
 
@@ -184,12 +183,14 @@ static __always_inline int call_enter(struct pt_regs *ctx, __u32 func, __u32 lay
 		return 0;
 	}
 	if (!gate_open()) {
-		/* Not recorded; a stale call, label or remembered free goes with it. A realloc
-		 * still releases its old block, which may be one allocated while measuring (see
-		 * free_enter): it is reported as a free at the entry, since the call is not
-		 * followed to its return (a failed realloc, which keeps the block, is the one case
-		 * this counts wrong, as freed). */
-		st->depth = 0;
+		/* Followed, muted, to its return, so that what it calls is internal; a stale
+		 * call, label or remembered free goes with it. A realloc still releases its old
+		 * block, which may be one allocated while measuring (see free_enter): it is
+		 * reported as a free at the entry, since the return reports nothing (a failed
+		 * realloc, which keeps the block, is the one case this counts wrong, as freed). */
+		st->sp = sp;
+		st->depth = 1;
+		st->muted = 1;
 		st->label = 0;
 		st->free_ptr = 0;
 		st->walk_at_return = 0;
@@ -197,6 +198,7 @@ static __always_inline int call_enter(struct pt_regs *ctx, __u32 func, __u32 lay
 			emit(EV_FREE, func, arg, 0, 0, 0);
 		return 0;
 	}
+	st->muted = 0;
 	labelled = false;
 	if (st->label) {
 		if (sp <= st->label_sp) {

@@ -52,7 +52,7 @@ struct call_state {
 	__u32 walk_for;  /* enum walk_for: the walk walk.bpf.c is to make after this entry */
 	/* A walk left to the outermost call's return (alloc.bpf.c, "Sampled stacks"): */
 	__u32 walk_at_return; /* 1 while one is due */
-	__u32 _pad;
+	__u32 muted; /* 1 while the outermost call entered with the gate closed: not reported */
 	__u64 return_pc; /* the walked entry's pc: the stack's first frame */
 	__u64 return_sp; /* the lowest stack pointer of a frame of its callers */
 };
@@ -96,7 +96,7 @@ static __always_inline int call_exit(struct pt_regs *ctx, __u64 ret)
 
 	if (!st || !st->depth)
 		return 0;
-	if (--st->depth)
+	if (--st->depth || st->muted)
 		return 0;
 	func = st->func;
 	switch (st->layout) {
