@@ -309,7 +309,14 @@ struct unwind_file {
 	__u32 module; /* the recording's module id (EventKind::Module), from 1 */
 	__u32 first;  /* index of its first row in `unwind_rows`, across the chunks */
 	__u32 count;  /* its rows */
-	__u32 _pad;
+	/* Its bucket index (src/unwind/index.rs), which narrows the walk's search for a row to a
+	 * few: bucket b holds the offsets from base + (b << shift), and the index's word b is how
+	 * many rows start before that. Words 0..=buckets, three to a row's 12 bytes, in the rows
+	 * from `index` on. No index when buckets is 0. */
+	__u32 index;
+	__u32 base;
+	__u32 buckets;
+	__u32 shift;
 };
 
 /* Two rows per element of the `unwind_rows` array: array elements are padded to 8 bytes, and

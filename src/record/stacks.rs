@@ -26,9 +26,9 @@ use crate::stacks::symbolize::ModuleFile;
 use crate::stacks::trie::{Frame, NewNode, StackTrie};
 use crate::sys::bpf::{BpfError, LoadedObject, OpenObject, SharedMap};
 use crate::sys::bpf_map::{ArrayChunks, MapFd};
-use crate::sys::process;
 use crate::sys::raw::{stack_stat, STACK_ID_MISSING, UNWIND_CHUNKS, UNWIND_CHUNK_SHIFT};
-use crate::unwind::UnwindRow;
+use crate::sys::{process, raw};
+use crate::unwind::{RowIndex, UnwindRow};
 
 /// Rows the `unwind_rows` chunks hold at most: 8 Mi rows, 96 MiB of kernel memory if every
 /// chunk were made. A C++ compile needs about 0.7 Mi (cc1plus alone has 0.45 Mi), a Python or
@@ -212,6 +212,11 @@ const FILES_MAP: &str = "unwind_files";
 const CONFIG_MAP: &str = "stack_config";
 const STATS_MAP: &str = "stack_stats";
 
+/// `struct unwind_file` (bpf/event.h), field by field: module, first row, rows, then the bucket
+/// index's first row, base, buckets and shift.
+type UnwindFile = [u32; 7];
+const _: () = assert!(std::mem::size_of::<UnwindFile>() == std::mem::size_of::<raw::unwind_file>());
+
 /// One module: a file with a table.
 struct Module {
     id: u32,
@@ -267,15 +272,32 @@ impl<'obj> Tables<'obj> {
             }
         };
         let rows = table.file_offset_rows();
-        let Some(first) = self.reserve(rows.len(), shown) else {
+        let pcs: Vec<u32> = rows.iter().map(|r| r.pc).collect();
+        let Some(index) = RowIndex::of(&pcs) else {
+            log::debug!("no unwind table for {shown}: no rows");
             return;
         };
-        self.write_rows(first, &rows);
+        let index_rows = index.rows();
+        let Some(at) = self.reserve(index_rows.len() + rows.len(), shown) else {
+            return;
+        };
+        let first = at + index_rows.len() as u32;
+        self.write_rows(at, index_rows.into_iter());
+        self.write_rows(first, rows.iter().map(UnwindRow::to_bytes));
         let id = self.modules.len() as u32 + 1;
-        let mut value = [0u8; 16];
-        value[..4].copy_from_slice(&id.to_ne_bytes());
-        value[4..8].copy_from_slice(&first.to_ne_bytes());
-        value[8..12].copy_from_slice(&(rows.len() as u32).to_ne_bytes());
+        let fields: UnwindFile = [
+            id,
+            first,
+            rows.len() as u32,
+            at,
+            index.base,
+            index.buckets(),
+            index.shift,
+        ];
+        let mut value = [0u8; std::mem::size_of::<UnwindFile>()];
+        for (bytes, field) in value.chunks_exact_mut(4).zip(fields) {
+            bytes.copy_from_slice(&field.to_ne_bytes());
+        }
         // Published after the rows are written: the walk reads them once it finds this entry.
         if let Err(e) = self.files.update_bytes(&key.bytes(), &value) {
             log::warn!("{shown}: cannot load its unwind table ({e}); its frames end stacks");
@@ -342,14 +364,15 @@ impl<'obj> Tables<'obj> {
         self.rows.entries() * ROWS_PER_ELEMENT
     }
 
-    fn write_rows(&mut self, first: u32, rows: &[UnwindRow]) {
+    /// Write `rows` (each a row's bytes, [`UnwindRow::to_bytes`]) from row `first` on.
+    fn write_rows(&mut self, first: u32, rows: impl Iterator<Item = [u8; 12]>) {
         let size = std::mem::size_of::<UnwindRow>();
         let chunk_rows = self.chunk_rows() as usize;
-        for (i, row) in rows.iter().enumerate() {
+        for (i, row) in rows.enumerate() {
             let at = first as usize + i;
             let chunk = at / chunk_rows;
             let at = (at % chunk_rows) * size;
-            self.rows.chunk_mut(chunk)[at..at + size].copy_from_slice(&row.to_bytes());
+            self.rows.chunk_mut(chunk)[at..at + size].copy_from_slice(&row);
         }
     }
 

@@ -1,5 +1,5 @@
 //! Unwind tables: a file's call frame information (`.eh_frame` and `.debug_frame`) turned
-//! into compact rows sorted by pc, which the BPF stack walk binary-searches once per frame to
+//! into compact rows sorted by pc, which the BPF stack walk searches (narrowed by `index`) to
 //! find the caller's frame in code built without frame pointers (issue 15).
 //!
 //! Where it sits in the flow: discovery, which already opens each executable file a process
@@ -7,7 +7,7 @@
 //! [`build`]; the recorder loads the rows once per file into a BPF map shared by every process
 //! that maps the file. Inside: `elf` finds the sections, `cfi` walks them with gimli and reduces
 //! each row to a [`RowRule`], `table` sorts, merges and fills gaps; `row` is the layout shared
-//! with `bpf/event.h`.
+//! with `bpf/event.h`, and `index` the buckets that narrow the walk's search.
 //!
 //! Sharing: the recorder keys shards by the file's (dev, ino), which `/proc/PID/maps` names
 //! for every mapping, so finding an already loaded shard at discovery reads no file. The
@@ -17,6 +17,7 @@
 
 mod cfi;
 mod elf;
+mod index;
 mod row;
 #[cfg(test)]
 mod synthetic;
@@ -31,6 +32,7 @@ use gimli::{BaseAddresses, DebugFrame, EhFrame, LittleEndian, Vendor};
 pub use cfi::Machine;
 pub use cfi::PLT_CFA_EXPRESSION;
 pub use elf::{CfiSection, Segment};
+pub use index::RowIndex;
 pub use row::{CfaRule, RaRule, RbpRule, RowRule, UnwindRow};
 
 /// One file's unwind table: the rows the BPF walk searches, what went into them, and what
