@@ -18,13 +18,13 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #define NR_MUNMAP 11
 #define NR_BRK 12
 #define NR_MREMAP 25
-#define SYSCALL_NR(regs) BPF_CORE_READ(regs, orig_ax)
+#define SYSCALL_NR(regs) ((regs)->orig_ax)
 #elif defined(__TARGET_ARCH_arm64) || defined(__TARGET_ARCH_riscv)
 #define NR_MMAP 222
 #define NR_MUNMAP 215
 #define NR_BRK 214
 #define NR_MREMAP 216
-#define SYSCALL_NR(regs) BPF_CORE_READ((struct user_pt_regs *)(regs), regs[8])
+#define SYSCALL_NR(regs) ((regs)->regs[8])
 #else
 #error "mmap.bpf.c: syscall numbers of this architecture are not known"
 #endif
