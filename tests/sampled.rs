@@ -192,8 +192,10 @@ fn walks_at_the_return_are_the_entrys_walks() {
             "allocation {i}: the exact stack is {want:?}"
         );
         assert_eq!(
-            got, want,
-            "allocation {i}: walked at the return, and at the entry"
+            got,
+            want,
+            "allocation {i}: walked at the return, and at the entry\n{}",
+            at_return.describe()
         );
         compared += 1;
     }
