@@ -46,18 +46,6 @@ impl RowIndex {
         self.words.len() as u32 - 1
     }
 
-    /// The rows the walk searches for offset `off` among `count`: (lo, hi), every row before lo
-    /// starting at or before `off` and none from hi on; None before the first row.
-    pub fn range(&self, off: u32, count: u32) -> Option<(u32, u32)> {
-        let bucket = u64::from(off.checked_sub(self.base)?) >> self.shift;
-        Some(
-            match self.words.get(bucket as usize..=bucket as usize + 1) {
-                Some(&[lo, hi]) => (lo, hi.min(count)),
-                _ => (count, count),
-            },
-        )
-    }
-
     /// The index as the rows array holds it: three words to a row's 12 bytes, the last row
     /// padded with zeros.
     pub fn rows(&self) -> Vec<[u8; 12]> {
@@ -79,10 +67,22 @@ mod tests {
     use super::*;
     use crate::xorshift::XorShift;
 
+    /// The rows find_row searches for offset `off` among `count`: (lo, hi), every row before lo
+    /// starting at or before `off` and none from hi on; None before the first row.
+    fn range(index: &RowIndex, off: u32, count: u32) -> Option<(u32, u32)> {
+        let bucket = u64::from(off.checked_sub(index.base)?) >> index.shift;
+        Some(
+            match index.words.get(bucket as usize..=bucket as usize + 1) {
+                Some(&[lo, hi]) => (lo, hi.min(count)),
+                _ => (count, count),
+            },
+        )
+    }
+
     /// The row find_row answers for `off`: the last starting at or before it, searched between
     /// the index's words as the BPF code does.
     fn find(pcs: &[u32], index: &RowIndex, off: u32) -> Option<usize> {
-        let (lo, hi) = index.range(off, pcs.len() as u32)?;
+        let (lo, hi) = range(index, off, pcs.len() as u32)?;
         let (lo, hi) = (lo as usize, hi as usize);
         let within = pcs[lo..hi].partition_point(|&pc| pc <= off);
         (lo + within).checked_sub(1)
