@@ -63,7 +63,7 @@ fn main() {
 
     let bindings = bindgen::Builder::default()
         .header("bpf/event.h")
-        .allowlist_type("(alloc|fork|exec|exit|rss|rmap|rmap_region|stop|map|stack)_event|event_header|unwind_file")
+        .allowlist_type("(alloc|fork|exec|exit|rss|rmap|rmap_region|fault|stop|map|stack)_event|event_header|unwind_file")
         .allowlist_type(
             "event_kind|alloc_func|alloc_layout|arg_reg|lost_cause|tracked_state|stop_reason|gate_state|stack_end|stack_stat|cfa_rule|rbp_rule|ra_rule",
         )

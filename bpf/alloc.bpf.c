@@ -95,14 +95,6 @@ static __always_inline struct call_state *thread_state(__u32 tgid)
  */
 const volatile __u64 stack_sample_mean SEC(".rodata.sample") = 0; /* 0: walk every one */
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, SAMPLE_DRAWS);
-	__type(key, __u32);
-	__type(value, __u32);
-} sample_draws SEC(".maps");
-
 static __always_inline __u64 next_interval(struct call_state *st)
 {
 	__u32 i = st->draw++ & (SAMPLE_DRAWS - 1);

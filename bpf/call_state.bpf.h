@@ -57,6 +57,16 @@ struct call_state {
 	__u64 return_sp; /* the lowest stack pointer of a frame of its callers */
 };
 
+/* The exponential draws of the sampling countdowns, user space's (alloc.bpf.c, "Sampled stacks"):
+ * the allocator's, and the walker's over the pages faults make resident (walk.bpf.c). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, SAMPLE_DRAWS);
+	__type(key, __u32);
+	__type(value, __u32);
+} sample_draws SEC(".maps");
+
 /* Kept in the thread's own task storage, which the kernel frees with the thread: a lookup is a
  * pointer or two away, where a hash map keyed by tid cost a hash and a bucket walk on every
  * call. Only threads of tracked processes get one, so it also stands for the tracked check:

@@ -66,6 +66,24 @@ struct {
 	__type(value, __u32);
 } gate SEC(".maps");
 
+/* The increase of a resident counter that rss.bpf.c's rss_stat just recorded, when a task of
+ * the owning process made it in its own context (a page fault, or a syscall touching its
+ * memory): for walk.bpf.c's fault_walk, attached after it on the same tracepoint, which walks
+ * that task's user stack (issue 35). Per CPU: one run of the tracepoint runs both programs
+ * with preemption off; `task` tells this run's entry from a stale one. */
+struct fault_pending {
+	__u64 task;   /* the task_struct that made it; 0 once taken */
+	__u32 pages;  /* the increase */
+	__u32 member; /* rss_event's member numbers */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fault_pending);
+} fault_pending SEC(".maps");
+
 /* A file as the kernel names it, the key of the maps that say what user space did with a file
  * (bpf/discover.bpf.c's `scanned`, bpf/stack.bpf.h's `unwind_files`). */
 struct file_key {

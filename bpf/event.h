@@ -30,6 +30,7 @@ enum event_kind {
 	EV_STACK = 14,       /* struct stack_event: a call stack seen for the first time */
 	EV_RMAP = 15,        /* struct rmap_event: pages mapped into or unmapped from an mm */
 	EV_RMAP_REGION = 16, /* struct rmap_region_event: the mapping rmap events fall into */
+	EV_FAULT = 17,       /* struct fault_event: pages the process's own code made resident */
 };
 
 /* Allocator entry points; numbered as AllocFunc in src/format/event.rs (on disk). */
@@ -129,7 +130,9 @@ enum lost_cause {
 	LOST_RING_RMAP = 8,      /* ring buffer full: an rmap change (pages mapped or unmapped) */
 	LOST_SKIPPED_CALL = 9,   /* the kernel skipped both copies of a mapping call's entry or exit
 				  * program for a tracked thread (mmap.bpf.c): the call was not seen */
-	LOST_CAUSES = 10,
+	LOST_RING_FAULT = 10,    /* ring buffer full: a sampled fault's stack (its pages count as
+				  * unattributed) */
+	LOST_CAUSES = 11,
 };
 
 /* Values of the `tracked` map. */
@@ -208,6 +211,20 @@ struct rss_event {
 	__u64 value_pages;     /* exact new value: count plus every CPU's pending part */
 	__u32 member;          /* 0 file, 1 anon, 2 swap entries, 3 shmem */
 	__u32 by_owner;        /* 1 if a task of the owning process made the change */
+};
+
+/* An increase of a resident counter made by a task of the owning process in its own context (a
+ * page fault, or a syscall that touched its memory), with the user stack of the task's user
+ * registers: the instruction that faulted, or the syscall's caller (issue 35). Sent right after
+ * the rss_event of the same change, only for the increases the page countdown picks (every one
+ * with `--stacks`). */
+struct fault_event {
+	struct event_header h; /* pid: the process; tid: the task that faulted */
+	__u64 addr;            /* the faulting address, 0 where it is not known */
+	__u32 pages;           /* the change's pages (the rss_event's delta) */
+	__u32 member;          /* rss_event's member numbers: 0 file, 1 anon, 3 shmem */
+	__u32 stack_id;        /* the user stack, 0 if it could not be walked */
+	__u32 _pad;
 };
 
 /* Pages of one folio mapped into (pages > 0) or unmapped from (pages < 0) a process's page

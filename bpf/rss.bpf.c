@@ -181,12 +181,14 @@ static __always_inline __s64 rss_exact(struct mm_struct *mm, __u32 member)
 	return rss_atomic() ? rss_exact_atomic(mm, member) : rss_exact_percpu(mm, member);
 }
 
-/* Emit the change of `member` of process `tgid` (the task `owner`) to `value` pages. */
-static __always_inline void emit_rss(struct task_struct *owner, __u32 tgid, __u32 member,
-				     __s64 value, __u32 by_owner)
+/* Emit the change of `member` of process `tgid` (the task `owner`) to `value` pages; returns
+ * the change from the last value seen, 0 if there was none or this is the first (the whole
+ * counter, no one change's). */
+static __always_inline __s64 emit_rss(struct task_struct *owner, __u32 tgid, __u32 member,
+				      __s64 value, __u32 by_owner)
 {
 	struct rss_last *last = rss_last_of(tgid);
-	__s64 delta = value;
+	__s64 delta = value, change = 0;
 	struct rss_event *e;
 
 	if (last) {
@@ -195,13 +197,14 @@ static __always_inline void emit_rss(struct task_struct *owner, __u32 tgid, __u3
 		if (*seen != RSS_UNSEEN) {
 			delta = value - *seen;
 			if (!delta)
-				return; /* the batch moved between count and pending: no change */
+				return 0; /* the batch moved between count and pending: no change */
+			change = delta;
 		}
 		*seen = value;
 	}
 	e = reserve(sizeof(*e), LOST_RING_RSS);
 	if (!e)
-		return;
+		return change;
 	fill_header(&e->h, EV_RSS, tgid, (__u32)bpf_get_current_pid_tgid());
 	e->h.pid = ns_tgid_of(owner, tgid); /* the owner need not be the current task */
 	e->delta_pages = delta;
@@ -209,6 +212,24 @@ static __always_inline void emit_rss(struct task_struct *owner, __u32 tgid, __u3
 	e->member = member;
 	e->by_owner = by_owner;
 	submit(e);
+	return change;
+}
+
+/* Hands an increase made by the owner's own task to the fault walker (common.bpf.h). Swap
+ * entries are not resident pages. */
+static __always_inline void pend_fault(struct task_struct *current, __u32 member, __s64 delta)
+{
+	__u32 zero = 0;
+	struct fault_pending *f;
+
+	if (delta <= 0 || member == 2)
+		return;
+	f = bpf_map_lookup_elem(&fault_pending, &zero);
+	if (!f)
+		return;
+	f->task = (__u64)current;
+	f->pages = delta > 0xffffffff ? 0xffffffff : (__u32)delta;
+	f->member = member;
 }
 
 SEC("tp_btf/rss_stat")
@@ -217,6 +238,7 @@ int BPF_PROG(rss_stat, struct mm_struct *mm, int member)
 	struct task_struct *current = bpf_get_current_task_btf();
 	struct task_struct *owner = BPF_CORE_READ(mm, owner);
 	__u32 owner_tgid, current_tgid;
+	__s64 delta;
 
 	if (!owner || member < 0 || member >= NR_MEMBERS)
 		return 0;
@@ -236,7 +258,12 @@ int BPF_PROG(rss_stat, struct mm_struct *mm, int member)
 	if (owner_tgid == current_tgid &&
 	    (BPF_CORE_READ(current, mm) != mm || BPF_CORE_READ_BITFIELD_PROBED(current, in_execve)))
 		return 0;
-	emit_rss(owner, owner_tgid, member, rss_exact(mm, member), owner_tgid == current_tgid);
+	if (owner_tgid != current_tgid) {
+		emit_rss(owner, owner_tgid, member, rss_exact(mm, member), 0);
+		return 0;
+	}
+	delta = emit_rss(owner, owner_tgid, member, rss_exact(mm, member), 1);
+	pend_fault(current, member, delta);
 	return 0;
 }
 

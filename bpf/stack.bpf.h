@@ -221,7 +221,7 @@ struct walk {
 	__u32 lr_ok; /* arm64: lr is this frame's x30 (the first frame, or one a signal interrupted) */
 	__u64 keep_sp; /* frames below this stack pointer are unwound, not kept (stack_id_at_return) */
 	__u32 only_record; /* keep the first frame, and leave its caller to the caller (the same) */
-	__u32 _pad2;
+	__u32 returns_past; /* uretprobe trampolines the walk went past (past_uretprobe) */
 };
 
 #define ROW_CACHE 512
@@ -584,6 +584,63 @@ static __always_inline bool arm64_sigreturn(struct walk_state *s)
 }
 #endif
 
+/* The kernel's record of a call whose return a uretprobe took over (kernel/events/uprobes.c):
+ * the fields the walk reads, found by CO-RE in every kernel's layout. */
+struct return_instance___walk {
+	unsigned long orig_ret_vaddr;
+	bool chained;
+	struct return_instance___walk *next;
+} __attribute__((preserve_access_index));
+
+struct uprobe_task___walk {
+	struct return_instance___walk *return_instances;
+} __attribute__((preserve_access_index));
+
+struct task_struct___walk {
+	struct uprobe_task___walk *utask;
+} __attribute__((preserve_access_index));
+
+#define RETURNS_PAST_MAX 8
+
+/*
+ * Whether the return address w->pc is the uretprobe trampoline (memtrack's own return probes
+ * on the allocators put it in place of the return address of every allocator call under way),
+ * and if so, w->pc becomes the address it replaced. Only a walk from inside such a call meets
+ * it: a fault in malloc's own code, walked by fault_walk. The kernel keeps the replaced
+ * addresses in the thread's return instances, the latest call first, which is the order the
+ * walk meets the trampolines in; a call that was tail-called from another probed one shares
+ * its caller's stack slot, and its instance is `chained` to the next. Rare: the task's
+ * trampoline is looked up only for a pc in no file, and the walk is not remembered in a memo,
+ * since the address comes from the kernel, not from the stack's words.
+ */
+static __always_inline bool past_uretprobe(struct walk *w)
+{
+	struct task_struct___walk *task = (void *)bpf_get_current_task_btf();
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct return_instance___walk *ri;
+	__u32 skip = w->returns_past;
+	__u64 tramp;
+
+	tramp = BPF_CORE_READ(t, mm, uprobes_state.xol_area, vaddr);
+	if (!tramp || w->pc != tramp)
+		return false;
+	ri = BPF_CORE_READ(task, utask, return_instances);
+	for (int i = 0; i < RETURNS_PAST_MAX && ri; i++) {
+		bool chained = BPF_CORE_READ(ri, chained);
+
+		if (!skip && !chained) {
+			w->pc = BPF_CORE_READ(ri, orig_ret_vaddr);
+			w->returns_past++;
+			w->memo_ok = 0;
+			return true;
+		}
+		if (!chained)
+			skip--;
+		ri = BPF_CORE_READ(ri, next);
+	}
+	return false;
+}
+
 /* One frame: record it, then find its caller. Returns 1 to end the walk; 2 once the frame is
  * recorded, with `only_record`.
  *
@@ -616,6 +673,8 @@ __noinline long walk_frame(struct walk_state *s)
 		if (pc != w->pc && arm64_sigreturn(s))
 			return 0;
 #endif
+		if (pc != w->pc && past_uretprobe(w))
+			return 0;
 		w->end = STACK_UNKNOWN;
 		return 1;
 	}
@@ -875,6 +934,7 @@ static __always_inline void walk_begin(struct walk_state *s, __u32 slot, __u64 m
 	s->w.lr_ok = 1;
 	s->w.keep_sp = 0;
 	s->w.only_record = 0;
+	s->w.returns_past = 0;
 	if (s->w.cache.mm != mm || s->w.cache.seq != seq || (seq & 1)) {
 		__builtin_memset(&s->w.cache, 0, sizeof(s->w.cache));
 		s->w.cache.mm = mm;
@@ -914,8 +974,10 @@ static __always_inline void count_walk(struct walk_state *s)
 }
 
 /*
- * The id of the current call stack, from the allocator's entry registers: sent through the ring
- * first if it is new. 0 when stacks are off, or when its record could not be sent (counted as
+ * The id of the current call stack, from the allocator's entry registers (or a fault's user
+ * registers): sent through the ring first if it is new. `counted`: whether the walk counts in
+ * the walk counters (`stack_stats`), which are the allocations' walks; a fault's walk that ends
+ * early shows as its frame mark in the resident views instead. 0 when stacks are off, or when its record could not be sent (counted as
  * LOST_RING_STACK: the allocation is recorded without a stack).
  *
  * A global function: the verifier checks it once, not once per allocator layout it is inlined
@@ -929,7 +991,7 @@ static __always_inline void count_walk(struct walk_state *s)
 #else
 #define STACK_CTX struct pt_regs
 #endif
-__noinline __u32 stack_id(STACK_CTX *ctx)
+__noinline __u32 stack_id(STACK_CTX *ctx, __u32 counted)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct walk_state *s;
@@ -938,7 +1000,9 @@ __noinline __u32 stack_id(STACK_CTX *ctx)
 	__u32 id, slot;
 	bool kept;
 
-	if (!stacks_on())
+	/* A fault's registers come as a map value (walk.bpf.c's fault_walk), which the verifier
+	 * takes for possibly NULL in a global function; a uprobe's context never is. */
+	if (!stacks_on() || !ctx)
 		return 0;
 	s = walk_state_of(task);
 	if (!s)
@@ -961,13 +1025,15 @@ __noinline __u32 stack_id(STACK_CTX *ctx)
 	if (!(seq & 1)) {
 		id = memo_hit(s, slot, seq);
 		if (id) {
-			count_stat(STAT_WALKS);
+			if (counted)
+				count_stat(STAT_WALKS);
 			return id;
 		}
 	}
 	walk_begin(s, slot, mm, seq);
 	kept = walk_frames(s, seq);
-	count_walk(s);
+	if (counted)
+		count_walk(s);
 	id = id_of_walk(s);
 	/* Kept for the next walk only if no mapping changed while this one ran. */
 	if (id && kept && s->w.memo_ok && s->w.end == STACK_COMPLETE) {

@@ -11,6 +11,9 @@
  *   reports the call as alloc_exit_sampled would have.
  * One program for both, so that the verifier goes through the walk's functions once.
  *
+ * fault_walk, attached to rss_stat after rss.bpf.c's program, walks the user stack of a task
+ * that made its own process's pages resident (issue 35): see below.
+ *
  * An object of its own so that user space can load it after the recorded command has started:
  * its verification (the walk is some 2,000 instructions) is most of what stacks add to a
  * recording's start (src/record/walker.rs).
@@ -34,7 +37,7 @@ static __always_inline int walk_asked(struct pt_regs *ctx)
 	if (!st)
 		return 0;
 	if (st->walk_for != WALK_NONE) {
-		id = stack_id((STACK_CTX *)ctx);
+		id = stack_id((STACK_CTX *)ctx, 1);
 		if (id) {
 			if (st->walk_for == WALK_LABEL)
 				st->label_stack = id;
@@ -66,4 +69,173 @@ int alloc_walk(struct pt_regs *ctx)
 	if (at_return)
 		PREEMPT_OFF(call_exit(ctx, PT_REGS_RC(ctx)));
 	return 0;
+}
+
+/*
+ * Resident memory by call site (issue 35). rss.bpf.c's rss_stat leaves an increase of a
+ * resident counter that a task of the owning process made in its own context in
+ * `fault_pending` (common.bpf.h); this program, attached after it on the same tracepoint, takes
+ * it and walks the stack of the task's user registers: the instruction that faulted, or the
+ * caller of the syscall that touched the memory (a read() into a fresh buffer, MAP_POPULATE).
+ *
+ * Sampled like allocations, by a countdown over the bytes made resident (pages times the page
+ * size) with the same mean and draws, each thread's own, and exact when the mean is 0
+ * (`--stacks`): an increase of s bytes is walked with probability 1 - exp(-s/R), which the
+ * report's estimator inverts. Kernels before 6.2 hand a thread's faults to the counters 64 at a
+ * time, so there an increase, and its stack, stand for the faults since the last.
+ */
+const volatile __u64 stack_sample_mean SEC(".rodata.sample") = 0; /* 0: walk every one */
+const volatile __u32 page_size SEC(".rodata.page") = 4096;
+
+/* Per thread of a tracked process: the address of its fault under way, and its countdown to
+ * its next walked fault, apart from its allocations', so that faults (whose number varies from
+ * run to run with fault-around and huge pages) do not move which allocations are sampled. */
+struct fault_state {
+	__u64 addr;  /* the address handle_mm_fault was last given, 0 once taken */
+	__u64 left;  /* bytes made resident before the next walked increase; 0 before the first */
+	__u32 draw;  /* the index of the thread's next draw in `sample_draws` */
+	__u32 _pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct fault_state);
+} fault_states SEC(".maps");
+
+/* Where a thread's fault draws start in `sample_draws`: away from the allocations'. */
+#define FAULT_DRAWS_START 8191u
+
+static __always_inline __u64 fault_interval(struct fault_state *c)
+{
+	__u32 i = c->draw++ & (SAMPLE_DRAWS - 1);
+	__u32 *v = bpf_map_lookup_elem(&sample_draws, &i);
+
+	return v && *v ? *v : stack_sample_mean;
+}
+
+/* Whether the increase of `bytes` made by the thread of state `c` is walked. */
+static __always_inline bool fault_sampled(struct fault_state *c, __u64 bytes)
+{
+	__u64 mean = stack_sample_mean;
+
+	if (!mean || bytes >= mean)
+		return true;
+	if (!c)
+		return false;
+	if (!c->left) {
+		c->draw = FAULT_DRAWS_START;
+		c->left = fault_interval(c);
+	}
+	if (c->left > bytes) {
+		c->left -= bytes;
+		return false;
+	}
+	c->left = fault_interval(c);
+	return true;
+}
+
+/* The task's user registers, copied where the walk's global function can take them: a map
+ * value is memory of a known size, as the uprobe's context is. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, STACK_CTX);
+} fault_regs SEC(".maps");
+
+static __always_inline int walk_fault(void)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct fault_state *c;
+	struct fault_pending *f;
+	struct fault_event *e;
+	STACK_CTX *regs;
+	__u32 zero = 0, pages, member, id;
+	__u64 id_pid, addr = 0;
+
+	f = bpf_map_lookup_elem(&fault_pending, &zero);
+	if (!f || f->task != (__u64)task)
+		return 0;
+	f->task = 0;
+	pages = f->pages;
+	member = f->member;
+	c = bpf_task_storage_get(&fault_states, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (c) {
+		addr = c->addr;
+		c->addr = 0;
+	}
+	if (!fault_sampled(c, (__u64)pages * page_size))
+		return 0;
+	regs = bpf_map_lookup_elem(&fault_regs, &zero);
+	if (!regs)
+		return 0;
+	if (bpf_probe_read_kernel(regs, sizeof(*regs), (void *)bpf_task_pt_regs(task)))
+		return 0;
+	id = stack_id(regs, 0);
+	e = reserve(sizeof(*e), LOST_RING_FAULT);
+	if (!e)
+		return 0;
+	id_pid = bpf_get_current_pid_tgid();
+	fill_header(&e->h, EV_FAULT, id_pid >> 32, (__u32)id_pid);
+	e->addr = addr;
+	e->pages = pages;
+	e->member = member;
+	e->stack_id = id;
+	e->_pad = 0;
+	submit(e);
+	return 0;
+}
+
+/* Keeps `address`, the fault under way of the current thread if its process is tracked, for the
+ * increase it makes (fault_walk). Before 6.2 the increase seen may be an earlier fault's, handed
+ * over with this one (see above). */
+static __always_inline int note_fault(unsigned long address)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct fault_state *c = bpf_task_storage_get(&fault_states, task, 0, 0);
+
+	if (!c) {
+		if (tracked_state(task->tgid) != TRACK_PROCESS)
+			return 0;
+		c = bpf_task_storage_get(&fault_states, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!c)
+			return 0;
+	}
+	c->addr = address;
+	return 0;
+}
+
+/* Where a fault's address is seen (src/record/walker.rs attaches what this architecture has):
+ * x86's exception tracepoints, for faults in user code and in the kernel (a syscall touching
+ * user memory, copy_to_user); elsewhere every fault's entry, handle_mm_fault, which
+ * get_user_pages (MAP_POPULATE, madvise) goes through too, by kprobe. */
+#if defined(__TARGET_ARCH_x86)
+SEC("tp_btf/page_fault_user")
+int BPF_PROG(fault_address_user, unsigned long address, struct pt_regs *regs, unsigned long code)
+{
+	return note_fault(address);
+}
+
+SEC("tp_btf/page_fault_kernel")
+int BPF_PROG(fault_address_kernel, unsigned long address, struct pt_regs *regs,
+	     unsigned long code)
+{
+	return note_fault(address);
+}
+#else
+SEC("kprobe/handle_mm_fault")
+int BPF_KPROBE(fault_address, struct vm_area_struct *vma, unsigned long address)
+{
+	return note_fault(address);
+}
+#endif
+
+SEC("tp_btf/rss_stat")
+int BPF_PROG(fault_walk, struct mm_struct *mm, int member)
+{
+	if (walk_preempt_off)
+		return PREEMPT_OFF(walk_fault());
+	return walk_fault();
 }

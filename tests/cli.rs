@@ -123,7 +123,7 @@ fn bad_typed_values_exit_2_naming_the_choices() {
         ),
         (
             &["report", s, "--format", "folded", "--view", "live"],
-            &["--view live: give peak, allocated, leaked or temporary"],
+            &["--view live: give peak, allocated, leaked, temporary, resident or faulted"],
         ),
         (
             &["report", s, "--format", "pprof", "--weight", "kg"],

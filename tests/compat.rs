@@ -428,3 +428,53 @@ fn v6_rmap_reads_exactly() {
     let libc = p.by_mapping.iter().find(|r| r.region == "libc.so.6");
     assert_eq!(libc.map(|r| r.bytes), Some(472 << 10), "{:?}", p.by_mapping);
 }
+
+/// Format version 7, written by memtrack 0.1.0 on the development machine (Linux 6.18):
+/// `malloc_free 10 3` with `--stacks`, whose 11 page faults each carry their stack (`Fault`
+/// records). Its resident view, exactly as recorded: malloc's faults under main, the rest
+/// unattributed (made before the walker was in place), adding up to the peak.
+#[test]
+fn v7_resident_reads_exactly() {
+    let mut reader = Reader::open(&sample("v7-resident.mt")).unwrap();
+    let events: Vec<_> = reader.by_ref().collect();
+    let Some(ReadEnd::Complete(trailer)) = reader.end().cloned() else {
+        panic!("v7 sample no longer reads completely: {:?}", reader.end());
+    };
+    assert_eq!(trailer.exit_code, 3);
+    let faults: Vec<(u32, bool)> = events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Fault {
+                pages,
+                addr,
+                stack_id,
+                ..
+            } => Some((pages, addr != 0 && stack_id != 0)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(faults, vec![(1, true); 11]);
+
+    let out = std::process::Command::new(common::memtrack())
+        .args(["report", "--format", "folded", "--view", "resident"])
+        .arg(sample("v7-resident.mt"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let folded = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<(&str, u64)> = folded
+        .lines()
+        .map(|l| l.rsplit_once(' ').unwrap())
+        .map(|(s, v)| (s, v.parse().unwrap()))
+        .collect();
+    assert!(lines.contains(&(
+        "[anon];_start;__libc_start_main_impl;__libc_start_call_main;main;__GI___libc_malloc;\
+         _int_malloc",
+        40960
+    )));
+    assert!(
+        lines.contains(&("[anon];[unattributed]", 114688)),
+        "{folded}"
+    );
+    assert_eq!(lines.iter().map(|l| l.1).sum::<u64>(), 1126400, "{folded}");
+}

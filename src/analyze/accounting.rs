@@ -122,7 +122,7 @@ impl Accounting {
     /// A fresh pass that also finds the allocation sites of `scope`.
     pub fn with_sites(header: &Header, scope: &Scope, options: SiteOptions) -> Accounting {
         Accounting {
-            stacks: Some(Box::new(StackPass::new(scope, options, &header.features))),
+            stacks: Some(Box::new(StackPass::new(scope, options, header))),
             ..Accounting::new(header)
         }
     }
@@ -286,6 +286,8 @@ impl Accounting {
                     stacks.note(&event.kind);
                 }
             }
+            // Pages made resident, by the stack that did: only the sites pass reads them.
+            EventKind::Fault { .. } => self.fault(pid, &event.kind),
             EventKind::LeakScan(scan) => {
                 if let Some(i) = self.table.latest(event.pid) {
                     self.table[i].leak_scan = Some(Box::new(scan.clone()));
@@ -293,6 +295,24 @@ impl Accounting {
             }
         }
         Outcome::Accounted
+    }
+
+    /// `pid` made pages resident with a stack (`EventKind::Fault`): for the sites pass.
+    fn fault(&mut self, pid: u32, kind: &EventKind) {
+        let &EventKind::Fault {
+            member,
+            pages,
+            addr,
+            stack_id,
+        } = kind
+        else {
+            return;
+        };
+        if let (Some(stacks), Lookup::Alive(i)) =
+            (self.stacks.as_deref_mut(), self.table.lookup(pid))
+        {
+            stacks.fault(&self.table, i, member, pages, addr, stack_id);
+        }
     }
 
     /// A resident counter of `pid` changed (`EventKind::Rss`): by `delta_pages` of `member`,
@@ -317,6 +337,13 @@ impl Accounting {
         };
         if by_owner {
             self.table[i].acted = true;
+            if let (Some(stacks), Ok(pages), Some(m)) = (
+                self.stacks.as_deref_mut(),
+                u64::try_from(delta_pages),
+                RssMember::from_u8(member as u8),
+            ) {
+                stacks.made_resident(&self.table, i, m, pages);
+            }
         }
         self.resident_change(i, member, delta_pages, value_pages, ts);
         if self.benches.window().is_some() {
@@ -388,6 +415,9 @@ impl Accounting {
         m.apply(kind, self.page_bytes, ts);
         let new = m.live;
         self.set_mapped(i, old, new, ts);
+        if let Some(stacks) = self.stacks.as_deref_mut() {
+            stacks.mapping(i, kind);
+        }
     }
 
     /// Adds a block at `addr` to process `i` as the thread's latest allocation, in benchmark
@@ -601,6 +631,10 @@ impl Accounting {
         let old = std::mem::replace(&mut r.contribution, wanted);
         if old != wanted {
             self.table.replace_resident(i, &old, &wanted, ts);
+            if let Some(stacks) = self.stacks.as_deref_mut() {
+                let pages = [wanted[0], wanted[1], wanted[2], wanted[3]];
+                stacks.resident(&self.table, i, pages, ts);
+            }
         }
     }
 
@@ -613,6 +647,9 @@ impl Accounting {
 
     /// Process `i` lost its address space (exec or exit): its mappings leave the sums.
     fn drop_mapped(&mut self, i: ProcIdx, ts: u64) {
+        if let Some(stacks) = self.stacks.as_deref_mut() {
+            stacks.drop_resident(i);
+        }
         if let Some(m) = self.table[i].mapped.as_deref_mut() {
             let old = m.live;
             m.clear();

@@ -18,6 +18,7 @@ pub mod incomplete;
 mod mapped;
 mod order;
 mod resident;
+mod resident_sites;
 pub mod rmap;
 mod site_table;
 mod stack_frames;

@@ -256,7 +256,7 @@ pub(super) struct FrameTable {
 }
 
 impl FrameTable {
-    fn mark(&mut self, what: &'static str, value: u64) -> u32 {
+    pub(super) fn mark(&mut self, what: &'static str, value: u64) -> u32 {
         *self.marks.entry((what, value)).or_insert_with(|| {
             self.frames.push(SiteFrame::mark(what, value));
             self.frames.len() as u32 - 1

@@ -22,11 +22,12 @@
 //!   of that thread in between (heaptrack's definition, the heap accounting's `temporary`);
 //! - leaked: live when its process exited; live at end: its process was still running.
 
-use crate::format::{EventKind, StackSampleFeature};
+use crate::format::{EventKind, Header, RssMember, StackSampleFeature};
 use crate::intmap::IntMap;
 
 use super::bench::Benchmarks;
 use super::functions::{self, FunctionOptions};
+use super::resident_sites::{self, ResidentSites};
 use super::site_table::{Amount, Ending, SiteTable, Weigher};
 use super::stack_frames::{FrameTable, StackFrames};
 use super::suppress::Suppressions;
@@ -158,6 +159,19 @@ fn first_of(table: &ProcessTable, pid: u32) -> ProcIdx {
     ProcIdx::new(i)
 }
 
+/// The stack of a process's resident pages no walked stack made resident.
+pub const UNATTRIBUTED: &str = "[unattributed]";
+
+/// The outermost frame of the resident views' stacks of `member`.
+fn member_mark(member: RssMember) -> &'static str {
+    match member {
+        RssMember::Anon => "[anon]",
+        RssMember::File => "[file]",
+        RssMember::Shmem => "[shmem]",
+        RssMember::SwapEntries => "[swap]",
+    }
+}
+
 /// What the sites pass found, at its end.
 pub(super) struct Finished {
     /// The scope's sites.
@@ -194,12 +208,14 @@ pub(super) struct StackPass {
     bench_blocks: IntMap<(ProcIdx, u64), SiteKey>,
     /// The sites of each benchmark that allocated, by its index in `bench::Benchmarks`.
     bench_sites: IntMap<usize, SiteTable<SiteKey>>,
+    /// The scope's resident memory by the stacks that made it resident.
+    resident: ResidentSites,
 }
 
 impl StackPass {
     /// A pass for the sites of `scope`, before any event.
-    pub(super) fn new(scope: &Scope, options: SiteOptions, features: &[String]) -> StackPass {
-        let sampling = StackSampleFeature::of(features);
+    pub(super) fn new(scope: &Scope, options: SiteOptions, header: &Header) -> StackPass {
+        let sampling = StackSampleFeature::of(&header.features);
         let weigher = sampling.map_or(Weigher::exact(), |f| Weigher::sampled(f.mean_bytes));
         StackPass {
             sampling,
@@ -213,7 +229,65 @@ impl StackPass {
             sites: SiteTable::new(weigher),
             bench_blocks: IntMap::default(),
             bench_sites: IntMap::default(),
+            resident: ResidentSites::new(weigher, u64::from(header.page_size_bytes.max(1))),
         }
+    }
+
+    /// Whether the scope takes process `i`'s resident memory: its process, tree or the run's;
+    /// a benchmark scope takes none (resident_sites.rs).
+    fn takes_resident(&mut self, table: &ProcessTable, i: ProcIdx) -> bool {
+        self.filter.takes(table, i, None, |_| "")
+    }
+
+    /// Process `i` made `pages` pages of `member` resident at `addr`, with stack `leaf`.
+    #[inline(never)]
+    pub(super) fn fault(
+        &mut self,
+        table: &ProcessTable,
+        i: ProcIdx,
+        member: RssMember,
+        pages: u32,
+        addr: u64,
+        leaf: u32,
+    ) {
+        self.recorded |= leaf != 0;
+        if self.takes_resident(table, i) {
+            self.resident.fault(i, member, pages, addr, leaf);
+        }
+    }
+
+    /// Process `i`'s own tasks made `pages` pages of `member` resident.
+    #[inline(never)]
+    pub(super) fn made_resident(
+        &mut self,
+        table: &ProcessTable,
+        i: ProcIdx,
+        member: RssMember,
+        pages: u64,
+    ) {
+        if self.takes_resident(table, i) {
+            self.resident.made(i, member, pages);
+        }
+    }
+
+    /// Process `i` now holds `pages` resident pages per member.
+    #[inline(never)]
+    pub(super) fn resident(&mut self, table: &ProcessTable, i: ProcIdx, pages: [u64; 4], ts: u64) {
+        if self.takes_resident(table, i) {
+            self.resident.resident(i, pages, ts);
+        }
+    }
+
+    /// Process `i` unmapped, moved or cut a mapping (`kind`).
+    #[inline(never)]
+    pub(super) fn mapping(&mut self, i: ProcIdx, kind: &EventKind) {
+        self.resident.mapping(i, kind);
+    }
+
+    /// Process `i` lost its address space (exec, exit).
+    #[inline(never)]
+    pub(super) fn drop_resident(&mut self, i: ProcIdx) {
+        self.resident.drop_process(i);
     }
 
     /// Takes in a stack event (module, trie node, symbol, walk counters); others are ignored.
@@ -513,6 +587,7 @@ impl StackPass {
                 stacks.push(Stack {
                     id: key.leaf,
                     frames: self.names.interned_frames(key.leaf, &mut frames),
+                    toucher: false,
                 });
             }
             let p = table.procs().get(key.proc);
@@ -533,8 +608,13 @@ impl StackPass {
                     leaked_bytes: leaked.bytes,
                     temporary: temporary.blocks,
                     temporary_bytes: temporary.bytes,
+                    ..Values::default()
                 },
             });
+        }
+        let resident = self.resident.recorded().then_some(self.resident.peak);
+        if resident.is_some() {
+            self.resident_samples(table, &mut frames, &mut stacks, &mut samples);
         }
         Profile {
             recorded: self.recorded,
@@ -544,6 +624,54 @@ impl StackPass {
             stacks,
             samples,
             sampling: self.sampling_of(sites),
+            resident_peak_bytes: resident,
+        }
+    }
+
+    /// The samples of the resident views: one per site, process and member, each stack ending
+    /// (outermost) in its member's mark ("[anon]", "[file]", "[shmem]") so that the flame
+    /// graphs keep the three apart, and each process's unattributed pages as the stack
+    /// "[unattributed]" of its member.
+    fn resident_samples(
+        &self,
+        table: &ProcessTable,
+        frames: &mut FrameTable,
+        stacks: &mut Vec<Stack>,
+        samples: &mut Vec<Sample>,
+    ) {
+        let page = self.resident.page_bytes() as f64;
+        for row in self.resident.rows() {
+            let p = table.procs().get(row.key.proc);
+            let mut site = match row.key.leaf {
+                0 => vec![frames.mark(UNATTRIBUTED, 0)],
+                leaf => self.names.interned_frames(leaf, frames),
+            };
+            for (m, member) in resident_sites::MEMBERS.iter().enumerate() {
+                let (resident, faulted) = (row.at_peak[m].round(), row.faulted[m].round());
+                if resident < 1.0 && faulted < 1.0 {
+                    continue;
+                }
+                site.push(frames.mark(member_mark(*member), 0));
+                stacks.push(Stack {
+                    id: row.key.leaf,
+                    frames: site.clone(),
+                    toucher: true,
+                });
+                site.pop();
+                samples.push(Sample {
+                    stack: stacks.len() - 1,
+                    pid: p.map_or(0, |p| p.pid),
+                    command: p.and_then(|p| p.exe.clone()).unwrap_or_default(),
+                    benchmark: None,
+                    values: Values {
+                        resident_bytes: resident as u64,
+                        resident_pages: (resident / page).round() as u64,
+                        faulted_bytes: faulted as u64,
+                        faulted_pages: (faulted / page).round() as u64,
+                        ..Values::default()
+                    },
+                });
+            }
         }
     }
 

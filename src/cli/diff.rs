@@ -50,7 +50,7 @@ pub struct DiffArgs {
     #[argh(option, from_str_fn(parse_count))]
     pub top: Option<u64>,
     /// what folded and flamegraph weigh: allocated (default), peak (live at each recording's
-    /// heap peak), leaked or temporary
+    /// heap peak), leaked, temporary, resident (at each recording's resident peak) or faulted
     #[argh(option, from_str_fn(parse_view))]
     pub view: Option<View>,
     /// what folded and flamegraph weigh blocks by: bytes (default) or count
@@ -129,7 +129,6 @@ mod tests {
     use super::*;
     use crate::cli::tests::{cli, help_names, refused, usage};
     use crate::cli::Command;
-    use crate::model::measure;
 
     fn diff(args: &[&str]) -> Result<DiffOptions, Error> {
         match cli(&[&["diff", "a.mt", "b.mt"], args].concat()).command {
@@ -180,15 +179,15 @@ mod tests {
         assert!(e.starts_with("--top chooses"), "{e}");
         assert_eq!(
             refused(&["diff", "a.mt", "b.mt", "--format", "folded", "--view", "live"]).0,
-            "memtrack: --view live: give peak, allocated, leaked or temporary; `memtrack diff \
-             --help` lists what it takes"
+            "memtrack: --view live: give peak, allocated, leaked, temporary, resident or faulted; \
+             `memtrack diff --help` lists what it takes"
         );
     }
 
     #[test]
     fn the_help_names_every_choice() {
         help_names(&["diff"], "--format", DiffFormat::NAMES.map(|(n, _)| n));
-        help_names(&["diff"], "--view", measure::words(&View::MEASURES));
+        help_names(&["diff"], "--view", View::words());
         help_names(&["diff"], "--weight", Weight::ALL.map(|(n, _)| n));
     }
 }

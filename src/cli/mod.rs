@@ -148,7 +148,9 @@ fn by<T: Copy>(offered: &[(By, T)], value: &str) -> Result<T, String> {
 
 /// `report --view`, `diff --view`.
 fn parse_view(value: &str) -> Result<View, String> {
-    measured(&View::MEASURES, value)
+    value
+        .parse()
+        .map_err(|()| format!("give {}", words::either(View::words())))
 }
 
 /// `report --weight`, `diff --weight`.

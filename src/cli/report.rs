@@ -103,7 +103,9 @@ pub struct ReportArgs {
     #[argh(option, from_str_fn(parse_sort))]
     pub sort: Option<SortKey>,
     /// what the stack formats weigh: peak (live at the scope's heap peak, default), allocated,
-    /// leaked or temporary; pprof and speedscope carry every view and open on this one
+    /// leaked, temporary, resident (pages resident at the scope's resident peak, by the code
+    /// that made them resident) or faulted (every page made resident); pprof and speedscope
+    /// carry every view and open on this one
     #[argh(option, from_str_fn(parse_view))]
     pub view: Option<View>,
     /// what the stack formats weigh blocks by: bytes (default) or count
@@ -498,8 +500,8 @@ mod tests {
             .starts_with("--view and --weight choose"));
         assert_eq!(
             report_refuses(&["--format", "folded", "--view", "live"]),
-            "memtrack: --view live: give peak, allocated, leaked or temporary; `memtrack report \
-             --help` lists what it takes"
+            "memtrack: --view live: give peak, allocated, leaked, temporary, resident or \
+             faulted; `memtrack report --help` lists what it takes"
         );
         assert_eq!(
             report_refuses(&["--format", "flamegraph", "--weight", "kg"]),

@@ -117,7 +117,7 @@ fn title(base: &Report, new: &Report, opts: &DiffOptions) -> String {
     format!(
         "memtrack diff: {}, in {}: {} -> {}",
         opts.view.describe(),
-        opts.weight.unit(),
+        opts.view.unit(opts.weight),
         command(base),
         command(new)
     )
@@ -154,6 +154,7 @@ mod tests {
             .map(|i| Stack {
                 id: i as u32 + 1,
                 frames: vec![0, 2 + i as u32, 1],
+                toucher: false,
             })
             .collect();
         let samples = functions

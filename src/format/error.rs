@@ -147,17 +147,17 @@ mod tests {
 
     #[test]
     fn newer_version_names_both() {
-        let e = FormatError::UnsupportedVersion { found: 7 };
+        let e = FormatError::UnsupportedVersion { found: 8 };
         assert_eq!(
             e.to_string(),
-            "format version 7 is newer than this memtrack reads (6); upgrade memtrack"
+            "format version 8 is newer than this memtrack reads (7); upgrade memtrack"
         );
     }
 
     #[test]
     fn version_zero_names_both() {
         let s = FormatError::UnsupportedVersion { found: 0 }.to_string();
-        assert!(s.contains("version 0") && s.contains("reads 1 to 6"), "{s}");
+        assert!(s.contains("version 0") && s.contains("reads 1 to 7"), "{s}");
     }
 
     #[test]

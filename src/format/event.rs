@@ -211,6 +211,19 @@ pub enum EventKind {
         pages: i32,
         addr: u64,
     },
+    /// `pages` pages of `member` (File, Anon or Shmem) made resident by a thread of the process in
+    /// its own context (a page fault, or a syscall touching its memory), whose user stack was
+    /// walked (format version 7 on; bpf/walk.bpf.c's fault_walk): `stack_id` the leaf node of
+    /// that stack (the faulting instruction, or the syscall's caller; 0 if it could not be
+    /// walked), `addr` the faulting address (0 where it is not known). Follows the `Rss` event of
+    /// the same increase. With sampled stacks only some increases have one, each picked with
+    /// probability `1 - exp(-pages * page size / R)`, as allocations are.
+    Fault {
+        member: RssMember,
+        pages: u32,
+        addr: u64,
+        stack_id: u32,
+    },
     /// The mapping [start, end) of the process that the following `Rmap` events at its
     /// addresses fall into (format version 6 on), sent the first time one does.
     RmapRegion(RmapRegion),

@@ -39,6 +39,9 @@
 //! kernel's rmap functions) and `RmapRegion` (29: the mapping they fall into); a version 5
 //! file is a version 6 file without them, and its report has no rmap section.
 //!
+//! Version 7 appends `Fault` (30: pages a process's own code made resident, with the stack that
+//! did, issue 35); a version 6 file is a version 7 file without them.
+//!
 //! To change the format: append `WireRecord` variants (the variant number is on disk) for new
 //! event kinds, and bump `FORMAT_VERSION` so that an older memtrack refuses the file by naming
 //! both versions ("upgrade memtrack") instead of calling it damaged at the first new record.
@@ -63,7 +66,7 @@ pub use writer::{Writer, CHUNK_TARGET_BYTES};
 pub const MAGIC: [u8; 8] = *b"MEMTRACK";
 
 /// The format version this memtrack writes (and the newest it reads).
-pub const FORMAT_VERSION: u16 = 6;
+pub const FORMAT_VERSION: u16 = 7;
 
 /// The oldest format version this memtrack reads.
 pub const OLDEST_FORMAT_VERSION: u16 = 1;

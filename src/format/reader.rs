@@ -557,6 +557,17 @@ mod tests {
                 },
             ),
             ev(
+                1_000_000_705,
+                4250,
+                4250,
+                EventKind::Fault {
+                    member: RssMember::Anon,
+                    pages: 512,
+                    addr: 0x7f12_3400_0000,
+                    stack_id: 7,
+                },
+            ),
+            ev(
                 1_000_000_710,
                 4250,
                 4250,
@@ -1237,12 +1248,12 @@ mod tests {
     #[test]
     fn newer_version_names_both_versions() {
         let mut bytes = record(&every_kind(), 4).bytes;
-        bytes[8..10].copy_from_slice(&7u16.to_le_bytes());
+        bytes[8..10].copy_from_slice(&8u16.to_le_bytes());
         let err = Reader::new(&bytes[..]).err().unwrap();
-        assert!(matches!(err, FormatError::UnsupportedVersion { found: 7 }));
+        assert!(matches!(err, FormatError::UnsupportedVersion { found: 8 }));
         assert_eq!(
             err.to_string(),
-            "format version 7 is newer than this memtrack reads (6); upgrade memtrack"
+            "format version 8 is newer than this memtrack reads (7); upgrade memtrack"
         );
     }
 

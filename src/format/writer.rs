@@ -221,7 +221,7 @@ mod tests {
         let out = w.get_ref();
         assert_eq!(&out[..8], b"MEMTRACK");
         assert_eq!(&out[8..10], &FORMAT_VERSION.to_le_bytes());
-        assert_eq!(FORMAT_VERSION, 6);
+        assert_eq!(FORMAT_VERSION, 7);
         assert_eq!(out[10], TAG_HEADER);
         assert_eq!(w.bytes_written(), out.len() as u64);
     }

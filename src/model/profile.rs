@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::str::FromStr;
 
 use super::measure::{self, Measure};
-use super::sites::{callers_start, SiteFrame, StackSampling};
+use super::sites::{callers_start, toucher_start, SiteFrame, StackSampling};
 
 /// Which blocks a profile view weighs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -34,10 +34,15 @@ pub enum View {
     Leaked,
     /// Freed by the thread that made them before it allocated anything else.
     Temporary,
+    /// Pages resident at the scope's resident peak, by the stack that made each resident
+    /// (issue 35; `record` with stacks and resident memory).
+    Resident,
+    /// Every page made resident, by the stack that did.
+    Faulted,
 }
 
 impl View {
-    /// Every view with its measure, whose word `--view` takes.
+    /// The heap views with their measures, whose words `--view` takes.
     pub const MEASURES: [(Measure, View); 4] = [
         (Measure::Peak, View::Peak),
         (Measure::Allocated, View::Allocated),
@@ -45,9 +50,22 @@ impl View {
         (Measure::Temporary, View::Temporary),
     ];
 
+    /// The views of resident memory, with their words: pages, not blocks, so no heap measure
+    /// of `model::measure` (nor a metric `diff` compares) is theirs.
+    pub const RESIDENT: [(&'static str, View); 2] =
+        [("resident", View::Resident), ("faulted", View::Faulted)];
+
+    /// Every word `--view` takes, in the order its help lists them.
+    pub fn words() -> impl Iterator<Item = &'static str> {
+        measure::words(&View::MEASURES).chain(View::RESIDENT.map(|(w, _)| w))
+    }
+
     /// The flag name.
     pub fn name(self) -> &'static str {
-        measure::word_of(&View::MEASURES, &self, "peak")
+        match View::RESIDENT.iter().find(|(_, v)| *v == self) {
+            Some((word, _)) => word,
+            None => measure::word_of(&View::MEASURES, &self, "peak"),
+        }
     }
 
     /// What it shows, for titles: "live at the heap peak", "allocated", ...
@@ -57,6 +75,21 @@ impl View {
             View::Allocated => "allocated",
             View::Leaked => "leaked",
             View::Temporary => "temporary",
+            View::Resident => "resident at the resident peak",
+            View::Faulted => "made resident",
+        }
+    }
+
+    /// Whether it weighs pages made resident rather than heap blocks.
+    pub fn is_resident(self) -> bool {
+        matches!(self, View::Resident | View::Faulted)
+    }
+
+    /// The unit of its values weighed by `weight`: "bytes", "allocations" or "pages".
+    pub fn unit(self, weight: Weight) -> &'static str {
+        match weight {
+            Weight::Count if self.is_resident() => "pages",
+            _ => weight.unit(),
         }
     }
 }
@@ -65,7 +98,14 @@ impl FromStr for View {
     type Err = ();
 
     fn from_str(s: &str) -> Result<View, ()> {
-        measure::pick(&View::MEASURES, s).ok_or(())
+        measure::pick(&View::MEASURES, s)
+            .or_else(|| {
+                View::RESIDENT
+                    .iter()
+                    .find(|(w, _)| *w == s)
+                    .map(|&(_, v)| v)
+            })
+            .ok_or(())
     }
 }
 
@@ -129,6 +169,12 @@ pub struct Values {
     /// Temporary allocations.
     pub temporary: u64,
     pub temporary_bytes: u64,
+    /// Pages resident at the scope's resident peak that this stack made resident.
+    pub resident_pages: u64,
+    pub resident_bytes: u64,
+    /// Pages this stack made resident.
+    pub faulted_pages: u64,
+    pub faulted_bytes: u64,
 }
 
 impl Values {
@@ -143,6 +189,10 @@ impl Values {
             (View::Leaked, Weight::Count) => self.leaked_blocks,
             (View::Temporary, Weight::Bytes) => self.temporary_bytes,
             (View::Temporary, Weight::Count) => self.temporary,
+            (View::Resident, Weight::Bytes) => self.resident_bytes,
+            (View::Resident, Weight::Count) => self.resident_pages,
+            (View::Faulted, Weight::Bytes) => self.faulted_bytes,
+            (View::Faulted, Weight::Count) => self.faulted_pages,
         }
     }
 }
@@ -165,6 +215,9 @@ pub struct Stack {
     /// [`Profile::start_at_callers`]) first, inlined functions before the function they were
     /// inlined into, as `SiteFrame` in the JSON report.
     pub frames: Vec<u32>,
+    /// Whether it is the stack of an instruction that made pages resident (the resident views'),
+    /// whose innermost frame is the program's, not an allocator's.
+    pub toucher: bool,
 }
 
 /// What one stack's blocks did in one process (and benchmark window).
@@ -199,6 +252,9 @@ pub struct Profile {
     pub samples: Vec<Sample>,
     /// Present when the values are estimates from sampled stacks (as `StackReport::sampling`).
     pub sampling: Option<StackSampling>,
+    /// The scope's resident peak the `resident` view is taken at (its bytes add up to it), when
+    /// the recording has the stacks of pages made resident.
+    pub resident_peak_bytes: Option<u64>,
 }
 
 impl Profile {
@@ -218,7 +274,12 @@ impl Profile {
     pub fn start_at_callers(&mut self) {
         let frames = &self.frames;
         for stack in &mut self.stacks {
-            let start = callers_start(stack.frames.iter().map(|&i| &frames[i as usize]));
+            let of_stack = stack.frames.iter().map(|&i| &frames[i as usize]);
+            let start = if stack.toucher {
+                toucher_start(of_stack)
+            } else {
+                callers_start(of_stack)
+            };
             stack.frames.drain(..start);
         }
     }
@@ -425,22 +486,27 @@ mod tests {
                 Stack {
                     id: 2,
                     frames: vec![0, 1],
+                    toucher: false,
                 },
                 // Another call site in main: the same folded stack.
                 Stack {
                     id: 4,
                     frames: vec![0, 2],
+                    toucher: false,
                 },
                 Stack {
                     id: 5,
                     frames: vec![3, 4],
+                    toucher: false,
                 },
                 Stack {
                     id: 0,
                     frames: Vec::new(),
+                    toucher: false,
                 },
             ],
             sampling: None,
+            resident_peak_bytes: None,
             samples: vec![
                 Sample {
                     stack: 0,

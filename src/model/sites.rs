@@ -208,8 +208,25 @@ where
     I::IntoIter: Clone,
 {
     let frames = frames.into_iter();
-    let len = frames.clone().count();
     let allocator = allocator_frames(frames.clone());
+    start_past(frames, allocator)
+}
+
+/// Where the program's side of the stack of an instruction that made pages resident begins
+/// (the resident views'): as [`callers_start`], but its innermost frame is the program's own
+/// code, or the standard library's function it called (`memset`), not an allocator's.
+pub fn toucher_start<'a, I>(frames: I) -> usize
+where
+    I: IntoIterator<Item = &'a SiteFrame>,
+    I::IntoIter: Clone,
+{
+    start_past(frames.into_iter(), 0)
+}
+
+/// Past the first `allocator` frames and the run of standard-library frames after them, at the
+/// run's outermost frame, never past the last frame.
+fn start_past<'a>(frames: impl Iterator<Item = &'a SiteFrame> + Clone, allocator: usize) -> usize {
+    let len = frames.clone().count();
     let library = frames
         .skip(allocator)
         .take_while(|f| f.is_library())

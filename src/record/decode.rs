@@ -8,9 +8,9 @@ use std::mem::{offset_of, size_of};
 
 use crate::format::{AllocFunc, Event, EventKind, Exec, RmapRegion, RssMember};
 use crate::sys::raw::{
-    alloc_event, event_header, event_kind, exec_event, exit_event, fork_event, lost_cause,
-    map_event, rmap_event, rmap_region_event, rss_event, stack_event, stop_event, stop_reason,
-    STACK_MAX_DEPTH,
+    alloc_event, event_header, event_kind, exec_event, exit_event, fault_event, fork_event,
+    lost_cause, map_event, rmap_event, rmap_region_event, rss_event, stack_event, stop_event,
+    stop_reason, STACK_MAX_DEPTH,
 };
 
 /// A record the decoder could not read.
@@ -49,6 +49,7 @@ const EV_MREMAP: u32 = event_kind::EV_MREMAP as u32;
 const EV_BRK: u32 = event_kind::EV_BRK as u32;
 const EV_STACK: u32 = event_kind::EV_STACK as u32;
 const EV_RMAP: u32 = event_kind::EV_RMAP as u32;
+const EV_FAULT: u32 = event_kind::EV_FAULT as u32;
 const EV_RMAP_REGION: u32 = event_kind::EV_RMAP_REGION as u32;
 
 /// A process the kernel side stopped for the recorder (bpf/discover.bpf.c, bpf/alloc.bpf.c),
@@ -154,6 +155,7 @@ pub fn decode(b: &[u8]) -> Result<Event, DecodeError> {
         EV_EXIT => size_of::<exit_event>(),
         EV_RSS => size_of::<rss_event>(),
         EV_RMAP => size_of::<rmap_event>(),
+        EV_FAULT => size_of::<fault_event>(),
         EV_RMAP_REGION => size_of::<rmap_region_event>(),
         EV_MMAP | EV_MUNMAP | EV_MREMAP | EV_BRK => size_of::<map_event>(),
         _ => return Err(DecodeError::Unknown { kind }),
@@ -221,6 +223,7 @@ pub fn decode(b: &[u8]) -> Result<Event, DecodeError> {
             }
         }
         EV_RMAP_REGION => EventKind::RmapRegion(rmap_region(b)),
+        EV_FAULT => fault(b).ok_or(DecodeError::Unknown { kind })?,
         EV_RMAP => {
             let member = u8::try_from(u32_at(b, offset_of!(rmap_event, kind)))
                 .ok()
@@ -251,6 +254,16 @@ pub fn decode(b: &[u8]) -> Result<Event, DecodeError> {
         pid: u32_at(b, offset_of!(event_header, pid)),
         tid: u32_at(b, offset_of!(event_header, tid)),
         kind,
+    })
+}
+
+/// The `Fault` of a `fault_event` of at least its size; `None` for a member of no number.
+fn fault(b: &[u8]) -> Option<EventKind> {
+    Some(EventKind::Fault {
+        member: RssMember::from_u8(u8::try_from(u32_at(b, offset_of!(fault_event, member))).ok()?)?,
+        pages: u32_at(b, offset_of!(fault_event, pages)),
+        addr: u64_at(b, offset_of!(fault_event, addr)),
+        stack_id: u32_at(b, offset_of!(fault_event, stack_id)),
     })
 }
 
@@ -297,7 +310,7 @@ fn rmap_region(b: &[u8]) -> RmapRegion {
 }
 
 /// The name of each loss cause of the kernel side, indexed like the `lost` map.
-pub const LOST_CAUSES: [(lost_cause, &str); 10] = [
+pub const LOST_CAUSES: [(lost_cause, &str); 11] = [
     (lost_cause::LOST_RING_ALLOC, "ring_full_alloc"),
     (lost_cause::LOST_RING_LIFECYCLE, "ring_full_lifecycle"),
     (lost_cause::LOST_RING_RSS, "ring_full_rss"),
@@ -308,6 +321,7 @@ pub const LOST_CAUSES: [(lost_cause, &str); 10] = [
     (lost_cause::LOST_RING_STACK, "ring_full_stack"),
     (lost_cause::LOST_RING_RMAP, "ring_full_rmap"),
     (lost_cause::LOST_SKIPPED_CALL, "skipped_mapping_call"),
+    (lost_cause::LOST_RING_FAULT, "ring_full_fault"),
 ];
 
 #[cfg(test)]
@@ -345,6 +359,24 @@ mod tests {
         );
         let bad = rmap_event { kind: 9, ..e };
         assert!(decode(&bytes(&bad)).is_err(), "kind 9 is no member");
+        let f = fault_event {
+            h: header(event_kind::EV_FAULT, 7, 9, 7),
+            addr: 0x7f00_0000_2000,
+            pages: 16,
+            member: RssMember::File as u32,
+            stack_id: 42,
+            _pad: 0,
+        };
+        assert_eq!(
+            decode(&bytes(&f)).unwrap().kind,
+            EventKind::Fault {
+                member: RssMember::File,
+                pages: 16,
+                addr: 0x7f00_0000_2000,
+                stack_id: 42,
+            }
+        );
+        assert!(decode(&bytes(&fault_event { member: 9, ..f })).is_err());
         let mut r = rmap_region_event {
             h: header(event_kind::EV_RMAP_REGION, 7, 8, 6),
             start: 0x1000,

@@ -35,9 +35,9 @@ use crate::record::load::Loaded;
 use crate::record::progress::{Counts, Progress};
 use crate::record::stacks::{self, Interner};
 use crate::record::warnings::{Growth, Seen};
+use crate::sys::bpf::Link;
 use crate::sys::bpf_map::MapFd;
 use crate::sys::process::{self, Reaped, SignalSet};
-use crate::sys::raw::STACK_ID_MISSING;
 use crate::sys::ring::RingBuffer;
 use crate::sys::sched::{self, Priority};
 use crate::sys::wait::{Trigger, Waiter};
@@ -121,6 +121,8 @@ pub struct Session<'a> {
     pub leak_scan: bool,
     /// The loaded programs, whose runs the kernel skipped are counted as lost at the end.
     pub objects: &'a Loaded,
+    /// The walker's fault walk and the programs that give it addresses (walker.rs), attached.
+    pub fault_walk: Vec<Link<'a>>,
 }
 
 /// The trailer's lost cause for runs of memtrack's programs the kernel skipped
@@ -522,7 +524,8 @@ impl<'a> Session<'a> {
             return;
         }
         let walker = &self.objects.walker;
-        walker.put_in_place(self.objects.allocator(), &mut self.discovery, wait);
+        let links = walker.put_in_place(self.objects.allocator(), &mut self.discovery, wait);
+        self.fault_walk.extend(links);
         for ev in self.discovery.take_module_events() {
             sink.push(&ev);
         }
@@ -627,19 +630,12 @@ impl<'a> Session<'a> {
             match decode::decode(record) {
                 Ok(mut ev) => {
                     // The kernel's stack ids become the recording's trie leaves.
-                    if let EventKind::Alloc { stack_id, .. } | EventKind::Realloc { stack_id, .. } =
-                        &mut ev.kind
-                    {
-                        if *stack_id == STACK_ID_MISSING {
-                            let mut nodes = std::mem::take(&mut sink.nodes);
-                            sink.stacks.add_missing(ev.ts_ns, &mut nodes);
-                            for node in nodes.drain(..) {
-                                sink.push(&node);
-                            }
-                            sink.nodes = nodes;
-                        }
-                        *stack_id = sink.stacks.leaf(*stack_id);
+                    let mut nodes = std::mem::take(&mut sink.nodes);
+                    sink.stacks.to_leaf(&mut ev, &mut nodes);
+                    for node in nodes.drain(..) {
+                        sink.push(&node);
                     }
+                    sink.nodes = nodes;
                     // A mapped file's path, read while its process lives (the kernel sends
                     // only its name).
                     if let EventKind::RmapRegion(region) = &mut ev.kind {

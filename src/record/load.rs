@@ -85,11 +85,11 @@ impl When {
 }
 
 /// The maps of common.bpf.h every object but floor.bpf.o works on.
-const SHARED: &[&str] = &["tracked", "events", "lost"];
+const SHARED: &[&str] = &["tracked", "events", "lost", "fault_pending"];
 
 /// SHARED, and the gate that `--control` opens and closes, which process.bpf.o and the
 /// allocator programs read.
-const SHARED_AND_GATE: &[&str] = &["tracked", "events", "lost", "gate"];
+const SHARED_AND_GATE: &[&str] = &["tracked", "events", "lost", "fault_pending", "gate"];
 
 /// Programs attached twice to the same tracepoint, the copy right after the first: the kernel
 /// skips a run of a program on a CPU where a run of it is under way (preempted, on kernels that
@@ -282,9 +282,6 @@ const COPIES_RODATA: &str = ".rodata.copies";
 /// mmap.bpf.c's copies, loaded with [`COPIES_RODATA`].
 const MMAP_COPIES: [&str; 2] = ["mmap_sys_enter_again", "mmap_sys_exit_again"];
 
-/// alloc.bpf.c's mean bytes between sampled stacks (`stack_sample_mean`; 0 walks every one).
-const SAMPLE_RODATA: &str = ".rodata.sample";
-
 /// The maps the enabled objects share, created from the first's definitions (common.bpf.h's:
 /// every object has them), the ring buffer sized as `opts` says. Created before any object
 /// loads, they let every object load at once.
@@ -352,7 +349,7 @@ fn configure(
         }
         // With `--stacks` the mean stays 0: every call goes to the walker.
         if let StackMode::Sampled(sample) = opts.stacks {
-            open.set_rodata(SAMPLE_RODATA, &sample.mean_bytes.to_ne_bytes())
+            open.set_rodata(walker::SAMPLE_RODATA, &sample.mean_bytes.to_ne_bytes())
                 .map_err(kernel_error)?;
         }
     }
@@ -486,6 +483,11 @@ impl Loaded {
                 core: loaded.core.as_ref(),
                 classic: matches!(caps.uprobes, UprobeLinks::Classic(_)),
                 pidns_rodata: pidns.rodata(),
+                sample_mean: match opts.stacks {
+                    StackMode::Sampled(sample) => sample.mean_bytes,
+                    _ => 0,
+                },
+                faults: enabled.iter().any(|o| o.name == "rss"),
             })?;
         }
         Ok(loaded)
@@ -567,7 +569,7 @@ impl Loaded {
                             }
                             // The default's sampled walk, which a mean of 0 leaves out.
                             let mean = stacks::DEFAULT_SAMPLE_BYTES;
-                            open.set_rodata(SAMPLE_RODATA, &mean.to_ne_bytes())?;
+                            open.set_rodata(walker::SAMPLE_RODATA, &mean.to_ne_bytes())?;
                             if let (Programs::Uprobes(programs), UprobeLinks::Classic(_)) =
                                 (&object.programs, &caps.uprobes)
                             {

@@ -269,6 +269,7 @@ pub fn run(opts: &RecordOptions) -> Result<i32, Error> {
         symbols: opts.symbols,
         leak_scan: opts.leak_scan,
         objects: &objects,
+        fault_walk: Vec::new(),
     };
     let result = session.run(file, &header);
     group.restore_terminal();

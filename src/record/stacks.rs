@@ -517,6 +517,22 @@ impl Interner {
         self.add(&missing, out);
     }
 
+    /// Makes the kernel's stack id of `ev` (an allocation's, or a fault's) the recording's trie
+    /// leaf, appending to `out` the node of a missing stack the first time one arrives, to be
+    /// written before `ev`.
+    pub fn to_leaf(&mut self, ev: &mut Event, out: &mut Vec<Event>) {
+        let ts_ns = ev.ts_ns;
+        if let EventKind::Alloc { stack_id, .. }
+        | EventKind::Realloc { stack_id, .. }
+        | EventKind::Fault { stack_id, .. } = &mut ev.kind
+        {
+            if *stack_id == STACK_ID_MISSING {
+                self.add_missing(ts_ns, out);
+            }
+            *stack_id = self.leaf(*stack_id);
+        }
+    }
+
     /// The leaf node of kernel stack `id` (0: none, or never seen).
     pub fn leaf(&self, id: u32) -> u32 {
         if id == 0 {

@@ -32,7 +32,7 @@ use crate::error::Error;
 use crate::record::discover::Discovery;
 use crate::record::kernel_error;
 use crate::record::stacks::{self, Tables};
-use crate::sys::bpf::{BpfError, CustomBtf, LoadedObject, OpenObject, SharedMap};
+use crate::sys::bpf::{BpfError, CustomBtf, Link, LoadedObject, OpenObject, SharedMap};
 use crate::sys::bpf_map::ArrayChunks;
 use crate::sys::raw;
 use crate::sys::sched::Priority;
@@ -49,8 +49,28 @@ const SLOTS: u32 = 2;
 /// time), and the test compares each of those walks with the entry's own.
 const AT_RETURN_ONLY: &str = "MEMTRACK_TEST_WALK_AT_RETURN";
 
-/// The allocator's maps the walker works on besides those every object shares.
-pub const FROM_ALLOCATOR: &[&str] = &["call_state"];
+/// walk.bpf.c's program that walks the stacks of the pages a process makes resident, attached
+/// to rss_stat after rss.bpf.c's (issue 35).
+pub const FAULT_PROGRAM: &str = "fault_walk";
+
+/// walk.bpf.c's programs that keep a tracked thread's faulting address for [`FAULT_PROGRAM`]:
+/// x86's page fault tracepoints, elsewhere a kprobe on handle_mm_fault.
+pub const FAULT_ADDRESS_PROGRAMS: &[&str] = if cfg!(target_arch = "x86_64") {
+    &["fault_address_user", "fault_address_kernel"]
+} else {
+    &["fault_address"]
+};
+
+/// alloc.bpf.c's and walk.bpf.c's mean bytes between sampled stacks (`stack_sample_mean`; 0
+/// walks every one).
+pub const SAMPLE_RODATA: &str = ".rodata.sample";
+
+/// walk.bpf.c's page size, which its countdown over bytes made resident counts pages by.
+const PAGE_RODATA: &str = ".rodata.page";
+
+/// The allocator's maps the walker works on besides those every object shares: the per-thread
+/// calls, and the sampling countdowns' draws.
+pub const FROM_ALLOCATOR: &[&str] = &["call_state", "sample_draws"];
 
 /// walk.bpf.c's read-only flag `walk_preempt_off`, cleared where the verifier refuses the
 /// walk with preemption off ([`refuses_walk_preempt_off`]); `doctor` loads it so too.
@@ -92,6 +112,11 @@ pub struct WalkerSetup<'a> {
     pub classic: bool,
     /// The recorder's pid namespace, as `.rodata.pidns` says it (pidns.rs).
     pub pidns_rodata: [u8; 16],
+    /// The mean bytes between sampled stacks; 0 walks every one (`--stacks`).
+    pub sample_mean: u64,
+    /// Whether resident memory is recorded, whose increases the walker walks too: without it
+    /// [`FAULT_PROGRAM`] is left out of the load.
+    pub faults: bool,
 }
 
 impl Walker {
@@ -108,6 +133,8 @@ impl Walker {
             Err(e) => return Err(Error::Internal(format!("cannot copy the CO-RE types: {e}"))),
         };
         let (classic, pidns_rodata) = (setup.classic, setup.pidns_rodata);
+        let (sample_mean, faults) = (setup.sample_mean, setup.faults);
+        let page_size = crate::sys::ring::page_size() as u32;
         let from_allocator = setup.from_allocator;
         let open = move |shared: &[SharedMap], preempt_off: bool| -> Result<OpenObject, BpfError> {
             let mut open = OpenObject::open_with("walk", raw::WALK_BPF_OBJECT, core.as_ref())?;
@@ -121,6 +148,14 @@ impl Walker {
             }
             if classic {
                 open.use_classic_uprobe(PROGRAM)?;
+            }
+            open.set_rodata(SAMPLE_RODATA, &sample_mean.to_ne_bytes())?;
+            open.set_rodata(PAGE_RODATA, &page_size.to_ne_bytes())?;
+            if !faults {
+                open.set_autoload(FAULT_PROGRAM, false)?;
+                for prog in FAULT_ADDRESS_PROGRAMS {
+                    open.set_autoload(prog, false)?;
+                }
             }
             if cfg!(target_arch = "aarch64") {
                 // pac-ret's signatures are stripped from return addresses with it.
@@ -216,30 +251,46 @@ impl Walker {
 
     /// Once the walker is loaded (`wait`: waiting for its load to end), give `discovery` the
     /// unwind tables of the files it found so far, then let `alloc`'s sampled entries
-    /// tail-call the walker, so that it never meets a file without its table. A failure is
-    /// said once, and discovery stops keeping files for tables.
+    /// tail-call the walker, so that it never meets a file without its table, and attach its
+    /// fault walk, which rss.bpf.o's rss_stat (attached before the command started) feeds, and
+    /// the kprobe that gives it addresses: the links, for the caller to keep. A failure is said
+    /// once, and discovery stops keeping files for tables.
     pub fn put_in_place<'obj>(
         &'obj self,
         alloc: &LoadedObject,
         discovery: &mut Discovery<'obj>,
         wait: bool,
-    ) {
+    ) -> Vec<Link<'obj>> {
+        self.place(alloc, discovery, wait)
+            .map(fault_links)
+            .unwrap_or_default()
+    }
+
+    /// The walker, once in place.
+    fn place<'obj>(
+        &'obj self,
+        alloc: &LoadedObject,
+        discovery: &mut Discovery<'obj>,
+        wait: bool,
+    ) -> Option<&'obj LoadedObject> {
         let load = if wait { self.wait() } else { self.poll() };
         let walker = match load {
-            Load::Loading => return,
-            Load::Failed => return discovery.set_tables_never(),
+            Load::Loading => return None,
+            Load::Failed => {
+                discovery.set_tables_never();
+                return None;
+            }
             Load::Ready(walker) => walker,
         };
         // Its tables are made once (the drain asks while discovery waits for them).
-        let Some(rows) = self.rows.borrow_mut().take() else {
-            return;
-        };
+        let rows = self.rows.borrow_mut().take()?;
         let began = std::time::Instant::now();
         match Tables::new(walker, rows) {
             Ok(tables) => discovery.set_tables(tables),
             Err(e) => {
                 log::warn!("call stacks are not walked: {e}");
-                return discovery.set_tables_never();
+                discovery.set_tables_never();
+                return None;
             }
         }
         // The return's slot first, so that a call left to its return never finds the entry's
@@ -247,14 +298,36 @@ impl Walker {
         let first = u32::from(std::env::var_os(AT_RETURN_ONLY).is_some());
         for slot in (first..SLOTS).rev() {
             if let Err(e) = alloc.set_tail_call(WALKERS_MAP, slot, walker, PROGRAM) {
-                return log::warn!("call stacks are not walked: {e}");
+                log::warn!("call stacks are not walked: {e}");
+                return None;
             }
         }
         log::debug!(
             "walker in place, its tables made in {:.1} ms",
             began.elapsed().as_secs_f64() * 1e3
         );
+        Some(walker)
     }
+}
+
+/// The fault walk attached, after the kprobe that gives it addresses (without which the pages'
+/// addresses are 0: unknown); none when it was left out of the load (`--no-rss`).
+fn fault_links(walker: &LoadedObject) -> Vec<Link<'_>> {
+    let mut links = Vec::new();
+    if !walker.has_loaded(FAULT_PROGRAM) {
+        return links;
+    }
+    for prog in FAULT_ADDRESS_PROGRAMS {
+        match walker.attach(prog) {
+            Ok(link) => links.push(link),
+            Err(e) => log::info!("the addresses of pages made resident are not known: {e}"),
+        }
+    }
+    match walker.attach(FAULT_PROGRAM) {
+        Ok(link) => links.push(link),
+        Err(e) => log::warn!("the stacks of pages made resident are not walked: {e}"),
+    }
+    links
 }
 
 /// Whether `e` is the verifier refusing a global function's call with preemption off.

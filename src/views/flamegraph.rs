@@ -36,7 +36,7 @@ pub fn write_svg(
     options.title = title.to_string();
     // Under the title, that the widths are estimates from sampled stacks, when they are.
     options.subtitle = profile.sampling.as_ref().map(words::estimates);
-    options.count_name = weight.unit().to_string();
+    options.count_name = view.unit(weight).to_string();
     options.name_type = "Function:".to_string();
     // The root at the top: the widest frames on the first screen.
     options.direction = Direction::Inverted;
@@ -119,7 +119,7 @@ fn write_empty(view: View, weight: Weight, title: &str, out: &mut dyn Write) -> 
     let message = format!(
         "nothing {} in this scope: 0 {}",
         view.describe(),
-        weight.unit()
+        view.unit(weight)
     );
     write_message(title, &message, out)
 }
@@ -169,6 +169,7 @@ mod tests {
             stacks: vec![Stack {
                 id: 1,
                 frames: vec![0, 1],
+                toucher: false,
             }],
             samples: vec![Sample {
                 stack: 0,

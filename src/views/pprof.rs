@@ -136,8 +136,9 @@ pub struct Function {
     pub filename: i64,
 }
 
-/// The sample types, in order: (name, view, weight).
-pub const SAMPLE_TYPES: [(&str, View, Weight); 8] = [
+/// The sample types, in order: (name, view, weight); the last four only in a profile with the
+/// resident views ([`sample_types`]).
+pub const SAMPLE_TYPES: [(&str, View, Weight); 12] = [
     ("alloc_objects", View::Allocated, Weight::Count),
     ("alloc_space", View::Allocated, Weight::Bytes),
     ("inuse_objects", View::Peak, Weight::Count),
@@ -146,7 +147,20 @@ pub const SAMPLE_TYPES: [(&str, View, Weight); 8] = [
     ("leaked_space", View::Leaked, Weight::Bytes),
     ("temporary_objects", View::Temporary, Weight::Count),
     ("temporary_space", View::Temporary, Weight::Bytes),
+    ("resident_pages", View::Resident, Weight::Count),
+    ("resident_space", View::Resident, Weight::Bytes),
+    ("faulted_pages", View::Faulted, Weight::Count),
+    ("faulted_space", View::Faulted, Weight::Bytes),
 ];
+
+/// The sample types of `model`: the heap's, and the resident views' when it has them.
+fn sample_types(model: &Model) -> &'static [(&'static str, View, Weight)] {
+    let resident = SAMPLE_TYPES.iter().filter(|t| t.1.is_resident()).count();
+    match model.resident_peak_bytes {
+        Some(_) => &SAMPLE_TYPES,
+        None => &SAMPLE_TYPES[..SAMPLE_TYPES.len() - resident],
+    }
+}
 
 /// Each module gets its own range of fake addresses this wide: a location's address is its
 /// module's start plus its file offset, so the mappings never overlap and pprof's address to
@@ -183,7 +197,7 @@ impl Strings {
 pub fn build(model: &Model, report: &Report, view: View, weight: Weight) -> Profile {
     let mut strings = Strings::new();
     let mut p = Profile {
-        sample_type: SAMPLE_TYPES
+        sample_type: sample_types(model)
             .iter()
             .map(|&(name, _, w)| ValueType {
                 r#type: strings.get(name),
@@ -194,7 +208,7 @@ pub fn build(model: &Model, report: &Report, view: View, weight: Weight) -> Prof
         duration_nanos: i64::try_from(report.run.duration_ns).unwrap_or(i64::MAX),
         ..Profile::default()
     };
-    let default = SAMPLE_TYPES
+    let default = sample_types(model)
         .iter()
         .find(|&&(_, v, w)| v == view && w == weight)
         .map_or("inuse_space", |t| t.0);
@@ -372,7 +386,7 @@ impl<'a> Tables<'a> {
             }
             self.p.sample.push(Sample {
                 location_id: stack_locations.get(s.stack).cloned().unwrap_or_default(),
-                value: SAMPLE_TYPES
+                value: sample_types(model)
                     .iter()
                     .map(|&(_, v, w)| i64::try_from(s.values.get(v, w)).unwrap_or(i64::MAX))
                     .collect(),

@@ -56,8 +56,9 @@ struct Sampled {
     weights: Vec<u64>,
 }
 
-/// The views and weights in the order of the file's profiles.
-pub const PROFILES: [(View, Weight); 8] = [
+/// The views and weights in the order of the file's profiles; the last four only in a profile
+/// with the resident views ([`profiles_of`]).
+pub const PROFILES: [(View, Weight); 12] = [
     (View::Peak, Weight::Bytes),
     (View::Allocated, Weight::Bytes),
     (View::Leaked, Weight::Bytes),
@@ -66,13 +67,27 @@ pub const PROFILES: [(View, Weight); 8] = [
     (View::Allocated, Weight::Count),
     (View::Leaked, Weight::Count),
     (View::Temporary, Weight::Count),
+    (View::Resident, Weight::Bytes),
+    (View::Faulted, Weight::Bytes),
+    (View::Resident, Weight::Count),
+    (View::Faulted, Weight::Count),
 ];
+
+/// The views and weights of `profile`'s file: the heap's, and the resident views' when it has
+/// them.
+fn profiles_of(profile: &Profile) -> &'static [(View, Weight)] {
+    let resident = PROFILES.iter().filter(|p| p.0.is_resident()).count();
+    match profile.resident_peak_bytes {
+        Some(_) => &PROFILES,
+        None => &PROFILES[..PROFILES.len() - resident],
+    }
+}
 
 /// The name of the profile of `view` weighed by `weight`, as speedscope's profile menu shows
 /// it: "live at the heap peak (bytes)", then, when the values are estimates from sampled
 /// stacks, `words::estimates`.
 fn profile_name(profile: &Profile, view: View, weight: Weight) -> String {
-    let name = format!("{} ({})", view.describe(), weight.unit());
+    let name = format!("{} ({})", view.describe(), view.unit(weight));
     match &profile.sampling {
         Some(s) => format!("{name}, {}", estimates(s)),
         None => name,
@@ -121,7 +136,7 @@ pub fn write_speedscope(
                 .collect()
         })
         .collect();
-    let profiles = PROFILES
+    let profiles = profiles_of(profile)
         .iter()
         .map(|&(v, w)| {
             let mut per_stack = vec![0u64; stacks.len()];
@@ -151,7 +166,7 @@ pub fn write_speedscope(
         schema: "https://www.speedscope.app/file-format-schema.json",
         name: title,
         exporter: format!("memtrack {}", env!("CARGO_PKG_VERSION")),
-        active_profile_index: PROFILES
+        active_profile_index: profiles_of(profile)
             .iter()
             .position(|&p| p == (view, weight))
             .unwrap_or(0),
@@ -192,7 +207,7 @@ mod tests {
         assert_eq!(exact[1], "allocated (bytes)");
         profile.sampling = Some(stack_sampling());
         let sampled = names(&profile);
-        assert_eq!(sampled.len(), PROFILES.len());
+        assert_eq!(sampled.len(), profiles_of(&profile).len());
         for (e, s) in exact.iter().zip(&sampled) {
             assert_eq!(*s, format!("{e}, {SAMPLED}"));
         }

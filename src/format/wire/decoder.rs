@@ -260,6 +260,22 @@ fn event_kind(
         WireRecord::RmapRegion { dt_ns, region } => {
             (dt_ns, EventKind::RmapRegion(region.into_owned()))
         }
+        WireRecord::Fault {
+            dt_ns,
+            member,
+            pages,
+            daddr,
+            stack_id,
+        } => {
+            let m = RssMember::from_u8(member).ok_or(DecodeFault::UnknownMember(member))?;
+            let kind = EventKind::Fault {
+                member: m,
+                pages,
+                addr: th.rmap.decode(daddr),
+                stack_id,
+            };
+            (dt_ns, kind)
+        }
         WireRecord::Rmap {
             dt_ns,
             member,

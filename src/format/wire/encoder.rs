@@ -125,6 +125,18 @@ impl ChunkEncoder {
                 pages,
                 daddr: th.rmap.encode(addr),
             },
+            &EventKind::Fault {
+                member,
+                pages,
+                addr,
+                stack_id,
+            } => WireRecord::Fault {
+                dt_ns,
+                member: member as u8,
+                pages,
+                daddr: th.rmap.encode(addr),
+                stack_id,
+            },
             EventKind::RmapRegion(region) => WireRecord::RmapRegion {
                 dt_ns,
                 region: Borrowed(region),

@@ -160,6 +160,15 @@ pub enum WireRecord<'a> {
         dt_ns: i64,
         region: Text<'a, RmapRegion>,
     },
+    /// 30: `Fault` (format version 7 on): `member` an `RssMember` number, `daddr` from the
+    /// thread's previous rmap address.
+    Fault {
+        dt_ns: i64,
+        member: u8,
+        pages: u32,
+        daddr: i64,
+        stack_id: u32,
+    },
 }
 
 /// The event's own struct inside a record: borrowed from the event the writer encodes, or
@@ -513,7 +522,7 @@ mod tests {
     #[test]
     fn variant_numbers_are_pinned() {
         // These numbers are on disk; this test fails if a variant is moved or inserted.
-        let cases: [(WireRecord<'_>, u8); 29] = [
+        let cases: [(WireRecord<'_>, u8); 30] = [
             (WireRecord::Thread { pid: 0, tid: 0 }, 0),
             (WireRecord::Switch { index: 0 }, 1),
             (
@@ -730,6 +739,16 @@ mod tests {
                     }),
                 },
                 29,
+            ),
+            (
+                WireRecord::Fault {
+                    dt_ns: 0,
+                    member: 0,
+                    pages: 0,
+                    daddr: 0,
+                    stack_id: 0,
+                },
+                30,
             ),
         ];
         for (rec, n) in cases {

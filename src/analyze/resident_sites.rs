@@ -1,0 +1,508 @@
+//! Resident memory by call site (issue 35), part of the sites pass (`stacks`): the pages each
+//! stack made resident (`Fault` records, bpf/walk.bpf.c's fault_walk), every one of them (the
+//! `faulted` view) and those still resident at the scope's resident peak (the `resident` view),
+//! anon, file and shmem apart. What no walked stack made resident is each process's
+//! "[unattributed]" share, never dropped.
+//!
+//! The rules (also in docs/report-schema.md, "Resident memory by call site"):
+//! - a `Fault` of `pages` pages of one member at address `addr` is a piece of site (stack,
+//!   process); with sampled stacks it stands for its estimator weight, as a sampled allocation
+//!   does (`Weigher`, over the bytes made resident);
+//! - a piece stays resident until the mapping at its address goes: munmap, brk shrinking over
+//!   it, mremap (it moves with the range; the part past a shrunk range goes), exec and exit. A
+//!   piece without an address (kernels where it is not known) goes at exec and exit only;
+//! - the scope's resident memory is rss_stat's, exact: at its peak (the first moment it was
+//!   highest) every piece counts for its site, and each process's resident pages beyond its
+//!   pieces' are its unattributed share. Pages released without a recorded unmap (madvise,
+//!   reclaim) leave pieces behind: where a process's pieces of a member add up past its
+//!   resident pages of that member, they are scaled down to them;
+//! - `faulted` counts every piece when it is made; each process's unattributed faulted pages
+//!   are the increases its own tasks made (rss_stat by owner) beyond its pieces'.
+//!
+//! Benchmark scopes keep no resident sites: pages stay resident across the windows that made
+//! them, so a window's peak is not its own.
+
+use std::collections::BTreeMap;
+
+use crate::format::{EventKind, RssMember};
+use crate::intmap::IntMap;
+
+use super::site_table::Weigher;
+use super::tree::ProcIdx;
+
+/// The resident members, as the views keep them apart: anon, file, shmem.
+pub(super) const MEMBERS: [RssMember; 3] = [RssMember::Anon, RssMember::File, RssMember::Shmem];
+
+/// The index of `member` in [`MEMBERS`]; `None` for swap entries, which are not resident.
+fn slot(member: RssMember) -> Option<usize> {
+    MEMBERS.iter().position(|&m| m == member)
+}
+
+/// Bytes of each resident member.
+pub(super) type PerMember = [f64; 3];
+
+fn add(a: &mut PerMember, b: &PerMember, sign: f64) {
+    for (x, y) in a.iter_mut().zip(b) {
+        *x = (*x + sign * y).max(0.0);
+    }
+}
+
+/// A site of resident memory: one stack in one process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(super) struct ResidentKey {
+    pub(super) leaf: u32,
+    pub(super) proc: usize,
+}
+
+/// What one site (or one process's unattributed share) made resident and holds, in bytes.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Cell {
+    /// Made resident, every piece.
+    pub(super) faulted: PerMember,
+    /// Resident now.
+    live: PerMember,
+    /// Resident at the latest scope peak, when `changed_at` is at or after that peak.
+    at_peak: PerMember,
+    changed_at: u64,
+}
+
+/// One fault's pages, while they are resident.
+#[derive(Clone, Copy, Debug)]
+struct Piece {
+    key: ResidentKey,
+    member: usize,
+    bytes: f64,
+}
+
+/// A process's resident memory as rss_stat says it, and its pieces.
+#[derive(Debug, Default)]
+struct Process {
+    /// Resident bytes now, per member (rss_stat), and at the latest scope peak.
+    cell: Cell,
+    /// Bytes its own tasks made resident (increases by the owner), per member.
+    made: PerMember,
+    /// Pieces by (address, arrival), and those without an address.
+    pieces: BTreeMap<(u64, u64), Piece>,
+    unplaced: Vec<Piece>,
+    /// The peak mark its last change of resident pages made, if it raised the peak: the
+    /// `Fault` that follows that change (the same increase) is part of the peak.
+    raised: Option<u64>,
+}
+
+/// The scope's resident sites.
+#[derive(Debug)]
+pub(super) struct ResidentSites {
+    weigher: Weigher,
+    page_bytes: u64,
+    sites: IntMap<ResidentKey, Cell>,
+    procs: IntMap<usize, Process>,
+    /// The scope's resident bytes now, and its peak (bytes, when).
+    total: u64,
+    pub(super) peak: u64,
+    pub(super) peak_ns: Option<u64>,
+    clock: u64,
+    peak_mark: u64,
+    arrivals: u64,
+    /// Faults seen, and of them those whose stack was walked.
+    pub(super) faults: u64,
+    pub(super) walked: u64,
+}
+
+/// One row of the finished views: a site, or a process's unattributed share (`leaf` 0).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct ResidentRow {
+    pub(super) key: ResidentKey,
+    pub(super) faulted: PerMember,
+    pub(super) at_peak: PerMember,
+}
+
+impl ResidentSites {
+    pub(super) fn new(weigher: Weigher, page_bytes: u64) -> ResidentSites {
+        ResidentSites {
+            weigher,
+            page_bytes,
+            sites: IntMap::default(),
+            procs: IntMap::default(),
+            total: 0,
+            peak: 0,
+            peak_ns: None,
+            clock: 0,
+            peak_mark: 0,
+            arrivals: 0,
+            faults: 0,
+            walked: 0,
+        }
+    }
+
+    pub(super) fn page_bytes(&self) -> u64 {
+        self.page_bytes
+    }
+
+    /// Whether any fault was recorded: the views have something to show.
+    pub(super) fn recorded(&self) -> bool {
+        self.faults > 0
+    }
+
+    fn tick(&mut self) -> u64 {
+        self.clock += 1;
+        self.clock
+    }
+
+    /// `cell`, about to change: it saves what it held if the scope peaked since its last change.
+    fn changing(cell: &mut Cell, mark: u64, now: u64) {
+        if cell.changed_at < mark {
+            cell.at_peak = cell.live;
+        }
+        cell.changed_at = now;
+    }
+
+    fn at_peak(&self, cell: &Cell) -> PerMember {
+        if cell.changed_at < self.peak_mark {
+            cell.live
+        } else {
+            cell.at_peak
+        }
+    }
+
+    /// Process `i`'s own tasks made `pages` pages of `member` resident (an increase by the owner).
+    pub(super) fn made(&mut self, i: ProcIdx, member: RssMember, pages: u64) {
+        if let Some(m) = slot(member) {
+            let p = self.procs.entry(i.get()).or_default();
+            p.made[m] += pages as f64 * self.page_bytes as f64;
+        }
+    }
+
+    /// Process `i`'s resident pages are now `pages` (per member, as rss_stat numbers them), at
+    /// `ts`.
+    pub(super) fn resident(&mut self, i: ProcIdx, pages: [u64; 4], ts: u64) {
+        let now = self.tick();
+        let (mark, page) = (self.peak_mark, self.page_bytes as f64);
+        let p = self.procs.entry(i.get()).or_default();
+        let live: PerMember = MEMBERS.map(|m| pages[m as usize] as f64 * page);
+        let before: f64 = p.cell.live.iter().sum();
+        Self::changing(&mut p.cell, mark, now);
+        p.cell.live = live;
+        let after: f64 = live.iter().sum();
+        p.raised = None;
+        self.total = (self.total as f64 - before + after).max(0.0).round() as u64;
+        if self.total > self.peak {
+            self.peak = self.total;
+            self.peak_ns = Some(ts);
+            // Every change so far is before the peak: their cells hold their peak values now.
+            self.peak_mark = self.tick();
+            self.procs.entry(i.get()).or_default().raised = Some(self.peak_mark);
+        }
+    }
+
+    /// Process `i` made `pages` pages of `member` resident at `addr` (0: not known), with stack
+    /// `leaf` (0: not walked).
+    pub(super) fn fault(
+        &mut self,
+        i: ProcIdx,
+        member: RssMember,
+        pages: u32,
+        addr: u64,
+        leaf: u32,
+    ) {
+        let Some(member) = slot(member) else {
+            return;
+        };
+        self.faults += 1;
+        let bytes = u64::from(pages) * self.page_bytes;
+        let Some(weight) = self.weigher.weigh(leaf, bytes).filter(|_| leaf != 0) else {
+            return;
+        };
+        self.walked += 1;
+        let key = ResidentKey {
+            leaf,
+            proc: i.get(),
+        };
+        let piece = Piece {
+            key,
+            member,
+            bytes: weight.bytes,
+        };
+        let p = self.procs.entry(i.get()).or_default();
+        if p.raised.is_some() && p.raised == Some(self.peak_mark) {
+            // The increase that raised the peak: its pages were resident at it.
+            let cell = self.sites.entry(key).or_default();
+            cell.live[member] += weight.bytes;
+            if cell.changed_at >= self.peak_mark {
+                cell.at_peak[member] += weight.bytes;
+            }
+        } else {
+            self.change(&piece, 1.0);
+        }
+        self.sites.entry(key).or_default().faulted[member] += weight.bytes;
+        self.arrivals += 1;
+        let p = self.procs.entry(i.get()).or_default();
+        if addr == 0 {
+            p.unplaced.push(piece);
+        } else {
+            p.pieces.insert((addr, self.arrivals), piece);
+        }
+    }
+
+    /// Adds (`sign` 1) or removes (-1) `piece` from its site's resident bytes.
+    fn change(&mut self, piece: &Piece, sign: f64) {
+        let now = self.tick();
+        let mark = self.peak_mark;
+        let cell = self.sites.entry(piece.key).or_default();
+        Self::changing(cell, mark, now);
+        let mut d = [0.0; 3];
+        d[piece.member] = piece.bytes;
+        add(&mut cell.live, &d, sign);
+    }
+
+    /// The pieces of process `i` in [lo, hi), taken out.
+    fn take(&mut self, i: ProcIdx, lo: u64, hi: u64) -> Vec<(u64, Piece)> {
+        let Some(p) = self.procs.get_mut(&i.get()) else {
+            return Vec::new();
+        };
+        let keys: Vec<(u64, u64)> = p.pieces.range((lo, 0)..(hi, 0)).map(|(k, _)| *k).collect();
+        keys.into_iter()
+            .filter_map(|k| p.pieces.remove(&k).map(|piece| (k.0, piece)))
+            .collect()
+    }
+
+    /// Process `i`'s mapping change `kind` (munmap, mremap, brk) ends or moves its pieces.
+    pub(super) fn mapping(&mut self, i: ProcIdx, kind: &EventKind) {
+        let page = self.page_bytes.max(1);
+        let round_up = |len: u64| len.div_ceil(page).saturating_mul(page);
+        match *kind {
+            EventKind::Munmap { addr, len } => {
+                self.unmap(i, addr, addr.saturating_add(round_up(len)))
+            }
+            EventKind::Brk { from, to } if to < from => self.unmap(i, to, from),
+            EventKind::Mremap {
+                old_addr,
+                old_len,
+                addr,
+                len,
+            } => {
+                let moved = self.take(i, old_addr, old_addr.saturating_add(round_up(old_len)));
+                let kept = round_up(len);
+                for (at, piece) in moved {
+                    let offset = at - old_addr;
+                    if offset < kept {
+                        self.arrivals += 1;
+                        let p = self.procs.entry(i.get()).or_default();
+                        p.pieces.insert((addr + offset, self.arrivals), piece);
+                    } else {
+                        self.change(&piece, -1.0);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn unmap(&mut self, i: ProcIdx, lo: u64, hi: u64) {
+        for (_, piece) in self.take(i, lo, hi) {
+            self.change(&piece, -1.0);
+        }
+    }
+
+    /// Process `i` lost its address space (exec or exit): every piece goes.
+    pub(super) fn drop_process(&mut self, i: ProcIdx) {
+        let Some(p) = self.procs.get_mut(&i.get()) else {
+            return;
+        };
+        let pieces: Vec<Piece> = std::mem::take(&mut p.pieces)
+            .into_values()
+            .chain(std::mem::take(&mut p.unplaced))
+            .collect();
+        for piece in pieces {
+            self.change(&piece, -1.0);
+        }
+    }
+
+    /// The views' rows: every site, then every process's unattributed share (`leaf` 0), in key
+    /// order. At the peak a process's sites are scaled down, per member, to what it held.
+    pub(super) fn rows(&self) -> Vec<ResidentRow> {
+        let mut rows: Vec<ResidentRow> = self
+            .sites
+            .iter()
+            .map(|(&key, cell)| ResidentRow {
+                key,
+                faulted: cell.faulted,
+                at_peak: self.at_peak(cell),
+            })
+            .collect();
+        rows.sort_by_key(|r| r.key);
+        let mut procs: Vec<(&usize, &Process)> = self.procs.iter().collect();
+        procs.sort_by_key(|(k, _)| **k);
+        for (&proc, p) in procs {
+            let held = self.at_peak(&p.cell);
+            let mine = |r: &&mut ResidentRow| r.key.proc == proc;
+            let mut sum_peak = [0.0; 3];
+            let mut sum_faulted = [0.0; 3];
+            for r in rows.iter_mut().filter(|r| r.key.proc == proc) {
+                add(&mut sum_peak, &r.at_peak, 1.0);
+                add(&mut sum_faulted, &r.faulted, 1.0);
+            }
+            for m in 0..3 {
+                if sum_peak[m] > held[m] && sum_peak[m] > 0.0 {
+                    let scale = held[m] / sum_peak[m];
+                    for r in rows.iter_mut().filter(mine) {
+                        r.at_peak[m] *= scale;
+                    }
+                    sum_peak[m] = held[m];
+                }
+            }
+            let mut unattributed = ResidentRow {
+                key: ResidentKey { leaf: 0, proc },
+                faulted: p.made,
+                at_peak: held,
+            };
+            add(&mut unattributed.faulted, &sum_faulted, -1.0);
+            add(&mut unattributed.at_peak, &sum_peak, -1.0);
+            if unattributed
+                .faulted
+                .iter()
+                .chain(&unattributed.at_peak)
+                .any(|&b| b >= 0.5)
+            {
+                rows.push(unattributed);
+            }
+        }
+        rows
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PAGE: u64 = 4096;
+
+    fn proc(n: usize) -> ProcIdx {
+        ProcIdx::new(n)
+    }
+
+    fn pages(anon: u64, file: u64) -> [u64; 4] {
+        [file, anon, 0, 0]
+    }
+
+    fn row(rows: &[ResidentRow], leaf: u32) -> ResidentRow {
+        *rows.iter().find(|r| r.key.leaf == leaf).expect("a row")
+    }
+
+    #[test]
+    fn sites_at_the_peak_add_up_to_it_with_the_unattributed() {
+        let mut r = ResidentSites::new(Weigher::exact(), PAGE);
+        r.resident(proc(0), pages(10, 0), 1);
+        r.made(proc(0), RssMember::Anon, 2);
+        r.resident(proc(0), pages(12, 0), 2);
+        r.fault(proc(0), RssMember::Anon, 2, 0x1000, 7);
+        r.made(proc(0), RssMember::File, 4);
+        r.resident(proc(0), pages(12, 4), 3);
+        r.fault(proc(0), RssMember::File, 4, 0x9000, 8);
+        // The anon block goes, then the peak is lower: the peak above stands.
+        r.mapping(
+            proc(0),
+            &EventKind::Munmap {
+                addr: 0x1000,
+                len: 8192,
+            },
+        );
+        r.resident(proc(0), pages(10, 4), 4);
+        let rows = r.rows();
+        assert_eq!(r.peak, 16 * PAGE);
+        assert_eq!(row(&rows, 7).at_peak, [2.0 * 4096.0, 0.0, 0.0]);
+        assert_eq!(row(&rows, 8).at_peak, [0.0, 4.0 * 4096.0, 0.0]);
+        let u = row(&rows, 0);
+        assert_eq!(
+            u.at_peak,
+            [10.0 * 4096.0, 0.0, 0.0],
+            "the first 10 pages: no stack"
+        );
+        assert_eq!(
+            u.faulted, [0.0; 3],
+            "every increase by the owner had its stack"
+        );
+        let sum: f64 = rows.iter().flat_map(|r| r.at_peak).sum();
+        assert_eq!(sum, r.peak as f64);
+    }
+
+    #[test]
+    fn an_unmapped_site_leaves_a_later_peak() {
+        let mut r = ResidentSites::new(Weigher::exact(), PAGE);
+        r.made(proc(0), RssMember::Anon, 4);
+        r.resident(proc(0), pages(4, 0), 1);
+        r.fault(proc(0), RssMember::Anon, 4, 0x10000, 7);
+        r.mapping(
+            proc(0),
+            &EventKind::Munmap {
+                addr: 0x10000,
+                len: 4 * PAGE,
+            },
+        );
+        r.resident(proc(0), pages(0, 0), 2);
+        r.made(proc(0), RssMember::Anon, 6);
+        r.resident(proc(0), pages(6, 0), 3);
+        r.fault(proc(0), RssMember::Anon, 6, 0x20000, 8);
+        let rows = r.rows();
+        assert_eq!(row(&rows, 7).at_peak, [0.0; 3]);
+        assert_eq!(row(&rows, 7).faulted, [4.0 * 4096.0, 0.0, 0.0]);
+        assert_eq!(row(&rows, 8).at_peak, [6.0 * 4096.0, 0.0, 0.0]);
+        assert!(
+            rows.iter().all(|r| r.key.leaf != 0),
+            "all attributed: {rows:?}"
+        );
+    }
+
+    #[test]
+    fn mremap_moves_pieces_and_drops_what_it_cuts() {
+        let mut r = ResidentSites::new(Weigher::exact(), PAGE);
+        r.made(proc(0), RssMember::Anon, 2);
+        r.resident(proc(0), pages(2, 0), 1);
+        r.fault(proc(0), RssMember::Anon, 1, 0x10000, 7);
+        r.fault(proc(0), RssMember::Anon, 1, 0x11000, 8);
+        let shrink = EventKind::Mremap {
+            old_addr: 0x10000,
+            old_len: 2 * PAGE,
+            addr: 0x50000,
+            len: PAGE,
+        };
+        r.mapping(proc(0), &shrink);
+        // Only the moved piece is left to go with the new range.
+        r.mapping(
+            proc(0),
+            &EventKind::Munmap {
+                addr: 0x50000,
+                len: PAGE,
+            },
+        );
+        assert!(r.sites.values().all(|c| c.live == [0.0; 3]));
+    }
+
+    #[test]
+    fn pieces_past_what_a_process_holds_are_scaled_to_it() {
+        let mut r = ResidentSites::new(Weigher::exact(), PAGE);
+        r.made(proc(0), RssMember::Anon, 4);
+        r.resident(proc(0), pages(4, 0), 1);
+        r.fault(proc(0), RssMember::Anon, 4, 0x10000, 7);
+        // madvise(MADV_DONTNEED) released 2 pages without a recorded unmap.
+        r.resident(proc(0), pages(2, 0), 2);
+        r.resident(proc(1), pages(8, 0), 3);
+        let rows = r.rows();
+        assert_eq!(r.peak, 10 * PAGE);
+        assert_eq!(row(&rows, 7).at_peak, [2.0 * 4096.0, 0.0, 0.0]);
+    }
+
+    #[test]
+    fn exit_ends_every_piece_and_a_sampled_piece_stands_for_its_weight() {
+        let mut r = ResidentSites::new(Weigher::sampled(64 * PAGE), PAGE);
+        r.made(proc(0), RssMember::Anon, 1);
+        r.resident(proc(0), pages(1, 0), 1);
+        r.fault(proc(0), RssMember::Anon, 1, 0, 7);
+        r.fault(proc(0), RssMember::Anon, 1, 0x1000, 0);
+        assert_eq!((r.faults, r.walked), (2, 1));
+        let p = -(-1.0f64 / 64.0).exp_m1();
+        let faulted = row(&r.rows(), 7).faulted[0];
+        assert!((faulted - 4096.0 / p).abs() < 1e-6, "{faulted}");
+        r.drop_process(proc(0));
+        assert!(r.sites.values().all(|c| c.live == [0.0; 3]));
+    }
+}

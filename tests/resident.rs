@@ -1,0 +1,147 @@
+//! Resident memory by call site (issue 35): the real recorder on testdata/resident/touch.c,
+//! whose touch_a() makes 8 MiB of a malloc'd block resident, touch_b() 24 MiB and read_c() 16
+//! MiB of a mapped file, all resident at the process's peak. `report --view resident` gives each
+//! the pages it made resident, anon and file apart, and adds up to the peak resident memory the
+//! report states; `--view faulted` keeps what was unmapped before the peak.
+
+mod common;
+
+use common::{fixture, memtrack, record_with_env, report_json, scratch_file, Recording};
+use memtrack::format::EventKind;
+
+const MIB: u64 = 1 << 20;
+const PAGE: u64 = 4096;
+
+/// Record touch.c with `extra` recorder flags and `args` after its file.
+fn record_touch(name: &str, extra: &[&str], args: &[&str]) -> Recording {
+    let exe = fixture("resident/touch");
+    let data = scratch_file(format!("{name}.data"));
+    let side = scratch_file(format!("{name}.status"));
+    let mut command = vec![exe.to_str().unwrap(), data.to_str().unwrap()];
+    command.extend_from_slice(args);
+    let rec = record_with_env(
+        name,
+        extra,
+        &command,
+        &[("MEMTRACK_STATUS_FILE", side.as_os_str())],
+    );
+    check!(rec, rec.code() == 0, "exit code");
+    rec
+}
+
+/// The folded lines of `view` of `rec`: (stack, bytes).
+fn folded(rec: &Recording, view: &str) -> Vec<(String, u64)> {
+    let out = std::process::Command::new(memtrack())
+        .args(["report", "--format", "folded", "--view", view])
+        .arg(&rec.path)
+        .output()
+        .expect("run memtrack report");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (stack, value) = l.rsplit_once(' ').expect("a folded line");
+            (stack.to_string(), value.parse().expect("a value"))
+        })
+        .collect()
+}
+
+/// The bytes of the lines of `member` ("[anon]", "[file]") whose stack names `function`.
+fn of(lines: &[(String, u64)], member: &str, function: &str) -> u64 {
+    lines
+        .iter()
+        .filter(|(s, _)| s.starts_with(member) && s.split(';').any(|f| f == function))
+        .map(|(_, v)| v)
+        .sum()
+}
+
+/// Whether `got` is `want` within `pages` pages.
+fn within(got: u64, want: u64, pages: u64) -> bool {
+    got.abs_diff(want) <= pages * PAGE
+}
+
+/// The run's peak resident bytes, as the JSON report states them.
+fn peak_resident(rec: &Recording) -> u64 {
+    report_json(&rec.path, &[])["totals"]["resident"]["peak_bytes"]
+        .as_u64()
+        .expect("a resident peak")
+}
+
+#[test]
+fn the_resident_view_names_the_code_that_made_each_page_resident() {
+    skip_unless_recording!("the_resident_view_names_the_code_that_made_each_page_resident");
+    let rec = record_touch("resident-touch", &["--stacks"], &[]);
+    let lines = folded(&rec, "resident");
+    let shown = format!("{lines:#?}\n{}", rec.describe());
+    // A page or two of each block is malloc's own (its header): the rest is the toucher's.
+    let a = of(&lines, "[anon]", "touch_a");
+    let b = of(&lines, "[anon]", "touch_b");
+    let c = of(&lines, "[file]", "read_c");
+    assert!(within(a, 8 * MIB, 2), "touch_a: {a}\n{shown}");
+    assert!(within(b, 24 * MIB, 2), "touch_b: {b}\n{shown}");
+    assert!(within(c, 16 * MIB, 2), "read_c's file: {c}\n{shown}");
+    assert_eq!(
+        of(&lines, "[file]", "touch_b"),
+        0,
+        "touch_b made no file page resident"
+    );
+    let total: u64 = lines.iter().map(|(_, v)| v).sum();
+    assert_eq!(
+        total,
+        peak_resident(&rec),
+        "the view adds up to the peak\n{shown}"
+    );
+    // What no stack was walked for (the loader's start, before the walker was in place) is
+    // named, not dropped.
+    assert!(
+        lines.iter().any(|(s, _)| s.ends_with("[unattributed]")),
+        "{shown}"
+    );
+    // Every fault is one increase by the owner, walked (`--stacks`): their pages are the
+    // faulted view's, unattributed ones included.
+    let increases: i64 = rec
+        .events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Rss {
+                delta_pages,
+                by_owner: true,
+                member,
+                ..
+            } if delta_pages > 0 && member != memtrack::format::RssMember::SwapEntries => {
+                Some(delta_pages)
+            }
+            _ => None,
+        })
+        .sum();
+    let faulted: u64 = folded(&rec, "faulted").iter().map(|(_, v)| v).sum();
+    assert_eq!(faulted, increases as u64 * PAGE, "{shown}");
+}
+
+#[test]
+fn an_unmapped_block_leaves_the_resident_view_and_stays_faulted() {
+    skip_unless_recording!("an_unmapped_block_leaves_the_resident_view_and_stays_faulted");
+    let rec = record_touch("resident-free-a", &["--stacks"], &["free_a"]);
+    let resident = folded(&rec, "resident");
+    let faulted = folded(&rec, "faulted");
+    let shown = format!("{resident:#?}\n{faulted:#?}\n{}", rec.describe());
+    assert!(
+        of(&resident, "[anon]", "touch_a") <= 2 * PAGE,
+        "touch_a's block was unmapped before the peak\n{shown}"
+    );
+    assert!(
+        within(of(&resident, "[anon]", "touch_b"), 24 * MIB, 2),
+        "{shown}"
+    );
+    assert!(
+        within(of(&faulted, "[anon]", "touch_a"), 8 * MIB, 2),
+        "{shown}"
+    );
+    let total: u64 = resident.iter().map(|(_, v)| v).sum();
+    assert_eq!(total, peak_resident(&rec), "{shown}");
+}
