@@ -181,6 +181,7 @@ static __always_inline int call_enter(struct pt_regs *ctx, __u32 func, __u32 lay
 		 * reported as a free at the entry, since the return reports nothing (a failed
 		 * realloc, which keeps the block, is the one case this counts wrong, as freed). */
 		st->sp = sp;
+		st->outer_sp = sp;
 		st->depth = 1;
 		st->muted = 1;
 		st->label = 0;
@@ -210,6 +211,7 @@ static __always_inline int call_enter(struct pt_regs *ctx, __u32 func, __u32 lay
 		st->stack = stack_of(ctx, st, size, walks, WALK_CALL);
 	}
 	st->sp = sp;
+	st->outer_sp = labelled ? st->label_sp : sp;
 	st->size = size;
 	st->arg = arg;
 	st->depth = 1;

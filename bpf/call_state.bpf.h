@@ -55,6 +55,7 @@ struct call_state {
 	__u32 muted; /* 1 while the outermost call entered with the gate closed: not reported */
 	__u64 return_pc; /* the walked entry's pc: the stack's first frame */
 	__u64 return_sp; /* the lowest stack pointer of a frame of its callers */
+	__u64 outer_sp;  /* sp at the entry of the outermost call, or of the label around it */
 };
 
 /* The exponential draws of the sampling countdowns, user space's (alloc.bpf.c, "Sampled stacks"):

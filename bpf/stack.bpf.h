@@ -221,7 +221,8 @@ struct walk {
 	__u32 lr_ok; /* arm64: lr is this frame's x30 (the first frame, or one a signal interrupted) */
 	__u64 keep_sp; /* frames below this stack pointer are unwound, not kept (stack_id_at_return) */
 	__u32 only_record; /* keep the first frame, and leave its caller to the caller (the same) */
-	__u32 returns_past; /* uretprobe trampolines the walk went past (past_uretprobe) */
+	__u16 returns_past; /* uretprobe trampolines the walk went past (past_uretprobe) */
+	__u16 unwound;      /* 1 once pc is a return address, whether its frame is kept or not */
 };
 
 #define ROW_CACHE 512
@@ -666,7 +667,7 @@ __noinline long walk_frame(struct walk_state *s)
 	/* A caller's return address can be the first byte past its function (a call to a
 	 * noreturn function ends it): its own call instruction is the byte before. The pc a
 	 * signal interrupted is the instruction itself. */
-	pc = depth && !w->exact ? w->pc - CALL_BACK : w->pc;
+	pc = (depth || w->unwound) && !w->exact ? w->pc - CALL_BACK : w->pc;
 	w->exact = 0;
 	if ((pc < w->cur.start || pc >= w->cur.end) && !find_file(w, pc)) {
 #if defined(__TARGET_ARCH_arm64)
@@ -783,6 +784,7 @@ __noinline long walk_frame(struct walk_state *s)
 	}
 	w->sp = cfa;
 	w->pc = ra;
+	w->unwound = 1;
 	return 0;
 }
 
@@ -935,6 +937,7 @@ static __always_inline void walk_begin(struct walk_state *s, __u32 slot, __u64 m
 	s->w.keep_sp = 0;
 	s->w.only_record = 0;
 	s->w.returns_past = 0;
+	s->w.unwound = 0;
 	if (s->w.cache.mm != mm || s->w.cache.seq != seq || (seq & 1)) {
 		__builtin_memset(&s->w.cache, 0, sizeof(s->w.cache));
 		s->w.cache.mm = mm;
@@ -977,7 +980,9 @@ static __always_inline void count_walk(struct walk_state *s)
  * The id of the current call stack, from the allocator's entry registers (or a fault's user
  * registers): sent through the ring first if it is new. `counted`: whether the walk counts in
  * the walk counters (`stack_stats`), which are the allocations' walks; a fault's walk that ends
- * early shows as its frame mark in the resident views instead. 0 when stacks are off, or when its record could not be sent (counted as
+ * early shows as its frame mark in the resident views instead. `keep_sp`, when not 0: frames
+ * below it are unwound, not kept (a fault inside an allocator call: its stack starts at the
+ * allocator's caller), and the walk is neither looked up in nor kept as a memo. 0 when stacks are off, or when its record could not be sent (counted as
  * LOST_RING_STACK: the allocation is recorded without a stack).
  *
  * A global function: the verifier checks it once, not once per allocator layout it is inlined
@@ -991,7 +996,7 @@ static __always_inline void count_walk(struct walk_state *s)
 #else
 #define STACK_CTX struct pt_regs
 #endif
-__noinline __u32 stack_id(STACK_CTX *ctx, __u32 counted)
+__noinline __u32 stack_id(STACK_CTX *ctx, __u32 counted, __u64 keep_sp)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct walk_state *s;
@@ -1022,7 +1027,7 @@ __noinline __u32 stack_id(STACK_CTX *ctx, __u32 counted)
 	seq = mm_seq();
 	/* Call sites are 16-byte aligned frames apart: rsp's next bits tell nearby depths apart. */
 	slot = (sp >> 4) & (MEMOS - 1);
-	if (!(seq & 1)) {
+	if (!(seq & 1) && !keep_sp) {
 		id = memo_hit(s, slot, seq);
 		if (id) {
 			if (counted)
@@ -1031,6 +1036,10 @@ __noinline __u32 stack_id(STACK_CTX *ctx, __u32 counted)
 		}
 	}
 	walk_begin(s, slot, mm, seq);
+	if (keep_sp) {
+		s->w.keep_sp = keep_sp;
+		s->w.memo_ok = 0;
+	}
 	kept = walk_frames(s, seq);
 	if (counted)
 		count_walk(s);

@@ -37,7 +37,7 @@ static __always_inline int walk_asked(struct pt_regs *ctx)
 	if (!st)
 		return 0;
 	if (st->walk_for != WALK_NONE) {
-		id = stack_id((STACK_CTX *)ctx, 1);
+		id = stack_id((STACK_CTX *)ctx, 1, 0);
 		if (id) {
 			if (st->walk_for == WALK_LABEL)
 				st->label_stack = id;
@@ -148,12 +148,13 @@ struct {
 static __always_inline int walk_fault(void)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
+	struct call_state *st;
 	struct fault_state *c;
 	struct fault_pending *f;
 	struct fault_event *e;
 	STACK_CTX *regs;
 	__u32 zero = 0, pages, member, id;
-	__u64 id_pid, addr = 0;
+	__u64 id_pid, addr = 0, keep_sp = 0;
 
 	f = bpf_map_lookup_elem(&fault_pending, &zero);
 	if (!f || f->task != (__u64)task)
@@ -173,7 +174,13 @@ static __always_inline int walk_fault(void)
 		return 0;
 	if (bpf_probe_read_kernel(regs, sizeof(*regs), (void *)bpf_task_pt_regs(task)))
 		return 0;
-	id = stack_id(regs, 0);
+	/* A fault in the allocator's own code (the chunk header of a fresh heap page) belongs to
+	 * its caller, as the allocation does: the frames below the outermost call's entry go, or
+	 * below the entry of the label around it (operator new around malloc). */
+	st = bpf_task_storage_get(&call_state, task, 0, 0);
+	if (st && st->depth && PT_REGS_SP(regs) <= st->sp)
+		keep_sp = st->outer_sp;
+	id = stack_id(regs, 0, keep_sp);
 	e = reserve(sizeof(*e), LOST_RING_FAULT);
 	if (!e)
 		return 0;
