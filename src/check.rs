@@ -688,6 +688,7 @@ mod tests {
             local_symbols: None,
             walks: None,
             sampling: sampled.then(crate::testkit::stack_sampling),
+            resident: None,
         });
         crate::testkit::lost_at_first_site(&mut r, 1000);
         r

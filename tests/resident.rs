@@ -65,6 +65,11 @@ fn within(got: u64, want: u64, pages: u64) -> bool {
     got.abs_diff(want) <= pages * PAGE
 }
 
+/// How far a site may be from its pages: two (malloc's header, the last page), and before
+/// Linux 6.2 the 64 faults a thread hands to the counters at once, which go to the stack of the
+/// fault that hands them over (the kernel matrix boots 6.1).
+const SLACK: u64 = 2 + 64;
+
 /// The run's peak resident bytes, as the JSON report states them.
 fn peak_resident(rec: &Recording) -> u64 {
     report_json(&rec.path, &[])["totals"]["resident"]["peak_bytes"]
@@ -78,13 +83,12 @@ fn the_resident_view_names_the_code_that_made_each_page_resident() {
     let rec = record_touch("resident-touch", &["--stacks"], &[]);
     let lines = folded(&rec, "resident");
     let shown = format!("{lines:#?}\n{}", rec.describe());
-    // A page or two of each block is malloc's own (its header): the rest is the toucher's.
     let a = of(&lines, "[anon]", "touch_a");
     let b = of(&lines, "[anon]", "touch_b");
     let c = of(&lines, "[file]", "read_c");
-    assert!(within(a, 8 * MIB, 2), "touch_a: {a}\n{shown}");
-    assert!(within(b, 24 * MIB, 2), "touch_b: {b}\n{shown}");
-    assert!(within(c, 16 * MIB, 2), "read_c's file: {c}\n{shown}");
+    assert!(within(a, 8 * MIB, SLACK), "touch_a: {a}\n{shown}");
+    assert!(within(b, 24 * MIB, SLACK), "touch_b: {b}\n{shown}");
+    assert!(within(c, 16 * MIB, SLACK), "read_c's file: {c}\n{shown}");
     assert_eq!(
         of(&lines, "[file]", "touch_b"),
         0,
@@ -121,6 +125,18 @@ fn the_resident_view_names_the_code_that_made_each_page_resident() {
         .sum();
     let faulted: u64 = folded(&rec, "faulted").iter().map(|(_, v)| v).sum();
     assert_eq!(faulted, increases as u64 * PAGE, "{shown}");
+
+    // The JSON report's sites say the same, the largest first, adding up to the peak.
+    let json = report_json(&rec.path, &["--stacks", "--stacks-top", "0"]);
+    let r = &json["stacks"]["resident"];
+    let total = |s: &serde_json::Value| s["resident"]["total_bytes"].as_u64().unwrap();
+    let sites = r["sites"].as_array().expect("resident sites");
+    let sum: u64 = sites.iter().map(total).sum::<u64>() + total(&r["unattributed"]);
+    assert_eq!(r["sites_total"].as_u64(), Some(sites.len() as u64), "{r:#}");
+    assert_eq!(sum, peak_resident(&rec), "{r:#}");
+    let first = sites[0]["frames"][1]["function"].as_str();
+    assert_eq!(first, Some("touch_b"), "touch_b holds the most: {r:#}");
+    assert!(within(total(&sites[0]), 24 * MIB, SLACK), "{r:#}");
 }
 
 #[test]
@@ -131,15 +147,15 @@ fn an_unmapped_block_leaves_the_resident_view_and_stays_faulted() {
     let faulted = folded(&rec, "faulted");
     let shown = format!("{resident:#?}\n{faulted:#?}\n{}", rec.describe());
     assert!(
-        of(&resident, "[anon]", "touch_a") <= 2 * PAGE,
+        of(&resident, "[anon]", "touch_a") <= SLACK * PAGE,
         "touch_a's block was unmapped before the peak\n{shown}"
     );
     assert!(
-        within(of(&resident, "[anon]", "touch_b"), 24 * MIB, 2),
+        within(of(&resident, "[anon]", "touch_b"), 24 * MIB, SLACK),
         "{shown}"
     );
     assert!(
-        within(of(&faulted, "[anon]", "touch_a"), 8 * MIB, 2),
+        within(of(&faulted, "[anon]", "touch_a"), 8 * MIB, SLACK),
         "{shown}"
     );
     let total: u64 = resident.iter().map(|(_, v)| v).sum();

@@ -26,6 +26,7 @@ use std::collections::BTreeMap;
 
 use crate::format::{EventKind, RssMember};
 use crate::intmap::IntMap;
+use crate::model::sites::{MemberBytes, ResidentSite, SiteFrame};
 
 use super::site_table::Weigher;
 use super::tree::ProcIdx;
@@ -375,6 +376,73 @@ impl ResidentSites {
             }
         }
         rows
+    }
+}
+
+impl ResidentSites {
+    /// The report's form: the `top` stacks (0: every one) by bytes resident at the peak, then
+    /// made resident, each stack's processes added up, with their frames (`frames_of`); the
+    /// unattributed share; `None` without a fault recorded. `start_ns`: the recording's start.
+    pub(super) fn report(
+        &self,
+        top: usize,
+        start_ns: u64,
+        frames_of: impl Fn(u32) -> Vec<SiteFrame>,
+    ) -> Option<crate::model::sites::ResidentSites> {
+        if !self.recorded() {
+            return None;
+        }
+        let mut by_leaf: BTreeMap<u32, (PerMember, PerMember)> = BTreeMap::new();
+        for row in self.rows() {
+            let (resident, faulted) = by_leaf.entry(row.key.leaf).or_default();
+            add(resident, &row.at_peak, 1.0);
+            add(faulted, &row.faulted, 1.0);
+        }
+        let unattributed = by_leaf.remove(&0).unwrap_or_default();
+        let mut sites: Vec<ResidentSite> = by_leaf
+            .into_iter()
+            .map(|(leaf, (resident, faulted))| ResidentSite {
+                stack_id: leaf,
+                resident: member_bytes(&resident),
+                faulted: member_bytes(&faulted),
+                frames: Vec::new(),
+            })
+            .collect();
+        sites.sort_by_key(|s| {
+            let key = (s.resident.total_bytes, s.faulted.total_bytes);
+            (std::cmp::Reverse(key), s.stack_id)
+        });
+        let sites_total = sites.len() as u64;
+        if top > 0 {
+            sites.truncate(top);
+        }
+        for s in &mut sites {
+            s.frames = frames_of(s.stack_id);
+        }
+        Some(crate::model::sites::ResidentSites {
+            peak_bytes: self.peak,
+            peak_at_ns: self.peak_ns.map(|t| t.saturating_sub(start_ns)),
+            faults: self.faults,
+            walked: self.walked,
+            sites_total,
+            sites,
+            unattributed: ResidentSite {
+                resident: member_bytes(&unattributed.0),
+                faulted: member_bytes(&unattributed.1),
+                ..ResidentSite::default()
+            },
+        })
+    }
+}
+
+/// Whole bytes of each member, and their sum.
+fn member_bytes(b: &PerMember) -> MemberBytes {
+    let [anon, file, shmem] = b.map(|x| x.round() as u64);
+    MemberBytes {
+        anon_bytes: anon,
+        file_bytes: file,
+        shmem_bytes: shmem,
+        total_bytes: anon + file + shmem,
     }
 }
 

@@ -494,8 +494,11 @@ impl StackPass {
             sampling: self.sampling_of(&self.sites),
             ..functions::report(&sites, &self.names, f, self.recorded)
         });
+        let mut scope = self.cut(sites, &self.sites, start_ns);
+        scope.resident =
+            (self.resident).report(self.options.top, start_ns, |leaf| self.names.frames(leaf));
         Finished {
-            scope: self.cut(sites, &self.sites, start_ns),
+            scope,
             benches,
             profile,
             functions,
@@ -567,6 +570,7 @@ impl StackPass {
             local_symbols: self.local_symbols.clone(),
             walks: self.walks,
             sampling: self.sampling_of(table),
+            resident: None,
         }
     }
 

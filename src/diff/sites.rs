@@ -208,6 +208,7 @@ mod tests {
             local_symbols: None,
             walks: None,
             sampling: None,
+            resident: None,
         }
     }
 

@@ -38,6 +38,54 @@ pub struct StackReport {
     /// allocation's stack was walked (`record --stacks`), and the values are exact.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sampling: Option<StackSampling>,
+    /// The scope's resident memory by the code that made it resident (issue 35), when the
+    /// recording has the stacks of its faults; absent otherwise, and for benchmarks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resident: Option<ResidentSites>,
+}
+
+/// Resident memory by call site: what the stacks that made pages resident held at the scope's
+/// resident peak, and made resident in all (docs/formats.md, "Resident memory by call site").
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ResidentSites {
+    /// The scope's resident peak (anon + file + shmem) the sites are taken at: their
+    /// `resident` and the unattributed share add up to it.
+    pub peak_bytes: u64,
+    /// When it was first reached.
+    pub peak_at_ns: Option<u64>,
+    /// Increases of resident memory seen with a stack to walk, and of them those walked (all
+    /// with `record --stacks`; with sampled stacks, the values are estimates from those).
+    pub faults: u64,
+    pub walked: u64,
+    /// Distinct stacks; `sites` holds the top ones (`--stacks-top`), by resident bytes at the
+    /// peak, then bytes made resident.
+    pub sites_total: u64,
+    pub sites: Vec<ResidentSite>,
+    /// Pages no walked stack made resident (before the walker was in place, by the kernel or
+    /// another task, inherited at fork, or not sampled).
+    pub unattributed: ResidentSite,
+}
+
+/// One stack's resident memory, or the unattributed share (`stack_id` 0, no frames).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ResidentSite {
+    pub stack_id: u32,
+    /// Bytes resident at the peak, per member and in all.
+    pub resident: MemberBytes,
+    /// Bytes made resident, per member and in all.
+    pub faulted: MemberBytes,
+    /// Innermost first: the instruction that made the pages resident (or the allocator's
+    /// caller, for a page the allocator touched), then its callers.
+    pub frames: Vec<SiteFrame>,
+}
+
+/// Bytes of anon, file and shmem pages, and their sum.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct MemberBytes {
+    pub anon_bytes: u64,
+    pub file_bytes: u64,
+    pub shmem_bytes: u64,
+    pub total_bytes: u64,
 }
 
 /// How a recording sampled its allocations' stacks, and how many of the scope's allocations

@@ -1,5 +1,6 @@
 //! The allocation sites of the text report (`--stacks`): a line of stack-walk counters, then
-//! one aligned row per site with its frames under it, for the scope or for each benchmark.
+//! one aligned row per site with its frames under it, for the scope or for each benchmark; then
+//! the scope's resident memory by the code that made it resident, when recorded.
 //!
 //! Flow: `text` calls [`write_stacks`] (or [`write_benchmark_stacks`] with `--by bench`) after
 //! its tables, with the report's `StackReport`s, which the sites pass (`analyze::stacks`)
@@ -13,7 +14,7 @@ use super::frames;
 use super::screen::{self, FitColumn};
 use super::words::*;
 use crate::model::metrics::Report;
-use crate::model::sites::{SiteFrame, SiteMetrics, StackReport};
+use crate::model::sites::{MemberBytes, ResidentSites, SiteFrame, SiteMetrics, StackReport};
 
 /// Lines of frames shown per allocation site; the JSON has them all. The innermost ones say
 /// where the allocation was made; a deep stack's outer frames (main, the runtime) would push
@@ -114,7 +115,80 @@ fn write_sites(
             "  LIVE AT END: in processes still running when the recording ended (not leaks)"
         )?;
     }
-    Ok(())
+    match &stacks.resident {
+        Some(resident) => write_resident(title, resident, width, out),
+        None => Ok(()),
+    }
+}
+
+/// The scope's resident memory at its peak by the code that made it resident, the top stacks
+/// with their frames, then what no walked stack made resident.
+fn write_resident(
+    title: &str,
+    r: &ResidentSites,
+    width: usize,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    writeln!(out)?;
+    writeln!(
+        out,
+        "resident memory by site: {} of {} ({title}: peak resident {})",
+        r.sites.len(),
+        r.sites_total,
+        peak(r.peak_bytes, r.peak_at_ns)
+    )?;
+    writeln!(
+        out,
+        "  the code that made the pages resident; {} of {} increases walked",
+        r.walked, r.faults
+    )?;
+    let columns = [
+        FitColumn::right("#"),
+        FitColumn::right("AT PEAK"),
+        FitColumn::left("OF WHICH"),
+        FitColumn::right("MADE RESIDENT"),
+    ];
+    let row = |n: String, s: &crate::model::sites::ResidentSite| {
+        vec![
+            n,
+            format_bytes(s.resident.total_bytes),
+            members(&s.resident),
+            format_bytes(s.faulted.total_bytes),
+        ]
+    };
+    let mut rows: Vec<Vec<String>> = (r.sites.iter().enumerate())
+        .map(|(n, s)| row((n + 1).to_string(), s))
+        .collect();
+    rows.push(row("-".to_string(), &r.unattributed));
+    let fitted = screen::fit_table(&columns, rows, &["OF WHICH"], width);
+    writeln!(out)?;
+    writeln!(out, "{}", fitted.lines[0])?;
+    for (line, site) in fitted.lines[1..].iter().zip(&r.sites) {
+        writeln!(out, "{line}")?;
+        write_frames(&site.frames, width, out)?;
+    }
+    if let Some(line) = fitted.lines.get(r.sites.len() + 1) {
+        writeln!(out, "{line}")?;
+        writeln!(
+            out,
+            "       [unattributed: made resident with no stack walked]"
+        )?;
+    }
+    screen::write_dropped(&fitted, out)
+}
+
+/// "anon 24.0 MiB, file 16.0 MiB": the members that have bytes.
+fn members(b: &MemberBytes) -> String {
+    let parts: Vec<String> = [
+        ("anon", b.anon_bytes),
+        ("file", b.file_bytes),
+        ("shmem", b.shmem_bytes),
+    ]
+    .iter()
+    .filter(|(_, n)| *n > 0)
+    .map(|(name, n)| format!("{name} {}", format_bytes(*n)))
+    .collect();
+    parts.join(", ")
 }
 
 /// The kernel's stack-walk counters, every cause shown as lost events are.
