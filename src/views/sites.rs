@@ -362,6 +362,47 @@ mod tests {
     }
 
     #[test]
+    fn resident_sites_follow_the_allocation_sites_and_add_up_to_the_peak() {
+        use crate::format::{EventKind, RssMember};
+        let mut events = events();
+        events.pop(); // the exit: the pages are resident at the end
+        let fault = |pages, addr, stack_id| EventKind::Fault {
+            member: RssMember::Anon,
+            pages,
+            addr,
+            stack_id,
+        };
+        events.extend(seq(vec![
+            rss(RssMember::Anon, 3, 3, true),
+            rss(RssMember::Anon, 2, 5, true),
+            fault(2, 0x7000, 1),
+            rss(RssMember::File, 1, 1, true),
+            EventKind::Fault {
+                member: RssMember::File,
+                pages: 1,
+                addr: 0x9000,
+                stack_id: 1,
+            },
+        ]));
+        let text = render_sites(events, 10);
+        let at = text
+            .find("resident memory by site")
+            .expect("a resident section");
+        let expected = "resident memory by site: 1 of 1 (whole run (1 process): peak resident \
+                        24.0 KiB at 3 ns)
+  the code that made the pages resident; 2 of 2 increases walked
+
+  #   AT PEAK  OF WHICH                    MADE RESIDENT
+  1  12.0 KiB  anon 8.0 KiB, file 4.0 KiB       12.0 KiB
+       make_a (inlined)  app.c:7
+       main  app.c:20
+  -  12.0 KiB  anon 12.0 KiB                    12.0 KiB
+       [unattributed: made resident with no stack walked]
+";
+        assert_eq!(&text[at..], expected);
+    }
+
+    #[test]
     fn sampled_sites_say_their_values_are_estimates() {
         let exact = render_sites(events(), 10);
         assert!(!exact.contains("estimate"), "{exact}");
