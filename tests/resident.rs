@@ -7,7 +7,7 @@
 mod common;
 
 use common::{fixture, memtrack, record_with_env, report_json, scratch_file, Recording};
-use memtrack::format::EventKind;
+use memtrack::format::{EventKind, RssMember};
 
 const MIB: u64 = 1 << 20;
 const PAGE: u64 = 4096;
@@ -65,10 +65,29 @@ fn within(got: u64, want: u64, pages: u64) -> bool {
     got.abs_diff(want) <= pages * PAGE
 }
 
-/// How far a site may be from its pages: two (malloc's header, the last page), and before
-/// Linux 6.2 the 64 faults a thread hands to the counters at once, which go to the stack of the
-/// fault that hands them over (the kernel matrix boots 6.1).
-const SLACK: u64 = 2 + 64;
+/// How many pages a site may be from its own: two (the block's last page, a page of the
+/// binary's), where every fault is its own increase. Before Linux 6.2 a thread hands its
+/// counters' changes over 64 faults at a time (the kernel matrix boots 6.1), and they go to the
+/// stack of the fault that hands them over, or to exit for the last of them: 64 faults of up to
+/// 16 pages (a file's fault-around). The recording shows which: a batch is an anon increase of
+/// more than one page and less than a huge page.
+fn slack(rec: &Recording) -> u64 {
+    let batched = rec.events.iter().any(|e| {
+        matches!(e.kind, EventKind::Rss { member: RssMember::Anon, delta_pages, by_owner: true, .. }
+            if delta_pages > 1 && delta_pages < 512)
+    });
+    if batched {
+        2 + 64 * 16
+    } else {
+        2
+    }
+}
+
+/// The bytes of the lines of a file's pages (a file on tmpfs is shmem) whose stack names
+/// `function`.
+fn of_file(lines: &[(String, u64)], function: &str) -> u64 {
+    of(lines, "[file]", function) + of(lines, "[shmem]", function)
+}
 
 /// The run's peak resident bytes, as the JSON report states them.
 fn peak_resident(rec: &Recording) -> u64 {
@@ -83,16 +102,16 @@ fn the_resident_view_names_the_code_that_made_each_page_resident() {
     let rec = record_touch("resident-touch", &["--stacks"], &[]);
     let lines = folded(&rec, "resident");
     let shown = format!("{lines:#?}\n{}", rec.describe());
+    let slack = slack(&rec);
     let a = of(&lines, "[anon]", "touch_a");
     let b = of(&lines, "[anon]", "touch_b");
-    let c = of(&lines, "[file]", "read_c");
-    assert!(within(a, 8 * MIB, SLACK), "touch_a: {a}\n{shown}");
-    assert!(within(b, 24 * MIB, SLACK), "touch_b: {b}\n{shown}");
-    assert!(within(c, 16 * MIB, SLACK), "read_c's file: {c}\n{shown}");
-    assert_eq!(
-        of(&lines, "[file]", "touch_b"),
-        0,
-        "touch_b made no file page resident"
+    let c = of_file(&lines, "read_c");
+    assert!(within(a, 8 * MIB, slack), "touch_a: {a}\n{shown}");
+    assert!(within(b, 24 * MIB, slack), "touch_b: {b}\n{shown}");
+    assert!(within(c, 16 * MIB, slack), "read_c's file: {c}\n{shown}");
+    assert!(
+        of_file(&lines, "touch_b") <= (slack - 2) * PAGE,
+        "touch_b made no file page resident (a batch may carry some before 6.2)\n{shown}"
     );
     let total: u64 = lines.iter().map(|(_, v)| v).sum();
     assert_eq!(
@@ -117,9 +136,7 @@ fn the_resident_view_names_the_code_that_made_each_page_resident() {
                 by_owner: true,
                 member,
                 ..
-            } if delta_pages > 0 && member != memtrack::format::RssMember::SwapEntries => {
-                Some(delta_pages)
-            }
+            } if delta_pages > 0 && member != RssMember::SwapEntries => Some(delta_pages),
             _ => None,
         })
         .sum();
@@ -136,7 +153,7 @@ fn the_resident_view_names_the_code_that_made_each_page_resident() {
     assert_eq!(sum, peak_resident(&rec), "{r:#}");
     let first = sites[0]["frames"][1]["function"].as_str();
     assert_eq!(first, Some("touch_b"), "touch_b holds the most: {r:#}");
-    assert!(within(total(&sites[0]), 24 * MIB, SLACK), "{r:#}");
+    assert!(within(total(&sites[0]), 24 * MIB, slack), "{r:#}");
 }
 
 #[test]
@@ -146,16 +163,17 @@ fn an_unmapped_block_leaves_the_resident_view_and_stays_faulted() {
     let resident = folded(&rec, "resident");
     let faulted = folded(&rec, "faulted");
     let shown = format!("{resident:#?}\n{faulted:#?}\n{}", rec.describe());
+    let slack = slack(&rec);
     assert!(
-        of(&resident, "[anon]", "touch_a") <= SLACK * PAGE,
+        of(&resident, "[anon]", "touch_a") <= slack * PAGE,
         "touch_a's block was unmapped before the peak\n{shown}"
     );
     assert!(
-        within(of(&resident, "[anon]", "touch_b"), 24 * MIB, SLACK),
+        within(of(&resident, "[anon]", "touch_b"), 24 * MIB, slack),
         "{shown}"
     );
     assert!(
-        within(of(&faulted, "[anon]", "touch_a"), 8 * MIB, SLACK),
+        within(of(&faulted, "[anon]", "touch_a"), 8 * MIB, slack),
         "{shown}"
     );
     let total: u64 = resident.iter().map(|(_, v)| v).sum();
