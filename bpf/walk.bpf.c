@@ -79,53 +79,66 @@ int alloc_walk(struct pt_regs *ctx)
  * caller of the syscall that touched the memory (a read() into a fresh buffer, MAP_POPULATE).
  *
  * Sampled like allocations, by a countdown over the bytes made resident (pages times the page
- * size) with the same mean and draws, each thread's own, and exact when the mean is 0
- * (`--stacks`): an increase of s bytes is walked with probability 1 - exp(-s/R), which the
- * report's estimator inverts. Kernels before 6.2 hand a thread's faults to the counters 64 at a
+ * size) with the same draws, scaled to a mean FAULT_SAMPLE_FACTOR times theirs (a walk per
+ * fault of 4 KiB at the allocations' 16 KiB took a fifth of the faults: some 300 ns a fault
+ * where the rest of memtrack takes about 1 us), and exact when the mean is 0 (`--stacks`): an increase of
+ * s bytes is walked with probability 1 - exp(-s/R), which the report's estimator inverts. The
+ * countdown is each CPU's, not each thread's: an exponential countdown has no memory, so how
+ * the increases are shared out among countdowns leaves each one's chance as it is, and a
+ * per-CPU value is a few nanoseconds where task storage was most of the program's cost on
+ * every fault. (Faults are not reproducible from run to run anyway: fault-around, huge pages
+ * and the page cache move them, so the allocations' reason for per-thread draws does not
+ * hold.) Kernels before 6.2 hand a thread's faults to the counters 64 at a
  * time, so there an increase, and its stack, stand for the faults since the last.
  */
 const volatile __u64 stack_sample_mean SEC(".rodata.sample") = 0; /* 0: walk every one */
 const volatile __u32 page_size SEC(".rodata.page") = 4096;
+/* The faults' mean interval is this many times the allocations' (src/record/stacks.rs,
+ * FAULT_SAMPLE_FACTOR): the draws, made for the allocations, are scaled by it. */
+const volatile __u32 fault_sample_factor SEC(".rodata.faults") = 1;
 
-/* Per thread of a tracked process: the address of its fault under way, and its countdown to
- * its next walked fault, apart from its allocations', so that faults (whose number varies from
- * run to run with fault-around and huge pages) do not move which allocations are sampled. */
+/* Per CPU: the fault under way (its task and address, from the programs below), and the
+ * countdown to the next walked increase, apart from the allocations' so that faults do not move
+ * which allocations are sampled. A task that sleeps in its fault (reading the file in) may come
+ * back on another CPU or after another task's fault: `task` then does not match, and its
+ * address is not known (0). */
 struct fault_state {
-	__u64 addr;  /* the address handle_mm_fault was last given, 0 once taken */
+	__u64 task;  /* the task_struct whose fault `addr` is */
+	__u64 addr;  /* its faulting address */
 	__u64 left;  /* bytes made resident before the next walked increase; 0 before the first */
-	__u32 draw;  /* the index of the thread's next draw in `sample_draws` */
+	__u32 draw;  /* the index of the CPU's next draw in `sample_draws` */
 	__u32 _pad;
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
 	__type(value, struct fault_state);
 } fault_states SEC(".maps");
 
-/* Where a thread's fault draws start in `sample_draws`: away from the allocations'. */
+/* Where a CPU's fault draws start in `sample_draws`: away from the allocations', and from the
+ * other CPUs'. */
 #define FAULT_DRAWS_START 8191u
+#define FAULT_DRAWS_PER_CPU 1021u
 
 static __always_inline __u64 fault_interval(struct fault_state *c)
 {
 	__u32 i = c->draw++ & (SAMPLE_DRAWS - 1);
 	__u32 *v = bpf_map_lookup_elem(&sample_draws, &i);
 
-	return v && *v ? *v : stack_sample_mean;
+	return (__u64)(v && *v ? *v : stack_sample_mean) * fault_sample_factor;
 }
 
-/* Whether the increase of `bytes` made by the thread of state `c` is walked. */
+/* Whether an increase of `bytes` is walked, by this CPU's countdown `c`. */
 static __always_inline bool fault_sampled(struct fault_state *c, __u64 bytes)
 {
-	__u64 mean = stack_sample_mean;
+	__u64 mean = stack_sample_mean * fault_sample_factor;
 
 	if (!mean || bytes >= mean)
 		return true;
-	if (!c)
-		return false;
 	if (!c->left) {
-		c->draw = FAULT_DRAWS_START;
+		c->draw = FAULT_DRAWS_START + bpf_get_smp_processor_id() * FAULT_DRAWS_PER_CPU;
 		c->left = fault_interval(c);
 	}
 	if (c->left > bytes) {
@@ -162,11 +175,12 @@ static __always_inline int walk_fault(void)
 	f->task = 0;
 	pages = f->pages;
 	member = f->member;
-	c = bpf_task_storage_get(&fault_states, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (c) {
+	c = bpf_map_lookup_elem(&fault_states, &zero);
+	if (!c)
+		return 0;
+	if (c->task == (__u64)task)
 		addr = c->addr;
-		c->addr = 0;
-	}
+	c->task = 0;
 	if (!fault_sampled(c, (__u64)pages * page_size))
 		return 0;
 	regs = bpf_map_lookup_elem(&fault_regs, &zero);
@@ -195,22 +209,18 @@ static __always_inline int walk_fault(void)
 	return 0;
 }
 
-/* Keeps `address`, the fault under way of the current thread if its process is tracked, for the
- * increase it makes (fault_walk). Before 6.2 the increase seen may be an earlier fault's, handed
- * over with this one (see above). */
+/* Keeps `address`, the current task's fault under way, for the increase it makes (fault_walk),
+ * whatever the task: a test of `tracked` would cost more than the two stores. Before 6.2 the
+ * increase seen may be an earlier fault's, handed over with this one (see above). */
 static __always_inline int note_fault(unsigned long address)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct fault_state *c = bpf_task_storage_get(&fault_states, task, 0, 0);
+	__u32 zero = 0;
+	struct fault_state *c = bpf_map_lookup_elem(&fault_states, &zero);
 
-	if (!c) {
-		if (tracked_state(task->tgid) != TRACK_PROCESS)
-			return 0;
-		c = bpf_task_storage_get(&fault_states, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-		if (!c)
-			return 0;
+	if (c) {
+		c->task = (__u64)bpf_get_current_task_btf();
+		c->addr = address;
 	}
-	c->addr = address;
 	return 0;
 }
 

@@ -22,7 +22,7 @@
 //!   of that thread in between (heaptrack's definition, the heap accounting's `temporary`);
 //! - leaked: live when its process exited; live at end: its process was still running.
 
-use crate::format::{EventKind, Header, RssMember, StackSampleFeature};
+use crate::format::{EventKind, FaultSampleFeature, Header, RssMember, StackSampleFeature};
 use crate::intmap::IntMap;
 
 use super::bench::Benchmarks;
@@ -229,7 +229,11 @@ impl StackPass {
             sites: SiteTable::new(weigher),
             bench_blocks: IntMap::default(),
             bench_sites: IntMap::default(),
-            resident: ResidentSites::new(weigher, u64::from(header.page_size_bytes.max(1))),
+            resident: ResidentSites::new(
+                FaultSampleFeature::of(&header.features)
+                    .map_or(weigher, |f| Weigher::sampled(f.mean_bytes)),
+                u64::from(header.page_size_bytes.max(1)),
+            ),
         }
     }
 

@@ -559,6 +559,37 @@ impl std::fmt::Display for StackSampleFeature {
     }
 }
 
+/// `Header::features` entry of a recording that sampled the stacks of the pages its processes
+/// made resident (format version 7 on): `fault_sample:MEAN`, the mean bytes made resident between
+/// two walked increases. Without it, a recording that sampled its stacks sampled its faults
+/// with the allocations' mean.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FaultSampleFeature {
+    pub mean_bytes: u64,
+}
+
+impl FaultSampleFeature {
+    const PREFIX: &'static str = "fault_sample:";
+
+    /// The sampling of faults a recording's header states, if any.
+    pub fn of(features: &[String]) -> Option<FaultSampleFeature> {
+        features.iter().find_map(|f| {
+            let mean = f
+                .strip_prefix(Self::PREFIX)?
+                .parse()
+                .ok()
+                .filter(|&m| m > 0)?;
+            Some(FaultSampleFeature { mean_bytes: mean })
+        })
+    }
+}
+
+impl std::fmt::Display for FaultSampleFeature {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}{}", Self::PREFIX, self.mean_bytes)
+    }
+}
+
 /// `Header::features` entry of a recording that scanned each process for leaks at its normal
 /// exit (format version 5 on, not `record --no-leak-scan`): a process that ended without a
 /// `LeakScan` record was not scanned (killed, exec, a static program without symbols).

@@ -448,6 +448,9 @@ fn discovery<'obj>(
     if let stacks::StackMode::Sampled(sample) = opts.stacks {
         if stacks {
             features.push(sample.feature());
+            if opts.rss {
+                features.push(sample.fault_feature());
+            }
             stacks::fill_draws(objects.allocator(), sample).map_err(kernel_error)?;
         }
     }

@@ -124,6 +124,11 @@ pub struct StackSample {
 /// stacks" measured within the issue's accuracy target (64 KiB was not, on git).
 pub const DEFAULT_SAMPLE_BYTES: u64 = 16 << 10;
 
+/// The mean interval of the faults' walks (bytes made resident) is this many times R: a page is
+/// 4 KiB, the size of a large allocation, and a fault is dearer to walk than to count
+/// (docs/PERFORMANCE.md, "Resident memory by call site").
+pub const FAULT_SAMPLE_FACTOR: u64 = 16;
+
 /// The largest R `--stack-sample` takes: the draws are 32-bit byte counts, so an interval past
 /// 4 GiB is cut there, which at 64 MiB happens with probability e^-64.
 pub const MAX_SAMPLE_BYTES: u64 = 64 << 20;
@@ -135,6 +140,15 @@ impl StackSample {
         format::StackSampleFeature {
             mean_bytes: self.mean_bytes,
             seed: self.seed,
+        }
+        .to_string()
+    }
+
+    /// The header feature that tells the report how the faults' stacks are sampled
+    /// (`format::FaultSampleFeature` reads it back).
+    pub fn fault_feature(self) -> String {
+        format::FaultSampleFeature {
+            mean_bytes: self.mean_bytes * FAULT_SAMPLE_FACTOR,
         }
         .to_string()
     }

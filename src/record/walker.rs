@@ -65,6 +65,10 @@ pub const FAULT_ADDRESS_PROGRAMS: &[&str] = if cfg!(target_arch = "x86_64") {
 /// walks every one).
 pub const SAMPLE_RODATA: &str = ".rodata.sample";
 
+/// walk.bpf.c's factor of the faults' mean interval over the allocations'
+/// ([`stacks::FAULT_SAMPLE_FACTOR`]).
+const FAULTS_RODATA: &str = ".rodata.faults";
+
 /// walk.bpf.c's page size, which its countdown over bytes made resident counts pages by.
 const PAGE_RODATA: &str = ".rodata.page";
 
@@ -150,6 +154,8 @@ impl Walker {
                 open.use_classic_uprobe(PROGRAM)?;
             }
             open.set_rodata(SAMPLE_RODATA, &sample_mean.to_ne_bytes())?;
+            let factor = stacks::FAULT_SAMPLE_FACTOR as u32;
+            open.set_rodata(FAULTS_RODATA, &factor.to_ne_bytes())?;
             open.set_rodata(PAGE_RODATA, &page_size.to_ne_bytes())?;
             if !faults {
                 open.set_autoload(FAULT_PROGRAM, false)?;
