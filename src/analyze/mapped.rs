@@ -71,7 +71,8 @@ pub(super) struct ProcMapped {
     pub(super) calls: Calls,
 }
 
-fn round_up(len: u64, page: u64) -> u64 {
+/// `len` bytes rounded up to whole pages of `page` bytes, as the kernel maps and unmaps them.
+pub(super) fn round_up(len: u64, page: u64) -> u64 {
     len.div_ceil(page).saturating_mul(page)
 }
 

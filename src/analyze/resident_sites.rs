@@ -28,6 +28,7 @@ use crate::format::{EventKind, RssMember};
 use crate::intmap::IntMap;
 use crate::model::sites::{MemberBytes, ResidentSite, SiteFrame};
 
+use super::mapped::round_up;
 use super::site_table::Weigher;
 use super::tree::ProcIdx;
 
@@ -268,8 +269,8 @@ impl ResidentSites {
 
     /// Process `i`'s mapping change `kind` (munmap, mremap, brk) ends or moves its pieces.
     pub(super) fn mapping(&mut self, i: ProcIdx, kind: &EventKind) {
-        let page = self.page_bytes.max(1);
-        let round_up = |len: u64| len.div_ceil(page).saturating_mul(page);
+        let page = self.page_bytes;
+        let round_up = |len: u64| round_up(len, page);
         match *kind {
             EventKind::Munmap { addr, len } => {
                 self.unmap(i, addr, addr.saturating_add(round_up(len)))
