@@ -105,9 +105,12 @@ pub(super) struct ResidentSites {
     clock: u64,
     peak_mark: u64,
     arrivals: u64,
-    /// Faults seen, and of them those whose stack was walked.
+    /// `Fault` records seen, and of them those whose stack was walked.
     pub(super) faults: u64,
     pub(super) walked: u64,
+    /// Increases the processes made themselves (rss_stat by the owner): with sampled stacks,
+    /// most have no `Fault` record.
+    increases: u64,
 }
 
 /// One row of the finished views: a site, or a process's unattributed share (`leaf` 0).
@@ -133,6 +136,7 @@ impl ResidentSites {
             arrivals: 0,
             faults: 0,
             walked: 0,
+            increases: 0,
         }
     }
 
@@ -169,6 +173,7 @@ impl ResidentSites {
     /// Process `i`'s own tasks made `pages` pages of `member` resident (an increase by the owner).
     pub(super) fn made(&mut self, i: ProcIdx, member: RssMember, pages: u64) {
         if let Some(m) = slot(member) {
+            self.increases += 1;
             let p = self.procs.entry(i.get()).or_default();
             p.made[m] += pages as f64 * self.page_bytes as f64;
         }
@@ -423,7 +428,7 @@ impl ResidentSites {
         Some(crate::model::sites::ResidentSites {
             peak_bytes: self.peak,
             peak_at_ns: self.peak_ns.map(|t| t.saturating_sub(start_ns)),
-            faults: self.faults,
+            faults: self.increases.max(self.faults),
             walked: self.walked,
             sites_total,
             sites,

@@ -390,7 +390,7 @@ mod tests {
             .expect("a resident section");
         let expected = "resident memory by site: 1 of 1 (whole run (1 process): peak resident \
                         24.0 KiB at 3 ns)
-  the code that made the pages resident; 2 of 2 increases walked
+  the code that made the pages resident; 2 of 3 increases walked
 
   #   AT PEAK  OF WHICH                    MADE RESIDENT
   1  12.0 KiB  anon 8.0 KiB, file 4.0 KiB       12.0 KiB
