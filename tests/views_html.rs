@@ -275,7 +275,13 @@ fn html_page_in_headless_chromium() {
         assert_eq!(cell("EXIT"), p["exit"]["exit_code"].to_string());
     }
 
-    // Three flame graphs as wide as the page, each with hover details and a working search.
+    // Three flame graphs of the heap as wide as the page, and a fourth of resident memory (the
+    // recording has its faults' stacks: rss_stat is on by default), each with hover details
+    // and a working search.
+    assert!(
+        report_json(path, &["--stacks"])["stacks"]["resident"].is_object(),
+        "a --stacks recording has resident sites"
+    );
     let section = num(&shown["flames_section_width"]);
     let frames = shown["flames"].as_array().unwrap();
     let titles: Vec<&str> = frames
@@ -287,15 +293,17 @@ fn html_page_in_headless_chromium() {
         [
             "live bytes at the heap peak",
             "bytes allocated",
-            "bytes leaked"
+            "bytes leaked",
+            "resident memory at the resident peak"
         ]
     );
     let inside = shown["flame_frames"].as_array().unwrap();
-    assert_eq!(inside.len(), 3);
-    for ((frame, graph), view) in frames
-        .iter()
-        .zip(inside)
-        .zip(["peak", "allocated", "leaked"])
+    assert_eq!(inside.len(), 4);
+    for ((frame, graph), view) in
+        frames
+            .iter()
+            .zip(inside)
+            .zip(["peak", "allocated", "leaked", "resident"])
     {
         assert!(
             num(&frame["width"]) >= section - 1.0,

@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 
 use crate::format::{EventKind, RssMember};
 use crate::intmap::IntMap;
-use crate::model::sites::{MemberBytes, ResidentSite, SiteFrame};
+use crate::model::sites::{FaultSampling, MemberBytes, ResidentSite, SiteFrame};
 
 use super::mapped::round_up;
 use super::site_table::Weigher;
@@ -95,6 +95,8 @@ struct Process {
 #[derive(Debug)]
 pub(super) struct ResidentSites {
     weigher: Weigher,
+    /// The faults' mean interval, bytes made resident, when their stacks were sampled.
+    sample_mean: Option<u64>,
     page_bytes: u64,
     sites: IntMap<ResidentKey, Cell>,
     procs: IntMap<usize, Process>,
@@ -122,9 +124,12 @@ pub(super) struct ResidentRow {
 }
 
 impl ResidentSites {
-    pub(super) fn new(weigher: Weigher, page_bytes: u64) -> ResidentSites {
+    /// The sites of a recording whose fault stacks were sampled with a mean of `sample_mean`
+    /// bytes made resident (`None`: every one walked), pages of `page_bytes`.
+    pub(super) fn new(sample_mean: Option<u64>, page_bytes: u64) -> ResidentSites {
         ResidentSites {
-            weigher,
+            weigher: sample_mean.map_or(Weigher::exact(), Weigher::sampled),
+            sample_mean,
             page_bytes,
             sites: IntMap::default(),
             procs: IntMap::default(),
@@ -142,6 +147,21 @@ impl ResidentSites {
 
     pub(super) fn page_bytes(&self) -> u64 {
         self.page_bytes
+    }
+
+    /// How the fault stacks were sampled, and what the estimates stand on; `None` if exact.
+    pub(super) fn sampling(&self) -> Option<FaultSampling> {
+        self.sample_mean.map(|mean_bytes| FaultSampling {
+            mean_bytes,
+            walked: self.walked,
+            increases: self.increases(),
+        })
+    }
+
+    /// The increases the processes made themselves, walked or not; never fewer than the
+    /// `Fault` records seen.
+    fn increases(&self) -> u64 {
+        self.increases.max(self.faults)
     }
 
     /// Whether any fault was recorded: the views have something to show.
@@ -428,8 +448,9 @@ impl ResidentSites {
         Some(crate::model::sites::ResidentSites {
             peak_bytes: self.peak,
             peak_at_ns: self.peak_ns.map(|t| t.saturating_sub(start_ns)),
-            faults: self.increases.max(self.faults),
+            faults: self.increases(),
             walked: self.walked,
+            sampling: self.sampling(),
             sites_total,
             sites,
             unattributed: ResidentSite {
@@ -472,7 +493,7 @@ mod tests {
 
     #[test]
     fn sites_at_the_peak_add_up_to_it_with_the_unattributed() {
-        let mut r = ResidentSites::new(Weigher::exact(), PAGE);
+        let mut r = ResidentSites::new(None, PAGE);
         r.resident(proc(0), pages(10, 0), 1);
         r.made(proc(0), RssMember::Anon, 2);
         r.resident(proc(0), pages(12, 0), 2);
@@ -509,7 +530,7 @@ mod tests {
 
     #[test]
     fn an_unmapped_site_leaves_a_later_peak() {
-        let mut r = ResidentSites::new(Weigher::exact(), PAGE);
+        let mut r = ResidentSites::new(None, PAGE);
         r.made(proc(0), RssMember::Anon, 4);
         r.resident(proc(0), pages(4, 0), 1);
         r.fault(proc(0), RssMember::Anon, 4, 0x10000, 7);
@@ -536,7 +557,7 @@ mod tests {
 
     #[test]
     fn mremap_moves_pieces_and_drops_what_it_cuts() {
-        let mut r = ResidentSites::new(Weigher::exact(), PAGE);
+        let mut r = ResidentSites::new(None, PAGE);
         r.made(proc(0), RssMember::Anon, 2);
         r.resident(proc(0), pages(2, 0), 1);
         r.fault(proc(0), RssMember::Anon, 1, 0x10000, 7);
@@ -561,7 +582,7 @@ mod tests {
 
     #[test]
     fn pieces_past_what_a_process_holds_are_scaled_to_it() {
-        let mut r = ResidentSites::new(Weigher::exact(), PAGE);
+        let mut r = ResidentSites::new(None, PAGE);
         r.made(proc(0), RssMember::Anon, 4);
         r.resident(proc(0), pages(4, 0), 1);
         r.fault(proc(0), RssMember::Anon, 4, 0x10000, 7);
@@ -575,7 +596,7 @@ mod tests {
 
     #[test]
     fn exit_ends_every_piece_and_a_sampled_piece_stands_for_its_weight() {
-        let mut r = ResidentSites::new(Weigher::sampled(64 * PAGE), PAGE);
+        let mut r = ResidentSites::new(Some(64 * PAGE), PAGE);
         r.made(proc(0), RssMember::Anon, 1);
         r.resident(proc(0), pages(1, 0), 1);
         r.fault(proc(0), RssMember::Anon, 1, 0, 7);

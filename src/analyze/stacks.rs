@@ -230,8 +230,10 @@ impl StackPass {
             bench_blocks: IntMap::default(),
             bench_sites: IntMap::default(),
             resident: ResidentSites::new(
+                // Recordings before the faults' own mean sampled them at the allocations'.
                 FaultSampleFeature::of(&header.features)
-                    .map_or(weigher, |f| Weigher::sampled(f.mean_bytes)),
+                    .map(|f| f.mean_bytes)
+                    .or(sampling.map(|f| f.mean_bytes)),
                 u64::from(header.page_size_bytes.max(1)),
             ),
         }
@@ -633,6 +635,7 @@ impl StackPass {
             samples,
             sampling: self.sampling_of(sites),
             resident_peak_bytes: resident,
+            resident_sampling: resident.and(self.resident.sampling()),
         }
     }
 

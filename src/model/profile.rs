@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::str::FromStr;
 
 use super::measure::{self, Measure};
-use super::sites::{callers_start, toucher_start, SiteFrame, StackSampling};
+use super::sites::{callers_start, toucher_start, FaultSampling, SiteFrame, StackSampling};
 
 /// Which blocks a profile view weighs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -255,6 +255,8 @@ pub struct Profile {
     /// The scope's resident peak the `resident` view is taken at (its bytes add up to it), when
     /// the recording has the stacks of pages made resident.
     pub resident_peak_bytes: Option<u64>,
+    /// Present when the resident views' values are estimates from sampled fault stacks.
+    pub resident_sampling: Option<FaultSampling>,
 }
 
 impl Profile {
@@ -282,6 +284,21 @@ impl Profile {
             };
             stack.frames.drain(..start);
         }
+    }
+
+    /// The entries of a format's table of views (`view_of` says each one's), the resident views
+    /// last, that this profile has values for: all of them, or without the resident views the
+    /// heap's alone. pprof's sample types and speedscope's profiles are such tables.
+    pub fn views_in<'t, T>(&self, table: &'t [T], view_of: impl Fn(&T) -> View) -> &'t [T] {
+        if self.resident_peak_bytes.is_some() {
+            return table;
+        }
+        let heap = table
+            .iter()
+            .take_while(|t| !view_of(t).is_resident())
+            .count();
+        debug_assert!(table[heap..].iter().all(|t| view_of(t).is_resident()));
+        &table[..heap]
     }
 
     /// The sum of `view` weighed by `weight` over every sample.
@@ -507,6 +524,7 @@ mod tests {
             ],
             sampling: None,
             resident_peak_bytes: None,
+            resident_sampling: None,
             samples: vec![
                 Sample {
                     stack: 0,

@@ -61,6 +61,10 @@ pub struct ResidentSites {
     /// peak, then bytes made resident.
     pub sites_total: u64,
     pub sites: Vec<ResidentSite>,
+    /// Present when the recording sampled the stacks of its faults: then the values are
+    /// estimates from the walked increases.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<FaultSampling>,
     /// Pages no walked stack made resident (before the walker was in place, by the kernel or
     /// another task, inherited at fork, or not sampled).
     pub unattributed: ResidentSite,
@@ -86,6 +90,20 @@ pub struct MemberBytes {
     pub file_bytes: u64,
     pub shmem_bytes: u64,
     pub total_bytes: u64,
+}
+
+/// How a recording sampled the stacks of the pages its processes made resident (issue 35), and
+/// how many increases of resident memory the resident sites' estimates stand on: as
+/// [`StackSampling`], over the bytes made resident instead of requested (the header's
+/// `fault_sample`, 16 times the allocations' mean by default).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FaultSampling {
+    /// The mean number of bytes made resident between two walked increases.
+    pub mean_bytes: u64,
+    /// The increases whose stack was walked: what the estimates stand on.
+    pub walked: u64,
+    /// The increases the scope's processes made themselves, walked or not.
+    pub increases: u64,
 }
 
 /// How a recording sampled its allocations' stacks, and how many of the scope's allocations

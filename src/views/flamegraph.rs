@@ -35,7 +35,7 @@ pub fn write_svg(
     let mut options = Options::default();
     options.title = title.to_string();
     // Under the title, that the widths are estimates from sampled stacks, when they are.
-    options.subtitle = profile.sampling.as_ref().map(words::estimates);
+    options.subtitle = words::estimates_of(profile, view);
     options.count_name = view.unit(weight).to_string();
     options.name_type = "Function:".to_string();
     // The root at the top: the widest frames on the first screen.

@@ -487,7 +487,9 @@ fn write_leaks(report: &Report, out: &mut dyn Write) -> io::Result<()> {
 }
 
 /// The flame graphs section, when the report has call stacks: live bytes at the heap peak,
-/// bytes allocated and bytes leaked. Each of inferno's SVGs runs its own script (hover, search,
+/// bytes allocated and bytes leaked, then, when the recording has the stacks of its faults,
+/// resident memory at the resident peak (issue 35) with its own note when it is estimated
+/// from sampled faults. Each of inferno's SVGs runs its own script (hover, search,
 /// zoom) with fixed element ids, so each gets a document of its own: an iframe whose `srcdoc`
 /// holds the SVG, still inside this one file.
 fn write_flames(report: &Report, out: &mut dyn Write) -> io::Result<()> {
@@ -497,22 +499,32 @@ fn write_flames(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let command = report.run.command.join(" ");
     out.write_all(b"<section id=\"flames\"><h2>Flame graphs</h2>\n")?;
     write_estimates("flame-estimates", profile.sampling.as_ref(), out)?;
-    for (view, what) in [
+    let graphs = [
         (View::Peak, "live bytes at the heap peak"),
         (View::Allocated, "bytes allocated"),
         (View::Leaked, "bytes leaked"),
-    ] {
+        (View::Resident, "resident memory at the resident peak"),
+    ];
+    for &(view, what) in profile.views_in(&graphs, |g| g.0) {
         let title = format!("memtrack: {what}: {command}");
         let mut svg = Vec::new();
         flamegraph::write_svg(profile, view, Weight::Bytes, &title, &mut svg)?;
         let svg = String::from_utf8_lossy(&svg);
         // The frame is as tall as the graph, so only the page scrolls.
         let height = svg_height(&svg).unwrap_or(FLAME_HEIGHT);
-        write!(
+        writeln!(out, "<h3>{}</h3>", escape(what))?;
+        // The heap graphs' note is the section's; the resident graph's values stand on the
+        // sampled faults instead.
+        if let Some(f) = profile.resident_sampling.filter(|_| view.is_resident()) {
+            writeln!(
+                out,
+                "<p class=\"note\" id=\"resident-estimates\">{}.</p>",
+                escape(&words::capitalized(&words::fault_estimates(&f)))
+            )?;
+        }
+        writeln!(
             out,
-            "<h3>{}</h3>\n<iframe class=\"flame\" title=\"{}\" style=\"height: {}px\" \
-             srcdoc=\"{}\"></iframe>\n",
-            escape(what),
+            "<iframe class=\"flame\" title=\"{}\" style=\"height: {}px\" srcdoc=\"{}\"></iframe>",
             escape(what),
             height + 2,
             attribute(&flame_document(&svg))

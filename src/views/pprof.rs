@@ -15,7 +15,7 @@ use flate2::write::GzEncoder;
 use flate2::Compression;
 use prost::Message;
 
-use super::words::estimates_note;
+use super::words::{estimates_note, estimates_of};
 use crate::model::metrics::Report;
 use crate::model::profile::{frame_name, Naming, Profile as Model, View, Weight, NO_STACK};
 use crate::model::sites::SiteFrame;
@@ -155,11 +155,7 @@ pub const SAMPLE_TYPES: [(&str, View, Weight); 12] = [
 
 /// The sample types of `model`: the heap's, and the resident views' when it has them.
 fn sample_types(model: &Model) -> &'static [(&'static str, View, Weight)] {
-    let resident = SAMPLE_TYPES.iter().filter(|t| t.1.is_resident()).count();
-    match model.resident_peak_bytes {
-        Some(_) => &SAMPLE_TYPES,
-        None => &SAMPLE_TYPES[..SAMPLE_TYPES.len() - resident],
-    }
+    model.views_in(&SAMPLE_TYPES, |t| t.1)
 }
 
 /// Each module gets its own range of fake addresses this wide: a location's address is its
@@ -219,6 +215,11 @@ pub fn build(model: &Model, report: &Report, view: View, weight: Weight) -> Prof
     // a comment (`pprof -comments`) says the values are estimates.
     if let Some(sampling) = &model.sampling {
         p.comment.push(strings.get(&estimates_note(sampling)));
+    }
+    // The resident sample types' estimates stand on the sampled faults instead.
+    if let Some(faults) = estimates_of(model, View::Resident) {
+        p.comment
+            .push(strings.get(&format!("resident and faulted: {faults}")));
     }
 
     let mut tables = Tables {

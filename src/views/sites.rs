@@ -137,11 +137,18 @@ fn write_resident(
         r.sites_total,
         peak(r.peak_bytes, r.peak_at_ns)
     )?;
-    writeln!(
-        out,
-        "  the code that made the pages resident; {} of {} increases walked",
-        r.walked, r.faults
-    )?;
+    match &r.sampling {
+        Some(f) => writeln!(
+            out,
+            "  the code that made the pages resident; {}; record with --stacks for exact values",
+            fault_estimates(f)
+        )?,
+        None => writeln!(
+            out,
+            "  the code that made the pages resident; {} of {} increases walked",
+            r.walked, r.faults
+        )?,
+    }
     let columns = [
         FitColumn::right("#"),
         FitColumn::right("AT PEAK"),
@@ -400,6 +407,28 @@ mod tests {
        [unattributed: made resident with no stack walked]
 ";
         assert_eq!(&text[at..], expected);
+    }
+
+    #[test]
+    fn sampled_resident_sites_say_what_their_estimates_stand_on() {
+        let r = ResidentSites {
+            peak_bytes: 4096,
+            faults: 1789,
+            walked: 33,
+            sampling: Some(crate::model::sites::FaultSampling {
+                mean_bytes: 256 << 10,
+                walked: 33,
+                increases: 1789,
+            }),
+            ..ResidentSites::default()
+        };
+        let mut out = Vec::new();
+        write_resident("whole run", &r, 100, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let note = "  the code that made the pages resident; estimates: values estimated from 33 \
+                    walked increases of resident memory of 1789, 1 per 256.0 KiB made resident; \
+                    record with --stacks for exact values\n";
+        assert!(text.contains(note), "{text}");
     }
 
     #[test]

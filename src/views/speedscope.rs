@@ -11,7 +11,7 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
-use super::words::estimates;
+use super::words::estimates_of;
 use crate::model::profile::{frame_name, Naming, Profile, View, Weight, NO_STACK};
 
 /// speedscope's `FileFormat.File`.
@@ -76,20 +76,16 @@ pub const PROFILES: [(View, Weight); 12] = [
 /// The views and weights of `profile`'s file: the heap's, and the resident views' when it has
 /// them.
 fn profiles_of(profile: &Profile) -> &'static [(View, Weight)] {
-    let resident = PROFILES.iter().filter(|p| p.0.is_resident()).count();
-    match profile.resident_peak_bytes {
-        Some(_) => &PROFILES,
-        None => &PROFILES[..PROFILES.len() - resident],
-    }
+    profile.views_in(&PROFILES, |p| p.0)
 }
 
 /// The name of the profile of `view` weighed by `weight`, as speedscope's profile menu shows
 /// it: "live at the heap peak (bytes)", then, when the values are estimates from sampled
-/// stacks, `words::estimates`.
+/// stacks, `words::estimates_of`.
 fn profile_name(profile: &Profile, view: View, weight: Weight) -> String {
     let name = format!("{} ({})", view.describe(), view.unit(weight));
-    match &profile.sampling {
-        Some(s) => format!("{name}, {}", estimates(s)),
+    match estimates_of(profile, view) {
+        Some(estimates) => format!("{name}, {estimates}"),
         None => name,
     }
 }

@@ -6,7 +6,8 @@ use crate::model::metrics::{
     HeapMetrics, LeakMetrics, LostEvents, Metrics, ProcessMetrics, Report, ResidentMetrics,
     RunInfo, Scope, SuppressionReport,
 };
-use crate::model::sites::{SiteFrame, StackReport, StackSampling};
+use crate::model::profile::{Profile, View};
+use crate::model::sites::{FaultSampling, SiteFrame, StackReport, StackSampling};
 use std::collections::HashMap;
 
 use crate::units::{format_bytes, format_duration_ns};
@@ -148,6 +149,32 @@ pub fn estimated_from(s: &StackSampling) -> String {
 /// estimated from ...".
 pub fn estimates(s: &StackSampling) -> String {
     format!("estimates: values {}", estimated_from(s))
+}
+
+/// How the resident views' values were estimated from sampled fault stacks (issue 35): "estimated
+/// from 33 walked increases of resident memory of 1789, 1 per 256.0 KiB made resident".
+pub fn estimated_from_faults(f: &FaultSampling) -> String {
+    format!(
+        "estimated from {} of resident memory of {}, 1 per {} made resident",
+        counted(f.walked, "walked increase", "walked increases"),
+        f.increases,
+        format_bytes(f.mean_bytes)
+    )
+}
+
+/// [`estimates`] of the resident views: "estimates: values estimated from 33 walked increases
+/// ...".
+pub fn fault_estimates(f: &FaultSampling) -> String {
+    format!("estimates: values {}", estimated_from_faults(f))
+}
+
+/// The one-line mark of `profile`'s values in `view` when they are estimates ([`estimates`]):
+/// the resident views' stand on the sampled faults, the others on the sampled allocations.
+pub fn estimates_of(profile: &Profile, view: View) -> Option<String> {
+    if view.is_resident() {
+        return profile.resident_sampling.as_ref().map(fault_estimates);
+    }
+    profile.sampling.as_ref().map(estimates)
 }
 
 /// [`estimates`] with what to do for exact values, the note under a table of sites or
@@ -656,6 +683,29 @@ mod tests {
         assert_eq!(
             estimates(&one),
             "estimates: values estimated from 1 sampled allocation of 1, 1 per 100 B"
+        );
+    }
+
+    #[test]
+    fn resident_estimates_stand_on_the_walked_increases() {
+        let mut profile = Profile {
+            sampling: Some(crate::testkit::stack_sampling()),
+            ..Profile::default()
+        };
+        assert_eq!(estimates_of(&profile, View::Resident), None);
+        profile.resident_sampling = Some(FaultSampling {
+            mean_bytes: 256 << 10,
+            walked: 33,
+            increases: 1789,
+        });
+        assert_eq!(
+            estimates_of(&profile, View::Faulted).unwrap(),
+            "estimates: values estimated from 33 walked increases of resident memory of 1789, \
+             1 per 256.0 KiB made resident"
+        );
+        assert_eq!(
+            estimates_of(&profile, View::Peak),
+            Some(estimates(&crate::testkit::stack_sampling()))
         );
     }
 
