@@ -215,6 +215,10 @@ static __always_inline __s64 emit_rss(struct task_struct *owner, __u32 tgid, __u
 	return change;
 }
 
+/* Whether walk.bpf.c's fault_walk will take the increases handed over below: false without
+ * stacks (`--no-stacks`), where nothing would, and user space clears it before load (load.rs). */
+const volatile bool faults_walked SEC(".rodata.faults_walked") = true;
+
 /* Hands an increase made by the owner's own task to the fault walker (common.bpf.h). Swap
  * entries are not resident pages. */
 static __always_inline void pend_fault(struct task_struct *current, __u32 member, __s64 delta)
@@ -222,7 +226,7 @@ static __always_inline void pend_fault(struct task_struct *current, __u32 member
 	__u32 zero = 0;
 	struct fault_pending *f;
 
-	if (delta <= 0 || member == 2)
+	if (!faults_walked || delta <= 0 || member == 2)
 		return;
 	f = bpf_map_lookup_elem(&fault_pending, &zero);
 	if (!f)

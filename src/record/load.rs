@@ -279,6 +279,9 @@ struct Slot {
 /// machine one more program run: docs/PERFORMANCE.md).
 const COPIES_RODATA: &str = ".rodata.copies";
 
+/// rss.bpf.c's flag `faults_walked`: whether it hands the owner's increases to the fault walker.
+const FAULTS_WALKED_RODATA: &str = ".rodata.faults_walked";
+
 /// mmap.bpf.c's copies, loaded with [`COPIES_RODATA`].
 const MMAP_COPIES: [&str; 2] = ["mmap_sys_enter_again", "mmap_sys_exit_again"];
 
@@ -352,6 +355,11 @@ fn configure(
             open.set_rodata(walker::SAMPLE_RODATA, &sample.mean_bytes.to_ne_bytes())
                 .map_err(kernel_error)?;
         }
+    }
+    if object.name == "rss" && !opts.stacks.walks() {
+        // No fault walker will take the increases rss_stat would hand over.
+        open.set_rodata(FAULTS_WALKED_RODATA, &[0])
+            .map_err(kernel_error)?;
     }
     if object.name == "mmap" && !caps.preemptible_syscall_tracepoints {
         for copy in MMAP_COPIES {
