@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{fixture, memtrack, record_with_env, report_json, scratch_file, Recording};
+use common::{fixture, memtrack, record_with_env, report_json, run, scratch_file, Recording};
 use memtrack::format::{EventKind, RssMember};
 
 const MIB: u64 = 1 << 20;
@@ -178,4 +178,47 @@ fn an_unmapped_block_leaves_the_resident_view_and_stays_faulted() {
     );
     let total: u64 = resident.iter().map(|(_, v)| v).sum();
     assert_eq!(total, peak_resident(&rec), "{shown}");
+}
+
+/// `diff --stacks` of touch.c against itself freeing touch_a's block first: the resident sites
+/// are matched by their frames, touch_a's 8 MiB leave the peak while it made as many resident,
+/// and the changes, the unattributed row with them, add up to the change of the peak.
+#[test]
+fn diff_names_the_site_whose_pages_left_the_peak() {
+    skip_unless_recording!("diff_names_the_site_whose_pages_left_the_peak");
+    let base = record_touch("resident-diff-base", &["--stacks"], &[]);
+    let new = record_touch("resident-diff-new", &["--stacks"], &["free_a"]);
+    let (b, n) = (base.path.to_str().unwrap(), new.path.to_str().unwrap());
+    let out = run(&["diff", "--top", "0", "--format", "json", b, n]).expect_code(0);
+    let diff: serde_json::Value = serde_json::from_str(&out.stdout).expect("diff's JSON");
+    let r = &diff["resident_sites"];
+    let shown = format!("{r:#}\n{}\n{}", base.describe(), new.describe());
+    let slack = slack(&base).max(slack(&new));
+    let changed = r["changed"].as_array().expect("changed resident sites");
+    let named = |c: &&serde_json::Value, function: &str| {
+        c["frames"]
+            .as_array()
+            .is_some_and(|f| f.iter().any(|f| f["function"] == function))
+    };
+    let touch_a = changed
+        .iter()
+        .find(|c| named(c, "touch_a"))
+        .unwrap_or_else(|| panic!("touch_a changed\n{shown}"));
+    assert_eq!(touch_a["status"], "matched", "{shown}");
+    let at_peak = touch_a["resident_bytes_change"].as_i64().unwrap();
+    assert!(
+        (at_peak + (8 * MIB) as i64).unsigned_abs() <= slack * PAGE,
+        "{shown}"
+    );
+    let made = touch_a["faulted_bytes_change"].as_i64().unwrap();
+    assert!(made.unsigned_abs() <= slack * PAGE, "{shown}");
+    let sum: i64 = changed
+        .iter()
+        .map(|c| c["resident_bytes_change"].as_i64().unwrap())
+        .sum();
+    let peaks = r["new_peak_bytes"].as_i64().unwrap() - r["base_peak_bytes"].as_i64().unwrap();
+    assert_eq!(sum, peaks, "{shown}");
+    assert_eq!(r["base_peak_bytes"].as_u64(), Some(peak_resident(&base)));
+    let text = run(&["diff", "--stacks", b, n]).expect_code(0).stdout;
+    assert!(text.contains("\nresident memory by site: "), "{text}");
 }

@@ -14,7 +14,8 @@ use super::{bad_value, named, parse_count, parse_view, parse_weight};
 
 /// Compare two recordings (e.g. main's and a pull request's): the whole run, each benchmark (by
 /// URI), each process (matched by command and position in the tree, since pids differ) and,
-/// with --stacks, the allocation sites (matched by function and module). Every metric with both
+/// with --stacks, the allocation sites and resident memory by site (matched by function and
+/// module). Every metric with both
 /// values, the change and the relative change, largest relative change first. Exits 0, or 2 on
 /// a bad file or flag; `memtrack check NEW --baseline BASE` turns the comparison into a verdict.
 #[derive(FromArgs, Debug)]
@@ -43,7 +44,8 @@ pub struct DiffArgs {
     /// (differential folded stacks) or flamegraph (a differential flame graph SVG)
     #[argh(option, default = "DiffFormat::Text", from_str_fn(parse_diff_format))]
     pub format: DiffFormat,
-    /// also compare the allocation sites (both recordings need call stacks: not --no-stacks)
+    /// also compare the allocation sites and, when both have them, the resident memory by site
+    /// (both recordings need call stacks: not --no-stacks)
     #[argh(switch)]
     pub stacks: bool,
     /// how many changed sites to list (default 10, 0 for all); implies --stacks

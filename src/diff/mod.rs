@@ -12,6 +12,7 @@
 pub mod differential;
 pub mod matching;
 pub mod render;
+pub mod resident;
 pub mod sites;
 
 use std::io::{self, BufWriter, Write};
@@ -30,6 +31,7 @@ use crate::model::profile::{View, Weight};
 use crate::model::metric::Change;
 use crate::views::words::ProcessNames;
 use matching::{Pairing, Rule};
+use resident::ResidentDiff;
 use sites::SitesDiff;
 
 /// Version of the `diff --format json` structure: additive fields keep it; renames, removals
@@ -178,6 +180,10 @@ pub struct Diff {
     /// The allocation sites that changed (`--stacks`, both recordings with call stacks).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sites: Option<SitesDiff>,
+    /// The resident memory by site that changed (`--stacks`, both recordings with the stacks
+    /// of their faults).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resident_sites: Option<ResidentDiff>,
 }
 
 /// Runs `memtrack diff`: writes to `opts.output` (`output::write_file`: a file is replaced
@@ -304,6 +310,20 @@ pub fn compare(base: &Report, new: &Report, top: usize) -> Diff {
         }
         _ => None,
     };
+    let resident_sites = match (resident_of(base), resident_of(new)) {
+        (Some(b), Some(n)) => Some(resident::compare(b, n, top)),
+        (None, None) => None,
+        (b, _) => {
+            let which = if b.is_some() { "base" } else { "new" };
+            if sites.is_some() {
+                notes.push(format!(
+                    "only the {which} recording has the stacks of the pages it made resident: \
+                     resident sites are not compared"
+                ));
+            }
+            None
+        }
+    };
     Diff {
         schema_version: DIFF_SCHEMA_VERSION,
         base: Side::empty(),
@@ -313,7 +333,13 @@ pub fn compare(base: &Report, new: &Report, top: usize) -> Diff {
         benchmarks: benchmarks(base, new),
         processes: processes(base, new),
         sites,
+        resident_sites,
     }
+}
+
+/// `report`'s resident memory by site, when it has the stacks of its faults.
+fn resident_of(report: &Report) -> Option<&crate::model::sites::ResidentSites> {
+    report.stacks.as_ref()?.resident.as_ref()
 }
 
 impl Side {

@@ -6,9 +6,11 @@ use std::io::{self, Write};
 use crate::table::{Column, Table};
 use crate::views::{frames, words};
 
+use super::resident::ResidentDiff;
 use super::sites::SitesDiff;
 use super::{Diff, ProcessDiff, ProcessSide};
-use crate::model::metric::{signed, value_text, Change, Unit};
+use crate::model::metric::{difference, signed, value_text, Change, Unit};
+use crate::model::sites::SiteFrame;
 
 /// Lines of frames of a changed site shown in text (the innermost ones, the standard
 /// library's runs folded; JSON has all).
@@ -55,6 +57,9 @@ pub fn write_text(diff: &Diff, out: &mut dyn Write) -> io::Result<()> {
     write_processes(diff, out)?;
     if let Some(sites) = &diff.sites {
         write_sites(sites, out)?;
+    }
+    if let Some(resident) = &diff.resident_sites {
+        write_resident(resident, out)?;
     }
     Ok(())
 }
@@ -162,15 +167,8 @@ fn write_sites(sites: &SitesDiff, out: &mut dyn Write) -> io::Result<()> {
         sites.changed_total, sites.base_sites, sites.new_sites
     )?;
     for (name, sampling) in [("base", &sites.base_sampling), ("new", &sites.new_sampling)] {
-        let Some(sampling) = sampling else { continue };
-        let line = format!(
-            "estimates: the {name} recording's site values are {} (record with --stacks for \
-             exact values)",
-            words::estimated_from(sampling)
-        );
-        for (i, line) in wrap(&line, 76).iter().enumerate() {
-            let lead = if i == 0 { "  " } else { "    " };
-            writeln!(out, "{lead}{line}")?;
+        if let Some(sampling) = sampling {
+            write_estimates(name, &words::estimated_from(sampling), out)?;
         }
     }
     for (n, s) in sites.changed.iter().enumerate() {
@@ -185,24 +183,90 @@ fn write_sites(sites: &SitesDiff, out: &mut dyn Write) -> io::Result<()> {
             signed(Unit::Count, s.allocations_change),
             signed(Unit::Bytes, s.leaked_bytes_change),
         )?;
-        let (lines, more) = frames::for_people(&s.frames, SITE_FRAMES);
-        for line in lines {
-            let text = match line {
-                frames::Line::Frame(f) => {
-                    let module = f.module.rsplit('/').next().unwrap_or(&f.module);
-                    clean(&match (f.function.is_empty(), module.is_empty()) {
-                        (false, true) => f.function.clone(),
-                        (false, false) => format!("{}  {module}", f.function),
-                        (true, _) => format!("{module}+{:#x}", f.offset),
-                    })
-                }
-                frames::Line::Library(n) => frames::library_text(n),
-            };
-            writeln!(out, "      {}", shorten(&text, 72))?;
+        write_frames(&s.frames, out)?;
+    }
+    Ok(())
+}
+
+/// "estimates: the base recording's site values are estimated from ...", wrapped.
+fn write_estimates(name: &str, estimated_from: &str, out: &mut dyn Write) -> io::Result<()> {
+    let line = format!(
+        "estimates: the {name} recording's site values are {estimated_from} (record with \
+         --stacks for exact values)"
+    );
+    for (i, line) in wrap(&line, 76).iter().enumerate() {
+        let lead = if i == 0 { "  " } else { "    " };
+        writeln!(out, "{lead}{line}")?;
+    }
+    Ok(())
+}
+
+/// A changed site's innermost frames, the standard library's runs folded.
+fn write_frames(site_frames: &[SiteFrame], out: &mut dyn Write) -> io::Result<()> {
+    let (lines, more) = frames::for_people(site_frames, SITE_FRAMES);
+    for line in lines {
+        let text = match line {
+            frames::Line::Frame(f) => {
+                let module = f.module.rsplit('/').next().unwrap_or(&f.module);
+                clean(&match (f.function.is_empty(), module.is_empty()) {
+                    (false, true) => f.function.clone(),
+                    (false, false) => format!("{}  {module}", f.function),
+                    (true, _) => format!("{module}+{:#x}", f.offset),
+                })
+            }
+            frames::Line::Library(n) => frames::library_text(n),
+        };
+        writeln!(out, "      {}", shorten(&text, 72))?;
+    }
+    if more > 0 {
+        writeln!(out, "      … {more} more frames")?;
+    }
+    Ok(())
+}
+
+/// The resident sites that changed, the largest change at the peak first, each with its
+/// innermost frames; what no walked stack made resident as "[unattributed]".
+fn write_resident(r: &ResidentDiff, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out)?;
+    writeln!(
+        out,
+        "resident memory by site: {} changed of {} in the base and {} in the new recording",
+        r.changed_total, r.base_sites, r.new_sites
+    )?;
+    writeln!(
+        out,
+        "  peak resident {} ({} -> {})",
+        signed(Unit::Bytes, difference(r.base_peak_bytes, r.new_peak_bytes)),
+        value_text(Unit::Bytes, Some(r.base_peak_bytes)),
+        value_text(Unit::Bytes, Some(r.new_peak_bytes)),
+    )?;
+    for (name, sampling) in [("base", &r.base_sampling), ("new", &r.new_sampling)] {
+        if let Some(sampling) = sampling {
+            write_estimates(name, &words::estimated_from_faults(sampling), out)?;
         }
-        if more > 0 {
-            writeln!(out, "      … {more} more frames")?;
+    }
+    for (n, s) in r.changed.iter().enumerate() {
+        writeln!(
+            out,
+            "  #{} {}: at the peak {} ({} -> {}), made resident {}",
+            n + 1,
+            if s.unattributed {
+                "unattributed"
+            } else {
+                s.status
+            },
+            signed(Unit::Bytes, s.resident_bytes_change),
+            value_text(Unit::Bytes, Some(s.base.resident_bytes)),
+            value_text(Unit::Bytes, Some(s.new.resident_bytes)),
+            signed(Unit::Bytes, s.faulted_bytes_change),
+        )?;
+        if s.unattributed {
+            writeln!(
+                out,
+                "      [unattributed: made resident with no stack walked]"
+            )?;
         }
+        write_frames(&s.frames, out)?;
     }
     Ok(())
 }

@@ -99,30 +99,35 @@ pub fn key(frames: &[SiteFrame]) -> SiteKey {
 /// A site's key: per frame, (function or offset, module file name).
 pub type SiteKey = Vec<(String, String)>;
 
-/// The sites of one recording by key: the first site's frames and the counts added.
-type Sites = HashMap<SiteKey, (Vec<SiteFrame>, SiteCounts)>;
+/// The sites of one recording by key: the first site's frames and the counts (`C`) added.
+pub(super) type Keyed<C> = HashMap<SiteKey, (Vec<SiteFrame>, C)>;
 
-/// Sites of `stacks` by key, with their frames (the first site's) and counts added, and the
-/// keys in order of first appearance.
-fn by_key(stacks: &StackReport) -> (Vec<SiteKey>, Sites) {
+/// `sites` (each with its frames, `frames_of`) by key, with their frames (the first site's) and
+/// counts added (`add`), and the keys in order of first appearance.
+pub(super) fn by_key<T, C: Default>(
+    sites: &[T],
+    frames_of: impl Fn(&T) -> &Vec<SiteFrame>,
+    add: impl Fn(&mut C, &T),
+) -> (Vec<SiteKey>, Keyed<C>) {
     let mut order = Vec::new();
-    let mut sites = Sites::new();
-    for s in &stacks.sites {
-        let k = key(&s.frames);
-        let entry = sites.entry(k.clone()).or_insert_with(|| {
+    let mut keyed = Keyed::new();
+    for s in sites {
+        let frames = frames_of(s);
+        let k = key(frames);
+        let entry = keyed.entry(k.clone()).or_insert_with(|| {
             order.push(k);
-            (s.frames.clone(), SiteCounts::default())
+            (frames.to_vec(), C::default())
         });
-        entry.1.add(s);
+        add(&mut entry.1, s);
     }
-    (order, sites)
+    (order, keyed)
 }
 
 /// Compares every site of `base` with every site of `new` (both from `report --stacks` with
 /// every site kept) and keeps the `top` that changed most (0: all of them).
 pub fn compare(base: &StackReport, new: &StackReport, top: usize) -> SitesDiff {
-    let (base_order, mut base_sites) = by_key(base);
-    let (new_order, new_sites) = by_key(new);
+    let (base_order, mut base_sites) = by_key(&base.sites, |s| &s.frames, SiteCounts::add);
+    let (new_order, new_sites) = by_key(&new.sites, |s| &s.frames, SiteCounts::add);
     let base_total = base_sites.len() as u64;
     let new_total = new_sites.len() as u64;
     let mut changed = Vec::new();
