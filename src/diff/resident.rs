@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use super::sites::by_key;
+use super::sites::pair_by_key;
 use crate::model::metric::difference;
 use crate::model::sites::{FaultSampling, ResidentSite, ResidentSites, SiteFrame};
 
@@ -67,9 +67,6 @@ pub struct ResidentDiff {
 /// Compares every resident site of `base` with every one of `new` (from reports that kept
 /// every site) and keeps the `top` that changed most (0: all of them).
 pub fn compare(base: &ResidentSites, new: &ResidentSites, top: usize) -> ResidentDiff {
-    let (base_order, mut base_sites) = by_key(&base.sites, |s| &s.frames, ResidentCounts::add);
-    let (new_order, new_sites) = by_key(&new.sites, |s| &s.frames, ResidentCounts::add);
-    let (base_total, new_total) = (base_sites.len() as u64, new_sites.len() as u64);
     let mut changed = Vec::new();
     let mut push = |frames, unattributed, b: ResidentCounts, n: ResidentCounts, status| {
         if b != n {
@@ -84,18 +81,13 @@ pub fn compare(base: &ResidentSites, new: &ResidentSites, top: usize) -> Residen
             });
         }
     };
-    for k in &new_order {
-        let (frames, n) = new_sites[k].clone();
-        match base_sites.remove(k) {
-            Some((_, b)) => push(frames, false, b, n, "matched"),
-            None => push(frames, false, ResidentCounts::default(), n, "added"),
-        }
-    }
-    for k in &base_order {
-        if let Some((frames, b)) = base_sites.remove(k) {
-            push(frames, false, b, ResidentCounts::default(), "removed");
-        }
-    }
+    let sites = (base.sites.as_slice(), new.sites.as_slice());
+    let (base_total, new_total) = pair_by_key(
+        sites,
+        |s| &s.frames,
+        ResidentCounts::add,
+        |frames, b, n, status| push(frames, false, b, n, status),
+    );
     let counts = |s: &ResidentSite| {
         let mut c = ResidentCounts::default();
         c.add(s);

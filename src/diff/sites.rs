@@ -100,11 +100,11 @@ pub fn key(frames: &[SiteFrame]) -> SiteKey {
 pub type SiteKey = Vec<(String, String)>;
 
 /// The sites of one recording by key: the first site's frames and the counts (`C`) added.
-pub(super) type Keyed<C> = HashMap<SiteKey, (Vec<SiteFrame>, C)>;
+type Keyed<C> = HashMap<SiteKey, (Vec<SiteFrame>, C)>;
 
 /// `sites` (each with its frames, `frames_of`) by key, with their frames (the first site's) and
 /// counts added (`add`), and the keys in order of first appearance.
-pub(super) fn by_key<T, C: Default>(
+fn by_key<T, C: Default>(
     sites: &[T],
     frames_of: impl Fn(&T) -> &Vec<SiteFrame>,
     add: impl Fn(&mut C, &T),
@@ -123,15 +123,39 @@ pub(super) fn by_key<T, C: Default>(
     (order, keyed)
 }
 
+/// Pairs the sites of `base` and `new` by key ([`by_key`]): `pair(frames, base counts, new
+/// counts, status)` for each key either has, the new recording's first in its order ("matched"
+/// or "added", the new frames), then those only the base has ("removed"). Returns how many
+/// distinct keys each has.
+pub(super) fn pair_by_key<T, C: Default + Clone>(
+    (base, new): (&[T], &[T]),
+    frames_of: impl Fn(&T) -> &Vec<SiteFrame>,
+    add: impl Fn(&mut C, &T),
+    mut pair: impl FnMut(Vec<SiteFrame>, C, C, &'static str),
+) -> (u64, u64) {
+    let (base_order, mut base_sites) = by_key(base, &frames_of, &add);
+    let (new_order, new_sites) = by_key(new, &frames_of, &add);
+    let totals = (base_sites.len() as u64, new_sites.len() as u64);
+    for k in &new_order {
+        let (frames, n) = new_sites[k].clone();
+        match base_sites.remove(k) {
+            Some((_, b)) => pair(frames, b, n, "matched"),
+            None => pair(frames, C::default(), n, "added"),
+        }
+    }
+    for k in &base_order {
+        if let Some((frames, b)) = base_sites.remove(k) {
+            pair(frames, b, C::default(), "removed");
+        }
+    }
+    totals
+}
+
 /// Compares every site of `base` with every site of `new` (both from `report --stacks` with
 /// every site kept) and keeps the `top` that changed most (0: all of them).
 pub fn compare(base: &StackReport, new: &StackReport, top: usize) -> SitesDiff {
-    let (base_order, mut base_sites) = by_key(&base.sites, |s| &s.frames, SiteCounts::add);
-    let (new_order, new_sites) = by_key(&new.sites, |s| &s.frames, SiteCounts::add);
-    let base_total = base_sites.len() as u64;
-    let new_total = new_sites.len() as u64;
     let mut changed = Vec::new();
-    let mut push = |frames: Vec<SiteFrame>, b: SiteCounts, n: SiteCounts, status| {
+    let push = |frames: Vec<SiteFrame>, b: SiteCounts, n: SiteCounts, status| {
         if b != n {
             changed.push(SiteChange {
                 frames,
@@ -144,18 +168,8 @@ pub fn compare(base: &StackReport, new: &StackReport, top: usize) -> SitesDiff {
             });
         }
     };
-    for k in &new_order {
-        let (frames, n) = new_sites[k].clone();
-        match base_sites.remove(k) {
-            Some((_, b)) => push(frames, b, n, "matched"),
-            None => push(frames, SiteCounts::default(), n, "added"),
-        }
-    }
-    for k in &base_order {
-        if let Some((frames, b)) = base_sites.remove(k) {
-            push(frames, b, SiteCounts::default(), "removed");
-        }
-    }
+    let sites = (base.sites.as_slice(), new.sites.as_slice());
+    let (base_total, new_total) = pair_by_key(sites, |s| &s.frames, SiteCounts::add, push);
     changed.sort_by_key(|c| {
         std::cmp::Reverse((
             c.allocated_bytes_change.unsigned_abs(),
