@@ -6,17 +6,18 @@
 //! of a dlopen (`_dl_debug_state` with RT_CONSISTENT), and hands us a stop record. The drain loop
 //! passes each to [`Discovery::handle_stop`], which reads `/proc/PID/maps`, scans every
 //! executable file mapping it has not seen (by device and inode), plans its probes from the
-//! catalogue, attaches them, and sends SIGCONT. Nothing of a new file has run before its probes
-//! are in place: the first allocation after dlopen returns, and the first of a statically linked
+//! catalogue and attaches them; the drain loop then sends SIGCONT. Nothing of a new file has
+//! run before its probes are in place: the first allocation after dlopen returns, and the first of a statically linked
 //! program, are recorded.
 //!
 //! Files are read and attached through `/proc/PID/map_files/`, which names exactly the mapped
 //! file (also when it was deleted or replaced since). A uprobe belongs to the file's inode, so
 //! one attach covers every process that maps it, before or after.
 //!
-//! A stopped process must never be left stopped: every path through `handle_stop` ends with
-//! SIGCONT, and a failure to scan or attach a file is logged and recorded in the file's coverage
-//! record (0 probes), never returned.
+//! A stopped process must never be left stopped: `handle_stop` returns whatever fails (a
+//! failure to scan or attach a file is logged and recorded in the file's coverage record, 0
+//! probes, never returned), and the drain loop continues every process it handled a stop of,
+//! once, after all of that process's stops (drain.rs, `continue_stopped`).
 
 use std::collections::{HashMap, HashSet};
 use std::os::fd::AsRawFd;
@@ -324,9 +325,9 @@ impl<'obj> Discovery<'obj> {
         self.probe(key, path, &shown, 0).map(|p| p.probes)
     }
 
-    /// A tracked process stopped: scan what it maps, probe the new files, continue it. Coverage
-    /// records of files this run had not reported yet go to `out`.
-    pub fn handle_stop(&mut self, stop: Stop, out: &mut Vec<Event>) {
+    /// A tracked process stopped: scan what it maps and probe the new files; the caller
+    /// continues it. Coverage records of files this run had not reported yet go to `out`.
+    pub fn handle_stop(&mut self, stop: &Stop, out: &mut Vec<Event>) {
         let pid = stop.pid;
         match std::fs::read_to_string(format!("/proc/{pid}/maps")) {
             Ok(maps) => {
@@ -334,11 +335,10 @@ impl<'obj> Discovery<'obj> {
                     self.note_mapping(pid, &m, out);
                 }
             }
-            // The process was killed while stopped: nothing to scan, nobody to continue.
+            // The process was killed while stopped: nothing to scan.
             Err(e) => log::debug!("cannot read the mappings of pid {pid}: {e}"),
         }
-        process::kill(pid as i32, libc::SIGCONT);
-        let waited = self.stats.note(&stop);
+        let waited = self.stats.note(stop);
         log::trace!(
             "pid {pid} stopped ({:?}) for {} µs",
             stop.why,
@@ -347,10 +347,9 @@ impl<'obj> Discovery<'obj> {
     }
 
     /// A tracked process stopped for the walker of call stacks (StopWhy::Walker), now in
-    /// place or failed: continue it.
-    pub fn continue_for_walker(&mut self, stop: Stop) {
-        process::kill(stop.pid as i32, libc::SIGCONT);
-        let waited = self.walker_stats.note(&stop);
+    /// place or failed; the caller continues it.
+    pub fn walker_stop_handled(&mut self, stop: &Stop) {
+        let waited = self.walker_stats.note(stop);
         log::debug!(
             "pid {} stopped for the walker for {} µs",
             stop.pid,

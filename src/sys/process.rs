@@ -270,6 +270,25 @@ pub fn kill_group(pgid: i32, signal: i32) {
     }
 }
 
+/// Wait, for at most `limit`, until thread `tid` of process `pid` is stopped (`T`, or `t` under
+/// ptrace) or gone; returns how long that took. The state is `/proc/PID/task/TID/stat`'s third
+/// field, after the command name in parentheses (which may hold either).
+pub fn wait_until_stopped(pid: u32, tid: u32, limit: Duration) -> Duration {
+    let path = format!("/proc/{pid}/task/{tid}/stat");
+    let began = std::time::Instant::now();
+    loop {
+        let state = std::fs::read_to_string(&path).ok().and_then(|stat| {
+            let (_, after) = stat.rsplit_once(')')?;
+            after.trim_start().chars().next()
+        });
+        match state {
+            None | Some('T' | 't' | 'Z' | 'X') => return began.elapsed(),
+            Some(_) if began.elapsed() >= limit => return began.elapsed(),
+            Some(_) => std::thread::sleep(Duration::from_micros(50)),
+        }
+    }
+}
+
 /// Stop this process as ^Z would (SIGTSTP), returning once something continues it (a shell's
 /// `fg` or `bg`). The kernel drops the signal when our process group is orphaned: then no shell
 /// could continue us, and this returns at once.
