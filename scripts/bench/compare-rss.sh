@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Two memtrack binaries side by side on fault-heavy workloads with the default recording
+# (resident memory and sampled stacks: issue 35's cost, whose target is 1.05x of the memtrack
+# before it): OLD, NEW and untraced alternately, RUNS rounds, printing the medians and NEW/OLD.
+# Needs root, gcc, g++ and python3.
+#
+#   sudo scripts/bench/compare-rss.sh OLD_MEMTRACK NEW_MEMTRACK    # settings: RUNS=5
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+[[ $# -eq 2 ]] || { echo "usage: $0 OLD_MEMTRACK NEW_MEMTRACK" >&2; exit 2; }
+OLD=$1 NEW=$2
+RUNS=${RUNS:-5}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cc -O2 -o "$work/faults" testdata/rmap/faults.c
+cat >"$work/dict.py" <<'PY'
+import json
+rows = [{"id": i, "name": "row%d" % i, "tags": [i, i * 2]} for i in range(200000)]
+s = json.dumps(rows)
+PY
+declare -A cmd=(
+  [faults]="$work/faults 64 10"
+  [python]="/usr/bin/python3 $work/dict.py"
+  [gxx]="/usr/bin/g++ -O2 -c testdata/bench/templates.cpp -o $work/templates.o"
+)
+order="faults python gxx"
+for ((r = 1; r <= RUNS; r++)); do
+  for w in $order; do
+    for v in untraced old new; do
+      case $v in
+        old) M=("$OLD" record -q -o "$work/run.mt" --) ;;
+        new) M=("$NEW" record -q -o "$work/run.mt" --) ;;
+        untraced) M=() ;;
+      esac
+      start=$(date +%s%N)
+      # shellcheck disable=SC2086 # the workload's words
+      "${M[@]}" ${cmd[$w]} >/dev/null
+      echo "$w $v $((($(date +%s%N) - start) / 1000))" >>"$work/times"
+    done
+  done
+  echo "compare-rss: round $r of $RUNS done" >&2
+done
+python3 - "$work/times" "$order" <<'PY'
+import collections, statistics, sys
+t = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    w, v, us = line.split()
+    t[w, v].append(int(us) / 1e6)
+print("| workload | untraced | old | new | new / old |")
+print("|---|---|---|---|---|")
+for w in sys.argv[2].split():
+    m = {v: statistics.median(t[w, v]) for v in ("untraced", "old", "new")}
+    print(f"| {w} | {m['untraced']:.3f} s | {m['old']:.3f} s | {m['new']:.3f} s | "
+          f"{m['new'] / m['old']:.3f}x |")
+PY
