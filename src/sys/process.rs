@@ -270,23 +270,31 @@ pub fn kill_group(pgid: i32, signal: i32) {
     }
 }
 
-/// Wait, for at most `limit`, until thread `tid` of process `pid` is stopped (`T`, or `t` under
-/// ptrace) or gone; returns how long that took. The state is `/proc/PID/task/TID/stat`'s third
-/// field, after the command name in parentheses (which may hold either).
+/// Wait, for at most `limit`, until every thread of process `pid` is stopped (`T`, or `t`
+/// under ptrace) or gone, thread `tid` first; returns how long that took. A SIGSTOP stops the
+/// whole thread group, each thread as it next leaves the kernel, so once all are stopped none
+/// is left running.
 pub fn wait_until_stopped(pid: u32, tid: u32, limit: Duration) -> Duration {
-    let path = format!("/proc/{pid}/task/{tid}/stat");
     let began = std::time::Instant::now();
-    loop {
-        let state = std::fs::read_to_string(&path).ok().and_then(|stat| {
-            let (_, after) = stat.rsplit_once(')')?;
+    let stopped = |tid: &str| {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat"));
+        // The state is the field after the command name, in parentheses that may hold either.
+        let state = stat.ok().and_then(|s| {
+            let (_, after) = s.rsplit_once(')')?;
             after.trim_start().chars().next()
         });
-        match state {
-            None | Some('T' | 't' | 'Z' | 'X') => return began.elapsed(),
-            Some(_) if began.elapsed() >= limit => return began.elapsed(),
-            Some(_) => std::thread::sleep(Duration::from_micros(50)),
-        }
+        matches!(state, None | Some('T' | 't' | 'Z' | 'X'))
+    };
+    let all_stopped = || match std::fs::read_dir(format!("/proc/{pid}/task")) {
+        Ok(tasks) => tasks
+            .flatten()
+            .all(|t| stopped(&t.file_name().to_string_lossy())),
+        Err(_) => true, // gone
+    };
+    while !(stopped(&tid.to_string()) && all_stopped()) && began.elapsed() < limit {
+        std::thread::sleep(Duration::from_micros(50));
     }
+    began.elapsed()
 }
 
 /// Stop this process as ^Z would (SIGTSTP), returning once something continues it (a shell's

@@ -1,6 +1,6 @@
 //! `report --format flamegraph`: the folded lines of one view drawn as an SVG flame graph by
 //! inferno, whose SVG embeds its own script (hover details, search, zoom), so the file works
-//! offline. The HTML report embeds three of them through [`write_svg`].
+//! offline. The HTML report embeds the heap's three and the resident one through [`write_svg`].
 //!
 //! Drawn to be read on the first screen: upside down (an icicle graph, the root at the top), so
 //! the wide frames are right under the title however deep the thin towers go (a Python

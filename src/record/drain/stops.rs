@@ -10,7 +10,7 @@ use crate::record::decode::{Stop, StopWhy};
 use crate::record::leakscan::{self, Held};
 use crate::sys::process;
 
-/// How long a stopped process's thread may take to stop after its stop's record was read
+/// How long a stopped process's threads may take to stop after its stop's record was read
 /// (continue_stopped): a few milliseconds at most, unless it sleeps uninterruptibly.
 const STOP_WAIT: Duration = Duration::from_secs(1);
 
@@ -24,8 +24,8 @@ impl Session<'_> {
     /// later stop still needed it held: in the 6.12 guest the loader's stop came twice, the
     /// first SIGCONT let the process run into a sampled malloc, and the second undid that
     /// malloc's stop for the walker, which it returned from before the walker was in place
-    /// (its stack "[no stack]"). So each stopped thread is waited for until it has stopped,
-    /// the ring is read up to then, every stop found is handled (the walker put in place
+    /// (its stack "[no stack]"). So each stopped process is waited for until all its threads
+    /// have stopped, the ring is read up to then, every stop found is handled (the walker put in place
     /// first), and only then is each process continued, once.
     pub(super) fn continue_stopped(&mut self, sink: &mut Sink) {
         let mut coverage = Vec::new();
