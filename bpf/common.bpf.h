@@ -84,6 +84,21 @@ struct {
 	__type(value, struct fault_pending);
 } fault_pending SEC(".maps");
 
+/* Per process forked from a tracked one: the anonymous pages it inherited at fork (rss.bpf.c's
+ * rss_fork) not yet written, as walk.bpf.c's touch_walk counts them down. A write to an
+ * inherited page is copy-on-write, which changes no resident counter (the copy replaces the
+ * shared page), so rss_stat never shows it: touch_walk, at the return of the kernel's
+ * write-protect fault, walks the stack of the write while this is above 0, and the report
+ * moves the page from the child's "[inherited]" to the site that wrote it (issue 35). Gone at
+ * exec and exit. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_TRACKED);
+	__uint(map_flags, BPF_F_NO_PREALLOC); /* most recordings never fill one */
+	__type(key, __u32);
+	__type(value, __s64);
+} inheriting SEC(".maps");
+
 /* A file as the kernel names it, the key of the maps that say what user space did with a file
  * (bpf/discover.bpf.c's `scanned`, bpf/stack.bpf.h's `unwind_files`). */
 struct file_key {

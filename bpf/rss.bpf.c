@@ -294,6 +294,9 @@ int BPF_PROG(rss_fork, struct task_struct *parent, struct task_struct *child)
 
 		if (value)
 			emit_rss(child, child_tgid, m, value, 0);
+		/* Its anonymous pages, shared with the parent until written (common.bpf.h). */
+		if (m == 1 && value > 0 && faults_walked)
+			bpf_map_update_elem(&inheriting, &child_tgid, &value, BPF_ANY);
 	}
 	return 0;
 }
@@ -302,6 +305,7 @@ int BPF_PROG(rss_fork, struct task_struct *parent, struct task_struct *child)
 static __always_inline void forget(__u32 tgid)
 {
 	bpf_map_delete_elem(&rss_last, &tgid);
+	bpf_map_delete_elem(&inheriting, &tgid);
 }
 
 /* After the Exec event (the program that writes it is attached first), the new image's

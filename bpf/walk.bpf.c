@@ -107,6 +107,11 @@ struct fault_state {
 	__u64 addr;  /* its faulting address */
 	__u64 left;  /* bytes made resident before the next walked increase; 0 before the first */
 	__u32 draw;  /* the index of the CPU's next draw in `sample_draws` */
+	/* Before 6.2, the task's own cached anon count as the fault began, and whether the fault
+	 * hands the cache to the mm first (touch_walk, below). */
+	__s32 split_anon;
+	__u64 touch_task; /* `task` until an increase of the fault (6.2 on) says it was no touch */
+	__u32 split_syncs;
 	__u32 _pad;
 };
 
@@ -149,6 +154,45 @@ static __always_inline bool fault_sampled(struct fault_state *c, __u64 bytes)
 	return true;
 }
 
+/*
+ * Before 6.2 (commit f1a7941243c1) a task counted its own faults' pages in task->rss_stat and
+ * handed them to the mm (and rss_stat) every 64 faults, at the start of handle_mm_fault. There
+ * an increase of a fault shows in that cache, not in rss_stat: the cache as the fault began,
+ * and whether the fault hands it over first (emptying it), say what the fault itself added.
+ */
+struct task_rss_stat___split {
+	int events;
+	int count[4];
+};
+
+struct task_struct___split_rss {
+	struct task_rss_stat___split rss_stat;
+} __attribute__((preserve_access_index));
+
+#define TASK_RSS_EVENTS_THRESH 64
+
+static __always_inline bool split_rss(void)
+{
+	return bpf_core_field_exists(struct task_struct___split_rss, rss_stat);
+}
+
+static __always_inline void note_split_rss(struct fault_state *c, struct task_struct *task)
+{
+	struct task_struct___split_rss *t = (void *)task;
+
+	c->split_anon = BPF_CORE_READ(t, rss_stat.count[1]);
+	c->split_syncs = BPF_CORE_READ(t, rss_stat.events) > TASK_RSS_EVENTS_THRESH;
+}
+
+/* Whether the cached anon count grew in the fault that note_split_rss saw begin. */
+static __always_inline bool split_rss_grew(struct fault_state *c, struct task_struct *task)
+{
+	struct task_struct___split_rss *t = (void *)task;
+	int now = BPF_CORE_READ(t, rss_stat.count[1]);
+
+	return now > (c->split_syncs ? 0 : c->split_anon);
+}
+
 /* The task's user registers, copied where the walk's global function can take them: a map
  * value is memory of a known size, as the uprobe's context is. */
 struct {
@@ -158,31 +202,17 @@ struct {
 	__type(value, STACK_CTX);
 } fault_regs SEC(".maps");
 
-static __always_inline int walk_fault(void)
+/* Walks the stack of `task`'s user registers and sends it as a Fault of `pages` pages of
+ * `member` at `addr` (0 pages: a write to an inherited page, touch_walk). */
+static __always_inline int send_fault(struct task_struct *task, __u64 addr, __u32 pages,
+				      __u32 member)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
 	struct call_state *st;
-	struct fault_state *c;
-	struct fault_pending *f;
 	struct fault_event *e;
 	STACK_CTX *regs;
-	__u32 zero = 0, pages, member, id;
-	__u64 id_pid, addr = 0, keep_sp = 0;
+	__u32 zero = 0, id;
+	__u64 id_pid, keep_sp = 0;
 
-	f = bpf_map_lookup_elem(&fault_pending, &zero);
-	if (!f || f->task != (__u64)task)
-		return 0;
-	f->task = 0;
-	pages = f->pages;
-	member = f->member;
-	c = bpf_map_lookup_elem(&fault_states, &zero);
-	if (!c)
-		return 0;
-	if (c->task == (__u64)task)
-		addr = c->addr;
-	c->task = 0;
-	if (!fault_sampled(c, (__u64)pages * page_size))
-		return 0;
 	regs = bpf_map_lookup_elem(&fault_regs, &zero);
 	if (!regs)
 		return 0;
@@ -209,6 +239,37 @@ static __always_inline int walk_fault(void)
 	return 0;
 }
 
+static __always_inline int walk_fault(void)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct fault_state *c;
+	struct fault_pending *f;
+	__u32 zero = 0, pages, member;
+	__u64 addr = 0;
+
+	f = bpf_map_lookup_elem(&fault_pending, &zero);
+	if (!f || f->task != (__u64)task)
+		return 0;
+	f->task = 0;
+	pages = f->pages;
+	member = f->member;
+	c = bpf_map_lookup_elem(&fault_states, &zero);
+	if (!c)
+		return 0;
+	if (c->task == (__u64)task)
+		addr = c->addr;
+	c->task = 0;
+	/* The fault made a page resident: a write to the zero page, or to a private file page,
+	 * which copy-on-write replaced with a new anonymous page. Not a write to an inherited
+	 * page (touch_walk). Before 6.2 the increase seen may be earlier faults', and the cached
+	 * count tells instead. */
+	if (!split_rss())
+		c->touch_task = 0;
+	if (!fault_sampled(c, (__u64)pages * page_size))
+		return 0;
+	return send_fault(task, addr, pages, member);
+}
+
 /* Keeps `address`, the current task's fault under way, for the increase it makes (fault_walk),
  * whatever the task: a test of `tracked` would cost more than the two stores. Before 6.2 the
  * increase seen may be an earlier fault's, handed over with this one (see above). */
@@ -216,10 +277,15 @@ static __always_inline int note_fault(unsigned long address)
 {
 	__u32 zero = 0;
 	struct fault_state *c = bpf_map_lookup_elem(&fault_states, &zero);
+	struct task_struct *task;
 
 	if (c) {
-		c->task = (__u64)bpf_get_current_task_btf();
+		task = bpf_get_current_task_btf();
+		c->task = (__u64)task;
+		c->touch_task = (__u64)task;
 		c->addr = address;
+		if (split_rss())
+			note_split_rss(c, task);
 	}
 	return 0;
 }
@@ -248,6 +314,56 @@ int BPF_KPROBE(fault_address, struct vm_area_struct *vma, unsigned long address)
 	return note_fault(address);
 }
 #endif
+
+/*
+ * A write to a page the process inherited at fork (issue 35's "[inherited]"). Copy-on-write
+ * replaces the shared page with the process's own copy, or takes it over when no one else
+ * maps it any more, and either way no resident counter changes: rss_stat never sees it. The
+ * kernel's write-protect fault, do_wp_page, does, and at its return (fexit: a kretprobe's
+ * program is a kprobe's, whose walk would take only its own registers) a fault that made no
+ * page resident (the increases above clear `touch_task`) was such a write, or the write that
+ * ends a process's own sharing with a child it forked, or the first write to a page made
+ * read-only for another reason (soft-dirty, uffd-wp): the report takes a page from
+ * "[inherited]" for it only while the process has some left, and here only a process with
+ * inherited pages not yet written counts (common.bpf.h's `inheriting`). Sampled as faults
+ * are, a page at a time; sent as a Fault of 0 pages (src/format/event.rs). Loaded only where
+ * fentry programs load and the kernel's BTF has do_wp_page (src/preflight, `touches`).
+ */
+#define TOUCH_UNDONE                                                                       \
+	(VM_FAULT_OOM | VM_FAULT_SIGBUS | VM_FAULT_HWPOISON | VM_FAULT_HWPOISON_LARGE |       \
+	 VM_FAULT_SIGSEGV | VM_FAULT_RETRY | VM_FAULT_FALLBACK | VM_FAULT_COMPLETED)
+
+static __always_inline int walk_touch(vm_fault_t ret)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 zero = 0, tgid = bpf_get_current_pid_tgid() >> 32;
+	struct fault_state *c;
+	__s64 *left;
+
+	if (ret & TOUCH_UNDONE)
+		return 0;
+	left = bpf_map_lookup_elem(&inheriting, &tgid);
+	if (!left || *left <= 0)
+		return 0;
+	c = bpf_map_lookup_elem(&fault_states, &zero);
+	if (!c || c->touch_task != (__u64)task)
+		return 0;
+	c->touch_task = 0;
+	if (split_rss() && split_rss_grew(c, task))
+		return 0;
+	__sync_fetch_and_add(left, -1);
+	if (!fault_sampled(c, page_size))
+		return 0;
+	return send_fault(task, c->addr, 0, 1);
+}
+
+SEC("fexit/do_wp_page")
+int BPF_PROG(touch_walk, struct vm_fault *vmf, vm_fault_t ret)
+{
+	if (walk_preempt_off)
+		return PREEMPT_OFF(walk_touch(ret));
+	return walk_touch(ret);
+}
 
 SEC("tp_btf/rss_stat")
 int BPF_PROG(fault_walk, struct mm_struct *mm, int member)

@@ -69,7 +69,7 @@ fn doctor_lists_every_check_and_says_record_can_work() {
         );
     }
     assert!(
-        row("fentry").ends_with("rmap hooks (resident memory uses rss_stat instead)"),
+        row("fentry").ends_with("rmap hooks; forked children's writes to inherited pages (resident memory uses rss_stat)"),
         "{out}"
     );
     // The real objects load here, as record loads them.

@@ -218,6 +218,11 @@ pub enum EventKind {
     /// walked), `addr` the faulting address (0 where it is not known). Follows the `Rss` event of
     /// the same increase. With sampled stacks only some increases have one, each picked with
     /// probability `1 - exp(-pages * page size / R)`, as allocations are.
+    ///
+    /// A `Fault` of 0 `pages` (member Anon) is a write to a page the process inherited at fork
+    /// and shares still (copy-on-write, which changes no counter: no `Rss` event), with the
+    /// write's stack: from then on that page is the process's own (header feature
+    /// `inherited_writes`).
     Fault {
         member: RssMember,
         pages: u32,
@@ -594,6 +599,12 @@ impl std::fmt::Display for FaultSampleFeature {
 /// exit (format version 5 on, not `record --no-leak-scan`): a process that ended without a
 /// `LeakScan` record was not scanned (killed, exec, a static program without symbols).
 pub const FEATURE_LEAK_SCAN: &str = "leak_scan";
+
+/// `Header::features` entry of a recording that walked the stacks of its processes' writes to
+/// pages they inherited at fork (`Fault` events of 0 pages; format version 7, memtrack 0.1 after
+/// issue 35's fork support): without it, a child's "[inherited]" resident pages are all it got
+/// at fork, written or not.
+pub const FEATURE_INHERITED_WRITES: &str = "inherited_writes";
 
 /// `Header::features` entry of a recording made with a control FIFO whose gate was open at the
 /// start (`record --control --start-running`).

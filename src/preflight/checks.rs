@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use super::{
-    rmap_hooks, Check, RmapHooks, Status, DISABLES_ALL, DISABLES_ALLOCS, DISABLES_RMAP,
+    rmap_hooks, Check, RmapHooks, Status, DISABLES_ALL, DISABLES_ALLOCS, DISABLES_FENTRY,
     DISABLES_TREE, VMLINUX_BTF,
 };
 use crate::binary::symbols::ElfSymbols;
@@ -369,7 +369,7 @@ pub(super) fn fentry(
     const NAME: &str = "fentry";
     let Ok(Some(btf)) = vmlinux else {
         const WHY: &str = "needs BTF and bpf()";
-        let check = not_checked(NAME, false, DISABLES_RMAP, WHY);
+        let check = not_checked(NAME, false, DISABLES_FENTRY, WHY);
         return (check, Err(format!("cannot read the kernel's BTF: {WHY}")));
     };
     // The first function of the rmap hooks this kernel would get, else the usual one.
@@ -388,13 +388,13 @@ pub(super) fn fentry(
                 ),
                 Err(_) => format!("fentry/{function} {verb}"),
             };
-            (Check::ok(NAME, false, found, DISABLES_RMAP), hooks)
+            (Check::ok(NAME, false, found, DISABLES_FENTRY), hooks)
         }
         // Refused on locked-down kernels (docs/kernel-facts.md); nothing to fix: rss_stat covers
         // resident memory.
         Err(e) => {
             let why = refusal(&e);
-            let check = Check::missing(NAME, false, why.clone(), DISABLES_RMAP, "");
+            let check = Check::missing(NAME, false, why.clone(), DISABLES_FENTRY, "");
             (
                 check,
                 Err(format!("the kernel refuses fentry programs: {why}")),

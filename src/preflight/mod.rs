@@ -135,7 +135,17 @@ pub struct KernelFacts {
     /// `tracepoint_ext.faultable`, Linux 6.13): a run of a program there can be preempted, and
     /// the kernel then skips that program's runs on the CPU until it resumes.
     pub preemptible_syscall_tracepoints: bool,
+    /// [`Capabilities::touches`].
+    pub touches: Touches,
 }
+
+/// Whether the walk of writes to pages inherited at fork (walk.bpf.c's touch_walk, an fexit
+/// program on do_wp_page) loads here, or why not: without it, what a forked child inherited
+/// stays "[inherited]" in the resident views however much of it the child writes.
+pub type Touches = Result<(), String>;
+
+/// The kernel function touch_walk follows: the write-protect fault, copy-on-write's.
+pub const TOUCH_FUNCTION: &str = "do_wp_page";
 
 /// The running kernel's BTF as the checks parsed it (libbpf maps /sys/kernel/btf/vmlinux,
 /// about 5 MiB): `record` cuts its CO-RE types from its bytes (record/core_btf.rs) instead of
@@ -185,6 +195,8 @@ pub struct Capabilities {
     /// [`KernelFacts::preemptible_syscall_tracepoints`]: mmap.bpf.c's syscall programs are
     /// attached twice there (record/load.rs, `DOUBLED`).
     pub preemptible_syscall_tracepoints: bool,
+    /// Whether writes to pages inherited at fork are walked, or why not.
+    pub touches: Touches,
 }
 
 /// How allocator probes attach on this kernel.
@@ -232,6 +244,7 @@ pub fn capabilities(facts: KernelFacts) -> Capabilities {
         rmap: facts.rmap,
         kernel_btf: facts.btf,
         preemptible_syscall_tracepoints: facts.preemptible_syscall_tracepoints,
+        touches: facts.touches,
     }
 }
 
@@ -241,6 +254,7 @@ fn run_checks(attach: probe::Attach) -> (Vec<Check>, KernelFacts) {
         rmap: Err("not checked without the privileges bpf() needs".to_string()),
         btf: None,
         preemptible_syscall_tracepoints: false,
+        touches: Err("not checked without the privileges bpf() needs".to_string()),
     };
     let privileged = checks[2].status == Status::Ok;
     let btf_ok = checks[1].status == Status::Ok;
@@ -264,6 +278,7 @@ fn run_checks(attach: probe::Attach) -> (Vec<Check>, KernelFacts) {
         let vmlinux = (bpf_ok && btf_ok).then(probe::VmlinuxBtf::load).transpose();
         checks.push(tp_btf(&vmlinux, attach));
         let (check, hooks) = fentry(&vmlinux, attach);
+        facts.touches = touches(&vmlinux, &check);
         checks.push(check);
         facts.rmap = hooks;
         if let Ok(Some(btf)) = vmlinux {
@@ -278,6 +293,28 @@ fn run_checks(attach: probe::Attach) -> (Vec<Check>, KernelFacts) {
         checks.push(probe_sites());
     }
     (checks, facts)
+}
+
+/// Whether touch_walk can load: fentry programs load (the `fentry` row), and the kernel's BTF
+/// has [`TOUCH_FUNCTION`] (a static function: a kernel that inlines it has none).
+fn touches(
+    vmlinux: &Result<Option<probe::VmlinuxBtf>, crate::sys::bpf::BpfError>,
+    fentry: &Check,
+) -> Touches {
+    if fentry.status != Status::Ok {
+        return Err(format!("fentry programs do not load: {}", fentry.found));
+    }
+    let Ok(Some(btf)) = vmlinux else {
+        return Err("cannot read the kernel's BTF".to_string());
+    };
+    btf.look_up(&[TOUCH_FUNCTION], libbpf_sys::BTF_KIND_FUNC);
+    if btf.has(TOUCH_FUNCTION, libbpf_sys::BTF_KIND_FUNC) {
+        Ok(())
+    } else {
+        Err(format!(
+            "the kernel's BTF has no {TOUCH_FUNCTION} (inlined)"
+        ))
+    }
 }
 
 /// Fail with the first blocking check's line, as `record` does before loading anything. Items
@@ -299,12 +336,13 @@ const BPF_CHECKS: [(&str, &str); 6] = [
     ("uprobes", DISABLES_ALLOCS),
     ("BPF helpers", DISABLES_ALL),
     ("tp_btf", DISABLES_TREE),
-    ("fentry", DISABLES_RMAP),
+    ("fentry", DISABLES_FENTRY),
 ];
 const DISABLES_ALL: &str = "recording (required)";
 const DISABLES_ALLOCS: &str = "recording allocations (required)";
 const DISABLES_TREE: &str = "recording the process tree and rss_stat (required)";
-const DISABLES_RMAP: &str = "rmap hooks (resident memory uses rss_stat instead)";
+const DISABLES_FENTRY: &str =
+    "rmap hooks; forked children's writes to inherited pages (resident memory uses rss_stat)";
 
 #[cfg(test)]
 mod tests {

@@ -85,11 +85,18 @@ impl When {
 }
 
 /// The maps of common.bpf.h every object but floor.bpf.o works on.
-const SHARED: &[&str] = &["tracked", "events", "lost", "fault_pending"];
+const SHARED: &[&str] = &["tracked", "events", "lost", "fault_pending", "inheriting"];
 
 /// SHARED, and the gate that `--control` opens and closes, which process.bpf.o and the
 /// allocator programs read.
-const SHARED_AND_GATE: &[&str] = &["tracked", "events", "lost", "fault_pending", "gate"];
+const SHARED_AND_GATE: &[&str] = &[
+    "tracked",
+    "events",
+    "lost",
+    "fault_pending",
+    "inheriting",
+    "gate",
+];
 
 /// Programs attached twice to the same tracepoint, the copy right after the first: the kernel
 /// skips a run of a program on a CPU where a run of it is under way (preempted, on kernels that
@@ -496,6 +503,7 @@ impl Loaded {
                     _ => 0,
                 },
                 faults: enabled.iter().any(|o| o.name == "rss"),
+                touches: caps.touches.is_ok(),
             })?;
         }
         Ok(loaded)
@@ -578,6 +586,10 @@ impl Loaded {
                             // The default's sampled walk, which a mean of 0 leaves out.
                             let mean = stacks::DEFAULT_SAMPLE_BYTES;
                             open.set_rodata(walker::SAMPLE_RODATA, &mean.to_ne_bytes())?;
+                            // As the walker's own load: only where fentry loads on do_wp_page.
+                            if object.name == WALK.name && caps.touches.is_err() {
+                                open.set_autoload(walker::TOUCH_PROGRAM, false)?;
+                            }
                             if let (Programs::Uprobes(programs), UprobeLinks::Classic(_)) =
                                 (&object.programs, &caps.uprobes)
                             {

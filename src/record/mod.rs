@@ -454,6 +454,10 @@ fn discovery<'obj>(
             stacks::fill_draws(objects.allocator(), sample).map_err(kernel_error)?;
         }
     }
+    // The walk of writes to inherited pages loads with the walker where it can (walker.rs).
+    if stacks && opts.rss && caps.touches.is_ok() {
+        features.push(crate::format::FEATURE_INHERITED_WRITES.to_string());
+    }
     let copies = private.iter().flat_map(|p| p.copies());
     if opts.leak_scan {
         features.push(crate::format::FEATURE_LEAK_SCAN.to_string());

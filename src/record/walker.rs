@@ -53,6 +53,11 @@ const AT_RETURN_ONLY: &str = "MEMTRACK_TEST_WALK_AT_RETURN";
 /// to rss_stat after rss.bpf.c's (issue 35).
 pub const FAULT_PROGRAM: &str = "fault_walk";
 
+/// walk.bpf.c's program that walks the stacks of writes to pages a process inherited at fork,
+/// at the return of the kernel's write-protect fault (fexit on do_wp_page): copy-on-write
+/// changes no resident counter, so [`FAULT_PROGRAM`] never sees them.
+pub const TOUCH_PROGRAM: &str = "touch_walk";
+
 /// walk.bpf.c's programs that keep a tracked thread's faulting address for [`FAULT_PROGRAM`]:
 /// x86's page fault tracepoints, elsewhere a kprobe on handle_mm_fault.
 pub const FAULT_ADDRESS_PROGRAMS: &[&str] = if cfg!(target_arch = "x86_64") {
@@ -121,6 +126,8 @@ pub struct WalkerSetup<'a> {
     /// Whether resident memory is recorded, whose increases the walker walks too: without it
     /// [`FAULT_PROGRAM`] is left out of the load.
     pub faults: bool,
+    /// Whether [`TOUCH_PROGRAM`] loads here (`preflight::Touches`); it is left out otherwise.
+    pub touches: bool,
 }
 
 impl Walker {
@@ -137,7 +144,7 @@ impl Walker {
             Err(e) => return Err(Error::Internal(format!("cannot copy the CO-RE types: {e}"))),
         };
         let (classic, pidns_rodata) = (setup.classic, setup.pidns_rodata);
-        let (sample_mean, faults) = (setup.sample_mean, setup.faults);
+        let (sample_mean, faults, touches) = (setup.sample_mean, setup.faults, setup.touches);
         let page_size = crate::sys::ring::page_size() as u32;
         let from_allocator = setup.from_allocator;
         let open = move |shared: &[SharedMap], preempt_off: bool| -> Result<OpenObject, BpfError> {
@@ -158,10 +165,12 @@ impl Walker {
             open.set_rodata(FAULTS_RODATA, &factor.to_ne_bytes())?;
             open.set_rodata(PAGE_RODATA, &page_size.to_ne_bytes())?;
             if !faults {
-                open.set_autoload(FAULT_PROGRAM, false)?;
-                for prog in FAULT_ADDRESS_PROGRAMS {
+                for prog in [FAULT_PROGRAM].iter().chain(FAULT_ADDRESS_PROGRAMS) {
                     open.set_autoload(prog, false)?;
                 }
+            }
+            if !(faults && touches) {
+                open.set_autoload(TOUCH_PROGRAM, false)?;
             }
             if cfg!(target_arch = "aarch64") {
                 // pac-ret's signatures are stripped from return addresses with it.
@@ -317,7 +326,8 @@ impl Walker {
 }
 
 /// The fault walk attached, after the kprobe that gives it addresses (without which the pages'
-/// addresses are 0: unknown); none when it was left out of the load (`--no-rss`).
+/// addresses are 0: unknown), then the walk of writes to inherited pages; none when they were
+/// left out of the load (`--no-rss`).
 fn fault_links(walker: &LoadedObject) -> Vec<Link<'_>> {
     let mut links = Vec::new();
     if !walker.has_loaded(FAULT_PROGRAM) {
@@ -332,6 +342,13 @@ fn fault_links(walker: &LoadedObject) -> Vec<Link<'_>> {
     match walker.attach(FAULT_PROGRAM) {
         Ok(link) => links.push(link),
         Err(e) => log::warn!("the stacks of pages made resident are not walked: {e}"),
+    }
+    // Without it a forked child's writes to what it inherited stay "[inherited]".
+    if walker.has_loaded(TOUCH_PROGRAM) {
+        match walker.attach(TOUCH_PROGRAM) {
+            Ok(link) => links.push(link),
+            Err(e) => log::info!("writes to pages inherited at fork are not seen: {e}"),
+        }
     }
     links
 }
