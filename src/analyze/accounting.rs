@@ -337,12 +337,17 @@ impl Accounting {
         };
         if by_owner {
             self.table[i].acted = true;
-            if let (Some(stacks), Ok(pages), Some(m)) = (
-                self.stacks.as_deref_mut(),
-                u64::try_from(delta_pages),
-                RssMember::from_u8(member as u8),
-            ) {
+        }
+        if let (Some(stacks), Ok(pages), Some(m)) = (
+            self.stacks.as_deref_mut(),
+            u64::try_from(delta_pages),
+            RssMember::from_u8(member as u8),
+        ) {
+            if by_owner {
                 stacks.made_resident(&self.table, i, m, pages);
+            } else if !self.table[i].acted {
+                // The kernel filling a new child's counters at fork: what it inherited.
+                stacks.inherited(&self.table, i, m, pages);
             }
         }
         self.resident_change(i, member, delta_pages, value_pages, ts);

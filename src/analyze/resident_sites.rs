@@ -32,6 +32,10 @@ use super::mapped::round_up;
 use super::site_table::Weigher;
 use super::tree::ProcIdx;
 
+/// The leaf of the "[inherited]" site: the pages each process took over from its parent at
+/// fork and has not written since (a write is copy-on-write: the page becomes the writer's).
+pub(crate) const INHERITED_LEAF: u32 = u32::MAX;
+
 /// The resident members, as the views keep them apart: anon, file, shmem.
 pub(super) const MEMBERS: [RssMember; 3] = [RssMember::Anon, RssMember::File, RssMember::Shmem];
 
@@ -113,6 +117,10 @@ pub(super) struct ResidentSites {
     /// Increases the processes made themselves (rss_stat by the owner): with sampled stacks,
     /// most have no `Fault` record.
     increases: u64,
+    /// Writes to inherited pages seen (`Fault` records of 0 pages), and whether the recording
+    /// looked for them (header feature `inherited_writes`).
+    touches: u64,
+    inherited_writes: bool,
 }
 
 /// One row of the finished views: a site, or a process's unattributed share (`leaf` 0).
@@ -142,6 +150,16 @@ impl ResidentSites {
             faults: 0,
             walked: 0,
             increases: 0,
+            touches: 0,
+            inherited_writes: false,
+        }
+    }
+
+    /// The same, saying whether the recording walked its processes' writes to inherited pages.
+    pub(super) fn with_inherited_writes(self, seen: bool) -> ResidentSites {
+        ResidentSites {
+            inherited_writes: seen,
+            ..self
         }
     }
 
@@ -166,7 +184,7 @@ impl ResidentSites {
 
     /// Whether any fault was recorded: the views have something to show.
     pub(super) fn recorded(&self) -> bool {
-        self.faults > 0
+        self.faults + self.touches > 0
     }
 
     fn tick(&mut self) -> u64 {
@@ -196,6 +214,71 @@ impl ResidentSites {
             self.increases += 1;
             let p = self.procs.entry(i.get()).or_default();
             p.made[m] += pages as f64 * self.page_bytes as f64;
+        }
+    }
+
+    /// Process `i` got `pages` pages of `member` from its parent at fork (its counters filled
+    /// before it ran): its "[inherited]" site, until it writes them or loses its address space.
+    pub(super) fn inherited(&mut self, i: ProcIdx, member: RssMember, pages: u64) {
+        let Some(member) = slot(member) else {
+            return;
+        };
+        let piece = Piece {
+            key: inherited_key(i),
+            member,
+            bytes: (pages * self.page_bytes) as f64,
+        };
+        self.change(&piece, 1.0);
+    }
+
+    /// Process `i` wrote an inherited page at `addr` with stack `leaf` (0: not walked), which
+    /// copy-on-write made its own anonymous page: one page (or, sampled, its estimator weight)
+    /// goes from its "[inherited]" to that site, as much as is left there. A page written with no
+    /// stack walked leaves "[inherited]" for the unattributed share.
+    fn touch(&mut self, i: ProcIdx, addr: u64, leaf: u32) {
+        self.touches += 1;
+        let anon = slot(RssMember::Anon).expect("anon is resident");
+        let from = inherited_key(i);
+        let left = self.sites.get(&from).map_or(0.0, |c| c.live[anon]);
+        // The weight of the page as a walked touch, whether or not its walk succeeded.
+        let Some(weight) = self.weigher.weigh(INHERITED_LEAF, self.page_bytes) else {
+            return;
+        };
+        let bytes = weight.bytes.min(left);
+        if bytes <= 0.0 {
+            return;
+        }
+        self.change(
+            &Piece {
+                key: from,
+                member: anon,
+                bytes,
+            },
+            -1.0,
+        );
+        if leaf == 0 {
+            return;
+        }
+        let piece = Piece {
+            key: ResidentKey {
+                leaf,
+                proc: i.get(),
+            },
+            member: anon,
+            bytes,
+        };
+        self.change(&piece, 1.0);
+        self.place(i, addr, piece);
+    }
+
+    /// Keeps `piece` of process `i` at `addr` (0: not known) until its mapping goes.
+    fn place(&mut self, i: ProcIdx, addr: u64, piece: Piece) {
+        self.arrivals += 1;
+        let p = self.procs.entry(i.get()).or_default();
+        if addr == 0 {
+            p.unplaced.push(piece);
+        } else {
+            p.pieces.insert((addr, self.arrivals), piece);
         }
     }
 
@@ -231,6 +314,9 @@ impl ResidentSites {
         addr: u64,
         leaf: u32,
     ) {
+        if pages == 0 {
+            return self.touch(i, addr, leaf);
+        }
         let Some(member) = slot(member) else {
             return;
         };
@@ -261,13 +347,7 @@ impl ResidentSites {
             self.change(&piece, 1.0);
         }
         self.sites.entry(key).or_default().faulted[member] += weight.bytes;
-        self.arrivals += 1;
-        let p = self.procs.entry(i.get()).or_default();
-        if addr == 0 {
-            p.unplaced.push(piece);
-        } else {
-            p.pieces.insert((addr, self.arrivals), piece);
-        }
+        self.place(i, addr, piece);
     }
 
     /// Adds (`sign` 1) or removes (-1) `piece` from its site's resident bytes.
@@ -330,15 +410,22 @@ impl ResidentSites {
         }
     }
 
-    /// Process `i` lost its address space (exec or exit): every piece goes.
+    /// Process `i` lost its address space (exec or exit): every piece goes, and what it
+    /// inherited.
     pub(super) fn drop_process(&mut self, i: ProcIdx) {
-        let Some(p) = self.procs.get_mut(&i.get()) else {
-            return;
-        };
-        let pieces: Vec<Piece> = std::mem::take(&mut p.pieces)
-            .into_values()
-            .chain(std::mem::take(&mut p.unplaced))
-            .collect();
+        let inherited = self.sites.get(&inherited_key(i)).map(|c| c.live);
+        let inherited = inherited.into_iter().flat_map(|live| {
+            (0..MEMBERS.len()).map(move |member| Piece {
+                key: inherited_key(i),
+                member,
+                bytes: live[member],
+            })
+        });
+        let mut pieces: Vec<Piece> = inherited.filter(|p| p.bytes > 0.0).collect();
+        if let Some(p) = self.procs.get_mut(&i.get()) {
+            pieces.extend(std::mem::take(&mut p.pieces).into_values());
+            pieces.append(&mut p.unplaced);
+        }
         for piece in pieces {
             self.change(&piece, -1.0);
         }
@@ -451,6 +538,7 @@ impl ResidentSites {
             faults: self.increases(),
             walked: self.walked,
             sampling: self.sampling(),
+            inherited_writes: self.inherited_writes,
             sites_total,
             sites,
             unattributed: ResidentSite {
@@ -459,6 +547,14 @@ impl ResidentSites {
                 ..ResidentSite::default()
             },
         })
+    }
+}
+
+/// The "[inherited]" site of process `i`.
+fn inherited_key(i: ProcIdx) -> ResidentKey {
+    ResidentKey {
+        leaf: INHERITED_LEAF,
+        proc: i.get(),
     }
 }
 
@@ -592,6 +688,56 @@ mod tests {
         let rows = r.rows();
         assert_eq!(r.peak, 10 * PAGE);
         assert_eq!(row(&rows, 7).at_peak, [2.0 * 4096.0, 0.0, 0.0]);
+    }
+
+    #[test]
+    fn a_childs_writes_move_its_inherited_pages_to_the_writer() {
+        let mut r = ResidentSites::new(None, PAGE);
+        // Filled at fork: 10 anon pages, 2 file pages.
+        r.inherited(proc(1), RssMember::Anon, 10);
+        r.inherited(proc(1), RssMember::File, 2);
+        r.resident(proc(1), pages(10, 2), 1);
+        // It writes 4 of them (copy-on-write: no counter moves), then makes 3 pages its own.
+        for n in 0..4 {
+            r.fault(proc(1), RssMember::Anon, 0, 0x10000 + n * PAGE, 7);
+        }
+        r.made(proc(1), RssMember::Anon, 3);
+        r.resident(proc(1), pages(13, 2), 2);
+        r.fault(proc(1), RssMember::Anon, 3, 0x90000, 8);
+        let rows = r.rows();
+        let inherited = row(&rows, INHERITED_LEAF);
+        assert_eq!(inherited.at_peak, [6.0 * 4096.0, 2.0 * 4096.0, 0.0]);
+        assert_eq!(inherited.faulted, [0.0; 3], "the parent made them resident");
+        assert_eq!(row(&rows, 7).at_peak, [4.0 * 4096.0, 0.0, 0.0]);
+        assert_eq!(
+            row(&rows, 7).faulted,
+            [0.0; 3],
+            "a write makes no page resident"
+        );
+        assert_eq!(row(&rows, 8).at_peak, [3.0 * 4096.0, 0.0, 0.0]);
+        assert!(rows.iter().all(|r| r.key.leaf != 0), "{rows:?}");
+        assert_eq!(r.touches, 4);
+        // Past what is left, a write takes nothing: the page was the child's own.
+        for n in 0..8 {
+            r.fault(proc(1), RssMember::Anon, 0, 0x20000 + n * PAGE, 9);
+        }
+        let rows = r.rows();
+        assert_eq!(row(&rows, 9).at_peak, [0.0; 3], "after the peak");
+        assert_eq!(
+            r.sites[&inherited_key(proc(1))].live,
+            [0.0, 2.0 * 4096.0, 0.0]
+        );
+        // Its unmapped writes leave; exit ends the rest.
+        r.mapping(
+            proc(1),
+            &EventKind::Munmap {
+                addr: 0x10000,
+                len: 4 * PAGE,
+            },
+        );
+        assert_eq!(r.sites[&ResidentKey { leaf: 7, proc: 1 }].live, [0.0; 3]);
+        r.drop_process(proc(1));
+        assert!(r.sites.values().all(|c| c.live == [0.0; 3]));
     }
 
     #[test]

@@ -22,7 +22,9 @@
 //!   of that thread in between (heaptrack's definition, the heap accounting's `temporary`);
 //! - leaked: live when its process exited; live at end: its process was still running.
 
-use crate::format::{EventKind, FaultSampleFeature, Header, RssMember, StackSampleFeature};
+use crate::format::{
+    EventKind, FaultSampleFeature, Header, RssMember, StackSampleFeature, FEATURE_INHERITED_WRITES,
+};
 use crate::intmap::IntMap;
 
 use super::bench::Benchmarks;
@@ -36,7 +38,9 @@ use crate::model::functions::{Cost, FunctionReport};
 use crate::model::metrics::Scope;
 use crate::model::metrics::SuppressionReport;
 use crate::model::profile::{Profile, Sample, Stack, Values};
-use crate::model::sites::{LocalSymbols, SiteMetrics, StackReport, StackSampling, StackWalks};
+use crate::model::sites::{
+    LocalSymbols, SiteFrame, SiteMetrics, StackReport, StackSampling, StackWalks,
+};
 
 pub use super::order::SiteOrder;
 
@@ -162,6 +166,20 @@ fn first_of(table: &ProcessTable, pid: u32) -> ProcIdx {
 /// The stack of a process's resident pages no walked stack made resident.
 pub const UNATTRIBUTED: &str = "[unattributed]";
 
+/// The stack of the pages a process inherited at fork and has not written since.
+pub const INHERITED: &str = "[inherited]";
+
+/// Its stack id in the resident sites (JSON `stack_id`): no stack of the recording's.
+pub const INHERITED_STACK_ID: u32 = resident_sites::INHERITED_LEAF;
+
+/// The frames of resident site `leaf`: the stack's, or "[inherited]"'s one mark.
+fn resident_frames(names: &StackFrames, leaf: u32) -> Vec<SiteFrame> {
+    match leaf {
+        resident_sites::INHERITED_LEAF => vec![SiteFrame::mark(INHERITED, 0)],
+        leaf => names.frames(leaf),
+    }
+}
+
 /// The outermost frame of the resident views' stacks of `member`.
 fn member_mark(member: RssMember) -> &'static str {
     match member {
@@ -235,6 +253,12 @@ impl StackPass {
                     .map(|f| f.mean_bytes)
                     .or(sampling.map(|f| f.mean_bytes)),
                 u64::from(header.page_size_bytes.max(1)),
+            )
+            .with_inherited_writes(
+                header
+                    .features
+                    .iter()
+                    .any(|f| f == FEATURE_INHERITED_WRITES),
             ),
         }
     }
@@ -259,6 +283,20 @@ impl StackPass {
         self.recorded |= leaf != 0;
         if self.takes_resident(table, i) {
             self.resident.fault(i, member, pages, addr, leaf);
+        }
+    }
+
+    /// Process `i` got `pages` pages of `member` from its parent at fork.
+    #[inline(never)]
+    pub(super) fn inherited(
+        &mut self,
+        table: &ProcessTable,
+        i: ProcIdx,
+        member: RssMember,
+        pages: u64,
+    ) {
+        if self.takes_resident(table, i) {
+            self.resident.inherited(i, member, pages);
         }
     }
 
@@ -501,8 +539,9 @@ impl StackPass {
             ..functions::report(&sites, &self.names, f, self.recorded)
         });
         let mut scope = self.cut(sites, &self.sites, start_ns);
-        scope.resident =
-            (self.resident).report(self.options.top, start_ns, |leaf| self.names.frames(leaf));
+        scope.resident = (self.resident).report(self.options.top, start_ns, |leaf| {
+            resident_frames(&self.names, leaf)
+        });
         Finished {
             scope,
             benches,
@@ -655,6 +694,7 @@ impl StackPass {
             let p = table.procs().get(row.key.proc);
             let mut site = match row.key.leaf {
                 0 => vec![frames.mark(UNATTRIBUTED, 0)],
+                resident_sites::INHERITED_LEAF => vec![frames.mark(INHERITED, 0)],
                 leaf => self.names.interned_frames(leaf, frames),
             };
             for (m, member) in resident_sites::MEMBERS.iter().enumerate() {

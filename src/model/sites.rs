@@ -65,8 +65,13 @@ pub struct ResidentSites {
     /// estimates from the walked increases.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sampling: Option<FaultSampling>,
+    /// Whether forked processes' writes to the pages they inherited were walked: then a site
+    /// "[inherited]" (stack id 4294967295, its one frame that mark) holds what they got at fork
+    /// and have not written; else it holds all they got (the kernel refuses fentry, or has no
+    /// do_wp_page).
+    pub inherited_writes: bool,
     /// Pages no walked stack made resident (before the walker was in place, by the kernel or
-    /// another task, inherited at fork, or not sampled).
+    /// another task, or not sampled).
     pub unattributed: ResidentSite,
 }
 

@@ -14,7 +14,9 @@ use super::frames;
 use super::screen::{self, FitColumn};
 use super::words::*;
 use crate::model::metrics::Report;
-use crate::model::sites::{MemberBytes, ResidentSites, SiteFrame, SiteMetrics, StackReport};
+use crate::model::sites::{
+    MemberBytes, ResidentSite, ResidentSites, SiteFrame, SiteMetrics, StackReport,
+};
 
 /// Lines of frames shown per allocation site; the JSON has them all. The innermost ones say
 /// where the allocation was made; a deep stack's outer frames (main, the runtime) would push
@@ -155,7 +157,7 @@ fn write_resident(
         FitColumn::left("OF WHICH"),
         FitColumn::right("MADE RESIDENT"),
     ];
-    let row = |n: String, s: &crate::model::sites::ResidentSite| {
+    let row = |n: String, s: &ResidentSite| {
         vec![
             n,
             format_bytes(s.resident.total_bytes),
@@ -179,6 +181,14 @@ fn write_resident(
         writeln!(
             out,
             "       [unattributed: made resident with no stack walked]"
+        )?;
+    }
+    let inherited = |s: &ResidentSite| s.stack_id == crate::analyze::stacks::INHERITED_STACK_ID;
+    if !r.inherited_writes && r.sites.iter().any(inherited) {
+        writeln!(
+            out,
+            "  [inherited] is all that forked processes got at fork: their writes to it were not \
+             walked (that needs fentry on the kernel's do_wp_page, which this kernel refused)"
         )?;
     }
     screen::write_dropped(&fitted, out)
