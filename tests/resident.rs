@@ -222,3 +222,101 @@ fn diff_names_the_site_whose_pages_left_the_peak() {
     let text = run(&["diff", "--stacks", b, n]).expect_code(0).stdout;
     assert!(text.contains("\nresident memory by site: "), "{text}");
 }
+
+/// testdata/resident/inherit.c: fill() makes 16 MiB resident, the process forks, and the child
+/// writes the first half of the block from write_half(), then makes 2 MiB of its own resident
+/// from own(). At the run's peak (the child's end, the parent waiting), the child's
+/// "[inherited]" is what it got at fork less what it wrote, write_half holds the 8 MiB it wrote
+/// (copy-on-write made them the child's), and the view still adds up to the peak. Where the
+/// kernel refuses fentry (the child's writes are not walked: the recording says so), all it got
+/// stays "[inherited]".
+#[test]
+fn a_forked_childs_writes_leave_what_it_inherited() {
+    skip_unless_recording!("a_forked_childs_writes_leave_what_it_inherited");
+    let exe = fixture("resident/inherit");
+    let rec = record_with_env(
+        "resident-inherit",
+        &["--stacks"],
+        &[exe.to_str().unwrap()],
+        &[],
+    );
+    check!(rec, rec.code() == 0, "exit code");
+    let lines = folded(&rec, "resident");
+    let shown = format!("{lines:#?}\n{}", rec.describe());
+    let slack = slack(&rec);
+    // The child's anonymous pages as the kernel filled them at fork: its first anon value, set
+    // by another task (the parent, forking).
+    let parent = rec.events.first().expect("events").pid;
+    let child = rec
+        .events
+        .iter()
+        .find_map(|e| match e.kind {
+            EventKind::Fork { child } if e.pid == parent => Some(child),
+            _ => None,
+        })
+        .expect("a fork");
+    let got = rec
+        .events
+        .iter()
+        .find_map(|e| match e.kind {
+            EventKind::Rss {
+                member: RssMember::Anon,
+                value_pages,
+                by_owner: false,
+                ..
+            } if e.pid == child => Some(value_pages * PAGE),
+            _ => None,
+        })
+        .expect("the child's anon pages at fork");
+    assert!(
+        got >= 16 * MIB,
+        "the child got fill's block: {got}\n{shown}"
+    );
+    let inherited = of(&lines, "[anon]", "[inherited]");
+    let written = of(&lines, "[anon]", "write_half");
+    assert!(
+        within(of(&lines, "[anon]", "own"), 2 * MIB, slack),
+        "own: {shown}"
+    );
+    assert!(
+        within(of(&lines, "[anon]", "fill"), 16 * MIB, slack),
+        "the parent's fill: {shown}"
+    );
+    let total: u64 = lines.iter().map(|(_, v)| v).sum();
+    assert_eq!(total, peak_resident(&rec), "adds up to the peak\n{shown}");
+    let walked = rec
+        .header
+        .features
+        .iter()
+        .any(|f| f == memtrack::format::FEATURE_INHERITED_WRITES);
+    // What the recorder's preflight decided, asked again: whether the walk could load here.
+    let touches = memtrack::preflight::for_record()
+        .expect("preflight")
+        .touches;
+    assert_eq!(walked, touches.is_ok(), "{touches:?}\n{shown}");
+    if let Err(why) = touches {
+        eprintln!(
+            "a_forked_childs_writes_leave_what_it_inherited: the child's writes are not walked \
+             here ({why}); checked that all it got stays [inherited] (the kernel matrix checks \
+             the split)"
+        );
+        assert_eq!(written, 0, "{shown}");
+        assert_eq!(inherited, got, "{shown}");
+        return;
+    }
+    // Besides write_half's 2,048 pages, the child writes a few inherited pages of its stack and
+    // of libc's data (its exit, stdio) before the peak.
+    assert!(
+        within(written, 8 * MIB, slack),
+        "write_half: {written}\n{shown}"
+    );
+    let others = got - 8 * MIB - inherited.min(got - 8 * MIB);
+    assert!(
+        inherited <= got - 8 * MIB && others <= (slack + 30) * PAGE,
+        "[inherited]: {inherited} of {got} got at fork\n{shown}"
+    );
+    eprintln!(
+        "a_forked_childs_writes_leave_what_it_inherited: got {got} at fork, write_half \
+         {written}, [inherited] {inherited} (other writes {others})"
+    );
+}
