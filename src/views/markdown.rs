@@ -1,8 +1,9 @@
 //! `report --format markdown`: a compact summary for a CI job summary ($GITHUB_STEP_SUMMARY)
 //! or a pull-request comment. The totals of the scope, what was lost or damaged (the text
 //! report's own warnings, which say which way each number may be wrong), the top processes and
-//! the benchmarks as GitHub tables, the top allocation sites with `--stacks` and the top
-//! allocating functions with `--functions`.
+//! the benchmarks as GitHub tables, the top allocation sites with `--stacks` (and the scope's
+//! resident memory by the code that made it resident, when recorded) and the top allocating
+//! functions with `--functions`.
 //!
 //! Flow: `run_report` hands the narrowed [`Report`] here as it does to `text`; the rows come
 //! from `rows` (the same `--top`, `--all`, `--sort`), the words and units from `text` and
@@ -20,16 +21,19 @@ use super::rows::Rows;
 use super::rows::{self, Measures, Rest, RowOptions, Selection};
 use super::words::{
     blocks, capitalized, clean, counted, estimates_note, exit_code, exit_text, frame_text,
-    functions_shown, live_at_end, lost_causes, order_label, peak, plural, processes, rest_label,
-    scope_title, sites_shown, temporary, ProcessNames, NO_FUNCTIONS, NO_STACKS,
+    functions_shown, inherited_note, live_at_end, lost_causes, members, order_label, peak, plural,
+    processes, resident_sites_note, rest_label, scope_title, sites_shown, temporary, ProcessNames,
+    NO_FUNCTIONS, NO_STACKS, UNATTRIBUTED,
 };
 use crate::model::functions::FunctionReport;
 use crate::model::metric::value_text;
 use crate::model::metrics::{BenchmarkMetrics, ProcessMetrics, Report};
-use crate::model::sites::{SiteFrame, SiteMetrics, StackReport, StackSampling};
+use crate::model::sites::{
+    ResidentSite, ResidentSites, SiteFrame, SiteMetrics, StackReport, StackSampling,
+};
 
-/// Frames shown per allocation site, innermost first (a folded run is one); the JSON has
-/// them all.
+/// Frames shown per allocation or resident site, innermost first (a folded run is one); the
+/// JSON has them all.
 const SITE_FRAMES: usize = 5;
 /// Longest command in a table cell; longer ones end with "…" (the JSON has them whole).
 const COMMAND_CHARS: usize = 60;
@@ -336,7 +340,8 @@ fn resident_cell(bytes: Option<u64>) -> String {
     bytes.map_or_else(|| "-".to_string(), format_bytes)
 }
 
-/// The top allocation sites of the scope called `title` (already escaped).
+/// The top allocation sites of the scope called `title` (already escaped), then its resident
+/// memory by site when the recording has the stacks of its faults (never a benchmark's).
 fn write_sites(title: &str, stacks: &StackReport, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out)?;
     if !stacks.recorded {
@@ -360,25 +365,74 @@ fn write_sites(title: &str, stacks: &StackReport, out: &mut dyn Write) -> io::Re
         }
     }
     write_estimates(stacks.sampling.as_ref(), out)?;
-    if stacks.sites.is_empty() {
-        return Ok(());
+    if !stacks.sites.is_empty() {
+        write_header(
+            &[
+                "#",
+                "AT PEAK",
+                "ALLOCATED",
+                "ALLOCS",
+                "LEAKED",
+                "TEMPORARY",
+                "WHERE (innermost first)",
+            ],
+            out,
+        )?;
+        for (n, site) in stacks.sites.iter().enumerate() {
+            write_row(&site_cells(n + 1, site), out)?;
+        }
     }
+    match &stacks.resident {
+        Some(resident) => write_resident(title, resident, out),
+        None => Ok(()),
+    }
+}
+
+/// The scope's resident memory at its peak by the code that made it resident, as the text form
+/// says it (`sites::write_resident`): the top stacks with their frames, then a row of what no
+/// walked stack made resident, so the AT PEAK column adds up to the peak in the heading.
+fn write_resident(title: &str, r: &ResidentSites, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out)?;
+    writeln!(
+        out,
+        "#### Resident memory by site: {} of {} ({title}: peak resident {})",
+        r.sites.len(),
+        r.sites_total,
+        peak(r.peak_bytes, r.peak_at_ns)
+    )?;
+    writeln!(out)?;
+    writeln!(out, "{}.", escape(&capitalized(&resident_sites_note(r))))?;
     write_header(
         &[
             "#",
             "AT PEAK",
-            "ALLOCATED",
-            "ALLOCS",
-            "LEAKED",
-            "TEMPORARY",
+            "OF WHICH",
+            "MADE RESIDENT",
             "WHERE (innermost first)",
         ],
         out,
     )?;
-    for (n, site) in stacks.sites.iter().enumerate() {
-        write_row(&site_cells(n + 1, site), out)?;
+    let row = |n: String, s: &ResidentSite, place: String| {
+        vec![
+            n,
+            format_bytes(s.resident.total_bytes),
+            members(&s.resident),
+            format_bytes(s.faulted.total_bytes),
+            place,
+        ]
+    };
+    for (n, site) in r.sites.iter().enumerate() {
+        let place = frames_cell(&site.frames);
+        write_row(&row((n + 1).to_string(), site, place), out)?;
     }
-    Ok(())
+    write_row(
+        &row("-".to_string(), &r.unattributed, escape(UNATTRIBUTED)),
+        out,
+    )?;
+    match inherited_note(r) {
+        Some(note) => writeln!(out, "\n{}.", escape(&capitalized(note))),
+        None => Ok(()),
+    }
 }
 
 /// The top allocating functions of the scope called `title` (already escaped), the text
@@ -421,22 +475,8 @@ fn write_estimates(sampling: Option<&StackSampling>, out: &mut dyn Write) -> io:
     }
 }
 
-/// The cells of one site's row; its frames joined by "←", the standard library's runs folded.
+/// The cells of one site's row.
 fn site_cells(n: usize, s: &SiteMetrics) -> Vec<String> {
-    let (lines, more) = frames::for_people(&s.frames, SITE_FRAMES);
-    let mut frames: Vec<String> = lines
-        .into_iter()
-        .map(|line| match line {
-            frames::Line::Frame(f) => escape(&short_frame(f)),
-            frames::Line::Library(n) => frames::library_text(n),
-        })
-        .collect();
-    if more > 0 {
-        frames.push("…".to_string());
-    }
-    if frames.is_empty() {
-        frames.push("no call stack recorded".to_string());
-    }
     vec![
         n.to_string(),
         format_bytes(s.peak_live_bytes),
@@ -444,8 +484,28 @@ fn site_cells(n: usize, s: &SiteMetrics) -> Vec<String> {
         s.allocations.to_string(),
         format_bytes(s.leaked_bytes),
         s.temporary.to_string(),
-        frames.join(" ← "),
+        frames_cell(&s.frames),
     ]
+}
+
+/// A site's WHERE cell, escaped: its first [`SITE_FRAMES`] frames joined by "←", the standard
+/// library's runs folded, "…" when there are more.
+fn frames_cell(site_frames: &[SiteFrame]) -> String {
+    let (lines, more) = frames::for_people(site_frames, SITE_FRAMES);
+    let mut cell: Vec<String> = lines
+        .into_iter()
+        .map(|line| match line {
+            frames::Line::Frame(f) => escape(&short_frame(f)),
+            frames::Line::Library(n) => frames::library_text(n),
+        })
+        .collect();
+    if more > 0 {
+        cell.push("…".to_string());
+    }
+    if cell.is_empty() {
+        cell.push("no call stack recorded".to_string());
+    }
+    cell.join(" ← ")
 }
 
 /// A frame in a few words: "function (file.c:23)", the file without its directory (a
@@ -578,6 +638,85 @@ mod tests {
             assert!(sampled[line_end..].starts_with(note), "{sampled}");
         }
         assert_eq!(sampled.replace(note, ""), exact);
+    }
+
+    /// Process 1 allocates 4 KiB from make_a, then makes 3 anon pages resident with no stack
+    /// walked and 2 anon and 1 file page from make_a's stack, and is still running at the end.
+    fn resident_report() -> Report {
+        use crate::analyze::accounting::analyze_sites;
+        use crate::analyze::stacks::SiteOptions;
+        use crate::format::{EventKind, RssMember};
+        use crate::model::metrics::Scope;
+        use crate::testkit::{
+            header, malloc_from, module, rss, seq, stack_node, stack_prelude, symbol,
+        };
+        let fault = |member, pages, addr| EventKind::Fault {
+            member,
+            pages,
+            addr,
+            stack_id: 1,
+        };
+        let mut events = stack_prelude(vec![
+            module(1, "/usr/lib/x86_64-linux-gnu/libc.so.6"),
+            module(2, "/work/app"),
+            stack_node(1, 0, 2, 0x1100),
+            stack_node(2, 1, 1, 0x9a1b0),
+            symbol(1, 0x9a1b0, &[("malloc", "", 0)]),
+            symbol(
+                2,
+                0x1100,
+                &[("make_a", "/src/app_a.c", 7), ("main", "/src/app.c", 20)],
+            ),
+        ]);
+        events.extend(seq(vec![
+            malloc_from(2, 0x10, 4096),
+            rss(RssMember::Anon, 3, 3, true),
+            rss(RssMember::Anon, 2, 5, true),
+            fault(RssMember::Anon, 2, 0x7000),
+            rss(RssMember::File, 1, 1, true),
+            fault(RssMember::File, 1, 0x9000),
+        ]));
+        analyze_sites(&header(), events, None, &Scope::Run, SiteOptions::default())
+    }
+
+    #[test]
+    fn resident_sites_follow_the_allocation_sites() {
+        let md = render(&resident_report(), RowOptions::default());
+        let at = md
+            .find("\n#### Resident memory by site")
+            .expect("a resident section");
+        assert!(
+            md[..at].contains("\n#### Allocation sites by live bytes at the peak: 1 site "),
+            "{md}"
+        );
+        let expected = "
+#### Resident memory by site: 1 of 1 (whole run (1 process): peak resident 24.0 KiB at 4 ns)
+
+The code that made the pages resident; 2 of 3 increases walked.
+
+| # | AT PEAK | OF WHICH | MADE RESIDENT | WHERE (innermost first) |
+|--:|--:|--:|--:|:--|
+| 1 | 12.0 KiB | anon 8.0 KiB, file 4.0 KiB | 12.0 KiB | make\\_a (app\\_a.c:7) ← main (app.c:20) |
+| - | 12.0 KiB | anon 12.0 KiB | 12.0 KiB | \\[unattributed: made resident with no stack walked\\] |
+";
+        assert_eq!(&md[at..], expected);
+    }
+
+    #[test]
+    fn sampled_resident_sites_say_what_their_estimates_stand_on() {
+        let mut report = resident_report();
+        let resident = report.stacks.as_mut().unwrap().resident.as_mut().unwrap();
+        resident.sampling = Some(crate::model::sites::FaultSampling {
+            mean_bytes: 256 << 10,
+            walked: 2,
+            increases: 3,
+        });
+        let md = render(&report, RowOptions::default());
+        let note = "\nThe code that made the pages resident; estimates: values estimated from 2 \
+                    walked increases of resident memory of 3, 1 per 256.0 KiB made resident; \
+                    record with --stacks for exact values.\n";
+        assert!(md.contains(note), "{md}");
+        assert!(!md.contains("increases walked"), "{md}");
     }
 
     #[test]

@@ -14,9 +14,7 @@ use super::frames;
 use super::screen::{self, FitColumn};
 use super::words::*;
 use crate::model::metrics::Report;
-use crate::model::sites::{
-    MemberBytes, ResidentSite, ResidentSites, SiteFrame, SiteMetrics, StackReport,
-};
+use crate::model::sites::{ResidentSite, ResidentSites, SiteFrame, SiteMetrics, StackReport};
 
 /// Lines of frames shown per allocation site; the JSON has them all. The innermost ones say
 /// where the allocation was made; a deep stack's outer frames (main, the runtime) would push
@@ -139,18 +137,7 @@ fn write_resident(
         r.sites_total,
         peak(r.peak_bytes, r.peak_at_ns)
     )?;
-    match &r.sampling {
-        Some(f) => writeln!(
-            out,
-            "  the code that made the pages resident; {}; record with --stacks for exact values",
-            fault_estimates(f)
-        )?,
-        None => writeln!(
-            out,
-            "  the code that made the pages resident; {} of {} increases walked",
-            r.walked, r.faults
-        )?,
-    }
+    writeln!(out, "  {}", resident_sites_note(r))?;
     let columns = [
         FitColumn::right("#"),
         FitColumn::right("AT PEAK"),
@@ -178,34 +165,12 @@ fn write_resident(
     }
     if let Some(line) = fitted.lines.get(r.sites.len() + 1) {
         writeln!(out, "{line}")?;
-        writeln!(
-            out,
-            "       [unattributed: made resident with no stack walked]"
-        )?;
+        writeln!(out, "       {UNATTRIBUTED}")?;
     }
-    let inherited = |s: &ResidentSite| s.stack_id == crate::analyze::stacks::INHERITED_STACK_ID;
-    if !r.inherited_writes && r.sites.iter().any(inherited) {
-        writeln!(
-            out,
-            "  [inherited] is all that forked processes got at fork: their writes to it were not \
-             walked (that needs fentry on the kernel's do_wp_page, which this kernel refused)"
-        )?;
+    if let Some(note) = inherited_note(r) {
+        writeln!(out, "  {note}")?;
     }
     screen::write_dropped(&fitted, out)
-}
-
-/// "anon 24.0 MiB, file 16.0 MiB": the members that have bytes.
-fn members(b: &MemberBytes) -> String {
-    let parts: Vec<String> = [
-        ("anon", b.anon_bytes),
-        ("file", b.file_bytes),
-        ("shmem", b.shmem_bytes),
-    ]
-    .iter()
-    .filter(|(_, n)| *n > 0)
-    .map(|(name, n)| format!("{name} {}", format_bytes(*n)))
-    .collect();
-    parts.join(", ")
 }
 
 /// The kernel's stack-walk counters, every cause shown as lost events are.

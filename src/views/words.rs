@@ -7,7 +7,9 @@ use crate::model::metrics::{
     RunInfo, Scope, SuppressionReport,
 };
 use crate::model::profile::{Profile, View};
-use crate::model::sites::{FaultSampling, SiteFrame, StackReport, StackSampling};
+use crate::model::sites::{
+    FaultSampling, MemberBytes, ResidentSite, ResidentSites, SiteFrame, StackReport, StackSampling,
+};
 use std::collections::HashMap;
 
 use crate::units::{format_bytes, format_duration_ns};
@@ -142,6 +144,49 @@ pub fn estimated_from(s: &StackSampling) -> String {
         s.allocations,
         format_bytes(s.mean_bytes)
     )
+}
+
+/// What the resident sites are, and how many of the increases of resident memory their values
+/// stand on: "the code that made the pages resident; 2 of 3 increases walked", or, from
+/// sampled fault stacks, the estimates and what to do for exact values (text, markdown).
+pub fn resident_sites_note(r: &ResidentSites) -> String {
+    let how = match &r.sampling {
+        Some(f) => format!(
+            "{}; record with --stacks for exact values",
+            fault_estimates(f)
+        ),
+        None => format!("{} of {} increases walked", r.walked, r.faults),
+    };
+    format!("the code that made the pages resident; {how}")
+}
+
+/// The frames of the resident sites' last row: the pages no walked stack made resident.
+pub const UNATTRIBUTED: &str = "[unattributed: made resident with no stack walked]";
+
+/// What "[inherited]" holds when the recording did not walk the children's writes to it: all
+/// they got at fork (text, markdown); `None` when it did, or no site is "[inherited]".
+pub fn inherited_note(r: &ResidentSites) -> Option<&'static str> {
+    let inherited = |s: &ResidentSite| s.stack_id == crate::analyze::stacks::INHERITED_STACK_ID;
+    (!r.inherited_writes && r.sites.iter().any(inherited)).then_some(
+        "[inherited] is all that forked processes got at fork: their writes to it were not \
+         walked (that needs fentry on the kernel's do_wp_page, which the recording's kernel \
+         refused or lacks)",
+    )
+}
+
+/// What resident bytes are made of, the members that have any: "anon 24.0 MiB, file 16.0 MiB"
+/// (the OF WHICH cell of the resident sites in text and markdown).
+pub fn members(b: &MemberBytes) -> String {
+    let parts: Vec<String> = [
+        ("anon", b.anon_bytes),
+        ("file", b.file_bytes),
+        ("shmem", b.shmem_bytes),
+    ]
+    .iter()
+    .filter(|(_, n)| *n > 0)
+    .map(|(name, n)| format!("{name} {}", format_bytes(*n)))
+    .collect();
+    parts.join(", ")
 }
 
 /// The mark of values from sampled stacks where a title or a comment has room for one line
