@@ -74,9 +74,19 @@ fn write_sites(
     if let Some(sampling) = &stacks.sampling {
         writeln!(out, "  {}", estimates_note(sampling))?;
     }
-    if stacks.sites.is_empty() {
-        return Ok(());
+    // A scope without an allocation site (an allocator memtrack does not know) may still
+    // have made pages resident.
+    if !stacks.sites.is_empty() {
+        write_site_table(stacks, width, out)?;
     }
+    match &stacks.resident {
+        Some(resident) => write_resident(title, resident, width, out),
+        None => Ok(()),
+    }
+}
+
+/// The allocation sites' table, each site with its frames.
+fn write_site_table(stacks: &StackReport, width: usize, out: &mut dyn Write) -> io::Result<()> {
     let with_end = stacks.sites.iter().any(|s| s.live_at_end_blocks > 0);
     let mut columns = vec![
         FitColumn::right("#"),
@@ -115,10 +125,7 @@ fn write_sites(
             "  LIVE AT END: in processes still running when the recording ended (not leaks)"
         )?;
     }
-    match &stacks.resident {
-        Some(resident) => write_resident(title, resident, width, out),
-        None => Ok(()),
-    }
+    Ok(())
 }
 
 /// The scope's resident memory at its peak by the code that made it resident, the top stacks
@@ -382,6 +389,19 @@ mod tests {
        [unattributed: made resident with no stack walked]
 ";
         assert_eq!(&text[at..], expected);
+    }
+
+    #[test]
+    fn resident_sites_show_without_an_allocation_site() {
+        let mut report = sites_report(events(), 10);
+        let stacks = report.stacks.as_mut().unwrap();
+        stacks.sites.clear();
+        stacks.resident = Some(ResidentSites {
+            peak_bytes: 4096,
+            ..ResidentSites::default()
+        });
+        let text = sites_text(&report);
+        assert!(text.contains("\nresident memory by site: "), "{text}");
     }
 
     #[test]
