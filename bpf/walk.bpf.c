@@ -97,21 +97,11 @@ const volatile __u32 page_size SEC(".rodata.page") = 4096;
  * FAULT_SAMPLE_FACTOR): the draws, made for the allocations, are scaled by it. */
 const volatile __u32 fault_sample_factor SEC(".rodata.faults") = 1;
 
-/* Per CPU: the fault under way (its task and address, from the programs below), and the
- * countdown to the next walked increase, apart from the allocations' so that faults do not move
- * which allocations are sampled. A task that sleeps in its fault (reading the file in) may come
- * back on another CPU or after another task's fault: `task` then does not match, and its
- * address is not known (0). */
+/* Per CPU: the countdown to the next walked increase, apart from the allocations' so that
+ * faults do not move which allocations are sampled. */
 struct fault_state {
-	__u64 task;  /* the task_struct whose fault `addr` is */
-	__u64 addr;  /* its faulting address */
 	__u64 left;  /* bytes made resident before the next walked increase; 0 before the first */
 	__u32 draw;  /* the index of the CPU's next draw in `sample_draws` */
-	/* Before 6.2, the task's own cached anon count as the fault began, and whether the fault
-	 * hands the cache to the mm first (touch_walk, below). */
-	__s32 split_anon;
-	__u64 touch_task; /* `task` until an increase of the fault (6.2 on) says it was no touch */
-	__u32 split_syncs;
 	__u32 _pad;
 };
 
@@ -121,6 +111,41 @@ struct {
 	__type(key, __u32);
 	__type(value, struct fault_state);
 } fault_states SEC(".maps");
+
+/* The fault under way of a task (from the programs below, at its start), in the slot of
+ * `fault_notes` its task_struct's address hashes to: not per CPU, since a task that sleeps in
+ * its fault (reading the file in, reclaim) may come back on another CPU, and another task may
+ * fault on its CPU meanwhile (the kernel matrix's 7.2 guest lost 7 of a child's 2,048 writes
+ * to inherited pages so, with one per-CPU note). Two tasks of one slot faulting at once leave
+ * the first's address unknown (0) and its write to an inherited page unseen. */
+struct fault_note {
+	__u64 task;	  /* the task_struct whose fault `addr` is; 0 once an increase took it */
+	__u64 addr;	  /* its faulting address */
+	__u64 touch_task; /* `task` until an increase of the fault (6.2 on) says it was no touch */
+	/* Before 6.2, the task's own cached anon count as the fault began, and whether the fault
+	 * hands the cache to the mm first (touch_walk, below). */
+	__s32 split_anon;
+	__u32 split_syncs;
+};
+
+#define FAULT_NOTE_BITS 12
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1 << FAULT_NOTE_BITS);
+	__type(key, __u32);
+	__type(value, struct fault_note);
+} fault_notes SEC(".maps");
+
+/* The current task's slot: Fibonacci hashing of its task_struct's address, whose low bits the
+ * slab's alignment fixes. The address as a number (bpf_get_current_task), which the verifier
+ * lets a program multiply, as it does not a pointer's. */
+static __always_inline struct fault_note *fault_note_of_current(void)
+{
+	__u32 i = (bpf_get_current_task() * 0x9E3779B97F4A7C15ull) >> (64 - FAULT_NOTE_BITS);
+
+	return bpf_map_lookup_elem(&fault_notes, &i);
+}
 
 /* Where a CPU's fault draws start in `sample_draws`: away from the allocations', and from the
  * other CPUs'. */
@@ -176,7 +201,7 @@ static __always_inline bool split_rss(void)
 	return bpf_core_field_exists(struct task_struct___split_rss, rss_stat);
 }
 
-static __always_inline void note_split_rss(struct fault_state *c, struct task_struct *task)
+static __always_inline void note_split_rss(struct fault_note *c, struct task_struct *task)
 {
 	struct task_struct___split_rss *t = (void *)task;
 
@@ -185,7 +210,7 @@ static __always_inline void note_split_rss(struct fault_state *c, struct task_st
 }
 
 /* Whether the cached anon count grew in the fault that note_split_rss saw begin. */
-static __always_inline bool split_rss_grew(struct fault_state *c, struct task_struct *task)
+static __always_inline bool split_rss_grew(struct fault_note *c, struct task_struct *task)
 {
 	struct task_struct___split_rss *t = (void *)task;
 	int now = BPF_CORE_READ(t, rss_stat.count[1]);
@@ -244,6 +269,7 @@ static __always_inline int walk_fault(void)
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct fault_state *c;
 	struct fault_pending *f;
+	struct fault_note *n;
 	__u32 zero = 0, pages, member;
 	__u64 addr = 0;
 
@@ -253,39 +279,38 @@ static __always_inline int walk_fault(void)
 	f->task = 0;
 	pages = f->pages;
 	member = f->member;
+	n = fault_note_of_current();
+	if (n && n->task == (__u64)task) {
+		addr = n->addr;
+		n->task = 0;
+		/* The fault made a page resident: a write to the zero page, or to a private file
+		 * page, which copy-on-write replaced with a new anonymous page. Not a write to an
+		 * inherited page (touch_walk). Before 6.2 the increase seen may be earlier faults',
+		 * and the cached count tells instead. */
+		if (!split_rss())
+			n->touch_task = 0;
+	}
 	c = bpf_map_lookup_elem(&fault_states, &zero);
-	if (!c)
-		return 0;
-	if (c->task == (__u64)task)
-		addr = c->addr;
-	c->task = 0;
-	/* The fault made a page resident: a write to the zero page, or to a private file page,
-	 * which copy-on-write replaced with a new anonymous page. Not a write to an inherited
-	 * page (touch_walk). Before 6.2 the increase seen may be earlier faults', and the cached
-	 * count tells instead. */
-	if (!split_rss())
-		c->touch_task = 0;
-	if (!fault_sampled(c, (__u64)pages * page_size))
+	if (!c || !fault_sampled(c, (__u64)pages * page_size))
 		return 0;
 	return send_fault(task, addr, pages, member);
 }
 
-/* Keeps `address`, the current task's fault under way, for the increase it makes (fault_walk),
- * whatever the task: a test of `tracked` would cost more than the two stores. Before 6.2 the
- * increase seen may be an earlier fault's, handed over with this one (see above). */
+/* Keeps `address`, the current task's fault under way, for the increase it makes (fault_walk)
+ * and for touch_walk, whatever the task: a test of `tracked` would cost more than the stores.
+ * Before 6.2 the increase seen may be an earlier fault's, handed over with this one (see
+ * above). */
 static __always_inline int note_fault(unsigned long address)
 {
-	__u32 zero = 0;
-	struct fault_state *c = bpf_map_lookup_elem(&fault_states, &zero);
-	struct task_struct *task;
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct fault_note *n = fault_note_of_current();
 
-	if (c) {
-		task = bpf_get_current_task_btf();
-		c->task = (__u64)task;
-		c->touch_task = (__u64)task;
-		c->addr = address;
+	if (n) {
+		n->task = (__u64)task;
+		n->touch_task = (__u64)task;
+		n->addr = address;
 		if (split_rss())
-			note_split_rss(c, task);
+			note_split_rss(n, task);
 	}
 	return 0;
 }
@@ -338,6 +363,7 @@ static __always_inline int walk_touch(vm_fault_t ret)
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 zero = 0, tgid = bpf_get_current_pid_tgid() >> 32;
 	struct fault_state *c;
+	struct fault_note *n;
 	__s64 *left;
 
 	if (ret & TOUCH_UNDONE)
@@ -345,16 +371,17 @@ static __always_inline int walk_touch(vm_fault_t ret)
 	left = bpf_map_lookup_elem(&inheriting, &tgid);
 	if (!left || *left <= 0)
 		return 0;
-	c = bpf_map_lookup_elem(&fault_states, &zero);
-	if (!c || c->touch_task != (__u64)task)
+	n = fault_note_of_current();
+	if (!n || n->touch_task != (__u64)task)
 		return 0;
-	c->touch_task = 0;
-	if (split_rss() && split_rss_grew(c, task))
+	n->touch_task = 0;
+	if (split_rss() && split_rss_grew(n, task))
 		return 0;
 	__sync_fetch_and_add(left, -1);
-	if (!fault_sampled(c, page_size))
+	c = bpf_map_lookup_elem(&fault_states, &zero);
+	if (!c || !fault_sampled(c, page_size))
 		return 0;
-	return send_fault(task, c->addr, 0, 1);
+	return send_fault(task, n->addr, 0, 1);
 }
 
 SEC("fexit/do_wp_page")
