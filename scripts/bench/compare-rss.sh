@@ -4,7 +4,8 @@
 # before it): OLD, NEW and untraced alternately, RUNS rounds, printing the medians and NEW/OLD.
 # Needs root, gcc, g++ and python3.
 #
-#   sudo scripts/bench/compare-rss.sh OLD_MEMTRACK NEW_MEMTRACK    # settings: RUNS=5
+#   sudo scripts/bench/compare-rss.sh OLD_MEMTRACK NEW_MEMTRACK    # settings: RUNS=5,
+#   WORKLOADS="faults python gxx" (a subset runs more rounds in the same time)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 [[ $# -eq 2 ]] || { echo "usage: $0 OLD_MEMTRACK NEW_MEMTRACK" >&2; exit 2; }
@@ -23,7 +24,7 @@ declare -A cmd=(
   [python]="/usr/bin/python3 $work/dict.py"
   [gxx]="/usr/bin/g++ -O2 -c testdata/bench/templates.cpp -o $work/templates.o"
 )
-order="faults python gxx"
+order=${WORKLOADS:-faults python gxx}
 for ((r = 1; r <= RUNS; r++)); do
   for w in $order; do
     for v in untraced old new; do
@@ -46,10 +47,14 @@ t = collections.defaultdict(list)
 for line in open(sys.argv[1]):
     w, v, us = line.split()
     t[w, v].append(int(us) / 1e6)
-print("| workload | untraced | old | new | new / old |")
-print("|---|---|---|---|---|")
+# Also each round's own ratio (old and new ran back to back, so the machine's load moves both):
+# their median and range say more about a shared machine than the ratio of the medians.
+print("| workload | untraced | old | new | new / old | per round: median (range) |")
+print("|---|---|---|---|---|---|")
 for w in sys.argv[2].split():
     m = {v: statistics.median(t[w, v]) for v in ("untraced", "old", "new")}
+    rounds = [n / o for o, n in zip(t[w, "old"], t[w, "new"])]
     print(f"| {w} | {m['untraced']:.3f} s | {m['old']:.3f} s | {m['new']:.3f} s | "
-          f"{m['new'] / m['old']:.3f}x |")
+          f"{m['new'] / m['old']:.3f}x | {statistics.median(rounds):.3f}x "
+          f"({min(rounds):.3f}-{max(rounds):.3f}) |")
 PY
