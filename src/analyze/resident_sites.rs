@@ -34,7 +34,7 @@ use super::tree::ProcIdx;
 
 /// The leaf of the "[inherited]" site: the pages each process took over from its parent at
 /// fork and has not written since (a write is copy-on-write: the page becomes the writer's).
-pub(crate) const INHERITED_LEAF: u32 = u32::MAX;
+pub(crate) const INHERITED_LEAF: u32 = crate::model::sites::INHERITED_STACK_ID;
 
 /// The resident members, as the views keep them apart: anon, file, shmem.
 pub(super) const MEMBERS: [RssMember; 3] = [RssMember::Anon, RssMember::File, RssMember::Shmem];

@@ -169,9 +169,6 @@ pub const UNATTRIBUTED: &str = "[unattributed]";
 /// The stack of the pages a process inherited at fork and has not written since.
 pub const INHERITED: &str = "[inherited]";
 
-/// Its stack id in the resident sites (JSON `stack_id`): no stack of the recording's.
-pub const INHERITED_STACK_ID: u32 = resident_sites::INHERITED_LEAF;
-
 /// The frames of resident site `leaf`: the stack's, or "[inherited]"'s one mark.
 fn resident_frames(names: &StackFrames, leaf: u32) -> Vec<SiteFrame> {
     match leaf {

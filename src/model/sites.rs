@@ -75,6 +75,10 @@ pub struct ResidentSites {
     pub unattributed: ResidentSite,
 }
 
+/// The `stack_id` of the resident site "[inherited]": the pages forked processes got from their
+/// parents and have not written since; no stack of the recording's.
+pub const INHERITED_STACK_ID: u32 = u32::MAX;
+
 /// One stack's resident memory, or the unattributed share (`stack_id` 0, no frames).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct ResidentSite {

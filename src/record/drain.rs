@@ -522,10 +522,12 @@ impl<'a> Session<'a> {
     /// With call stacks: the walker in place once loaded (walker.rs), unless it is (or will
     /// never be), waiting for it when `wait` says so; the modules of its tables go to `sink`.
     fn install_walker(&mut self, sink: &mut Sink, wait: bool) {
+        let walker = &self.objects.walker;
         if !self.discovery.tables_waiting() {
+            // In place: its walks of faults follow once they have loaded.
+            self.fault_walk.extend(walker.attach_faults(false));
             return;
         }
-        let walker = &self.objects.walker;
         let links = walker.put_in_place(self.objects.allocator(), &mut self.discovery, wait);
         self.fault_walk.extend(links);
         for ev in self.discovery.take_module_events() {

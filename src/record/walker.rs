@@ -24,8 +24,8 @@
 //! (record::stacks), and only then the walker is put in both slots of the allocator's
 //! `walkers` array, so it never walks a file without its table.
 
-use std::cell::{OnceCell, RefCell};
-use std::sync::mpsc::Receiver;
+use std::cell::{Cell, OnceCell, RefCell};
+use std::sync::mpsc::{Receiver, TryRecvError};
 use std::thread::JoinHandle;
 
 use crate::error::Error;
@@ -85,19 +85,134 @@ pub const FROM_ALLOCATOR: &[&str] = &["call_state", "sample_draws"];
 /// walk with preemption off ([`refuses_walk_preempt_off`]); `doctor` loads it so too.
 pub const WALK_RODATA: &str = ".rodata.walk";
 
-/// The walker: loading on its thread, then loaded.
+/// The walker: loading on its thread, then loaded. walk.bpf.o loads twice, its maps shared:
+/// first with the walk of allocations alone ([`PROGRAM`]), which a sampled call's process may
+/// be stopped for, then with the walks of faults ([`FAULT_PROGRAM`], [`TOUCH_PROGRAM`] and the
+/// address programs), which nothing waits for. Each program verifies the walk's functions on
+/// its own: in one load, the faults' doubled the time a python run stood stopped for the
+/// walker (15-20 ms to 33-43 ms).
 #[derive(Default)]
 pub struct Walker {
-    loading: RefCell<Option<JoinHandle<Result<Walking, BpfError>>>>,
+    /// The first load, which the thread sends as soon as it has it.
+    loading: RefCell<Option<Receiver<Result<Walking, BpfError>>>>,
+    /// The thread, which ends with the second load (`None`: no faults walked).
+    thread: RefCell<Option<JoinHandle<SecondLoad>>>,
     loaded: OnceCell<LoadedObject>,
     /// Its rows' first chunk, made as it loaded, until its tables take it.
     rows: RefCell<Option<ArrayChunks>>,
     /// Why it is not walking, said once by the drain loop.
     failed: OnceCell<String>,
+    /// Whether the first load is in place (its tables made), which the faults' wait for.
+    placed: Cell<bool>,
+    /// Whether the walks of faults load in the first load (`--stacks`: every page the
+    /// command's start makes resident has its stack, as every allocation).
+    faults_first: Cell<bool>,
+    /// The second load, once attached (or failed, or not asked for).
+    faults: OnceCell<Option<LoadedObject>>,
 }
 
 /// The walker loaded, and its rows' first chunk ([`stacks::load_with_rows`]).
 type Walking = (LoadedObject, ArrayChunks);
+
+/// The second load of walk.bpf.o, the walks of faults; `None` when not asked for.
+type SecondLoad = Result<Option<LoadedObject>, BpfError>;
+
+/// Which programs of walk.bpf.o a load takes ([`Walker`]): the walk of allocations, the walks
+/// of faults, and of those the walk of writes to inherited pages.
+#[derive(Clone, Copy)]
+struct Part {
+    allocations: bool,
+    faults: bool,
+    touches: bool,
+}
+
+/// What every load of walk.bpf.o is opened with, on the loading thread.
+struct Opener {
+    core: Option<CustomBtf>,
+    classic: bool,
+    pidns_rodata: [u8; 16],
+    sample_mean: u64,
+    page_size: u32,
+}
+
+impl Opener {
+    /// walk.bpf.o opened to load `part`, on `shared` maps.
+    fn open(
+        &self,
+        shared: &[SharedMap],
+        preempt_off: bool,
+        part: Part,
+    ) -> Result<OpenObject, BpfError> {
+        let mut open = OpenObject::open_with("walk", raw::WALK_BPF_OBJECT, self.core.as_ref())?;
+        open.set_rodata(crate::record::pidns::RODATA_SECTION, &self.pidns_rodata)?;
+        // Sized before the maps of the first load replace its own in the second.
+        stacks::size_rows(&mut open)?;
+        for map in shared {
+            open.reuse_map(map)?;
+        }
+        if !preempt_off {
+            open.set_rodata(WALK_RODATA, &[0])?;
+        }
+        if self.classic {
+            open.use_classic_uprobe(PROGRAM)?;
+        }
+        open.set_rodata(SAMPLE_RODATA, &self.sample_mean.to_ne_bytes())?;
+        let factor = stacks::FAULT_SAMPLE_FACTOR as u32;
+        open.set_rodata(FAULTS_RODATA, &factor.to_ne_bytes())?;
+        open.set_rodata(PAGE_RODATA, &self.page_size.to_ne_bytes())?;
+        open.set_autoload(PROGRAM, part.allocations)?;
+        for prog in [FAULT_PROGRAM].iter().chain(FAULT_ADDRESS_PROGRAMS) {
+            open.set_autoload(prog, part.faults)?;
+        }
+        open.set_autoload(TOUCH_PROGRAM, part.faults && part.touches)?;
+        if cfg!(target_arch = "aarch64") {
+            // pac-ret's signatures are stripped from return addresses with it.
+            let mask = stacks::pc_mask();
+            open.set_rodata(stacks::PC_MASK_RODATA, &mask.to_ne_bytes())?;
+        }
+        Ok(open)
+    }
+
+    /// `part` loaded by `load`; again without the walk of writes to inherited pages where the
+    /// kernel refuses it: the rest walks all the same.
+    fn load<T>(
+        &self,
+        shared: &[SharedMap],
+        preempt_off: bool,
+        part: Part,
+        load: impl Fn(OpenObject) -> Result<T, BpfError>,
+    ) -> Result<T, BpfError> {
+        match self.open(shared, preempt_off, part).and_then(&load) {
+            Err(e) if part.faults && part.touches => {
+                log::info!("writes to pages inherited at fork are not walked: {e}");
+                let part = Part {
+                    touches: false,
+                    ..part
+                };
+                self.open(shared, preempt_off, part).and_then(load)
+            }
+            other => other,
+        }
+    }
+
+    /// The first load, with preemption off where the verifier allows the walk so (whether it
+    /// did is the second's to follow).
+    fn load_first(&self, shared: &[SharedMap], part: Part) -> (Result<Walking, BpfError>, bool) {
+        match self.load(shared, true, part, stacks::load_with_rows) {
+            Err(e) if refuses_walk_preempt_off(&e) => {
+                log::info!(
+                    "this kernel's verifier refuses the stack walk with preemption off; it walks \
+                     preemptible"
+                );
+                (
+                    self.load(shared, false, part, stacks::load_with_rows),
+                    false,
+                )
+            }
+            other => (other, true),
+        }
+    }
+}
 
 /// Where the walker's load is ([`Walker::poll`]).
 pub enum Load<'a> {
@@ -147,37 +262,25 @@ impl Walker {
         let (sample_mean, faults, touches) = (setup.sample_mean, setup.faults, setup.touches);
         let page_size = crate::sys::ring::page_size() as u32;
         let from_allocator = setup.from_allocator;
-        let open = move |shared: &[SharedMap], preempt_off: bool| -> Result<OpenObject, BpfError> {
-            let mut open = OpenObject::open_with("walk", raw::WALK_BPF_OBJECT, core.as_ref())?;
-            open.set_rodata(crate::record::pidns::RODATA_SECTION, &pidns_rodata)?;
-            for map in shared {
-                open.reuse_map(map)?;
-            }
-            stacks::size_rows(&mut open)?;
-            if !preempt_off {
-                open.set_rodata(WALK_RODATA, &[0])?;
-            }
-            if classic {
-                open.use_classic_uprobe(PROGRAM)?;
-            }
-            open.set_rodata(SAMPLE_RODATA, &sample_mean.to_ne_bytes())?;
-            let factor = stacks::FAULT_SAMPLE_FACTOR as u32;
-            open.set_rodata(FAULTS_RODATA, &factor.to_ne_bytes())?;
-            open.set_rodata(PAGE_RODATA, &page_size.to_ne_bytes())?;
-            if !faults {
-                for prog in [FAULT_PROGRAM].iter().chain(FAULT_ADDRESS_PROGRAMS) {
-                    open.set_autoload(prog, false)?;
-                }
-            }
-            if !(faults && touches) {
-                open.set_autoload(TOUCH_PROGRAM, false)?;
-            }
-            if cfg!(target_arch = "aarch64") {
-                // pac-ret's signatures are stripped from return addresses with it.
-                let mask = stacks::pc_mask();
-                open.set_rodata(stacks::PC_MASK_RODATA, &mask.to_ne_bytes())?;
-            }
-            Ok(open)
+        let (sent, received) = std::sync::mpsc::sync_channel(1);
+        // Sampled (the default), the walks of faults load second; with `--stacks`, first.
+        let faults_first = faults && sample_mean == 0;
+        let first_part = Part {
+            allocations: true,
+            faults: faults_first,
+            touches,
+        };
+        let second_part = Part {
+            allocations: false,
+            faults: faults && !faults_first,
+            touches,
+        };
+        let opener = Opener {
+            core,
+            classic,
+            pidns_rodata,
+            sample_mean,
+            page_size,
         };
         let thread = std::thread::Builder::new()
             .name("load walk".into())
@@ -201,22 +304,30 @@ impl Walker {
                         return Err(BpfError::new(what.to_string(), libc::ECANCELED));
                     }
                 }
-                let loaded = match open(&shared, true).and_then(stacks::load_with_rows) {
-                    Err(e) if refuses_walk_preempt_off(&e) => {
-                        log::info!(
-                            "this kernel's verifier refuses the stack walk with preemption off; \
-                             it walks preemptible"
-                        );
-                        open(&shared, false).and_then(stacks::load_with_rows)
-                    }
-                    other => other,
-                };
+                let (first, preempt_off) = opener.load_first(&shared, first_part);
                 let ms = began.elapsed().as_secs_f64() * 1e3;
                 log::debug!("walk.bpf.o loaded in {ms:.1} ms");
-                loaded
+                // Its maps, for the second load to work on: every one, its own included.
+                let maps = match &first {
+                    Ok((loaded, _)) if second_part.faults => Some(loaded.share_maps()),
+                    _ => None,
+                };
+                if sent.send(first).is_err() {
+                    return Ok(None);
+                }
+                let Some(maps) = maps.transpose()? else {
+                    return Ok(None);
+                };
+                let began = std::time::Instant::now();
+                let second = opener.load(&maps, preempt_off, second_part, OpenObject::load)?;
+                let ms = began.elapsed().as_secs_f64() * 1e3;
+                log::debug!("walk.bpf.o's walks of faults loaded in {ms:.1} ms");
+                Ok(Some(second))
             })
             .map_err(|e| Error::Internal(format!("cannot start a thread: {e}")))?;
-        *self.loading.borrow_mut() = Some(thread);
+        self.faults_first.set(faults_first);
+        *self.loading.borrow_mut() = Some(received);
+        *self.thread.borrow_mut() = Some(thread);
         Ok(())
     }
 
@@ -238,16 +349,28 @@ impl Walker {
         if self.failed.get().is_some() {
             return Load::Failed;
         }
-        let finished = self
-            .loading
-            .borrow()
-            .as_ref()
-            .map(|t| wait || t.is_finished());
-        let Some(true) = finished else {
-            return Load::Loading;
+        let received = {
+            let loading = self.loading.borrow();
+            let Some(receiver) = loading.as_ref() else {
+                return Load::Loading;
+            };
+            if wait {
+                receiver.recv().ok()
+            } else {
+                match receiver.try_recv() {
+                    Ok(first) => Some(first),
+                    Err(TryRecvError::Empty) => return Load::Loading,
+                    Err(TryRecvError::Disconnected) => None,
+                }
+            }
         };
-        let thread = self.loading.borrow_mut().take().expect("a finished load");
-        match thread.join().expect("the walker's load panicked") {
+        self.loading.borrow_mut().take();
+        // Nothing sent: the thread failed before the load, and says why as it ends.
+        let first = received.unwrap_or_else(|| match self.join() {
+            Err(e) => Err(e),
+            Ok(_) => Err(BpfError::new("load the walker", libc::ECANCELED)),
+        });
+        match first {
             Ok((loaded, rows)) => {
                 *self.rows.borrow_mut() = Some(rows);
                 Load::Ready(self.loaded.get_or_init(|| loaded))
@@ -264,21 +387,59 @@ impl Walker {
         }
     }
 
-    /// Once the walker is loaded (`wait`: waiting for its load to end), give `discovery` the
-    /// unwind tables of the files it found so far, then let `alloc`'s sampled entries
-    /// tail-call the walker, so that it never meets a file without its table, and attach its
-    /// fault walk, which rss.bpf.o's rss_stat (attached before the command started) feeds, and
-    /// the kprobe that gives it addresses: the links, for the caller to keep. A failure is said
-    /// once, and discovery stops keeping files for tables.
+    /// The thread's end: the second load, if it was asked for.
+    fn join(&self) -> SecondLoad {
+        match self.thread.borrow_mut().take() {
+            Some(thread) => thread.join().expect("the walker's load panicked"),
+            None => Ok(None),
+        }
+    }
+
+    /// Once the walker is in place and its second load has ended (`wait`: waiting for it),
+    /// the walks of faults attached, after the programs that give them addresses: the links,
+    /// for the caller to keep. Empty before, and after the first time.
+    pub fn attach_faults(&self, wait: bool) -> Vec<Link<'_>> {
+        let finished = self.thread.borrow().as_ref().map(|t| t.is_finished());
+        if !self.placed.get() || self.faults.get().is_some() || (!wait && finished == Some(false)) {
+            return Vec::new();
+        }
+        let second = match self.join() {
+            Ok(second) => second,
+            Err(e) => {
+                let why = match &e.verifier {
+                    Some(log) => crate::record::verifier_refusal(&e.what, log),
+                    None => e.to_string(),
+                };
+                log::warn!("the stacks of pages made resident are not walked: {why}");
+                None
+            }
+        };
+        match self.faults.get_or_init(|| second) {
+            Some(faults) => fault_links(faults),
+            None => Vec::new(),
+        }
+    }
+
+    /// Once the walker is loaded (`wait`: waiting for its first load to end), give `discovery`
+    /// the unwind tables of the files it found so far, then let `alloc`'s sampled entries
+    /// tail-call the walker, so that it never meets a file without its table; then, once they
+    /// have loaded too, attach its walks of faults, which rss.bpf.o's rss_stat (attached before
+    /// the command started) feeds ([`Self::attach_faults`]): the links, for the caller to
+    /// keep. A failure is said once, and discovery stops keeping files for tables.
     pub fn put_in_place<'obj>(
         &'obj self,
         alloc: &LoadedObject,
         discovery: &mut Discovery<'obj>,
         wait: bool,
     ) -> Vec<Link<'obj>> {
-        self.place(alloc, discovery, wait)
-            .map(fault_links)
-            .unwrap_or_default()
+        let Some(walker) = self.place(alloc, discovery, wait) else {
+            return Vec::new();
+        };
+        self.placed.set(true);
+        if self.faults_first.get() {
+            return fault_links(walker);
+        }
+        self.attach_faults(false)
     }
 
     /// The walker, once in place.

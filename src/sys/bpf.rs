@@ -425,6 +425,31 @@ impl LoadedObject {
         share(self.ptr, &self.name, map)
     }
 
+    /// Every map of this object's `.maps` (not its `.rodata` and other data sections), for a
+    /// second load of the same object to work on instead of its own ([`OpenObject::reuse_map`]).
+    pub fn share_maps(&self) -> Result<Vec<SharedMap>, BpfError> {
+        let mut names = Vec::new();
+        let mut m: *mut sys::bpf_map = std::ptr::null_mut();
+        loop {
+            // SAFETY: a live, loaded object; `m` is null or a map of it from the last call.
+            m = unsafe { sys::bpf_object__next_map(self.ptr.as_ptr(), m) };
+            let Some(map) = NonNull::new(m) else {
+                break;
+            };
+            // SAFETY: `map` is a map of this object; its name lives as long as the object.
+            let (internal, name) = unsafe {
+                (
+                    sys::bpf_map__is_internal(map.as_ptr()),
+                    CStr::from_ptr(sys::bpf_map__name(map.as_ptr())),
+                )
+            };
+            if !internal {
+                names.push(name.to_string_lossy().into_owned());
+            }
+        }
+        names.iter().map(|n| self.share_map(n)).collect()
+    }
+
     /// Put program `prog` of `from` at `index` of the program array `map` of this object, so
     /// that this object's programs tail-call it there.
     pub fn set_tail_call(

@@ -166,7 +166,7 @@ pub const UNATTRIBUTED: &str = "[unattributed: made resident with no stack walke
 /// What "[inherited]" holds when the recording did not walk the children's writes to it: all
 /// they got at fork (text, markdown); `None` when it did, or no site is "[inherited]".
 pub fn inherited_note(r: &ResidentSites) -> Option<&'static str> {
-    let inherited = |s: &ResidentSite| s.stack_id == crate::analyze::stacks::INHERITED_STACK_ID;
+    let inherited = |s: &ResidentSite| s.stack_id == crate::model::sites::INHERITED_STACK_ID;
     (!r.inherited_writes && r.sites.iter().any(inherited)).then_some(
         "[inherited] is all that forked processes got at fork: their writes to it were not \
          walked (that needs fentry on the kernel's do_wp_page, which the recording's kernel \
