@@ -5,7 +5,8 @@
 # Needs root, gcc, g++ and python3.
 #
 #   sudo scripts/bench/compare-rss.sh OLD_MEMTRACK NEW_MEMTRACK    # settings: RUNS=5,
-#   WORKLOADS="faults python gxx" (a subset runs more rounds in the same time)
+#   WORKLOADS="faults python gxx" (of those and sort, true: a subset runs more rounds in the
+#   same time)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 [[ $# -eq 2 ]] || { echo "usage: $0 OLD_MEMTRACK NEW_MEMTRACK" >&2; exit 2; }
@@ -19,10 +20,15 @@ import json
 rows = [{"id": i, "name": "row%d" % i, "tags": [i, i * 2]} for i in range(200000)]
 s = json.dumps(rows)
 PY
+python3 -c 'import random
+random.seed(7)
+print("\n".join("%08x line %d" % (random.getrandbits(32), i) for i in range(1000000)))' >"$work/lines.txt"
 declare -A cmd=(
   [faults]="$work/faults 64 10"
   [python]="/usr/bin/python3 $work/dict.py"
   [gxx]="/usr/bin/g++ -O2 -c testdata/bench/templates.cpp -o $work/templates.o"
+  [sort]="/usr/bin/sort -o $work/sorted.txt $work/lines.txt"
+  [true]="/usr/bin/true"
 )
 order=${WORKLOADS:-faults python gxx}
 for ((r = 1; r <= RUNS; r++)); do

@@ -343,11 +343,10 @@ impl Accounting {
             u64::try_from(delta_pages),
             RssMember::from_u8(member as u8),
         ) {
-            if by_owner {
-                stacks.made_resident(&self.table, i, m, pages);
-            } else if !self.table[i].acted {
-                // The kernel filling a new child's counters at fork: what it inherited.
-                stacks.inherited(&self.table, i, m, pages);
+            // Another task's before the process acted: the kernel filling a new child's
+            // counters at fork, what it inherited.
+            if by_owner || !self.table[i].acted {
+                stacks.made_resident(&self.table, i, m, pages, !by_owner);
             }
         }
         self.resident_change(i, member, delta_pages, value_pages, ts);

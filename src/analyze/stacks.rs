@@ -283,21 +283,8 @@ impl StackPass {
         }
     }
 
-    /// Process `i` got `pages` pages of `member` from its parent at fork.
-    #[inline(never)]
-    pub(super) fn inherited(
-        &mut self,
-        table: &ProcessTable,
-        i: ProcIdx,
-        member: RssMember,
-        pages: u64,
-    ) {
-        if self.takes_resident(table, i) {
-            self.resident.inherited(i, member, pages);
-        }
-    }
-
-    /// Process `i`'s own tasks made `pages` pages of `member` resident.
+    /// Process `i`'s own tasks made `pages` pages of `member` resident (`inherited` false), or
+    /// it got them from its parent at fork (true).
     #[inline(never)]
     pub(super) fn made_resident(
         &mut self,
@@ -305,8 +292,14 @@ impl StackPass {
         i: ProcIdx,
         member: RssMember,
         pages: u64,
+        inherited: bool,
     ) {
-        if self.takes_resident(table, i) {
+        if !self.takes_resident(table, i) {
+            return;
+        }
+        if inherited {
+            self.resident.inherited(i, member, pages);
+        } else {
             self.resident.made(i, member, pages);
         }
     }

@@ -22,8 +22,8 @@ use super::rows::{self, Measures, Rest, RowOptions, Selection};
 use super::words::{
     blocks, capitalized, clean, counted, estimates_note, exit_code, exit_text, frame_text,
     functions_shown, inherited_note, live_at_end, lost_causes, members, order_label, peak, plural,
-    processes, resident_sites_note, rest_label, scope_title, sites_shown, temporary, ProcessNames,
-    NO_FUNCTIONS, NO_STACKS, UNATTRIBUTED,
+    processes, resident_sites_heading, resident_sites_note, rest_label, scope_title, sites_shown,
+    temporary, ProcessNames, NO_FUNCTIONS, NO_STACKS, UNATTRIBUTED,
 };
 use crate::model::functions::FunctionReport;
 use crate::model::metric::value_text;
@@ -395,10 +395,8 @@ fn write_resident(title: &str, r: &ResidentSites, out: &mut dyn Write) -> io::Re
     writeln!(out)?;
     writeln!(
         out,
-        "#### Resident memory by site: {} of {} ({title}: peak resident {})",
-        r.sites.len(),
-        r.sites_total,
-        peak(r.peak_bytes, r.peak_at_ns)
+        "#### {}",
+        capitalized(&resident_sites_heading(title, r))
     )?;
     writeln!(out)?;
     writeln!(out, "{}.", escape(&capitalized(&resident_sites_note(r))))?;

@@ -137,13 +137,7 @@ fn write_resident(
     out: &mut dyn Write,
 ) -> io::Result<()> {
     writeln!(out)?;
-    writeln!(
-        out,
-        "resident memory by site: {} of {} ({title}: peak resident {})",
-        r.sites.len(),
-        r.sites_total,
-        peak(r.peak_bytes, r.peak_at_ns)
-    )?;
+    writeln!(out, "{}", resident_sites_heading(title, r))?;
     writeln!(out, "  {}", resident_sites_note(r))?;
     let columns = [
         FitColumn::right("#"),

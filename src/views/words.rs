@@ -146,6 +146,17 @@ pub fn estimated_from(s: &StackSampling) -> String {
     )
 }
 
+/// The resident sites' first line: "resident memory by site: 2 of 3 (whole run: peak resident
+/// 24.0 KiB at 3 ns)" (text, and capitalized, markdown).
+pub fn resident_sites_heading(title: &str, r: &ResidentSites) -> String {
+    format!(
+        "resident memory by site: {} of {} ({title}: peak resident {})",
+        r.sites.len(),
+        r.sites_total,
+        peak(r.peak_bytes, r.peak_at_ns)
+    )
+}
+
 /// What the resident sites are, and how many of the increases of resident memory their values
 /// stand on: "the code that made the pages resident; 2 of 3 increases walked", or, from
 /// sampled fault stacks, the estimates and what to do for exact values (text, markdown).
