@@ -245,8 +245,14 @@ fn a_forked_childs_writes_leave_what_it_inherited() {
     let shown = format!("{lines:#?}\n{}", rec.describe());
     let slack = slack(&rec);
     // The child's anonymous pages as the kernel filled them at fork: its first anon value, set
-    // by another task (the parent, forking).
-    let parent = rec.events.first().expect("events").pid;
+    // by another task (the parent, forking). The parent is the process that executed the
+    // fixture (the recorder's own fork of the command is recorded too).
+    let parent = rec
+        .events
+        .iter()
+        .find(|e| matches!(&e.kind, EventKind::Exec(_)))
+        .expect("the fixture's exec")
+        .pid;
     let child = rec
         .events
         .iter()
@@ -254,7 +260,7 @@ fn a_forked_childs_writes_leave_what_it_inherited() {
             EventKind::Fork { child } if e.pid == parent => Some(child),
             _ => None,
         })
-        .expect("a fork");
+        .expect("the fixture's fork");
     let got = rec
         .events
         .iter()
