@@ -413,15 +413,13 @@ impl ResidentSites {
     /// Process `i` lost its address space (exec or exit): every piece goes, and what it
     /// inherited.
     pub(super) fn drop_process(&mut self, i: ProcIdx) {
-        let inherited = self.sites.get(&inherited_key(i)).map(|c| c.live);
-        let inherited = inherited.into_iter().flat_map(|live| {
-            (0..MEMBERS.len()).map(move |member| Piece {
-                key: inherited_key(i),
-                member,
-                bytes: live[member],
-            })
-        });
-        let mut pieces: Vec<Piece> = inherited.filter(|p| p.bytes > 0.0).collect();
+        // What it still held of what it got at fork ends with it, every member at once.
+        let (now, mark) = (self.tick(), self.peak_mark);
+        if let Some(cell) = self.sites.get_mut(&inherited_key(i)) {
+            Self::changing(cell, mark, now);
+            cell.live = [0.0; 3];
+        }
+        let mut pieces = Vec::new();
         if let Some(p) = self.procs.get_mut(&i.get()) {
             pieces.extend(std::mem::take(&mut p.pieces).into_values());
             pieces.append(&mut p.unplaced);

@@ -525,7 +525,7 @@ impl<'a> Session<'a> {
         let walker = &self.objects.walker;
         if !self.discovery.tables_waiting() {
             // In place: its walks of faults follow once they have loaded.
-            self.fault_walk.extend(walker.attach_faults(false));
+            self.fault_walk.extend(walker.attach_faults());
             return;
         }
         let links = walker.put_in_place(self.objects.allocator(), &mut self.discovery, wait);

@@ -84,19 +84,19 @@ impl When {
     }
 }
 
+/// The maps of common.bpf.h every object but floor.bpf.o works on, and any more named.
+macro_rules! shared {
+    ($($more:literal),*) => {
+        &["tracked", "events", "lost", "fault_pending", "inheriting" $(, $more)*]
+    };
+}
+
 /// The maps of common.bpf.h every object but floor.bpf.o works on.
-const SHARED: &[&str] = &["tracked", "events", "lost", "fault_pending", "inheriting"];
+const SHARED: &[&str] = shared!();
 
 /// SHARED, and the gate that `--control` opens and closes, which process.bpf.o and the
 /// allocator programs read.
-const SHARED_AND_GATE: &[&str] = &[
-    "tracked",
-    "events",
-    "lost",
-    "fault_pending",
-    "inheriting",
-    "gate",
-];
+const SHARED_AND_GATE: &[&str] = shared!("gate");
 
 /// Programs attached twice to the same tracepoint, the copy right after the first: the kernel
 /// skips a run of a program on a CPU where a run of it is under way (preempted, on kernels that

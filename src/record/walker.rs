@@ -395,12 +395,16 @@ impl Walker {
         }
     }
 
-    /// Once the walker is in place and its second load has ended (`wait`: waiting for it),
-    /// the walks of faults attached, after the programs that give them addresses: the links,
-    /// for the caller to keep. Empty before, and after the first time.
-    pub fn attach_faults(&self, wait: bool) -> Vec<Link<'_>> {
-        let finished = self.thread.borrow().as_ref().map(|t| t.is_finished());
-        if !self.placed.get() || self.faults.get().is_some() || (!wait && finished == Some(false)) {
+    /// Once the walker is in place and its second load has ended, the walks of faults attached,
+    /// after the programs that give them addresses: the links, for the caller to keep. Empty
+    /// before (never waiting for the load), and after the first time.
+    pub fn attach_faults(&self) -> Vec<Link<'_>> {
+        let loading = self
+            .thread
+            .borrow()
+            .as_ref()
+            .is_some_and(|t| !t.is_finished());
+        if !self.placed.get() || self.faults.get().is_some() || loading {
             return Vec::new();
         }
         let second = match self.join() {
@@ -439,7 +443,7 @@ impl Walker {
         if self.faults_first.get() {
             return fault_links(walker);
         }
-        self.attach_faults(false)
+        self.attach_faults()
     }
 
     /// The walker, once in place.
