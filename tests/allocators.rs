@@ -11,7 +11,9 @@ mod common;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use common::{build_fixture, record, record_with_env, require, system_library, Recording};
+use common::{
+    build_fixture, cargo_fixture, record, record_with_env, require, system_library, Recording,
+};
 use memtrack::format::{map_bits, AllocFunc, Event, EventKind};
 
 /// The allocation events (Alloc and Realloc) of `size` bytes in process `pid`.
@@ -686,33 +688,11 @@ fn gcc_frees_never_exceed_its_allocations() {
     check!(rec, news > 0, "operator new in cc1");
 }
 
-/// Build the binaries of `testdata/rust-alloc` (a cargo project of its own) into a target
-/// directory of the test run.
-fn rust_fixture() -> Result<PathBuf, String> {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/rust-alloc/Cargo.toml");
-    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("rust-alloc-target");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let out = std::process::Command::new(&cargo)
-        .args(["build", "--quiet", "--bins", "--manifest-path"])
-        .arg(&manifest)
-        .env("CARGO_TARGET_DIR", &target)
-        .output()
-        .map_err(|e| format!("cannot run {cargo}: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "building {} failed (it needs the mimalloc crate from the registry):\n{}",
-            manifest.display(),
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    Ok(target.join("debug"))
-}
-
 #[test]
 fn rust_with_the_system_allocator_and_with_mimalloc() {
     let test = "rust_with_the_system_allocator_and_with_mimalloc";
     skip_unless_recording!(test);
-    let Some(bins) = require(test, rust_fixture()) else {
+    let Some(bins) = require(test, cargo_fixture("rust-alloc", &[])) else {
         return;
     };
     for (bin, allocator) in [("system", None), ("mimalloc", Some("mimalloc"))] {

@@ -19,7 +19,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
-use common::{build_fixture, require, scratch_dir, scratch_file};
+use common::{build_fixture, cargo_fixture, require, scratch_dir, scratch_file};
 use memtrack::format::{MARK_TRUNCATED, MARK_UNKNOWN, MARK_UNSUPPORTED, MODULE_MARK};
 
 /// The deepest walk the recorder makes, in frames (the leaf included).
@@ -1112,6 +1112,16 @@ fn rust_case() -> Result<Case, String> {
     Ok(Case::malloc_of("rust", rust_fixture()?, &[], 7841))
 }
 
+/// The same chain in a program with its own allocator, as rustc has: jemalloc, unprefixed and
+/// linked into the executable (testdata/rust-jemalloc, built by cargo with the crate from the
+/// registry). gdb stops in the executable's malloc, and so does memtrack's walk.
+fn rust_jemalloc_case() -> Result<Case, String> {
+    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let bins = BUILT.get_or_init(|| cargo_fixture("rust-jemalloc", &["--release"]));
+    let exe = bins.clone()?.join("rust-jemalloc");
+    Ok(Case::malloc_of("rust_jemalloc", exe, &[], 7841))
+}
+
 fn dlopen_case() -> Result<Case, String> {
     let lib = stacks_fixture("dlopen_lib.c", "libstacks_dlopen.so", &["-shared", "-fPIC"])?;
     let exe = stacks_fixture("dlopen_main.c", "stacks_dlopen_main", &["-ldl"])?;
@@ -1409,6 +1419,51 @@ fn reports_for_people_fold_the_standard_library_of_a_rust_stack() {
     );
 }
 
+/// A Rust program whose `#[global_allocator]` is jemalloc's crate reaches the executable's malloc
+/// through that crate's `GlobalAlloc` and the compiler's `__rust_alloc` shim, neither in the
+/// standard library's files: the stack formats still start at the program's call
+/// (`Vec::with_capacity`, the outermost of the standard library's frames), as with the system
+/// allocator, and `--allocator-frames` keeps the rest.
+#[test]
+fn stack_formats_start_at_the_caller_of_a_rust_global_allocator() {
+    let test = "stack_formats_start_at_the_caller_of_a_rust_global_allocator";
+    skip_unless_recording!(test);
+    let Some(case) = require(test, rust_jemalloc_case()) else {
+        return;
+    };
+    let (path, _) = record_with_stacks("rust_jemalloc_folded", &case.command);
+    let folded_line = |args: &[&str]| {
+        let out = common::report_text(&path, args, None);
+        let line = out.lines().find(|l| l.ends_with(" 7841"));
+        let line = line.unwrap_or_else(|| panic!("the line of the Vec's 7841 bytes:\n{out}"));
+        let frames: Vec<String> = line
+            .trim_end_matches(" 7841")
+            .split(';')
+            .map(String::from)
+            .collect();
+        frames
+    };
+    let frames = folded_line(&["--format", "folded"]);
+    let chain = "rust_jemalloc::rust_chain::";
+    assert!(
+        frames.ends_with(&[
+            format!("{chain}rust_inner"),
+            "alloc::vec::Vec<T>::with_capacity".to_string(),
+        ]),
+        "the stack ends at the program's call: {frames:#?}"
+    );
+    let all = folded_line(&["--format", "folded", "--allocator-frames"]);
+    let inner = all.iter().position(|f| *f == format!("{chain}rust_inner"));
+    let kept = &all[inner.unwrap_or_else(|| panic!("rust_inner in {all:#?}")) + 1..];
+    let global_alloc =
+        (kept.iter()).position(|f| f.contains(" as core::alloc::global::GlobalAlloc>::alloc"));
+    let malloc = kept.iter().position(|f| f == "malloc");
+    assert!(
+        global_alloc.is_some() && malloc > global_alloc,
+        "--allocator-frames keeps the crate's GlobalAlloc, then jemalloc's malloc: {kept:#?}"
+    );
+}
+
 #[test]
 fn gdb_sees_the_library_right_after_dlopen() {
     let test = "gdb_sees_the_library_right_after_dlopen";
@@ -1584,6 +1639,7 @@ stacks_are_gdbs! {
     stack_of_new_inside_a_template_is_gdbs: template_new_case();
     stacks_of_strdup_fopen_getline_inside_glibc_are_gdbs: glibc_case();
     stack_of_a_rust_program_is_gdbs: rust_case();
+    stack_of_a_rust_program_with_its_own_jemalloc_is_gdbs: rust_jemalloc_case();
     stack_in_a_library_right_after_dlopen_is_gdbs: dlopen_case();
     stack_in_a_forked_child_is_gdbs: fork_case();
     stack_in_a_thread_is_gdbs: thread_case();

@@ -253,21 +253,41 @@ impl SiteFrame {
         let name = self.function.strip_prefix('<').unwrap_or(&self.function);
         NAMESPACES.iter().any(|ns| name.starts_with(ns))
     }
+
+    /// Whether it is Rust's way from an allocation to a `#[global_allocator]` of the program's
+    /// (jemalloc's or mimalloc's crate, as rustc and many servers have): the allocator type's
+    /// `GlobalAlloc` method (`<tikv_jemallocator::Jemalloc as core::alloc::global::GlobalAlloc>
+    /// ::alloc`) and the shims the compiler makes (`__rust_alloc`, `__rustc::__rust_alloc` since
+    /// Rust 1.88; `__rg_` and `__rdl_` forward to the chosen and the default allocator). Their
+    /// source files are the crate's and the program's own, not the standard library's, so
+    /// without this the stack formats started at the allocator crate and never at the caller.
+    pub fn is_allocator_glue(&self) -> bool {
+        let name = &self.function;
+        let shim = name.strip_prefix("__rustc::").unwrap_or(name);
+        ["__rust_", "__rg_", "__rdl_"]
+            .iter()
+            .any(|p| shim.starts_with(p))
+            || name.contains(" as core::alloc::global::GlobalAlloc>::")
+    }
 }
 
 /// How many of a stack's `frames` (innermost first) are the allocator's own: the function the
-/// probe is on, with the functions inlined into it at the probe (they come before it). None
-/// when the stack starts with a mark (a walk that found no frame).
+/// probe is on, with the functions inlined into it at the probe (they come before it), and
+/// then Rust's glue to it when it is a program's global allocator
+/// ([`SiteFrame::is_allocator_glue`]). None when the stack starts with a mark (a walk that
+/// found no frame).
 pub fn allocator_frames<'a>(frames: impl IntoIterator<Item = &'a SiteFrame>) -> usize {
     let mut n = 0;
+    let mut probed = false;
     for f in frames {
         if n == 0 && f.is_mark() {
             return 0;
         }
-        n += 1;
-        if !f.inlined {
+        if probed && !f.is_allocator_glue() {
             break;
         }
+        n += 1;
+        probed |= !f.inlined;
     }
     n
 }
@@ -366,6 +386,43 @@ mod tests {
         let walk_failed = [SiteFrame::mark("[unknown]", 2)];
         assert_eq!(allocator_frames(&walk_failed), 0);
         assert_eq!(allocator_frames(&[]), 0);
+    }
+
+    /// testdata/rust-jemalloc's stack, as recorded: jemalloc's malloc in the executable, the
+    /// crate's `GlobalAlloc`, the compiler's shim, then the standard library down to
+    /// `Vec::with_capacity`, the program's call.
+    #[test]
+    fn a_rust_global_allocators_glue_is_the_allocators() {
+        let jemalloc = [
+            inlined("imalloc_fastpath", "/b/jemalloc_internal_inlines_c.h"),
+            frame("malloc", "/b/src/jemalloc.c"),
+            frame(
+                "<tikv_jemallocator::Jemalloc as core::alloc::global::GlobalAlloc>::alloc",
+                "/root/.cargo/registry/src/x/tikv-jemallocator-0.6.1/src/lib.rs",
+            ),
+            inlined("__rustc::__rust_alloc", "/src/main.rs"),
+            inlined("alloc::alloc::alloc", STD),
+            frame("alloc::raw_vec::RawVecInner<A>::try_allocate_in", STD),
+            inlined("alloc::vec::Vec<T>::with_capacity", STD),
+            frame("rust_inner", "/src/chain.rs"),
+        ];
+        assert_eq!(allocator_frames(&jemalloc), 4);
+        assert_eq!(callers_start(&jemalloc), 6);
+        // The same names further out are not the allocator's: only right after it.
+        let later = [
+            frame("malloc", ""),
+            frame("user", "/u.rs"),
+            frame("__rust_alloc", ""),
+        ];
+        assert_eq!(allocator_frames(&later), 1);
+        let glue = |name| frame(name, "").is_allocator_glue();
+        assert!(glue("__rust_alloc_zeroed"));
+        assert!(glue("__rdl_dealloc"));
+        assert!(glue(
+            "<mimalloc::MiMalloc as core::alloc::global::GlobalAlloc>::realloc"
+        ));
+        assert!(!glue("rust_alloc_helper"));
+        assert!(!glue("<my::Pool as my::Alloc>::alloc"));
     }
 
     #[test]

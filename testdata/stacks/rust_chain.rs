@@ -1,6 +1,7 @@
 //! A Rust program for tests/stacks.rs, built by the test with `rustc -C opt-level=2 -g`:
 //! main -> rust_outer -> rust_inner -> Vec::with_capacity(7841) -> (Rust's allocator shims)
 //! -> malloc(7841). Frames are kept by `#[inline(never)]` and by work after each call.
+//! testdata/rust-jemalloc runs the same chain as a module, through its own jemalloc.
 
 use std::hint::black_box;
 
@@ -18,7 +19,7 @@ fn rust_outer(n: usize) -> Vec<u8> {
     v
 }
 
-fn main() {
+pub fn main() {
     // 7841 = 7839 + the argument count (1) + 1 (rust_outer).
     let v = rust_outer(7839 + std::env::args().count());
     assert_eq!(black_box(&v).capacity(), 7841);

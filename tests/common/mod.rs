@@ -176,6 +176,38 @@ pub fn build_fixture(src: &str, out: &str, flags: &[&str]) -> Result<PathBuf, St
     Ok(exe)
 }
 
+/// Build the cargo project `testdata/PROJECT` (a workspace of its own, with crates from the
+/// registry) with `cargo build --bins` and `args` (`--release`), into a target directory of the
+/// test run; its binaries' directory, or why the build failed (no registry, no C compiler).
+pub fn cargo_fixture(project: &str, args: &[&str]) -> Result<PathBuf, String> {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata")
+        .join(project)
+        .join("Cargo.toml");
+    let target = scratch_dir().join(format!("{project}-target"));
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(&cargo)
+        .args(["build", "--quiet", "--bins", "--manifest-path"])
+        .arg(&manifest)
+        .args(args)
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .map_err(|e| format!("cannot run {cargo}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "building {} failed (it needs its crates from the registry):\n{}",
+            manifest.display(),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let profile = if args.contains(&"--release") {
+        "release"
+    } else {
+        "debug"
+    };
+    Ok(target.join(profile))
+}
+
 /// `thing`, or, when it is an error (a library or tool this machine lacks), `None` after
 /// saying why `test` skips; under CI it fails instead, since CI installs everything
 /// (scripts/setup.sh).
