@@ -49,7 +49,11 @@ fn init_logging(args: &cli::Cli) {
         _ => "trace",
     };
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(level))
-        .format_timestamp(None)
+        .format_timestamp(if verbose > 2 {
+            Some(env_logger::TimestampPrecision::Micros)
+        } else {
+            None
+        })
         .format_target(verbose > 1)
         .init();
 }

@@ -305,8 +305,8 @@ impl Walker {
                     }
                 }
                 let (first, preempt_off) = opener.load_first(&shared, first_part);
-                let ms = began.elapsed().as_secs_f64() * 1e3;
-                log::debug!("walk.bpf.o loaded in {ms:.1} ms");
+                let loaded = first.as_ref().ok().map(|(loaded, _)| loaded);
+                crate::record::load::log_loaded("walk.bpf.o", began, loaded);
                 // Its maps, for the second load to work on: every one, its own included.
                 let maps = match &first {
                     Ok((loaded, _)) if second_part.faults => Some(loaded.share_maps()),
@@ -320,8 +320,8 @@ impl Walker {
                 };
                 let began = std::time::Instant::now();
                 let second = opener.load(&maps, preempt_off, second_part, OpenObject::load)?;
-                let ms = began.elapsed().as_secs_f64() * 1e3;
-                log::debug!("walk.bpf.o's walks of faults loaded in {ms:.1} ms");
+                let what = "walk.bpf.o's walks of faults";
+                crate::record::load::log_loaded(what, began, Some(&second));
                 Ok(Some(second))
             })
             .map_err(|e| Error::Internal(format!("cannot start a thread: {e}")))?;
