@@ -330,7 +330,10 @@ struct vma_found {
 static long vma_of_pc(struct task_struct *task, struct vm_area_struct *vma, void *data)
 {
 	struct vma_found *v = data;
-	struct file *file = vma->vm_file;
+	/* A probe read, not a load through the trusted vma: the verifier answers each load of a
+	 * pointer through a trusted one with a search of the kernel's BTF by name (is the field
+	 * trusted too?), some 5 % of the walker's load, and this runs only on a file cache miss. */
+	struct file *file = BPF_CORE_READ(vma, vm_file);
 
 	v->start = vma->vm_start;
 	v->end = vma->vm_end;
@@ -824,20 +827,22 @@ static __always_inline bool stacks_on(void)
 	return on && *on;
 }
 
-/* The id the memo `slot` of `s` remembers for a walk from `s->w`'s pc, sp and bp in the
- * current mm under `seq`, if every word it read is as it was; 0 if none.
+/* The id the memo `slot` of `s` remembers for a walk from `s->w`'s pc, sp and bp under `seq`,
+ * if every word it read is as it was; 0 if none. The caller has compared the memo's mm with
+ * the current one: a global function's arguments can only be scalars and pointers to memory,
+ * and reading task->mm here again would cost the verifier another search of the kernel's BTF
+ * (see mm_seq).
  *
- * A global function, verified once (as walk_frame); it takes the mm itself, since a global
- * function's arguments can only be scalars and pointers to memory. */
+ * A global function, verified once (as walk_frame). */
 __noinline __u32 memo_hit(struct walk_state *s, __u32 slot, __u64 seq)
 {
-	__u64 mm = (__u64)bpf_get_current_task_btf()->mm, word;
 	struct memo *m;
+	__u64 word;
 
 	if (!s)
 		return 0;
 	m = &s->memos[slot & (MEMOS - 1)];
-	if (!m->mm || m->mm != mm || m->seq != seq || m->pc != s->w.pc || m->sp != s->w.sp ||
+	if (!m->mm || m->seq != seq || m->pc != s->w.pc || m->sp != s->w.sp ||
 	    m->lr != s->w.lr || (m->uses_bp && m->bp != s->w.bp))
 		return 0;
 	for (int i = 0; i < MEMO_READS; i++) {
@@ -1028,7 +1033,7 @@ __noinline __u32 stack_id(STACK_CTX *ctx, __u32 counted, __u64 keep_sp)
 	/* Call sites are 16-byte aligned frames apart: rsp's next bits tell nearby depths apart. */
 	slot = (sp >> 4) & (MEMOS - 1);
 	if (!(seq & 1) && !keep_sp) {
-		id = memo_hit(s, slot, seq);
+		id = s->memos[slot].mm == mm ? memo_hit(s, slot, seq) : 0;
 		if (id) {
 			if (counted)
 				count_stat(STAT_WALKS);
