@@ -98,29 +98,6 @@ const SHARED: &[&str] = shared!();
 /// allocator programs read.
 const SHARED_AND_GATE: &[&str] = shared!("gate");
 
-/// Says at debug level how long `what`'s load took since `began` and, when it loaded, how many
-/// instructions the verifier went through for each program, the most first: most of a load's
-/// time is that, and it is where a load made shorter starts.
-pub(super) fn log_loaded(what: &str, began: std::time::Instant, loaded: Option<&LoadedObject>) {
-    if !log::log_enabled!(log::Level::Debug) {
-        return;
-    }
-    let ms = began.elapsed().as_secs_f64() * 1e3;
-    let mut verified = loaded
-        .map(LoadedObject::verified_instructions)
-        .unwrap_or_default();
-    verified.sort_by_key(|(name, n)| (std::cmp::Reverse(*n), name.clone()));
-    let total: u64 = verified.iter().map(|(_, n)| u64::from(*n)).sum();
-    let each: Vec<String> = verified
-        .iter()
-        .map(|(name, n)| format!("{name} {n}"))
-        .collect();
-    log::debug!(
-        "{what} loaded in {ms:.1} ms; instructions verified: {total} ({})",
-        each.join(", ")
-    );
-}
-
 /// Programs attached twice to the same tracepoint, the copy right after the first: the kernel
 /// skips a run of a program on a CPU where a run of it is under way (preempted, on kernels that
 /// run tracepoint programs preemptible), and the copy then runs in its place
@@ -500,11 +477,8 @@ impl Loaded {
                     }
                 }
                 let loaded = open.load();
-                log_loaded(
-                    &format!("{}.bpf.o", object.name),
-                    began,
-                    loaded.as_ref().ok(),
-                );
+                let what = format!("{}.bpf.o", object.name);
+                crate::record::log_load(&what, began, loaded.as_ref().ok());
                 loaded
             };
             let thread = std::thread::Builder::new()

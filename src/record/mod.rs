@@ -159,6 +159,29 @@ impl StartClock {
     }
 }
 
+/// Says at debug level how long `what`'s load took since `began` and, when it loaded, how many
+/// instructions the verifier went through for each program, the most first: most of a load's
+/// time is that, and it is where a load made shorter starts.
+fn log_load(what: &str, began: std::time::Instant, loaded: Option<&crate::sys::bpf::LoadedObject>) {
+    if !log::log_enabled!(log::Level::Debug) {
+        return;
+    }
+    let ms = began.elapsed().as_secs_f64() * 1e3;
+    let mut verified = loaded
+        .map(LoadedObject::verified_instructions)
+        .unwrap_or_default();
+    verified.sort_by_key(|(name, n)| (std::cmp::Reverse(*n), name.clone()));
+    let total: u64 = verified.iter().map(|(_, n)| u64::from(*n)).sum();
+    let each: Vec<String> = verified
+        .iter()
+        .map(|(name, n)| format!("{name} {n}"))
+        .collect();
+    log::debug!(
+        "{what} loaded in {ms:.1} ms; instructions verified: {total} ({})",
+        each.join(", ")
+    );
+}
+
 /// Record `opts.command` into `opts.output`, once preflight (`preflight::for_record`) finds the
 /// machine able to; returns the command's exit code.
 ///

@@ -306,7 +306,7 @@ impl Walker {
                 }
                 let (first, preempt_off) = opener.load_first(&shared, first_part);
                 let loaded = first.as_ref().ok().map(|(loaded, _)| loaded);
-                crate::record::load::log_loaded("walk.bpf.o", began, loaded);
+                crate::record::log_load("walk.bpf.o", began, loaded);
                 // Its maps, for the second load to work on: every one, its own included.
                 let maps = match &first {
                     Ok((loaded, _)) if second_part.faults => Some(loaded.share_maps()),
@@ -321,7 +321,7 @@ impl Walker {
                 let began = std::time::Instant::now();
                 let second = opener.load(&maps, preempt_off, second_part, OpenObject::load)?;
                 let what = "walk.bpf.o's walks of faults";
-                crate::record::load::log_loaded(what, began, Some(&second));
+                crate::record::log_load(what, began, Some(&second));
                 Ok(Some(second))
             })
             .map_err(|e| Error::Internal(format!("cannot start a thread: {e}")))?;
