@@ -692,7 +692,7 @@ fn gcc_frees_never_exceed_its_allocations() {
 fn rust_with_the_system_allocator_and_with_mimalloc() {
     let test = "rust_with_the_system_allocator_and_with_mimalloc";
     skip_unless_recording!(test);
-    let Some(bins) = require(test, cargo_fixture("rust-alloc", &[])) else {
+    let Some(bins) = require(test, cargo_fixture("rust-alloc", false)) else {
         return;
     };
     for (bin, allocator) in [("system", None), ("mimalloc", Some("mimalloc"))] {

@@ -40,6 +40,7 @@ pub use crate::binary::custom;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::time::Instant;
 
 use crate::error::Error;
 use crate::format::{Header, FEATURE_CONTROL, FEATURE_CONTROL_RUNNING};
@@ -132,21 +133,21 @@ pub(crate) fn verifier_refusal(what: &str, log: &crate::sys::bpf::VerifierLog) -
 /// the fixed cost docs/PERFORMANCE.md breaks down (the command's exec, its discovery stops and
 /// their probes come after, and `-v` says those).
 struct StartClock {
-    last: std::time::Instant,
+    last: Instant,
     steps: Vec<(&'static str, std::time::Duration)>,
 }
 
 impl StartClock {
     fn new() -> StartClock {
         StartClock {
-            last: std::time::Instant::now(),
+            last: Instant::now(),
             steps: Vec::new(),
         }
     }
 
     /// The step `name` ends now.
     fn step(&mut self, name: &'static str) {
-        let now = std::time::Instant::now();
+        let now = Instant::now();
         self.steps.push((name, now - self.last));
         self.last = now;
     }
@@ -162,7 +163,7 @@ impl StartClock {
 /// Says at debug level how long `what`'s load took since `began` and, when it loaded, how many
 /// instructions the verifier went through for each program, the most first: most of a load's
 /// time is that, and it is where a load made shorter starts.
-fn log_load(what: &str, began: std::time::Instant, loaded: Option<&crate::sys::bpf::LoadedObject>) {
+fn log_load(what: &str, began: Instant, loaded: Option<&LoadedObject>) {
     if !log::log_enabled!(log::Level::Debug) {
         return;
     }

@@ -155,57 +155,62 @@ pub fn build_fixture(src: &str, out: &str, flags: &[&str]) -> Result<PathBuf, St
     if !fresh(&exe) {
         let cxx = src.extension().is_some_and(|e| e == "cpp");
         let compiler = if cxx { "c++" } else { "cc" };
-        let out = Command::new(compiler)
+        let mut build = Command::new(compiler);
+        build
             .args(["-O2", "-g", "-Wall", "-Werror", "-pthread", "-o"])
             .arg(&exe)
             .arg("-I")
             .arg(src.parent().unwrap())
             .arg(&src)
-            .args(flags)
-            .output()
-            .unwrap_or_else(|e| panic!("run {compiler} (scripts/setup.sh installs it): {e}"));
-        if !out.status.success() {
-            return Err(format!(
-                "building {} with {compiler} {wanted_flags} failed:\n{}",
-                src.display(),
-                String::from_utf8_lossy(&out.stderr)
-            ));
-        }
+            .args(flags);
+        run_build(
+            build,
+            &format!("{} with {compiler} {wanted_flags}", src.display()),
+        )?;
         std::fs::write(&stamp, &wanted_flags).unwrap();
     }
     Ok(exe)
 }
 
 /// Build the cargo project `testdata/PROJECT` (a workspace of its own, with crates from the
-/// registry) with `cargo build --bins` and `args` (`--release`), into a target directory of the
+/// registry) with `cargo build --bins`, optimized with `release`, into a target directory of the
 /// test run; its binaries' directory, or why the build failed (no registry, no C compiler).
-pub fn cargo_fixture(project: &str, args: &[&str]) -> Result<PathBuf, String> {
+pub fn cargo_fixture(project: &str, release: bool) -> Result<PathBuf, String> {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("testdata")
         .join(project)
         .join("Cargo.toml");
     let target = scratch_dir().join(format!("{project}-target"));
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let out = Command::new(&cargo)
+    let mut build = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    build
         .args(["build", "--quiet", "--bins", "--manifest-path"])
         .arg(&manifest)
-        .args(args)
-        .env("CARGO_TARGET_DIR", &target)
+        .args(release.then_some("--release"))
+        .env("CARGO_TARGET_DIR", &target);
+    run_build(
+        build,
+        &format!(
+            "{} (it needs its crates from the registry)",
+            manifest.display()
+        ),
+    )?;
+    Ok(target.join(if release { "release" } else { "debug" }))
+}
+
+/// Runs a fixture's build; `Err` says why it failed (the tool missing, or what it printed),
+/// for the test to skip or fail on. `what` names the build in that message.
+pub fn run_build(mut build: Command, what: &str) -> Result<(), String> {
+    let tool = build.get_program().to_string_lossy().into_owned();
+    let out = build
         .output()
-        .map_err(|e| format!("cannot run {cargo}: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "building {} failed (it needs its crates from the registry):\n{}",
-            manifest.display(),
-            String::from_utf8_lossy(&out.stderr)
-        ));
+        .map_err(|e| format!("cannot run {tool} (scripts/setup.sh installs it): {e}"))?;
+    if out.status.success() {
+        return Ok(());
     }
-    let profile = if args.contains(&"--release") {
-        "release"
-    } else {
-        "debug"
-    };
-    Ok(target.join(profile))
+    Err(format!(
+        "building {what} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    ))
 }
 
 /// `thing`, or, when it is an error (a library or tool this machine lacks), `None` after
