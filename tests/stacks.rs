@@ -19,7 +19,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
-use common::{build_fixture, cargo_fixture, require, scratch_dir, scratch_file};
+use common::{build_fixture, cargo_fixture, require, run_build, scratch_dir, scratch_file};
 use memtrack::format::{MARK_TRUNCATED, MARK_UNKNOWN, MARK_UNSUPPORTED, MODULE_MARK};
 
 /// The deepest walk the recorder makes, in frames (the leaf included).
@@ -978,20 +978,12 @@ fn rust_fixture() -> Result<PathBuf, String> {
             let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/stacks/rust_chain.rs");
             let exe = scratch_dir().join("fixtures").join("stacks_rust_chain");
             std::fs::create_dir_all(exe.parent().unwrap()).unwrap();
-            let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-            let out = Command::new(&rustc)
+            let mut build = Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()));
+            build
                 .args(["--edition", "2021", "-C", "opt-level=2", "-g", "-o"])
                 .arg(&exe)
-                .arg(&src)
-                .output()
-                .map_err(|e| format!("cannot run {rustc}: {e}"))?;
-            if !out.status.success() {
-                return Err(format!(
-                    "building {} failed:\n{}",
-                    src.display(),
-                    String::from_utf8_lossy(&out.stderr)
-                ));
-            }
+                .arg(&src);
+            run_build(build, &src.display().to_string())?;
             Ok(exe)
         })
         .clone()
@@ -1000,7 +992,7 @@ fn rust_fixture() -> Result<PathBuf, String> {
 /// Which allocations of a recording a case is about.
 #[derive(Clone, Copy, Debug)]
 enum Pick {
-    /// The one allocation of this fingerprint size.
+    /// Every allocation of this fingerprint size, in order (gdb stops at as many).
     Size(u64),
     /// Every allocation of the root process's thread between the allocations of these two
     /// sizes, in order.
@@ -1054,11 +1046,15 @@ impl Case {
     fn picked(&self, stacks: &DumpStacks) -> Result<Vec<u32>, String> {
         match self.pick {
             Pick::Size(size) => {
-                let found: Vec<&DumpAlloc> =
-                    stacks.allocs.iter().filter(|a| a.size == size).collect();
-                match found.as_slice() {
-                    [one] => Ok(vec![one.stack_id]),
-                    _ => Err(format!("one allocation of {size} bytes, got {found:?}")),
+                let found: Vec<u32> = stacks
+                    .allocs
+                    .iter()
+                    .filter(|a| a.size == size)
+                    .map(|a| a.stack_id)
+                    .collect();
+                match found.is_empty() {
+                    true => Err(format!("no allocation of {size} bytes")),
+                    false => Ok(found),
                 }
             }
             Pick::Between(before, after) => {
@@ -1117,9 +1113,45 @@ fn rust_case() -> Result<Case, String> {
 /// registry). gdb stops in the executable's malloc, and so does memtrack's walk.
 fn rust_jemalloc_case() -> Result<Case, String> {
     static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let bins = BUILT.get_or_init(|| cargo_fixture("rust-jemalloc", &["--release"]));
+    let bins = BUILT.get_or_init(|| cargo_fixture("rust-jemalloc", true));
     let exe = bins.clone()?.join("rust-jemalloc");
     Ok(Case::malloc_of("rust_jemalloc", exe, &[], 7841))
+}
+
+/// A C++ program that allocates inside libLLVM (some 110 MB, a million unwind rows): issue 32's
+/// "fixture linked against LLVM-style large libraries", as rustc and clang are.
+fn llvm_case() -> Result<Case, String> {
+    let lib = llvm_library()?;
+    let exe = stacks_fixture(
+        "llvm_module.cpp",
+        "stacks_llvm_module",
+        &[lib.to_str().unwrap()],
+    )?;
+    Ok(Case {
+        allocators: &["_Znwm"],
+        ..Case::malloc_of("llvm", exe, &[], 7002)
+    })
+}
+
+/// The newest `libLLVM-N.so.1` in this machine's multiarch library directory (Debian's
+/// libllvmN, which clang depends on).
+fn llvm_library() -> Result<PathBuf, String> {
+    let dir = Path::new("/usr/lib").join(format!("{}-linux-gnu", std::env::consts::ARCH));
+    let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let newest = entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let version = name.strip_prefix("libLLVM-")?.strip_suffix(".so.1")?;
+            Some((version.parse::<u32>().ok()?, e.path()))
+        })
+        .max();
+    newest.map(|(_, path)| path).ok_or_else(|| {
+        format!(
+            "no libLLVM-N.so.1 in {} (Debian's libllvmN, which clang brings: scripts/setup.sh)",
+            dir.display()
+        )
+    })
 }
 
 fn dlopen_case() -> Result<Case, String> {
@@ -1436,12 +1468,10 @@ fn stack_formats_start_at_the_caller_of_a_rust_global_allocator() {
         let out = common::report_text(&path, args, None);
         let line = out.lines().find(|l| l.ends_with(" 7841"));
         let line = line.unwrap_or_else(|| panic!("the line of the Vec's 7841 bytes:\n{out}"));
-        let frames: Vec<String> = line
-            .trim_end_matches(" 7841")
+        line.trim_end_matches(" 7841")
             .split(';')
             .map(String::from)
-            .collect();
-        frames
+            .collect::<Vec<_>>()
     };
     let frames = folded_line(&["--format", "folded"]);
     let chain = "rust_jemalloc::rust_chain::";
@@ -1640,6 +1670,7 @@ stacks_are_gdbs! {
     stacks_of_strdup_fopen_getline_inside_glibc_are_gdbs: glibc_case();
     stack_of_a_rust_program_is_gdbs: rust_case();
     stack_of_a_rust_program_with_its_own_jemalloc_is_gdbs: rust_jemalloc_case();
+    stack_inside_libllvm_is_gdbs: llvm_case();
     stack_in_a_library_right_after_dlopen_is_gdbs: dlopen_case();
     stack_in_a_forked_child_is_gdbs: fork_case();
     stack_in_a_thread_is_gdbs: thread_case();
