@@ -17,8 +17,8 @@ export MEMTRACK_STATIC_BIN
 echo "== cargo test" >&2
 cargo test --locked "$@"
 
-# The kernel matrix (docs/kernels.md): Debian's 5.10, 6.1, 6.12 and sid kernels under qemu, about
-# 15 minutes on 2 cores. It runs under CI=true or MEMTRACK_KERNELS=1; MEMTRACK_KERNELS=0 skips it
+# The kernel matrix (docs/kernels.md): Debian's 5.10, 6.1, 6.12 and sid kernels under qemu, two
+# guests at a time, about 19 minutes on 2 cores. It runs under CI=true or MEMTRACK_KERNELS=1; MEMTRACK_KERNELS=0 skips it
 # even under CI.
 run_kernels=${MEMTRACK_KERNELS:-}
 [ -n "$run_kernels" ] || { [ "${CI:-}" = true ] && run_kernels=1; }

@@ -47,10 +47,11 @@ kernels_accel() {
 }
 
 # kernel_boot ARCH DIR CMD [VNG-OPTION...]: boot the kernel in DIR (vmlinuz-<release> and
-# lib/modules/<release>/) with 2 CPUs and 2 GiB, run CMD as root in it with the host's root
+# lib/modules/<release>/) with one vCPU and 2 GiB, run CMD as root in it with the host's root
 # file system read-only, and return CMD's exit status (124 when the boot outlives
-# KERNELS_BOOT_TIMEOUT seconds, default 900). Extra options (--rwdir DIR, --overlay-rwdir DIR)
-# go to vng. Under KERNELS_LOCK=FILE the boot holds that lock (the project's shared one).
+# KERNELS_BOOT_TIMEOUT seconds, default 1500: a guest beside another took 650 s here). Extra
+# options (--rwdir DIR, --overlay-rwdir DIR) go to vng. Under KERNELS_LOCK=FILE the boot holds
+# that lock (the project's shared one).
 kernel_boot() {
   local arch=$1 dir=$2 cmd=$3
   shift 3
@@ -82,7 +83,7 @@ kernel_boot() {
   # output is piped: its virtio-serial ports reopen /proc/self/fd/1, and pieces written to a
   # file overwrite each other.
   local rc
-  PATH="$bin:$PATH" timeout -k 10 "${KERNELS_BOOT_TIMEOUT:-900}" \
+  PATH="$bin:$PATH" timeout -k 10 "${KERNELS_BOOT_TIMEOUT:-1500}" \
     vng --force-9p --run "$dir/vmlinuz-$release" "${kvm[@]}" --memory 2G --cpus 1 "$@" \
     --exec "$cmd" 2>&1 | cat
   rc=${PIPESTATUS[0]}
