@@ -150,11 +150,13 @@ fi
 
 # --- running one measurement -------------------------------------------------------------------
 # Wait until no memtrack detaches probes in the background (ours or anyone's), so one run's
-# probes never tax the next run.
+# probes never tax the next run. A zombie memtrack-detach has let go of every probe (its files
+# close before it exits), and this machine's init reaps it some 1.4 s after its 0.3 s of
+# detaching: waiting for it too cost every recorded run that long.
 settle() {
   local i
   for ((i = 0; i < 500; i++)); do
-    pgrep -x memtrack-detach >/dev/null || break
+    pgrep -x -r R,S,D,T memtrack-detach >/dev/null || break
     sleep 0.01
   done
   sleep 0.1

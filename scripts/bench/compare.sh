@@ -31,7 +31,8 @@ for ((r = 1; r <= RUNS; r++)); do
       esac
       # shellcheck disable=SC2086 # the workload's words
       "$B/timeit" -o "$out.time" -- "${M[@]}" ${cmd[$w]} >/dev/null 2>&1
-      while pgrep -x memtrack-detach >/dev/null; do sleep 0.05; done
+      # Not a zombie (-r): one has let go of every probe (bench.sh, settle).
+      while pgrep -x -r R,S,D,T memtrack-detach >/dev/null; do sleep 0.05; done
       echo "$w $v $(awk -F'[= ]' '{print $2}' "$out.time")" >>"$out"
     done
   done

@@ -21,7 +21,8 @@ for ((r = 1; r <= RUNS; r++)); do
       objects) C=("$M" record --no-rss -q --python-objects -o "$out.$v.mt" --) ;;
     esac
     "$B/bin/timeit" -o "$out.time" -- "${C[@]}" "$PYTHON" "$B/in/dict.py" >/dev/null 2>&1
-    while pgrep -x memtrack-detach >/dev/null; do sleep 0.05; done
+    # Not a zombie (-r): one has let go of every probe (bench.sh, settle).
+    while pgrep -x -r R,S,D,T memtrack-detach >/dev/null; do sleep 0.05; done
     allocs=-
     if [[ $v != alone ]]; then
       allocs=$("$M" report "$out.$v.mt" --format json |

@@ -703,15 +703,24 @@ pub fn record(name: &str, extra: &[&str], command: &[&str]) -> Recording {
 /// Waits until no `memtrack-detach` process is left: a recorder that has exited leaves one
 /// holding its links (its uprobes too) while the kernel's grace periods pass
 /// (docs/PERFORMANCE.md, "Fixed cost"), and a debugger, Valgrind or a process that checks its
-/// own code for probes must not run beside them.
+/// own code for probes must not run beside them. A zombie holds none (its files closed before
+/// it exited) and may wait long for its reaper: this machine's init takes some 1.4 s.
 pub fn wait_for_detaching_recorders() -> Result<(), String> {
     let detaching = || {
         std::fs::read_dir("/proc")
             .into_iter()
             .flatten()
             .flatten()
-            .filter_map(|e| std::fs::read_to_string(e.path().join("comm")).ok())
-            .any(|comm| comm.trim_end() == "memtrack-detach")
+            .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+            .any(|stat| {
+                // "pid (comm) state ...": the name in parentheses, then the state letter.
+                let Some((name, rest)) =
+                    stat.split_once(" (").and_then(|(_, r)| r.rsplit_once(") "))
+                else {
+                    return false;
+                };
+                name == "memtrack-detach" && !rest.starts_with('Z')
+            })
     };
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while detaching() {
