@@ -89,17 +89,19 @@ static void bench_own(void)
 
 static void bench_child(void)
 {
-	int go[2];
+	int go[2], paused_done[2];
 	pid_t child;
 	char c = 'g';
 
-	CHECK(pipe(go) == 0);
+	CHECK(pipe(go) == 0 && pipe(paused_done) == 0);
 	CTL(memtrack_ctl_bench("harness::child", getpid()));
 	child = fork(); /* while paused: the fork must still be recorded */
 	CHECK(child >= 0);
 	if (child == 0) {
 		close(go[1]);
+		close(paused_done[0]);
 		free(opaque(malloc(22009)));
+		CHECK(write(paused_done[1], &c, 1) == 1);
 		CHECK(read(go[0], &c, 1) == 1);
 		for (int i = 0; i < 5; i++)
 			free(opaque(malloc(22001)));
@@ -107,7 +109,10 @@ static void bench_child(void)
 		_exit(0);
 	}
 	close(go[0]);
-	nap_us(20000); /* the child allocates its 22009 bytes while paused */
+	close(paused_done[1]);
+	/* The child's 22009 bytes come while paused: start only once it says they did. A nap of
+	 * 20 ms was not always long enough in a guest under TCG beside another. */
+	CHECK(read(paused_done[0], &c, 1) == 1);
 	CTL(memtrack_ctl_start());
 	CTL(memtrack_ctl_marker("round_start"));
 	let_noise_run(3);
