@@ -132,10 +132,7 @@ fn stopped_in(dir: &Path) -> Vec<String> {
             continue;
         }
         let stat = std::fs::read_to_string(path.join("stat")).unwrap_or_default();
-        let state = stat
-            .rfind(')')
-            .and_then(|i| stat[i + 1..].split_whitespace().next().map(str::to_string));
-        if state.as_deref() == Some("T") {
+        if common::proc_state(&stat).is_some_and(|(_, state)| state == 'T') {
             out.push(stat);
         }
     }

@@ -238,10 +238,9 @@ fn lossy_recording(name: &str) -> common::Recording {
         // recorder could drain none.
         let stat = format!("/proc/{storm_pid}/stat");
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
-        while std::fs::read_to_string(&stat).is_ok_and(|s| {
-            s.rsplit_once(") ")
-                .is_some_and(|(_, r)| !r.starts_with('Z'))
-        }) {
+        while std::fs::read_to_string(&stat)
+            .is_ok_and(|s| common::proc_state(&s).is_some_and(|(_, state)| state != 'Z'))
+        {
             assert!(
                 std::time::Instant::now() < deadline,
                 "the storm did not end in 300 s with its recorder stopped: {command}"

@@ -713,13 +713,8 @@ pub fn wait_for_detaching_recorders() -> Result<(), String> {
             .flatten()
             .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
             .any(|stat| {
-                // "pid (comm) state ...": the name in parentheses, then the state letter.
-                let Some((name, rest)) =
-                    stat.split_once(" (").and_then(|(_, r)| r.rsplit_once(") "))
-                else {
-                    return false;
-                };
-                name == "memtrack-detach" && !rest.starts_with('Z')
+                proc_state(&stat)
+                    .is_some_and(|(name, state)| name == "memtrack-detach" && state != 'Z')
             })
     };
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
@@ -734,6 +729,15 @@ pub fn wait_for_detaching_recorders() -> Result<(), String> {
         std::thread::sleep(Duration::from_millis(20));
     }
     Ok(())
+}
+
+/// The name and state letter of a `/proc/PID/stat` line ("pid (comm) state ..."). The name
+/// ends at the last ") ", not the first: a comm may itself hold ") " or spaces, and nothing
+/// after the state letter does.
+pub fn proc_state(stat: &str) -> Option<(&str, char)> {
+    let (_, rest) = stat.split_once(" (")?;
+    let (name, rest) = rest.rsplit_once(") ")?;
+    Some((name, rest.chars().next()?))
 }
 
 /// The recording of `testdata/example.c` with call stacks, made once per test binary (under
