@@ -1052,9 +1052,10 @@ impl Case {
                     .filter(|a| a.size == size)
                     .map(|a| a.stack_id)
                     .collect();
-                match found.is_empty() {
-                    true => Err(format!("no allocation of {size} bytes")),
-                    false => Ok(found),
+                if found.is_empty() {
+                    Err(format!("no allocation of {size} bytes"))
+                } else {
+                    Ok(found)
                 }
             }
             Pick::Between(before, after) => {
