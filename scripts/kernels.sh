@@ -181,6 +181,39 @@ boot_one() {
   echo $((SECONDS - t0 - KERNELS_LOCK_WAIT)) >"$out/total.secs"
 }
 
+# The guests boot in the background, each under timeout(1) in a process group of its own: a
+# signal to this script alone (kill PID, or ^C, which reaches only this group) would leave them
+# running. On TERM, INT or HUP, and on a failing exit, the guests still booting are stopped:
+# each boot_one subshell and every process under it (timeout, vng, qemu, flock) gets SIGTERM.
+# The tree is listed before any of it is signalled, as a dead subshell's children go to init.
+descendants() {
+  local child
+  for child in $(pgrep -P "$1"); do
+    echo "$child"
+    descendants "$child"
+  done
+}
+stop_guests() {
+  local job pids=()
+  for job in $(jobs -rp); do
+    pids+=("$job")
+    mapfile -t -O "${#pids[@]}" pids < <(descendants "$job")
+  done
+  ((${#pids[@]})) || return 0
+  echo "kernels: stopping the guests still booting" >&2
+  kill -TERM "${pids[@]}" 2>/dev/null || true
+  wait 2>/dev/null || true
+}
+on_signal() {
+  trap - EXIT
+  stop_guests
+  exit "$1"
+}
+trap 'on_signal 143' TERM
+trap 'on_signal 130' INT
+trap 'on_signal 129' HUP
+trap 'rc=$?; ((rc == 0)) || stop_guests; exit "$rc"' EXIT
+
 mkdir -p "$tree/target/tmp"
 running=0
 for k in "${kernels[@]}"; do
