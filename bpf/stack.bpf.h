@@ -238,6 +238,8 @@ struct cached_row {
  * on the same CPU would write over this one's frames); the file cache carries over to its next
  * walk. */
 #define STACK_WINDOW 1024
+/* How far below the word that missed a refilled window begins (read_stack). */
+#define WINDOW_BELOW 64
 
 struct walk_state {
 	struct walk w;
@@ -475,7 +477,14 @@ __noinline long find_row(struct walk_state *s, __u32 off)
 	return 1;
 }
 
-/* The user word at `addr`, from the stack window, refilled from `addr` on a miss; 1 if read.
+/* The user word at `addr`, from the stack window, refilled from just below `addr` on a miss;
+ * 1 if read.
+ *
+ * Just below: a frame's step reads its return address at CFA-8, then the saved rbp (arm64:
+ * x29) the row names, which is below it (CFA-16 for a push of rbp after the call). A window
+ * that began at the return address was read again, a kilobyte, for that word: 1.32 M refills
+ * for the 175,625 walks of `git log --stat`, 0.86 M with the window starting WINDOW_BELOW bytes
+ * lower (0.93 M with 256: the window then reaches less far up, where the walk goes next).
  *
  * A global function, verified once: inlined, its two ways of reading were followed again at
  * each of the walk's reads, 7,000 of the 21,000 instructions the verifier went through for
@@ -490,13 +499,13 @@ __noinline long read_stack(struct walk_state *s, __u64 addr, __u64 *out)
 
 	if (addr < s->window_base || off + 8 > s->window_len) {
 		s->window_len = 0;
-		if (bpf_probe_read_user(s->window, STACK_WINDOW, (void *)addr)) {
-			/* Near the top of the stack's mapping: no window there. */
+		/* Failing near the top of the stack's mapping, where no window fits, or for an
+		 * address below WINDOW_BELOW, which then wraps: the word alone is read. */
+		if (bpf_probe_read_user(s->window, STACK_WINDOW, (void *)(addr - WINDOW_BELOW)))
 			return !bpf_probe_read_user(out, sizeof(*out), (void *)addr);
-		}
-		s->window_base = addr;
+		s->window_base = addr - WINDOW_BELOW;
 		s->window_len = STACK_WINDOW;
-		off = 0;
+		off = WINDOW_BELOW;
 	}
 	off &= STACK_WINDOW - 1;
 	if (off > STACK_WINDOW - 8)
