@@ -357,16 +357,31 @@ struct {
 	__type(value, __u32);
 } walkers SEC(".maps");
 
+/* Element 0 is 1 once the walker will never be in place (it failed to load; user space sets it,
+ * src/record/walker.rs): a sampled call then keeps no stack, reported as such ("[no stack]"),
+ * instead of stopping its process for nothing, once per sampled call: every call, with
+ * `--stacks`. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} walker_failed SEC(".maps");
+
 /* The entry found no walker to tail-call: leave the walk to the outermost call's return, and
  * stop the process until user space has put the walker in place (see "Sampled stacks"). */
 static __always_inline int walk_at_return(struct pt_regs *ctx)
 {
 	struct call_state *st = bpf_task_storage_get(&call_state, bpf_get_current_task_btf(), 0, 0);
 	__u64 id = bpf_get_current_pid_tgid();
+	__u32 zero = 0, *failed;
 
 	if (!st)
 		return 0;
 	st->walk_for = WALK_NONE;
+	failed = bpf_map_lookup_elem(&walker_failed, &zero);
+	if (failed && *failed)
+		return 0;
 	st->walk_at_return = 1;
 	st->return_pc = PT_REGS_IP(ctx);
 	st->return_sp = PT_REGS_SP(ctx) + RETURN_ADDRESS_BYTES;

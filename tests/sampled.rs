@@ -5,7 +5,8 @@
 //! exact figures, the estimator's own spread computed from the fixture's sizes; the totals stay
 //! exact; two recordings with one seed walk the same allocations (their folded outputs are the
 //! same bytes), and another seed walks others. A walk made at a call's return, for a call
-//! sampled before the walker was in place, gives the stack `--stacks` walks at its entry.
+//! sampled before the walker was in place, gives the stack `--stacks` walks at its entry; a
+//! walker that failed to load stops no process.
 
 mod common;
 
@@ -201,4 +202,58 @@ fn walks_at_the_return_are_the_entrys_walks() {
     }
     // 60,000 news and mallocs of 4.6 MB in all, one walk per 4 KiB on average.
     assert!(compared > 500, "only {compared} allocations were walked");
+}
+
+/// How many times the recording stopped a process for the walker, from its closing line
+/// ("…; 1 stop for the walker, …" or "N stops for the walker"); 0 if it says none.
+fn walker_stops(stderr: &str) -> u64 {
+    let Some(at) = stderr.find(" for the walker") else {
+        return 0;
+    };
+    let before = stderr[..at].trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let number = before.trim_end().rsplit(' ').next().unwrap_or("");
+    number
+        .parse()
+        .unwrap_or_else(|_| panic!("no count before \"for the walker\" in {stderr}"))
+}
+
+/// A walker that failed to load (as where a kernel's verifier refuses it) stops no process:
+/// every allocation is recorded without a stack, and the failure is said.
+#[test]
+fn a_walker_that_failed_to_load_stops_no_process() {
+    skip_unless_recording!("a_walker_that_failed_to_load_stops_no_process");
+    let cxx = build_fixture("stacks/sampled_new.cpp", "stacks_sampled_new", &[])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let exe = cxx.to_str().unwrap();
+    let plain = common::record("walker_failed_plain", &["--no-rss", "--no-stacks"], &[exe]);
+    assert_eq!(plain.code(), 0, "{}", plain.describe());
+    // With `--stacks` every call is sampled: each one stopped its process for the walker
+    // that had failed, 60,000 stops here.
+    let failed = record_with_env(
+        "walker_failed",
+        &["--no-rss", "--stacks"],
+        &[exe],
+        &[("MEMTRACK_TEST_WALKER_FAILS", std::ffi::OsStr::new("1"))],
+    );
+    assert_eq!(failed.code(), 0, "{}", failed.describe());
+    let stderr = &failed.run.stderr;
+    assert!(
+        stderr.contains("call stacks are not walked: the walker did not load"),
+        "the failure is said\n{}",
+        failed.describe()
+    );
+    // The first sampled call may come before the failure is known, and wait for it.
+    let stops = walker_stops(stderr);
+    assert!(
+        stops <= 1,
+        "{stops} stops for the walker\n{}",
+        failed.describe()
+    );
+    // Every allocation is recorded all the same, none with a frame of a file (at most the
+    // mark that says it has no stack).
+    let (want, got) = (stacks_of(&plain.events), stacks_of(&failed.events));
+    assert_eq!(want.len(), got.len(), "the same allocations");
+    assert!(want.len() >= 60_000, "{} allocations", want.len());
+    let walked = got.iter().flatten().find(|(file, _)| file != "[mark]");
+    assert!(walked.is_none(), "a frame without a walker: {walked:?}");
 }
