@@ -160,21 +160,29 @@ fn stacks_of(events: &[Event]) -> Vec<Vec<(String, u64)>> {
     out
 }
 
+/// testdata/stacks/sampled_new.cpp (60,000 news and mallocs from a few call paths) recorded
+/// with `args` and `env`, which must exit 0.
+fn sampled_new(name: &str, args: &[&str], env: &[(&str, &str)]) -> common::Recording {
+    let cxx = build_fixture("stacks/sampled_new.cpp", "stacks_sampled_new", &[])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let env: Vec<_> = env
+        .iter()
+        .map(|&(k, v)| (k, std::ffi::OsStr::new(v)))
+        .collect();
+    let rec = record_with_env(name, args, &[cxx.to_str().unwrap()], &env);
+    assert_eq!(rec.code(), 0, "{}", rec.describe());
+    rec
+}
+
 #[test]
 fn walks_at_the_return_are_the_entrys_walks() {
     skip_unless_recording!("walks_at_the_return_are_the_entrys_walks");
-    let cxx = build_fixture("stacks/sampled_new.cpp", "stacks_sampled_new", &[])
-        .unwrap_or_else(|e| panic!("{e}"));
-    let exe = cxx.to_str().unwrap();
-    let exact = common::record("walk_return_exact", &["--no-rss", "--stacks"], &[exe]);
-    assert_eq!(exact.code(), 0, "{}", exact.describe());
-    let at_return = record_with_env(
+    let exact = sampled_new("walk_return_exact", &["--no-rss", "--stacks"], &[]);
+    let at_return = sampled_new(
         "walk_return_sampled",
         &["--no-rss", "--stack-sample", "4KiB"],
-        &[exe],
-        &[("MEMTRACK_TEST_WALK_AT_RETURN", std::ffi::OsStr::new("1"))],
+        &[("MEMTRACK_TEST_WALK_AT_RETURN", "1")],
     );
-    assert_eq!(at_return.code(), 0, "{}", at_return.describe());
     // Every sampled call stopped for the walker and was walked at its return.
     assert!(
         at_return.run.stderr.contains("stops for the walker"),
@@ -222,20 +230,14 @@ fn walker_stops(stderr: &str) -> u64 {
 #[test]
 fn a_walker_that_failed_to_load_stops_no_process() {
     skip_unless_recording!("a_walker_that_failed_to_load_stops_no_process");
-    let cxx = build_fixture("stacks/sampled_new.cpp", "stacks_sampled_new", &[])
-        .unwrap_or_else(|e| panic!("{e}"));
-    let exe = cxx.to_str().unwrap();
-    let plain = common::record("walker_failed_plain", &["--no-rss", "--no-stacks"], &[exe]);
-    assert_eq!(plain.code(), 0, "{}", plain.describe());
+    let plain = sampled_new("walker_failed_plain", &["--no-rss", "--no-stacks"], &[]);
     // With `--stacks` every call is sampled: each one stopped its process for the walker
     // that had failed, 60,000 stops here.
-    let failed = record_with_env(
+    let failed = sampled_new(
         "walker_failed",
         &["--no-rss", "--stacks"],
-        &[exe],
-        &[("MEMTRACK_TEST_WALKER_FAILS", std::ffi::OsStr::new("1"))],
+        &[("MEMTRACK_TEST_WALKER_FAILS", "1")],
     );
-    assert_eq!(failed.code(), 0, "{}", failed.describe());
     let stderr = &failed.run.stderr;
     assert!(
         stderr.contains("call stacks are not walked: the walker did not load"),
