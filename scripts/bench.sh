@@ -13,11 +13,11 @@
 # PARTS=workloads (only the workload table: no bystander or report-speed runs), WRITE_DOC=0|1
 # (default: 1 for a full run with every workload and tool, else 0), QUIET_WAIT
 # (seconds to wait before each run for other people's uprobes to go away: 10, quick 2).
-# Needs root (BPF, apt). Not part of scripts/test.sh: a full run takes about 90 minutes here (its
-# first round of every workload and tool took 17.5 on 2026-12-07, g++ and gcc 7 of them), a
-# quick one about 4 (more on a busy machine, which it waits out); the call
-# stacks' tools alone (TOOLS="untraced memtrack memtrack-nostacks memtrack-stacks"
-# PARTS=workloads QUIET_WAIT=2) about 26.
+# Needs root (BPF, apt). Not part of scripts/test.sh. How long a run takes here: a full one about
+# 90 minutes (its first round of every workload and tool took 17.5 on 2026-12-07, g++ and gcc 7
+# of them); a quick one about 4 (more on a busy machine, which it waits out); the call stacks'
+# tools alone (TOOLS="untraced memtrack memtrack-nostacks memtrack-stacks" PARTS=workloads
+# QUIET_WAIT=2) about 26.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD

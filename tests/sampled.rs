@@ -258,4 +258,10 @@ fn a_walker_that_failed_to_load_stops_no_process() {
     assert!(want.len() >= 60_000, "{} allocations", want.len());
     let walked = got.iter().flatten().find(|(file, _)| file != "[mark]");
     assert!(walked.is_none(), "a frame without a walker: {walked:?}");
+    // And the report says why its sites have no stack, not that the file was cut short.
+    let text = common::report_text(&failed.path, &["--stacks"], Some("400"));
+    assert!(
+        text.contains("stack walks: none: the stack walker did not load where this was recorded"),
+        "{text}"
+    );
 }

@@ -176,9 +176,9 @@ fn parse_sample(value: &str) -> Result<u64, String> {
 }
 
 /// Which stacks `record` walks, from its flags: `--no-stacks` wins; `--stacks` and
-/// `--stack-sample` contradict each other; none walks none (issue 32 makes the sample the
-/// default once its walker loads off the command's start: until then, a sample would double
-/// the fixed cost of `record -- true`).
+/// `--stack-sample` contradict each other; with none, a sample, one walk per
+/// [`DEFAULT_SAMPLE_BYTES`](record::stacks::DEFAULT_SAMPLE_BYTES) requested on average (issue
+/// 32: the walker loads beside the command's start, so the sample costs little there).
 fn stack_mode(a: &RecordArgs) -> Result<record::stacks::StackMode, Error> {
     use record::stacks::{StackMode, StackSample};
     if a.no_stacks {

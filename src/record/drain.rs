@@ -451,6 +451,8 @@ impl<'a> Session<'a> {
             for ev in stacks::finish(tables, &mut sink.stacks) {
                 sink.push(&ev);
             }
+        } else if self.discovery.tables_waiting() || self.objects.walker.gave_up() {
+            sink.push(&stacks::no_walks());
         }
         sink.failed().map_err(werr)?;
         if sink.client_records > 0 {

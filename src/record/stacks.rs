@@ -561,6 +561,19 @@ impl Interner {
     }
 }
 
+/// The walk counters of a recording with stacks whose walker was never in place: it failed to
+/// load (its sampled allocations kept no stack), or was still loading when the tree ended. All
+/// zero, which the report reads as "no walk" where allocations were sampled; without them it
+/// could only say that the file has no counters, as of a recorder cut short.
+pub fn no_walks() -> Event {
+    Event {
+        ts_ns: process::monotonic_ns(),
+        pid: 0,
+        tid: 0,
+        kind: EventKind::StackStats(StackWalks::default()),
+    }
+}
+
 /// The events that close a recording with stacks: the walk counters, then (unless the symbols
 /// are left out) what every frame of the trie is.
 pub fn finish(tables: &Tables<'_>, interner: &mut Interner) -> Vec<Event> {

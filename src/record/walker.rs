@@ -504,6 +504,12 @@ impl Walker {
         Some(walker)
     }
 
+    /// Whether the walker will never be in place (its load, tables or tail call failed): the
+    /// recording then walked no stack at all.
+    pub fn gave_up(&self) -> bool {
+        self.given_up.get()
+    }
+
     /// Once the walker will never be in place: discovery keeps no more files for its tables,
     /// and the allocator's sampled calls stop no process for it (they keep no stack, shown as
     /// such). Without this, `--stacks` stopped the process at every allocation, for nothing,

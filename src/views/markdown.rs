@@ -23,7 +23,7 @@ use super::words::{
     blocks, capitalized, clean, counted, estimates_note, exit_code, exit_text, frame_text,
     functions_shown, inherited_note, live_at_end, lost_causes, members, order_label, peak, plural,
     processes, resident_sites_heading, resident_sites_note, rest_label, scope_title, sites_shown,
-    temporary, ProcessNames, NO_FUNCTIONS, NO_STACKS, UNATTRIBUTED,
+    temporary, walker_never_walked, ProcessNames, NO_FUNCTIONS, NO_STACKS, NO_WALKER, UNATTRIBUTED,
 };
 use crate::model::functions::FunctionReport;
 use crate::model::metric::value_text;
@@ -353,7 +353,11 @@ fn write_sites(title: &str, stacks: &StackReport, out: &mut dyn Write) -> io::Re
         "#### Allocation sites by {}: {shown} ({title})",
         order_label(&stacks.order)
     )?;
-    if let Some(w) = &stacks.walks {
+    if walker_never_walked(stacks) {
+        writeln!(out)?;
+        // Our own words, whose backticks are meant as code.
+        writeln!(out, "Stack walks: {NO_WALKER}.")?;
+    } else if let Some(w) = &stacks.walks {
         if w.truncated + w.unknown + w.unsupported > 0 {
             writeln!(out)?;
             writeln!(

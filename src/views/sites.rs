@@ -177,6 +177,7 @@ fn write_resident(
 /// The kernel's stack-walk counters, every cause shown as lost events are.
 fn write_walks(stacks: &StackReport, out: &mut dyn Write) -> io::Result<()> {
     match &stacks.walks {
+        Some(_) if walker_never_walked(stacks) => writeln!(out, "  stack walks: {NO_WALKER}"),
         Some(w) => writeln!(
             out,
             "  stack walks: {}, {} truncated, {} unknown, {} unsupported, {} hash collisions, {} \
@@ -289,7 +290,7 @@ mod tests {
     use super::*;
     use crate::analyze::accounting::analyze_sites;
     use crate::analyze::stacks::{SiteOptions, SiteOrder};
-    use crate::format::{Event, MODULE_MARK};
+    use crate::format::{Event, EventKind, MODULE_MARK};
     use crate::model::metrics::Scope;
     use crate::testkit::*;
 
@@ -418,6 +419,23 @@ mod tests {
                     walked increases of resident memory of 1789, 1 per 256.0 KiB made resident; \
                     record with --stacks for exact values\n";
         assert!(text.contains(note), "{text}");
+    }
+
+    #[test]
+    fn sites_with_no_walk_say_that_the_walker_did_not_load() {
+        let mut events = events();
+        let counters = events
+            .iter_mut()
+            .find(|e| matches!(e.kind, EventKind::StackStats(_)))
+            .unwrap();
+        counters.kind = stack_stats([0; 6]);
+        let text = render_sites(events, 10);
+        let line = format!("  stack walks: {NO_WALKER}\n");
+        assert!(text.contains(&line), "{text}");
+        assert!(!text.contains("0 truncated"), "{text}");
+        // Without a site, no walk is no news: the counters as they are.
+        let quiet = render_sites(stack_prelude(vec![stack_stats([0; 6])]), 10);
+        assert!(quiet.contains("stack walks: 0, 0 truncated"), "{quiet}");
     }
 
     #[test]

@@ -584,6 +584,18 @@ macro_rules! no_stacks {
     };
 }
 
+/// What the walk counters say of a recording that walked no stack although it has sites: its
+/// walker never loaded (a kernel whose verifier refused it), so every site is "[no stack]".
+/// Only then: where the walker is in place, a sampled allocation is always walked.
+pub const NO_WALKER: &str = "none: the stack walker did not load where this was recorded (record \
+     said why on its standard error, and `memtrack doctor` there says what the kernel lacks), so \
+     no allocation has a stack";
+
+/// Whether `stacks` has sites but walked none: [`NO_WALKER`].
+pub fn walker_never_walked(stacks: &StackReport) -> bool {
+    stacks.walks.is_some_and(|w| w.walks == 0) && stacks.sites_total > 0
+}
+
 /// What a recording without call stacks says to `--stacks`.
 pub const NO_STACKS: &str = no_stacks!("allocation sites");
 
