@@ -32,6 +32,7 @@ use crate::record::attach;
 use crate::record::decode::Stop;
 use crate::record::file_key::FileKey;
 use crate::record::stacks::Tables;
+use crate::record::table_builder::TableBuilder;
 use crate::sys::bpf::{BpfError, Link, LoadedObject};
 use crate::sys::bpf_map::MapFd;
 use crate::sys::process;
@@ -168,6 +169,25 @@ struct WaitingTable {
     file: std::fs::File,
     shown: String,
     pid: u32,
+    /// Its number with the builder that parses it meanwhile, if it took it.
+    job: Option<u64>,
+}
+
+/// The files scanned before the unwind tables were there, and the builder that parses their
+/// tables while the walker loads (table_builder.rs).
+#[derive(Default)]
+struct Waiting {
+    files: Vec<WaitingTable>,
+    builder: Option<TableBuilder>,
+}
+
+impl Waiting {
+    fn start() -> Waiting {
+        Waiting {
+            files: Vec::new(),
+            builder: TableBuilder::start(),
+        }
+    }
 }
 
 /// The registry of probed files and the means to probe more.
@@ -191,7 +211,7 @@ pub struct Discovery<'obj> {
     tables: Option<Tables<'obj>>,
     /// With call stacks, until the walker is loaded (walker.rs): the files scanned so far,
     /// open, whose tables [`Self::set_tables`] builds then.
-    waiting_tables: Option<Vec<WaitingTable>>,
+    waiting_tables: Option<Waiting>,
     /// The private copies of allocator libraries the tree maps instead of the real files
     /// (issue 19): copy's key → the real path, byte-identical, which unwind tables and symbols
     /// are read from so that modules keep their real path.
@@ -236,7 +256,7 @@ impl<'obj> Discovery<'obj> {
 
     /// Keep the files scanned from now on for unwind tables made later ([`Self::set_tables`]).
     pub fn with_tables_later(mut self, later: bool) -> Discovery<'obj> {
-        self.waiting_tables = later.then(Vec::new);
+        self.waiting_tables = later.then(Waiting::start);
         self
     }
 
@@ -248,10 +268,17 @@ impl<'obj> Discovery<'obj> {
     /// Build the unwind tables of every file scanned so far into `tables`, and of every file
     /// scanned from now on.
     pub fn set_tables(&mut self, mut tables: Tables<'obj>) {
-        for waiting in self.waiting_tables.take().unwrap_or_default() {
+        let Waiting { files, mut builder } = self.waiting_tables.take().unwrap_or_default();
+        for waiting in files {
             // The file as we opened it: its process may be gone, its path replaced.
             let path = PathBuf::from(format!("/proc/self/fd/{}", waiting.file.as_raw_fd()));
-            tables.add(waiting.key, &path, &waiting.shown, waiting.pid);
+            let (key, shown, pid) = (waiting.key, &waiting.shown, waiting.pid);
+            let built = (builder.as_mut()).and_then(|b| b.take(waiting.job?));
+            match built {
+                Some(Ok(prepared)) => tables.add_prepared(key, prepared, &path, shown, pid),
+                Some(Err(e)) => log::debug!("no unwind table for {shown}: {e}"),
+                None => tables.add(key, &path, shown, pid),
+            }
         }
         self.tables = Some(tables);
     }
@@ -416,12 +443,16 @@ impl<'obj> Discovery<'obj> {
             tables.add(key, read, shown, pid);
         } else if let Some(waiting) = &mut self.waiting_tables {
             match std::fs::File::open(read) {
-                Ok(file) => waiting.push(WaitingTable {
-                    key,
-                    file,
-                    shown: shown.to_string(),
-                    pid,
-                }),
+                Ok(file) => {
+                    let job = waiting.builder.as_mut().and_then(|b| b.submit(&file));
+                    waiting.files.push(WaitingTable {
+                        key,
+                        file,
+                        shown: shown.to_string(),
+                        pid,
+                        job,
+                    });
+                }
                 Err(e) => log::debug!("no unwind table for {shown}: {e}"),
             }
         }

@@ -31,6 +31,7 @@ pub mod resolve;
 pub mod rmap;
 pub mod spawn;
 pub mod stacks;
+pub mod table_builder;
 pub mod walker;
 mod warnings;
 

@@ -239,6 +239,45 @@ struct Module {
     file: Option<File>,
 }
 
+/// A file's unwind table ready to load: its rows with file offsets for pcs, their index, and
+/// the file's build id. Made from the file alone, so it can be made before the walker (whose
+/// maps it goes into) has loaded.
+#[derive(Debug)]
+pub struct Prepared {
+    rows: Vec<UnwindRow>,
+    index: RowIndex,
+    build_id: Vec<u8>,
+    /// How long the parse took, ns (the summary's building time counts it).
+    parse_ns: u64,
+}
+
+impl Prepared {
+    /// The table of the ELF file at `path`; why not, when the file has no usable call frame
+    /// information.
+    pub fn of(path: &Path) -> Result<Prepared, String> {
+        let started = process::monotonic_ns();
+        let table = crate::unwind::build(path).map_err(|e| e.to_string())?;
+        let rows = table.file_offset_rows();
+        let pcs: Vec<u32> = rows.iter().map(|r| r.pc).collect();
+        let index = RowIndex::of(&pcs).ok_or("no rows")?;
+        let build_id = match table.identity() {
+            crate::unwind::FileIdentity::BuildId(b) => b.clone(),
+            crate::unwind::FileIdentity::CfiHash(_) => Vec::new(),
+        };
+        Ok(Prepared {
+            rows,
+            index,
+            build_id,
+            parse_ns: process::monotonic_ns().saturating_sub(started),
+        })
+    }
+
+    /// Its rows (file offsets for pcs), for tests.
+    pub fn rows(&self) -> &[UnwindRow] {
+        &self.rows
+    }
+}
+
 /// The unwind tables loaded into the kernel, and the modules they belong to.
 pub struct Tables<'obj> {
     /// `unwind_rows`' chunks made so far, mapped.
@@ -277,20 +316,29 @@ impl<'obj> Tables<'obj> {
     /// without usable call frame information gets no table: the walk ends, marked unknown, at
     /// its frames. Never fails the recording.
     pub fn add(&mut self, key: FileKey, path: &Path, shown: &str, pid: u32) {
+        match Prepared::of(path) {
+            Ok(prepared) => self.add_prepared(key, prepared, path, shown, pid),
+            Err(e) => log::debug!("no unwind table for {shown}: {e}"),
+        }
+    }
+
+    /// Load the table `prepared` of the file `key` (read through `path`, as for [`Self::add`]),
+    /// made beforehand, off the drain ([`crate::record::table_builder`]).
+    pub fn add_prepared(
+        &mut self,
+        key: FileKey,
+        prepared: Prepared,
+        path: &Path,
+        shown: &str,
+        pid: u32,
+    ) {
         let started = process::monotonic_ns();
-        let table = match crate::unwind::build(path) {
-            Ok(t) => t,
-            Err(e) => {
-                log::debug!("no unwind table for {shown}: {e}");
-                return;
-            }
-        };
-        let rows = table.file_offset_rows();
-        let pcs: Vec<u32> = rows.iter().map(|r| r.pc).collect();
-        let Some(index) = RowIndex::of(&pcs) else {
-            log::debug!("no unwind table for {shown}: no rows");
-            return;
-        };
+        let Prepared {
+            rows,
+            index,
+            build_id,
+            parse_ns,
+        } = prepared;
         let index_rows = index.rows();
         let Some(at) = self.reserve(index_rows.len() + rows.len(), shown) else {
             return;
@@ -317,10 +365,6 @@ impl<'obj> Tables<'obj> {
             log::warn!("{shown}: cannot load its unwind table ({e}); its frames end stacks");
             return;
         }
-        let build_id = match table.identity() {
-            crate::unwind::FileIdentity::BuildId(b) => b.clone(),
-            crate::unwind::FileIdentity::CfiHash(_) => Vec::new(),
-        };
         self.modules.push(Module {
             id,
             path: shown.to_string(),
@@ -339,10 +383,11 @@ impl<'obj> Tables<'obj> {
             }),
         });
         let took = process::monotonic_ns().saturating_sub(started);
-        self.build_ns += took;
+        self.build_ns += parse_ns + took;
         log::debug!(
-            "{shown}: unwind table of {} rows in {} µs",
+            "{shown}: unwind table of {} rows, parsed in {} µs, loaded in {} µs",
             rows.len(),
+            parse_ns / 1000,
             took / 1000
         );
     }

@@ -20,9 +20,10 @@
 //! place, its tail call does nothing, and a sampled call's walk is left to its return, its
 //! process stopped (STOP_WALKER) until the walker is in place (bpf/alloc.bpf.c, "Sampled
 //! stacks"). The drain loop polls [`Walker::put_in_place`] as it goes, and waits on it only
-//! for such a stop; once loaded, the unwind tables of the files discovered so far are built
-//! (record::stacks), and only then the walker is put in both slots of the allocator's
-//! `walkers` array, so it never walks a file without its table.
+//! for such a stop; once loaded, the unwind tables of the files discovered so far are loaded
+//! into its maps (record::stacks; parsed meanwhile by record::table_builder, beside this load),
+//! and only then the walker is put in both slots of the allocator's `walkers` array, so it
+//! never walks a file without its table.
 
 use std::cell::{Cell, OnceCell, RefCell};
 use std::sync::mpsc::{Receiver, TryRecvError};
