@@ -18,14 +18,13 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::mpsc;
 use std::thread::JoinHandle;
 
 use crate::format::SymbolFrame;
 use crate::stacks::symbolize::{offsets_by_module, FrameNamer, ModuleFile};
 use crate::stacks::trie::Frame;
-use crate::sys::sched::{self, Priority};
+use crate::sys::sched::Lowered;
 
 /// The thread's nice value while the command runs: the lowest priority there is, so that it
 /// takes only a CPU that nobody else wants.
@@ -53,8 +52,8 @@ pub struct Names {
 struct Started {
     batches: mpsc::Sender<Batch>,
     thread: JoinHandle<Named>,
-    /// The thread's id once it runs (0 before), to give it its priority back.
-    tid: Arc<AtomicI32>,
+    /// Its priority, given back at the end.
+    priority: Lowered,
 }
 
 impl Names {
@@ -76,17 +75,15 @@ impl Names {
         let Some(Started {
             batches,
             thread,
-            tid,
+            priority,
         }) = self.started
         else {
             return Named::new();
         };
         drop(batches);
-        let tid = tid.load(Ordering::Acquire);
-        if tid != 0 {
-            if let Err(e) = sched::set_nice_of(tid, 0) {
-                log::debug!("the naming thread keeps nice {BACKGROUND_NICE}: {e}");
-            }
+        // Not joined yet, so it still runs.
+        if let Err(e) = priority.raise() {
+            log::debug!("the naming thread keeps nice {BACKGROUND_NICE}: {e}");
         }
         thread.join().unwrap_or_else(|_| {
             log::warn!("naming the stacks' frames failed; they stay unnamed");
@@ -97,13 +94,12 @@ impl Names {
 
 fn start() -> Started {
     let (batches, received) = mpsc::channel();
-    let tid = Arc::new(AtomicI32::new(0));
-    let its_tid = Arc::clone(&tid);
+    let priority = Lowered::default();
+    let its_priority = priority.clone();
     let thread = std::thread::Builder::new()
         .name("name frames".into())
         .spawn(move || {
-            its_tid.store(sched::current_thread_id(), Ordering::Release);
-            if let Err(e) = sched::set_thread_priority(Priority::Nice(BACKGROUND_NICE)) {
+            if let Err(e) = its_priority.lower(BACKGROUND_NICE) {
                 log::debug!("the naming thread keeps the normal priority: {e}");
             }
             name_all(received)
@@ -112,7 +108,7 @@ fn start() -> Started {
     Started {
         batches,
         thread,
-        tid,
+        priority,
     }
 }
 

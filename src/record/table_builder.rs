@@ -19,12 +19,10 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
-use std::sync::Arc;
 
 use crate::record::stacks::Prepared;
-use crate::sys::sched::{self, Priority};
+use crate::sys::sched::Lowered;
 
 /// The builder's thread yields to the command (the walker's load takes the same nice): both
 /// work on what the command leaves idle. Once a table is awaited, a process waits for it too,
@@ -42,9 +40,10 @@ pub struct TableBuilder {
     /// Results that came in while another was awaited.
     early: HashMap<u64, Result<Prepared, String>>,
     next: u64,
-    /// The thread's id, once it has said it (0 before), for its priority.
-    tid: Arc<AtomicI32>,
-    /// Whether the thread was given the normal priority back.
+    /// The thread's priority, given back once a table is awaited (it runs while the builder
+    /// holds `jobs`).
+    priority: Lowered,
+    /// Whether it was.
     raised: bool,
 }
 
@@ -54,13 +53,12 @@ impl TableBuilder {
     pub fn start() -> Option<TableBuilder> {
         let (jobs, received) = mpsc::channel::<(u64, File)>();
         let (sent, built) = mpsc::channel::<Built>();
-        let tid = Arc::new(AtomicI32::new(0));
-        let its_tid = Arc::clone(&tid);
+        let priority = Lowered::default();
+        let its_priority = priority.clone();
         let spawned = std::thread::Builder::new()
             .name("unwind tables".into())
             .spawn(move || {
-                its_tid.store(sched::current_thread_id(), Ordering::Release);
-                if let Err(e) = sched::set_thread_priority(Priority::Nice(NICE)) {
+                if let Err(e) = its_priority.lower(NICE) {
                     log::debug!("unwind tables are parsed at the normal priority: {e}");
                 }
                 for (job, file) in received {
@@ -77,7 +75,7 @@ impl TableBuilder {
                 built,
                 early: HashMap::new(),
                 next: 0,
-                tid,
+                priority,
                 raised: false,
             }),
             Err(e) => {
@@ -125,12 +123,11 @@ impl TableBuilder {
 
     /// The thread at the normal priority, once: what it parses is awaited now.
     fn raise(&mut self) {
-        let tid = self.tid.load(Ordering::Acquire);
-        if self.raised || tid == 0 {
+        if self.raised {
             return;
         }
         self.raised = true;
-        if let Err(e) = sched::set_nice_of(tid, 0) {
+        if let Err(e) = self.priority.raise() {
             log::debug!("the unwind tables' thread keeps nice {NICE}: {e}");
         }
     }

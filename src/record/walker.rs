@@ -26,9 +26,7 @@
 //! never walks a file without its table.
 
 use std::cell::{Cell, OnceCell, RefCell};
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::mpsc::{Receiver, TryRecvError};
-use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crate::error::Error;
@@ -38,7 +36,7 @@ use crate::record::stacks::{self, Tables};
 use crate::sys::bpf::{BpfError, CustomBtf, Link, LoadedObject, OpenObject, SharedMap};
 use crate::sys::bpf_map::{ArrayChunks, MapFd};
 use crate::sys::raw;
-use crate::sys::sched::Priority;
+use crate::sys::sched::Lowered;
 
 /// walk.bpf.c's program, which walks at an entry and at a return.
 pub const PROGRAM: &str = "alloc_walk";
@@ -122,9 +120,9 @@ pub struct Walker {
     faults: OnceCell<Option<LoadedObject>>,
     /// Whether the allocator was told that the walker will never be in place.
     given_up: Cell<bool>,
-    /// The loading thread's id, once it has said it (0 before): a process stopped for the
-    /// walker gives it the normal priority back ([`Walker::wait`]).
-    tid: Arc<AtomicI32>,
+    /// The loading thread's priority: a process stopped for the walker gives it the normal
+    /// one back ([`Walker::wait`]).
+    priority: Lowered,
 }
 
 /// The walker loaded, and its rows' first chunk ([`stacks::load_with_rows`]).
@@ -279,7 +277,7 @@ impl Walker {
         let page_size = crate::sys::ring::page_size() as u32;
         let from_allocator = setup.from_allocator;
         let (sent, received) = std::sync::mpsc::sync_channel(1);
-        let tid = Arc::clone(&self.tid);
+        let priority = self.priority.clone();
         // Sampled (the default), the walks of faults load second; with `--stacks`, first.
         let faults_first = faults && sample_mean == 0;
         let first_part = Part {
@@ -302,7 +300,6 @@ impl Walker {
         let thread = std::thread::Builder::new()
             .name("load walk".into())
             .spawn(move || {
-                tid.store(crate::sys::sched::current_thread_id(), Ordering::Release);
                 // It may outlive the start, whose signals the recorder blocks only later: a
                 // SIGTERM for the recorder must not end it here.
                 if let Err(e) = crate::sys::process::block_all_signals() {
@@ -310,7 +307,7 @@ impl Walker {
                 }
                 // Beside the command's start, not in its way: the lowest priority, as the
                 // objects that attach after the uprobes (load.rs).
-                if let Err(e) = crate::sys::sched::set_thread_priority(Priority::Nice(19)) {
+                if let Err(e) = priority.lower(19) {
                     log::debug!("walk.bpf.o loads at the normal priority: {e}");
                 }
                 let began = std::time::Instant::now();
@@ -363,11 +360,10 @@ impl Walker {
     /// priority from now on, since a stopped process waits too. At nice 19 on a machine busy
     /// with other work, the load got what those left, and the process stayed stopped.
     pub fn wait(&self) -> Load<'_> {
-        let tid = self.tid.load(Ordering::Acquire);
         // Only while the thread runs: a thread that has ended may have left its id to another.
         let running = (self.thread.borrow().as_ref()).is_some_and(|t| !t.is_finished());
-        if tid != 0 && running && self.loaded.get().is_none() && self.failed.get().is_none() {
-            if let Err(e) = crate::sys::sched::set_nice_of(tid, 0) {
+        if running && self.loaded.get().is_none() && self.failed.get().is_none() {
+            if let Err(e) = self.priority.raise() {
                 log::debug!("the walker's load keeps nice 19: {e}");
             }
         }

@@ -10,6 +10,8 @@
 //! recorder starts (the command is started before this is called, in any case) inherits it.
 
 use std::io;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
 
 /// `SCHED_OTHER`, `SCHED_FIFO` and `SCHED_RESET_ON_FORK` from <linux/sched.h>.
 const SCHED_OTHER: libc::c_int = 0;
@@ -47,6 +49,46 @@ pub fn set_thread_priority(priority: Priority) -> io::Result<()> {
             }
             // Reset on fork for a negative nice too: the kernel then gives children nice 0.
             set_policy(SCHED_OTHER, 0)
+        }
+    }
+}
+
+/// A background thread's hold on its own priority: the thread lowers itself ([`Self::lower`])
+/// and its starter gives it the normal priority back once something waits on its work
+/// ([`Self::raise`]): the walker's load, the unwind tables' parse and the frames' naming, each
+/// at nice 19 while nothing waits, and each awaited by a stopped process or the recording's
+/// end at some point.
+#[derive(Clone, Debug, Default)]
+pub struct Lowered {
+    /// The thread's id once it has lowered itself, 0 before, [`RAISED_EARLY`] when raised
+    /// before it could.
+    tid: Arc<AtomicI32>,
+}
+
+/// [`Lowered::raise`] came first: the thread does not lower itself then.
+const RAISED_EARLY: i32 = -1;
+
+impl Lowered {
+    /// On the thread itself: nice `nice` from now on, unless it was raised already. Its id is
+    /// said after the change, so that a raise never comes between and is undone.
+    pub fn lower(&self, nice: i32) -> io::Result<()> {
+        set_thread_priority(Priority::Nice(nice))?;
+        let tid = current_thread_id();
+        match (self.tid).compare_exchange(0, tid, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => Ok(()),
+            Err(_) => set_thread_priority(Priority::Nice(0)),
+        }
+    }
+
+    /// From another thread: the thread at nice 0, now if it has lowered itself, else it will
+    /// not. The caller makes sure that the thread still runs (an ended thread's id may be
+    /// another's).
+    pub fn raise(&self) -> io::Result<()> {
+        let early =
+            (self.tid).compare_exchange(0, RAISED_EARLY, Ordering::AcqRel, Ordering::Acquire);
+        match early {
+            Ok(_) | Err(RAISED_EARLY) => Ok(()),
+            Err(tid) => set_nice_of(tid, 0),
         }
     }
 }
@@ -92,6 +134,40 @@ mod tests {
         // SAFETY: as above.
         let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
         (policy, nice)
+    }
+
+    #[test]
+    fn a_lowered_thread_is_normal_again_whether_raised_after_or_before() {
+        use std::sync::mpsc;
+        // Raised after it lowered itself: nice 19, then 0.
+        let lowered = Lowered::default();
+        let (its, (go, wait), (said, heard)) = (lowered.clone(), mpsc::channel(), mpsc::channel());
+        let thread = std::thread::spawn(move || {
+            its.lower(19).expect("a thread may always lower itself");
+            said.send(thread_policy_and_nice().1).unwrap();
+            wait.recv().unwrap();
+            said.send(thread_policy_and_nice().1).unwrap();
+        });
+        assert_eq!(heard.recv().unwrap(), 19);
+        if let Err(e) = lowered.raise() {
+            // Giving a thread a lower nice value needs CAP_SYS_NICE: the tests run as root.
+            println!("skipped: raising a thread's priority needs CAP_SYS_NICE ({e})");
+            go.send(()).unwrap();
+            thread.join().unwrap();
+            return;
+        }
+        go.send(()).unwrap();
+        assert_eq!(heard.recv().unwrap(), 0, "raised after lowering itself");
+        thread.join().unwrap();
+        // Raised before it could lower itself: it never stays lowered.
+        let early = Lowered::default();
+        early.raise().unwrap();
+        let its = early.clone();
+        let nice = std::thread::spawn(move || {
+            its.lower(19).unwrap();
+            thread_policy_and_nice().1
+        });
+        assert_eq!(nice.join().unwrap(), 0, "raised before lowering itself");
     }
 
     #[test]
