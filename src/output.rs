@@ -280,7 +280,7 @@ mod tests {
         assert_eq!(std::fs::read(&path).unwrap(), b"new");
         assert!(lock::is_locked_by_another(&File::open(&path).unwrap()).unwrap());
         drop(file);
-        assert!(!lock::is_locked_by_another(&File::open(&path).unwrap()).unwrap());
+        lock::wait_until_unlocked(&path);
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
         std::fs::remove_dir_all(&dir).unwrap();
     }

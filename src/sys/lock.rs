@@ -39,6 +39,24 @@ pub fn is_locked_by_another(file: &File) -> io::Result<bool> {
     Ok(false)
 }
 
+/// For tests: waits until nobody holds a lock on the file at `path`, and fails after 10 s. A
+/// descriptor a test has closed can live on for a moment in another test's child: forked
+/// (`Command::spawn`) before its exec closed the copy, the child holds the lock until then.
+/// So a test waits for the release, not a fixed time.
+#[cfg(test)]
+pub fn wait_until_unlocked(path: &std::path::Path) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while is_locked_by_another(&File::open(path).unwrap()).unwrap() {
+        let waited = std::time::Instant::now() < deadline;
+        assert!(
+            waited,
+            "{} still locked 10 s after its writer closed it",
+            path.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -54,6 +72,7 @@ mod tests {
         // Twice: checking leaves nothing behind.
         assert!(is_locked_by_another(&reader).unwrap());
         drop(writer);
+        wait_until_unlocked(&path);
         assert!(!is_locked_by_another(&reader).unwrap());
         // A reader's check never blocks the writer either.
         let writer = File::options().write(true).open(&path).unwrap();
