@@ -6,7 +6,10 @@ use crate::format::RmapRegion;
 /// Put the path of `region`'s file in place of the name the kernel sent (its dentry's, all a
 /// BPF program can read there), from `/proc/PID/map_files` while process `pid` still maps it.
 /// The name stays where the link cannot be read (the process has exited or unmapped it) or
-/// names another file (the range was mapped again since).
+/// names another file (the range was mapped again since). A file deleted since it was mapped
+/// keeps its path, without the kernel's " (deleted)" mark: the drain reads the link when it
+/// gets to the event, so the mark said when that was, not what was mapped (tests/rmap.rs's
+/// fixture unlinks its file before it exits, and its region read "... (deleted)" in one run).
 pub fn complete_path(pid: u32, region: &mut RmapRegion) {
     if region.what != "file" && region.what != "shmem" {
         return;
@@ -16,10 +19,16 @@ pub fn complete_path(pid: u32, region: &mut RmapRegion) {
         return;
     };
     let path = path.to_string_lossy();
-    let last = path.trim_end_matches(" (deleted)").rsplit('/').next();
-    if last == Some(region.name.as_str()) {
-        region.name = path.into_owned();
+    let path = without_deleted_mark(&path);
+    if path.rsplit('/').next() == Some(region.name.as_str()) {
+        region.name = path.to_string();
     }
+}
+
+/// `path` as `/proc/PID/map_files` shows it, without the " (deleted)" the kernel appends to a
+/// file unlinked since.
+fn without_deleted_mark(path: &str) -> &str {
+    path.strip_suffix(" (deleted)").unwrap_or(path)
 }
 
 /// The one line a recording without rmap hooks says, with why.
@@ -33,6 +42,17 @@ pub fn unavailable_line(why: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_deleted_file_keeps_its_path() {
+        assert_eq!(without_deleted_mark("/tmp/x.data (deleted)"), "/tmp/x.data");
+        assert_eq!(without_deleted_mark("/tmp/x.data"), "/tmp/x.data");
+        // Only the kernel's one mark, at the end.
+        assert_eq!(
+            without_deleted_mark("/tmp/a (deleted) (deleted)"),
+            "/tmp/a (deleted)"
+        );
+    }
 
     #[test]
     fn a_mapped_file_gets_its_path_while_mapped() {
